@@ -1,0 +1,184 @@
+package conv
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// Limits bound what one command may carry and how the rules behave.
+type Limits struct {
+	// MaxThreadDepth is the bound on a message's ancestors: a message with this
+	// many ancestors or more is refused.
+	MaxThreadDepth int
+	// MaxParts bounds the parts of one message.
+	MaxParts int
+	// MaxTextBytes bounds the text of one message (all of its parts).
+	MaxTextBytes int
+	// MaxMetadataBytes bounds a message's metadata and a trace's payload.
+	MaxMetadataBytes int
+	// ClaimTTL is how long a claim lasts when the command names no TTL.
+	ClaimTTL time.Duration
+	// MaxClaimTTL bounds the TTL a command may ask for.
+	MaxClaimTTL time.Duration
+	// MaxParticipants bounds a conversation's participant list.
+	MaxParticipants int
+}
+
+// DefaultLimits are the limits used when none are configured.
+var DefaultLimits = Limits{
+	MaxThreadDepth:   100,
+	MaxParts:         512,
+	MaxTextBytes:     512 << 10,
+	MaxMetadataBytes: 16 << 10,
+	ClaimTTL:         30 * time.Second,
+	MaxClaimTTL:      10 * time.Minute,
+	MaxParticipants:  64,
+}
+
+// Env is what a decision depends on besides state and command.
+type Env struct {
+	Now    time.Time
+	Limits Limits
+}
+
+// Command is one of the command types below.
+type Command interface{ command() }
+
+// Actor is who issues a command: the agent the token binds (or the body names,
+// for admins) and whether it acts with admin rights.
+type Actor struct {
+	AgentID string
+	Admin   bool
+}
+
+// Precondition is a turn-based precondition (seed 002): the writer expects to
+// start turn ExpectTurn, or to continue it.
+type Precondition struct {
+	ExpectTurn   int  `json:"expectTurn"`
+	StartingTurn bool `json:"startingTurn"`
+}
+
+// Prior is the stored result of an earlier write with the same client request id.
+type Prior struct {
+	RequestHash string
+	Response    []byte
+}
+
+// ParentRef is what the rules need to know of the message replied to.
+type ParentRef struct {
+	ID     string
+	TurnID string
+	Depth  int
+}
+
+// Lookups are answers the engine reads from the store before deciding, so
+// that the rules stay pure.
+type Lookups struct {
+	// Prior is the earlier write with the same ClientRequestID, if any.
+	Prior *Prior
+	// IDTaken is true if the conversation already has a message with this id.
+	IDTaken bool
+	// Parent is the message ReplyTo names, nil if it is not in the conversation.
+	Parent *ParentRef
+	// TurnIDKnown is true if an explicit TurnID names a message or turnId of the conversation.
+	TurnIDKnown bool
+}
+
+// PostMessage writes one whole message.
+type PostMessage struct {
+	Actor
+	ID              string
+	Role            parley.Role
+	Parts           []parley.Part
+	ReplyTo         string
+	TurnID          string
+	Finality        parley.Finality
+	Next            string
+	Precondition    *Precondition
+	Channel         *parley.Channel
+	Metadata        json.RawMessage
+	ClientRequestID string
+	RequestHash     string
+	Known           Lookups
+}
+
+// PostTrace writes a trace event: it follows the turn rules and never closes.
+type PostTrace struct {
+	Actor
+	ID              string
+	Payload         json.RawMessage
+	TurnID          string
+	Finality        parley.Finality
+	Precondition    *Precondition
+	ClientRequestID string
+	RequestHash     string
+	Known           Lookups
+}
+
+// ClaimTurn claims the next turn. ExpectTurn, if not zero, must be that turn.
+type ClaimTurn struct {
+	Actor
+	ExpectTurn int
+	TTL        time.Duration
+}
+
+// ResetTurn resets the actor's open turn; with Claim it claims the next turn
+// when the actor owns no open turn (resetAndClaim).
+type ResetTurn struct {
+	Actor
+	Claim bool
+	TTL   time.Duration
+}
+
+// AbortTurn closes the actor's open turn with a tombstone.
+type AbortTurn struct {
+	Actor
+	Reason string
+}
+
+// Delegate lets another agent write into the actor's open turn.
+type Delegate struct {
+	Actor
+	To string
+}
+
+// ExpireClaim writes claim.expired if the claim has lapsed at Env.Now.
+type ExpireClaim struct{}
+
+func (PostMessage) command() {}
+func (PostTrace) command()   {}
+func (ClaimTurn) command()   {}
+func (ResetTurn) command()   {}
+func (AbortTurn) command()   {}
+func (Delegate) command()    {}
+func (ExpireClaim) command() {}
+
+// Decision is what Decide returns for an accepted command.
+type Decision struct {
+	// Events to append, with seqs following the state's LastSeq.
+	Events []parley.Event
+	// Messages to write to the messages projection with the events.
+	Messages []*parley.Message
+	// Replay is the stored response of an idempotent retry; nothing is written.
+	Replay []byte
+	// Result says what happened, for the caller.
+	Result Result
+}
+
+// Result is the outcome of a command beyond its events.
+type Result struct {
+	// Turn is the turn the command wrote to, reset, claimed or answers with.
+	Turn int `json:"turn"`
+	// WasReset is true if the actor's open turn is (now) reset.
+	WasReset bool `json:"wasReset"`
+	// Claimed is true if the actor holds the turn or a claim on it.
+	Claimed bool `json:"claimed"`
+	// Claim is the claim held after the command, if any.
+	Claim *parley.Claim `json:"claim,omitempty"`
+	// Seq is the seq of the event that records the outcome (0 if nothing was written).
+	Seq int64 `json:"seq"`
+	// Message is the message written by PostMessage.
+	Message *parley.Message `json:"-"`
+}

@@ -1,0 +1,53 @@
+package conv
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/parleyhq/parley"
+)
+
+// Create validates a new conversation and returns its state and first event
+// (conversation.created, seq 1, turn 0). The caller sets ID, Epoch, CreatedBy.
+func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
+	if env.Limits == (Limits{}) {
+		env.Limits = DefaultLimits
+	}
+	if c.TurnPolicy == "" {
+		c.TurnPolicy = parley.PolicyRoundRobin
+	}
+	if c.MessageFormat == "" {
+		c.MessageFormat = "v2"
+	}
+	if c.Participants == nil {
+		c.Participants = []string{}
+	}
+	switch {
+	case !parley.ValidID(c.ID):
+		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "conversation id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+	case !c.TurnPolicy.Valid():
+		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "turnPolicy %q is not one of round-robin, free, next", c.TurnPolicy)
+	case c.MessageFormat != "v1" && c.MessageFormat != "v2":
+		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "messageFormat %q is not one of v1, v2", c.MessageFormat)
+	case len(c.Participants) > env.Limits.MaxParticipants:
+		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d participants", env.Limits.MaxParticipants)
+	case len(c.Title) > 512:
+		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "title is %d bytes; the limit is 512", len(c.Title))
+	case len(c.Metadata) > env.Limits.MaxMetadataBytes:
+		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), env.Limits.MaxMetadataBytes)
+	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
+		return State{}, nil, parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
+	}
+	for i, p := range c.Participants {
+		if !parley.ValidID(p) {
+			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "participants[%d] %q is not a valid agent id", i, p)
+		}
+		if slices.Index(c.Participants, p) != i {
+			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "participant %q is listed twice", p)
+		}
+	}
+	c.CreatedAt = parley.NewTime(env.Now)
+	d := &decider{s: State{Conversation: c}, env: env}
+	d.emit(parley.EventConversationCreated, 0, "", c.CreatedBy, parley.FinalityNone, c)
+	return d.s, d.out.Events, nil
+}

@@ -1,0 +1,189 @@
+package conv
+
+import (
+	"encoding/json"
+
+	"github.com/parleyhq/parley"
+)
+
+func (d *decider) postMessage(c PostMessage) error {
+	if replay, err := d.idempotent(c.ClientRequestID, c.RequestHash, c.Known.Prior); replay {
+		return err
+	}
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if err := checkMessageShape(c); err != nil {
+		return err
+	}
+	if c.Known.IDTaken {
+		return d.conflict(parley.EBUSY, "message id %q is already used in this conversation", c.ID)
+	}
+	fin := c.Finality
+	if fin == "" {
+		fin = parley.FinalityNone
+	}
+	plan, turnID, err := d.planMessageTurn(c, fin)
+	if err != nil {
+		return err
+	}
+	depth, err := d.threadDepth(c)
+	if err != nil {
+		return err
+	}
+	if err := checkMessageLimits(c, d.env.Limits); err != nil {
+		return err
+	}
+	now := parley.NewTime(d.env.Now)
+	m := &parley.Message{
+		ID:             c.ID,
+		ConversationID: d.s.Conversation.ID,
+		Seq:            d.s.LastSeq + 1,
+		Role:           c.Role,
+		AgentID:        c.AgentID,
+		Parts:          c.Parts,
+		Content:        parley.TextContent(c.Parts),
+		Status:         parley.StatusComplete,
+		Turn:           plan.turn,
+		TurnID:         turnID,
+		ReplyTo:        c.ReplyTo,
+		Depth:          depth,
+		Finality:       fin,
+		Next:           c.Next,
+		Channel:        c.Channel,
+		Metadata:       c.Metadata,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	if m.Parts == nil {
+		m.Parts = []parley.Part{}
+	}
+	e := d.emit(parley.EventMessage, plan.turn, turnID, c.AgentID, fin, m)
+	d.out.Messages = append(d.out.Messages, m)
+	d.out.Result = Result{Turn: plan.turn, Claimed: plan.turn > 0, Seq: e.Seq, Message: m}
+	return nil
+}
+
+// planMessageTurn places a message: system messages in turn 0, the others by
+// the turn rules, and gives it its turnId.
+func (d *decider) planMessageTurn(c PostMessage, fin parley.Finality) (turnPlan, string, error) {
+	if c.Role == parley.RoleSystem {
+		if !c.Admin {
+			return turnPlan{}, "", parley.Errorf(parley.EFORBIDDEN, "only an admin token may write system messages")
+		}
+		if fin == parley.FinalityTurn {
+			return turnPlan{}, "", parley.Errorf(parley.EINVALIDVALUE, "a system message is in turn 0 and cannot close a turn")
+		}
+		if c.Precondition != nil {
+			return turnPlan{}, "", parley.Errorf(parley.EINVALIDVALUE, "a system message is in turn 0 and takes no precondition")
+		}
+		return turnPlan{turn: 0, owner: true}, c.TurnID, nil
+	}
+	plan, err := d.planTurn(c.AgentID, c.Precondition)
+	if err != nil {
+		return turnPlan{}, "", err
+	}
+	if err := d.checkCloser(plan, c.AgentID, fin); err != nil {
+		return turnPlan{}, "", err
+	}
+	turnID, err := d.turnIDFor(plan, c.ID, c.Role, c.TurnID, c.Known)
+	return plan, turnID, err
+}
+
+// threadDepth applies the threading rules of seed 004 and returns the
+// message's number of ancestors. The parent must already exist and ids are
+// unique, so a new message can never close a cycle.
+func (d *decider) threadDepth(c PostMessage) (int, error) {
+	if c.ReplyTo == "" {
+		return 0, nil
+	}
+	if c.ReplyTo == c.ID {
+		return 0, parley.Errorf(parley.EINVALIDTHREAD, "message %s cannot reply to itself", c.ID)
+	}
+	if c.Known.Parent == nil {
+		return 0, parley.Errorf(parley.EINVALIDTHREAD, "replyTo %q names no message of this conversation", c.ReplyTo)
+	}
+	depth := c.Known.Parent.Depth + 1
+	if max := d.env.Limits.MaxThreadDepth; depth >= max {
+		return 0, parley.Errorf(parley.EINVALIDTHREAD, "the reply would have %d ancestors; a thread may have at most %d", depth, max-1).With("maxDepth", max)
+	}
+	return depth, nil
+}
+
+// checkMessageShape refuses values that are well-formed JSON but not a message.
+func checkMessageShape(c PostMessage) error {
+	switch {
+	case !parley.ValidID(c.ID):
+		return parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+	case !parley.ValidID(c.AgentID):
+		return parley.Errorf(parley.EINVALIDVALUE, "agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.AgentID)
+	case !c.Role.Valid():
+		return parley.Errorf(parley.EINVALIDVALUE, "role %q is not one of user, assistant, system, tool", c.Role)
+	case c.Finality != "" && !c.Finality.Valid():
+		return parley.Errorf(parley.EINVALIDVALUE, "finality %q is not one of none, turn, conversation", c.Finality)
+	case c.ReplyTo != "" && !parley.ValidID(c.ReplyTo):
+		return parley.Errorf(parley.EINVALIDTHREAD, "replyTo %q is not a valid message id", c.ReplyTo)
+	case c.TurnID != "" && !parley.ValidID(c.TurnID):
+		return parley.Errorf(parley.EINVALIDVALUE, "turnId %q is not a valid id", c.TurnID)
+	case c.Next != "" && !parley.ValidID(c.Next):
+		return parley.Errorf(parley.EINVALIDVALUE, "next %q is not a valid agent id", c.Next)
+	case c.Next != "" && c.Finality != parley.FinalityTurn:
+		return parley.Errorf(parley.EINVALIDVALUE, "next names the agent after a closed turn; it needs finality \"turn\"")
+	case c.Channel != nil && (!parley.ValidID(c.Channel.Type) || c.Channel.ID == "" || len(c.Channel.ID) > 256):
+		return parley.Errorf(parley.EINVALIDVALUE, "channel needs a type (an id) and an id of 1-256 bytes")
+	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
+		return parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
+	}
+	for i, p := range c.Parts {
+		if err := checkPart(p); err != nil {
+			return parley.Errorf(parley.EINVALIDVALUE, "parts[%d]: %s", i, err.(*parley.Error).Message)
+		}
+	}
+	return nil
+}
+
+func checkPart(p parley.Part) error {
+	switch p.Type {
+	case parley.PartText:
+		return nil
+	case parley.PartToolCall:
+		switch {
+		case p.CallID == "" || len(p.CallID) > parley.MaxIDLen:
+			return parley.Errorf(parley.EINVALIDVALUE, "a tool-call part needs a callId of 1-128 bytes")
+		case p.ToolName == "" || len(p.ToolName) > parley.MaxIDLen:
+			return parley.Errorf(parley.EINVALIDVALUE, "a tool-call part needs a toolName of 1-128 bytes")
+		}
+		switch p.Status {
+		case parley.ToolPending, parley.ToolRunning, parley.ToolCompleted, parley.ToolError:
+			return nil
+		}
+		return parley.Errorf(parley.EINVALIDVALUE, "tool-call status %q is not one of pending, running, completed, error", p.Status)
+	case parley.PartFinish:
+		switch p.Reason {
+		case parley.FinishEndTurn, parley.FinishError, parley.FinishCanceled:
+			return nil
+		}
+		return parley.Errorf(parley.EINVALIDVALUE, "finish reason %q is not one of end_turn, error, canceled", p.Reason)
+	case parley.PartError:
+		return nil
+	}
+	return parley.Errorf(parley.EINVALIDVALUE, "unknown part type %q (known: text, tool-call, finish, error)", p.Type)
+}
+
+// checkMessageLimits bounds the size of a message.
+func checkMessageLimits(c PostMessage, l Limits) error {
+	if len(c.Parts) > l.MaxParts {
+		return parley.Errorf(parley.ETOOLARGE, "a message may have at most %d parts; it has %d", l.MaxParts, len(c.Parts))
+	}
+	if len(c.Metadata) > l.MaxMetadataBytes {
+		return parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), l.MaxMetadataBytes)
+	}
+	size := 0
+	for _, p := range c.Parts {
+		size += len(p.Text) + len(p.Args) + len(p.Result) + len(p.Error) + len(p.Message)
+	}
+	if size > l.MaxTextBytes {
+		return parley.Errorf(parley.ETOOLARGE, "the message's parts hold %d bytes; the limit is %d", size, l.MaxTextBytes)
+	}
+	return nil
+}

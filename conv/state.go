@@ -1,0 +1,207 @@
+// Package conv holds the rules of a conversation as pure functions: Decide
+// turns (state, command, environment) into events or a typed error, and Evolve
+// folds events into state. Nothing here does I/O or reads a clock; the engine
+// passes the time and the results of any look-ups in.
+package conv
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// State is everything the rules need to know about one conversation. It is
+// small (it never holds the messages) and is stored as a JSON snapshot beside
+// the log; folding the log with Evolve must always give the same value.
+type State struct {
+	Conversation  parley.Conversation `json:"conversation"`
+	LastSeq       int64               `json:"lastSeq"`
+	LastTurn      int                 `json:"lastTurn"`
+	Open          *parley.OpenTurn    `json:"open,omitempty"`
+	Claim         *parley.Claim       `json:"claim,omitempty"`
+	Closed        bool                `json:"closed,omitempty"`
+	LastClosedSeq int64               `json:"lastClosedSeq,omitempty"`
+	// LastOwner owned the most recently closed turn (round-robin starts after it).
+	LastOwner string `json:"lastOwner,omitempty"`
+	// Next is the agent the most recent closing message named, until a turn opens.
+	Next string `json:"next,omitempty"`
+	// LastTurnID is the turnId of the most recently opened turn.
+	LastTurnID string `json:"lastTurnId,omitempty"`
+	// LastAbort remembers the last abort, so that repeating it writes nothing.
+	LastAbort *AbortMark `json:"lastAbort,omitempty"`
+}
+
+// AbortMark records who aborted which turn at which seq.
+type AbortMark struct {
+	AgentID string `json:"agentId"`
+	Turn    int    `json:"turn"`
+	Seq     int64  `json:"seq"`
+}
+
+// Evolve returns the state after the events, which must follow s in seq order.
+// It never fails: events were validated by Decide before they were stored.
+func Evolve(s State, events ...parley.Event) State {
+	for _, e := range events {
+		s = apply(s, e)
+	}
+	return s
+}
+
+func apply(s State, e parley.Event) State {
+	s.LastSeq = e.Seq
+	switch e.Type {
+	case parley.EventConversationCreated:
+		_ = json.Unmarshal(e.Data, &s.Conversation)
+	case parley.EventMessage, parley.EventTrace:
+		if e.Turn > 0 {
+			s = enterTurn(s, e)
+		}
+		switch e.Finality {
+		case parley.FinalityTurn:
+			s = closeTurn(s, e, nextOf(e))
+		case parley.FinalityConversation:
+			if s.Open != nil {
+				s = closeTurn(s, e, "")
+			}
+			s.Closed = true
+			s.Claim = nil
+			s.LastClosedSeq = e.Seq
+		}
+	case parley.EventTurnClaimed:
+		var c parley.Claim
+		_ = json.Unmarshal(e.Data, &c)
+		s.Claim = &c
+	case parley.EventClaimExpired:
+		s.Claim = nil
+	case parley.EventTurnReset:
+		if s.Open != nil {
+			open := *s.Open
+			open.Reset = true
+			s.Open = &open
+		}
+	case parley.EventTurnAborted:
+		if s.Open != nil {
+			s = closeTurn(s, e, "")
+		}
+		s.LastAbort = &AbortMark{AgentID: e.AgentID, Turn: e.Turn, Seq: e.Seq}
+	case parley.EventDelegation:
+		var d parley.Delegation
+		_ = json.Unmarshal(e.Data, &d)
+		if s.Open != nil && !slices.Contains(s.Open.Delegates, d.To) {
+			open := *s.Open
+			open.Delegates = append(slices.Clone(open.Delegates), d.To)
+			s.Open = &open
+		}
+	}
+	return s
+}
+
+// enterTurn opens turn e.Turn if it is not the open one, or notes that the
+// open turn was written to (which ends a reset).
+func enterTurn(s State, e parley.Event) State {
+	if s.Open != nil && s.Open.Turn == e.Turn {
+		if s.Open.Reset {
+			open := *s.Open
+			open.Reset = false
+			s.Open = &open
+		}
+		return s
+	}
+	s.Open = &parley.OpenTurn{Turn: e.Turn, Owner: e.AgentID, TurnID: e.TurnID, OpenedSeq: e.Seq}
+	s.LastTurn = e.Turn
+	s.LastTurnID = e.TurnID
+	s.Next = ""
+	s.LastAbort = nil
+	if s.Claim != nil && s.Claim.Turn <= e.Turn {
+		s.Claim = nil
+	}
+	return s
+}
+
+func closeTurn(s State, e parley.Event, next string) State {
+	if s.Open != nil {
+		s.LastOwner = s.Open.Owner
+	}
+	s.Open = nil
+	s.Claim = nil
+	s.Next = next
+	s.LastClosedSeq = e.Seq
+	return s
+}
+
+// nextOf returns the agent a closing message names as the next one.
+func nextOf(e parley.Event) string {
+	if e.Type != parley.EventMessage {
+		return ""
+	}
+	var m struct {
+		Next string `json:"next"`
+	}
+	_ = json.Unmarshal(e.Data, &m)
+	return m.Next
+}
+
+// activeClaim returns the claim if it has not expired at now.
+func (s State) activeClaim(now time.Time) *parley.Claim {
+	if s.Claim == nil || !now.Before(s.Claim.ExpiresAt.Time) {
+		return nil
+	}
+	return s.Claim
+}
+
+// Head returns the head of the conversation as seen at now: an expired claim
+// is not shown even before its claim.expired event is written.
+func (s State) Head(now time.Time) parley.Head {
+	h := parley.Head{
+		LastSeq:       s.LastSeq,
+		Epoch:         s.Conversation.Epoch,
+		LastTurn:      s.LastTurn,
+		Closed:        s.Closed,
+		LastClosedSeq: s.LastClosedSeq,
+	}
+	if s.Open != nil {
+		open := *s.Open
+		open.Delegates = slices.Clone(open.Delegates)
+		h.OpenTurn = &open
+	}
+	if c := s.activeClaim(now); c != nil {
+		claim := *c
+		h.Claim = &claim
+	}
+	return h
+}
+
+// Guidance derives who should act next, or nil once the conversation is
+// closed. An open turn is continued by its owner; otherwise the next turn goes
+// to the holder of an active claim, to the agent the closing message named, or
+// to whom the turn policy names (empty: anyone).
+func (s State) Guidance(now time.Time) *parley.Guidance {
+	if s.Closed {
+		return nil
+	}
+	if s.Open != nil {
+		return &parley.Guidance{NextAgentID: s.Open.Owner, Kind: parley.GuidanceContinueTurn, Turn: s.Open.Turn, AfterSeq: s.LastSeq}
+	}
+	g := &parley.Guidance{Kind: parley.GuidanceStartTurn, Turn: s.LastTurn + 1, AfterSeq: s.LastSeq}
+	switch c := s.activeClaim(now); {
+	case c != nil && c.Turn == g.Turn:
+		g.NextAgentID = c.AgentID
+	case s.Next != "":
+		g.NextAgentID = s.Next
+	case s.Conversation.TurnPolicy == parley.PolicyRoundRobin || s.Conversation.TurnPolicy == "":
+		g.NextAgentID = roundRobin(s.Conversation.Participants, s.LastOwner)
+	}
+	return g
+}
+
+// roundRobin names the participant after last, the first one if last is not a
+// participant, and nobody if there are no participants.
+func roundRobin(participants []string, last string) string {
+	if len(participants) == 0 {
+		return ""
+	}
+	i := slices.Index(participants, last)
+	return participants[(i+1)%len(participants)]
+}

@@ -1,0 +1,59 @@
+package parley
+
+import "encoding/json"
+
+// Event types of the log. The wire event types are the log's event types:
+// what is stored is what is streamed.
+const (
+	// EventConversationCreated is seq 1 of every conversation; Data is the Conversation.
+	EventConversationCreated = "conversation.created"
+	// EventMessage carries a whole Message in Data.
+	EventMessage = "message"
+	// EventTrace carries an agent's trace (thoughts, tool traces) in Data; it
+	// follows the turn rules but never closes anything.
+	EventTrace = "trace"
+	// EventTurnClaimed records a claim on the next turn; Data is a Claim.
+	EventTurnClaimed = "turn.claimed"
+	// EventClaimExpired records that a claim lapsed; Data is the Claim.
+	EventClaimExpired = "claim.expired"
+	// EventTurnReset marks that the owner restarted its open turn; Data is TurnRef.
+	EventTurnReset = "turn.reset"
+	// EventTurnAborted is the tombstone of a turn its owner gave up; Data is TurnRef.
+	EventTurnAborted = "turn.aborted"
+	// EventDelegation lets another agent write into the open turn; Data is Delegation.
+	EventDelegation = "delegation"
+)
+
+// Event is one entry of a conversation's log. Seq numbers the events of one
+// conversation densely from 1. Turn 0 holds system events.
+type Event struct {
+	ConversationID string          `json:"conversationId"`
+	Seq            int64           `json:"seq"`
+	Type           string          `json:"type"`
+	Turn           int             `json:"turn"`
+	TurnID         string          `json:"turnId,omitempty"`
+	AgentID        string          `json:"agentId,omitempty"`
+	Finality       Finality        `json:"finality"`
+	Time           Time            `json:"ts"`
+	Data           json.RawMessage `json:"data"`
+}
+
+// TurnRef is the data of turn.reset and turn.aborted events.
+type TurnRef struct {
+	Turn   int    `json:"turn"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Delegation is the data of a delegation event: From lets To write into turn
+// Turn with the turn's turnId until the turn closes.
+type Delegation struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Turn int    `json:"turn"`
+}
+
+// Trace is the data of a trace event.
+type Trace struct {
+	ID      string          `json:"id,omitempty"`
+	Payload json.RawMessage `json:"payload"`
+}

@@ -1,0 +1,155 @@
+// Package parley holds the domain types of the Parley conversation server:
+// conversations, events, messages and their parts, positions, heads, guidance,
+// tokens and the error type. Every other package of the module builds on these
+// and nothing here does I/O.
+//
+// The rules that turn commands into events live in package conv; storage lives
+// behind the interface of package store; package engine is the one write path;
+// package api serves HTTP, SSE and WebSocket; cmd/parley wires them together.
+package parley
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Finality says what a message closes: nothing, the open turn, or the whole
+// conversation. Only message events may carry a finality other than none.
+type Finality string
+
+// Finality values.
+const (
+	FinalityNone         Finality = "none"
+	FinalityTurn         Finality = "turn"
+	FinalityConversation Finality = "conversation"
+)
+
+// Valid reports whether f is one of the three finality values.
+func (f Finality) Valid() bool {
+	return f == FinalityNone || f == FinalityTurn || f == FinalityConversation
+}
+
+// TurnPolicy decides which agent the guidance names after a turn closes.
+type TurnPolicy string
+
+// Turn policies.
+const (
+	// PolicyRoundRobin names the participant after the one that owned the last turn.
+	PolicyRoundRobin TurnPolicy = "round-robin"
+	// PolicyFree names nobody: any agent may open the next turn.
+	PolicyFree TurnPolicy = "free"
+	// PolicyNext names the agent given in the closing message's "next" field.
+	PolicyNext TurnPolicy = "next"
+)
+
+// Valid reports whether p is a known policy.
+func (p TurnPolicy) Valid() bool {
+	return p == PolicyRoundRobin || p == PolicyFree || p == PolicyNext
+}
+
+// Conversation is one log. Its epoch is random and changes only if its history
+// is replaced; a client holding another epoch must reload.
+type Conversation struct {
+	ID            string          `json:"id"`
+	Epoch         string          `json:"epoch"`
+	Title         string          `json:"title,omitempty"`
+	Participants  []string        `json:"participants"`
+	TurnPolicy    TurnPolicy      `json:"turnPolicy"`
+	MessageFormat string          `json:"messageFormat"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	CreatedBy     string          `json:"createdBy,omitempty"`
+	CreatedAt     Time            `json:"createdAt"`
+}
+
+// Position is a place in one conversation's log: the last seq a reader has
+// seen and the epoch it was seen in.
+type Position struct {
+	Seq   int64  `json:"seq"`
+	Epoch string `json:"epoch"`
+}
+
+// OpenTurn describes the turn that is open, if any.
+type OpenTurn struct {
+	Turn      int      `json:"turn"`
+	Owner     string   `json:"owner"`
+	TurnID    string   `json:"turnId,omitempty"`
+	Delegates []string `json:"delegates,omitempty"`
+	OpenedSeq int64    `json:"openedSeq"`
+	// Reset is true after the owner reset the turn and before it wrote again.
+	Reset bool `json:"reset,omitempty"`
+}
+
+// Claim is an agent's reservation of the next turn; it lapses at ExpiresAt.
+type Claim struct {
+	AgentID   string `json:"agentId"`
+	Turn      int    `json:"turn"`
+	ExpiresAt Time   `json:"expiresAt"`
+}
+
+// Head is the summary of a conversation's state that callers decide with: it
+// comes with every conversation read and with every 409.
+type Head struct {
+	LastSeq       int64     `json:"lastSeq"`
+	Epoch         string    `json:"epoch"`
+	LastTurn      int       `json:"lastTurn"`
+	OpenTurn      *OpenTurn `json:"openTurn"`
+	Claim         *Claim    `json:"claim"`
+	Closed        bool      `json:"closed"`
+	LastClosedSeq int64     `json:"lastClosedSeq"`
+}
+
+// GuidanceKind says whether the named agent should start a new turn or
+// continue its open one.
+type GuidanceKind string
+
+// Guidance kinds.
+const (
+	GuidanceStartTurn    GuidanceKind = "start_turn"
+	GuidanceContinueTurn GuidanceKind = "continue_turn"
+)
+
+// Guidance tells subscribers who should act next. It is derived from state
+// after every change and never stored. An empty NextAgentID means any agent may
+// take the turn. Turn is always explicit: agents never infer it.
+type Guidance struct {
+	NextAgentID string       `json:"nextAgentId"`
+	Kind        GuidanceKind `json:"kind"`
+	Turn        int          `json:"turn"`
+	AfterSeq    int64        `json:"afterSeq"`
+}
+
+// Time is a UTC instant with millisecond precision. It is encoded in JSON as
+// RFC 3339 with exactly three fractional digits, as every time in the API is.
+type Time struct{ time.Time }
+
+// TimeLayout is the layout of every time Parley writes.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// NewTime returns t in UTC truncated to milliseconds.
+func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)} }
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte(`null`), nil
+	}
+	return []byte(`"` + t.UTC().Format(TimeLayout) + `"`), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it accepts any RFC 3339 time.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = NewTime(v)
+	return nil
+}

@@ -1,0 +1,332 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley"
+)
+
+// Transport selects how a Stream connects.
+type Transport string
+
+// Transports.
+const (
+	SSE       Transport = "sse"
+	WebSocket Transport = "ws"
+)
+
+// SubscribeOptions configure a Stream.
+type SubscribeOptions struct {
+	// From resumes after this position; nil starts with a snapshot.
+	From *parley.Position
+	// Transport is SSE (default) or WebSocket.
+	Transport Transport
+	// MinBackoff and MaxBackoff bound the wait between reconnects
+	// (defaults 100ms and 5s).
+	MinBackoff, MaxBackoff time.Duration
+	// OnReconnect, if set, is called with the error that broke the connection
+	// before each reconnect.
+	OnReconnect func(err error)
+}
+
+// Init is the first frame of every connection.
+type Init struct {
+	Recovered    bool                `json:"recovered"`
+	Position     parley.Position     `json:"position"`
+	Conversation parley.Conversation `json:"conversation"`
+	Head         parley.Head         `json:"head"`
+	Guidance     *parley.Guidance    `json:"guidance"`
+	Messages     []*parley.Message   `json:"messages,omitempty"`
+}
+
+// Frame is one thing a Stream yields: an init (after each connect), an event
+// of the log, or a guidance.
+type Frame struct {
+	Type     string
+	Init     *Init
+	Event    *parley.Event
+	Guidance *parley.Guidance
+}
+
+// Stream follows one conversation and reconnects by itself, resuming from
+// the last position it delivered, so its caller sees every event exactly once
+// and in order (an init with Recovered false means the history was replaced or
+// could not be recovered: start over from its snapshot).
+type Stream struct {
+	c      *Client
+	id     string
+	opts   SubscribeOptions
+	pos    *parley.Position
+	conn   frameReader
+	failed int
+}
+
+// frameReader reads raw frames from one connection.
+type frameReader interface {
+	read(ctx context.Context) (typ string, data []byte, err error)
+	close()
+}
+
+// Subscribe returns a Stream of a conversation; it connects on the first Next.
+func (c *Client) Subscribe(_ context.Context, conversationID string, opts SubscribeOptions) *Stream {
+	if opts.Transport == "" {
+		opts.Transport = SSE
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 100 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	return &Stream{c: c, id: conversationID, opts: opts, pos: opts.From}
+}
+
+// Position returns the position of the last event delivered (nil before any).
+func (s *Stream) Position() *parley.Position { return s.pos }
+
+// Close closes the current connection.
+func (s *Stream) Close() {
+	if s.conn != nil {
+		s.conn.close()
+		s.conn = nil
+	}
+}
+
+// Next returns the next frame. It reconnects on connection errors and
+// returns an error only when ctx ends or the server refuses the stream
+// (unknown conversation, bad token).
+func (s *Stream) Next(ctx context.Context) (Frame, error) {
+	for {
+		if s.conn == nil {
+			if err := s.connect(ctx); err != nil {
+				if fatal(err) || ctx.Err() != nil {
+					return Frame{}, err
+				}
+				if err := s.backoff(ctx, err); err != nil {
+					return Frame{}, err
+				}
+				continue
+			}
+		}
+		typ, data, err := s.conn.read(ctx)
+		if err == nil {
+			f, skip, ferr := s.accept(typ, data)
+			if ferr == nil && !skip {
+				s.failed = 0
+				return f, nil
+			}
+			err = ferr
+		}
+		if err != nil {
+			s.Close()
+			if ctx.Err() != nil {
+				return Frame{}, ctx.Err()
+			}
+			if err := s.backoff(ctx, err); err != nil {
+				return Frame{}, err
+			}
+		}
+	}
+}
+
+// accept decodes a frame and updates the position; skip is true for a
+// duplicate event. A server error frame or a gap is returned as an error,
+// which makes Next reconnect from the last position.
+func (s *Stream) accept(typ string, data []byte) (f Frame, skip bool, err error) {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return f, false, fmt.Errorf("bad frame: %w", err)
+	}
+	if typ == "" {
+		typ = head.Type // WebSocket frames name their type inside
+	}
+	f.Type = typ
+	switch typ {
+	case "init":
+		var in Init
+		if err := json.Unmarshal(data, &in); err != nil {
+			return f, false, err
+		}
+		p := in.Position
+		s.pos, f.Init = &p, &in
+	case "guidance":
+		var g struct {
+			Data parley.Guidance `json:"data"`
+		}
+		if err := json.Unmarshal(data, &g); err != nil {
+			return f, false, err
+		}
+		f.Guidance = &g.Data
+	case "error":
+		return f, false, decodeError(http.StatusServiceUnavailable, data)
+	default:
+		var ev parley.Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return f, false, err
+		}
+		f.Type = ev.Type
+		if s.pos != nil && ev.Seq <= s.pos.Seq {
+			return f, true, nil
+		}
+		if s.pos != nil && ev.Seq != s.pos.Seq+1 {
+			return f, false, fmt.Errorf("gap in stream: got seq %d after %d", ev.Seq, s.pos.Seq)
+		}
+		epoch := ""
+		if s.pos != nil {
+			epoch = s.pos.Epoch
+		}
+		s.pos, f.Event = &parley.Position{Seq: ev.Seq, Epoch: epoch}, &ev
+	}
+	return f, false, nil
+}
+
+func (s *Stream) backoff(ctx context.Context, cause error) error {
+	if s.opts.OnReconnect != nil {
+		s.opts.OnReconnect(cause)
+	}
+	d := s.opts.MinBackoff << min(s.failed, 10)
+	d = min(d, s.opts.MaxBackoff)
+	s.failed++
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fatal reports whether reconnecting cannot help.
+func fatal(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != http.StatusTooManyRequests
+}
+
+func (s *Stream) query() url.Values {
+	q := url.Values{}
+	if s.pos != nil {
+		q.Set("after", strconv.FormatInt(s.pos.Seq, 10))
+		if s.pos.Epoch != "" {
+			q.Set("epoch", s.pos.Epoch)
+		}
+	}
+	return q
+}
+
+func (s *Stream) connect(ctx context.Context) error {
+	if s.opts.Transport == WebSocket {
+		return s.connectWS(ctx)
+	}
+	return s.connectSSE(ctx)
+}
+
+func (s *Stream) connectSSE(ctx context.Context) error {
+	u := s.c.baseURL + convPath(s.id, "/stream")
+	if q := s.query().Encode(); q != "" {
+		u += "?" + q
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
+	if err != nil {
+		cancel()
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	s.c.authorize(req)
+	resp, err := s.c.http.Do(req)
+	if err != nil {
+		cancel()
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		cancel()
+		return decodeError(resp.StatusCode, data)
+	}
+	s.conn = &sseReader{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), cancel: cancel}
+	return nil
+}
+
+// sseReader parses text/event-stream: event and data fields, blank line ends
+// an event, comments are skipped.
+type sseReader struct {
+	body   io.Closer
+	r      *bufio.Reader
+	cancel context.CancelFunc
+}
+
+func (r *sseReader) read(ctx context.Context) (string, []byte, error) {
+	stop := context.AfterFunc(ctx, r.cancel)
+	defer stop()
+	var typ string
+	var data []byte
+	for {
+		line, err := r.r.ReadString('\n')
+		if err != nil {
+			return "", nil, err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if data != nil {
+				return typ, data, nil
+			}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			typ = strings.TrimSpace(line[len("event:"):])
+		case strings.HasPrefix(line, "data:"):
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
+		}
+	}
+}
+
+func (r *sseReader) close() { r.cancel(); r.body.Close() }
+
+func (s *Stream) connectWS(ctx context.Context) error {
+	u := strings.Replace(s.c.baseURL, "http", "ws", 1) + convPath(s.id, "/ws")
+	if q := s.query().Encode(); q != "" {
+		u += "?" + q
+	}
+	h := http.Header{}
+	if s.c.token != "" {
+		h.Set("Authorization", "Bearer "+s.c.token)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: s.c.http, HTTPHeader: h})
+	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			return decodeError(resp.StatusCode, data)
+		}
+		return err
+	}
+	conn.SetReadLimit(32 << 20)
+	s.conn = &wsReader{conn: conn}
+	return nil
+}
+
+type wsReader struct{ conn *websocket.Conn }
+
+func (r *wsReader) read(ctx context.Context) (string, []byte, error) {
+	_, data, err := r.conn.Read(ctx)
+	return "", data, err
+}
+
+func (r *wsReader) close() { r.conn.CloseNow() }

@@ -1,0 +1,122 @@
+package conv_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+)
+
+func partKinds(m *parley.Message) []string {
+	var k []string
+	for _, p := range m.Parts {
+		s := p.Type
+		if p.Type == parley.PartText && p.Streaming {
+			s += "*"
+		}
+		k = append(k, s)
+	}
+	return k
+}
+
+func equalKinds(a []string, b ...string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestAssemblyTextToolTextFinalize(t *testing.T) {
+	t.Parallel()
+	m := &parley.Message{}
+	conv.AppendText(m, "I'll search ")
+	conv.AppendText(m, "for that.")
+	if k := partKinds(m); !equalKinds(k, "text*") || m.Parts[0].Text != "I'll search for that." {
+		t.Fatalf("after deltas: %v %q", k, m.Parts[0].Text)
+	}
+	if !conv.ApplyTool(m, conv.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolRunning, Args: json.RawMessage(`{"q":"x"}`)}) {
+		t.Fatal("first update of a call must add a part")
+	}
+	if conv.ApplyTool(m, conv.ToolUpdate{CallID: "c1", Status: parley.ToolCompleted, Result: json.RawMessage(`"found"`)}) {
+		t.Fatal("second update of the same call must not add a part")
+	}
+	conv.AppendText(m, "The results ")
+	conv.AppendText(m, "show it.")
+	if k := partKinds(m); !equalKinds(k, "text", "tool-call", "text*") {
+		t.Fatalf("text after a tool must start a new part: %v", k)
+	}
+	if p := m.Parts[1]; p.Status != parley.ToolCompleted || p.ToolName != "search" || string(p.Args) != `{"q":"x"}` || string(p.Result) != `"found"` {
+		t.Fatalf("tool part = %+v", p)
+	}
+	conv.Finalize(m, parley.FinishEndTurn, "", "")
+	if k := partKinds(m); !equalKinds(k, "text", "tool-call", "text", "finish") {
+		t.Fatalf("finalized parts = %v", k)
+	}
+	if m.Content != "I'll search for that.The results show it." || m.Status != parley.StatusComplete || !conv.Finished(m) {
+		t.Fatalf("content %q status %s", m.Content, m.Status)
+	}
+}
+
+func TestFinalizeMarksUnfinishedToolsAsErrors(t *testing.T) {
+	t.Parallel()
+	m := &parley.Message{}
+	conv.ApplyTool(m, conv.ToolUpdate{CallID: "a", ToolName: "t", Status: parley.ToolPending})
+	conv.ApplyTool(m, conv.ToolUpdate{CallID: "b", ToolName: "t", Status: parley.ToolRunning})
+	conv.ApplyTool(m, conv.ToolUpdate{CallID: "c", ToolName: "t", Status: parley.ToolCompleted})
+	conv.Finalize(m, parley.FinishEndTurn, "", "")
+	for i, want := range []string{parley.ToolError, parley.ToolError, parley.ToolCompleted} {
+		if got := m.Parts[i].Status; got != want {
+			t.Fatalf("tool %d status %s, want %s", i, got, want)
+		}
+	}
+	if m.Parts[0].Error == "" {
+		t.Fatal("a tool call ended by finalize must say why")
+	}
+}
+
+func TestFinalizeReasons(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		reason, errText string
+		kinds           []string
+		status          parley.MessageStatus
+	}{
+		{parley.FinishCanceled, "", []string{"text", "finish"}, parley.StatusCanceled},
+		{parley.FinishError, "", []string{"text", "finish"}, parley.StatusError},
+		{parley.FinishEndTurn, "model overloaded", []string{"text", "error", "finish"}, parley.StatusError},
+	}
+	for _, c := range cases {
+		m := &parley.Message{}
+		conv.AppendText(m, "partial")
+		conv.Finalize(m, c.reason, c.errText, "")
+		if k := partKinds(m); !equalKinds(k, c.kinds...) || m.Status != c.status {
+			t.Fatalf("%s/%q: parts %v status %s", c.reason, c.errText, k, m.Status)
+		}
+		last := m.Parts[len(m.Parts)-1]
+		if c.errText != "" && (m.Parts[1].Message != c.errText || last.Reason != parley.FinishError) {
+			t.Fatalf("error parts = %+v", m.Parts)
+		}
+	}
+}
+
+func TestFinalTextWinsOnlyWhenLonger(t *testing.T) {
+	t.Parallel()
+	m := &parley.Message{}
+	conv.AppendText(m, "abc")
+	conv.Finalize(m, parley.FinishEndTurn, "", "abcdef")
+	if m.Content != "abcdef" {
+		t.Fatalf("content %q, want the longer finalText", m.Content)
+	}
+	m = &parley.Message{}
+	conv.AppendText(m, "abcdef")
+	conv.Finalize(m, parley.FinishEndTurn, "", "ab")
+	if m.Content != "abcdef" {
+		t.Fatalf("content %q, want the assembled text", m.Content)
+	}
+}

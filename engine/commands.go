@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/store"
+)
+
+// View is a conversation as readers see it: its settings, head and guidance.
+type View struct {
+	Conversation parley.Conversation `json:"conversation"`
+	Head         parley.Head         `json:"head"`
+	Guidance     *parley.Guidance    `json:"guidance"`
+}
+
+// MessageResult is the answer to PostMessage.
+type MessageResult struct {
+	Message *parley.Message `json:"message"`
+	Seq     int64           `json:"seq"`
+	Turn    int             `json:"turn"`
+	// Replayed is true when this is the stored result of an earlier request
+	// with the same client request id.
+	Replayed bool `json:"-"`
+}
+
+// TraceResult is the answer to PostTrace.
+type TraceResult struct {
+	Event    parley.Event `json:"event"`
+	Replayed bool         `json:"-"`
+}
+
+// TurnResult is the answer to the turn commands (claim, reset, abort, delegate).
+type TurnResult struct {
+	conv.Result
+	// Written is false when the command wrote nothing (a repeated reset or abort).
+	Written  bool             `json:"written"`
+	Head     parley.Head      `json:"head"`
+	Guidance *parley.Guidance `json:"guidance"`
+}
+
+// CreateConversation validates and stores a new conversation; the server
+// makes its id unless c.ID is set, and always makes its epoch. It returns
+// EBUSY if the id is taken.
+func (e *Engine) CreateConversation(ctx context.Context, c parley.Conversation) (*View, error) {
+	if c.ID == "" {
+		c.ID = NewID()
+	}
+	c.Epoch = newEpoch()
+	s, events, err := conv.Create(c, e.env())
+	if err != nil {
+		return nil, err
+	}
+	state, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.store.CreateConversation(ctx, store.CreateConversationParams{Conversation: s.Conversation, Events: events, State: state}); err != nil {
+		return nil, err
+	}
+	e.hub.publish(c.ID, events, s.Guidance(e.opts.Now()))
+	return e.view(s), nil
+}
+
+// Conversation returns a conversation's view. It returns ENOTFOUND.
+func (e *Engine) Conversation(ctx context.Context, id string) (*View, error) {
+	c, err := e.lockLoaded(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s := c.state
+	c.mu.Unlock()
+	return e.view(s), nil
+}
+
+// ListConversations pages over conversations, newest first.
+func (e *Engine) ListConversations(ctx context.Context, cursor string, limit int) ([]*View, string, error) {
+	recs, next, err := e.store.ListConversations(ctx, store.ListConversationsParams{Cursor: cursor, Limit: limit})
+	if err != nil {
+		return nil, "", err
+	}
+	views := make([]*View, 0, len(recs))
+	for _, r := range recs {
+		var s conv.State
+		if err := json.Unmarshal(r.State, &s); err != nil {
+			return nil, "", err
+		}
+		views = append(views, e.view(s))
+	}
+	return views, next, nil
+}
+
+func (e *Engine) view(s conv.State) *View {
+	now := e.opts.Now()
+	return &View{Conversation: s.Conversation, Head: s.Head(now), Guidance: s.Guidance(now)}
+}
+
+// PostMessage writes a whole message. A message without an id gets a UUIDv7.
+// It returns the errors of conv.Decide (409 codes carry the head), and
+// ENOTFOUND for an unknown conversation.
+func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.PostMessage) (*MessageResult, error) {
+	if m.ID == "" {
+		m.ID = NewID()
+	}
+	build := func(conv.State) (conv.Command, error) {
+		known, err := e.lookups(ctx, conversationID, m.AgentID, m.ClientRequestID, m.ID, m.ReplyTo, m.TurnID)
+		m.Known = known
+		return m, err
+	}
+	respond := func(d conv.Decision) (*store.Idempotency, error) {
+		r := d.Result
+		return e.idempotency(conversationID, m.AgentID, m.ClientRequestID, m.RequestHash, r.Seq, MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn})
+	}
+	d, _, err := e.decide(ctx, conversationID, build, respond)
+	if err != nil {
+		return nil, err
+	}
+	if d.Replay != nil {
+		var r MessageResult
+		err := json.Unmarshal(d.Replay, &r)
+		r.Replayed = true
+		return &r, err
+	}
+	return &MessageResult{Message: d.Result.Message, Seq: d.Result.Seq, Turn: d.Result.Turn}, nil
+}
+
+// PostTrace writes a trace event. It returns the errors of conv.Decide.
+func (e *Engine) PostTrace(ctx context.Context, conversationID string, t conv.PostTrace) (*TraceResult, error) {
+	if t.ID == "" {
+		t.ID = NewID()
+	}
+	build := func(conv.State) (conv.Command, error) {
+		known, err := e.lookups(ctx, conversationID, t.AgentID, t.ClientRequestID, "", "", t.TurnID)
+		t.Known = known
+		return t, err
+	}
+	respond := func(d conv.Decision) (*store.Idempotency, error) {
+		return e.idempotency(conversationID, t.AgentID, t.ClientRequestID, t.RequestHash, d.Result.Seq, TraceResult{Event: d.Events[len(d.Events)-1]})
+	}
+	d, _, err := e.decide(ctx, conversationID, build, respond)
+	if err != nil {
+		return nil, err
+	}
+	if d.Replay != nil {
+		var r TraceResult
+		err := json.Unmarshal(d.Replay, &r)
+		r.Replayed = true
+		return &r, err
+	}
+	return &TraceResult{Event: d.Events[len(d.Events)-1]}, nil
+}
+
+// Claim claims the next turn for the actor.
+func (e *Engine) Claim(ctx context.Context, conversationID string, c conv.ClaimTurn) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+// Reset resets the actor's open turn, or with c.Claim claims the next one.
+func (e *Engine) Reset(ctx context.Context, conversationID string, c conv.ResetTurn) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+// Abort closes the actor's open turn with a tombstone.
+func (e *Engine) Abort(ctx context.Context, conversationID string, c conv.AbortTurn) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+// Delegate lets another agent write into the actor's open turn.
+func (e *Engine) Delegate(ctx context.Context, conversationID string, c conv.Delegate) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+func (e *Engine) turnCommand(ctx context.Context, id string, cmd conv.Command) (*TurnResult, error) {
+	d, s, err := e.decide(ctx, id, func(conv.State) (conv.Command, error) { return cmd, nil }, nil)
+	if err != nil {
+		return nil, err
+	}
+	now := e.opts.Now()
+	written := false
+	for _, ev := range d.Events {
+		written = written || ev.Type != parley.EventClaimExpired
+	}
+	return &TurnResult{Result: d.Result, Written: written, Head: s.Head(now), Guidance: s.Guidance(now)}, nil
+}
+
+// lookups reads what the rules need from the store: an earlier write with the
+// same client request id (then nothing else is needed), whether the message id
+// is taken, the replied-to parent, and whether an explicit turnId is known.
+func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo, turnID string) (conv.Lookups, error) {
+	var k conv.Lookups
+	st := e.store
+	if key != "" {
+		rec, err := st.GetIdempotency(ctx, convID, agentID, key)
+		switch {
+		case err == nil:
+			k.Prior = &conv.Prior{RequestHash: rec.RequestHash, Response: rec.Response}
+			return k, nil
+		case parley.ErrorCode(err) != parley.ENOTFOUND:
+			return k, err
+		}
+	}
+	if id != "" {
+		found, err := exists(st.GetMessage(ctx, convID, id))
+		if err != nil {
+			return k, err
+		}
+		k.IDTaken = found
+	}
+	if replyTo != "" && parley.ValidID(replyTo) {
+		p, err := st.GetMessage(ctx, convID, replyTo)
+		switch {
+		case err == nil:
+			k.Parent = &conv.ParentRef{ID: p.ID, TurnID: p.TurnID, Depth: p.Depth}
+		case parley.ErrorCode(err) != parley.ENOTFOUND:
+			return k, err
+		}
+	}
+	if turnID != "" && parley.ValidID(turnID) {
+		found, err := exists(st.GetMessage(ctx, convID, turnID))
+		if err != nil {
+			return k, err
+		}
+		if !found {
+			ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: convID, TurnID: turnID, Limit: 1})
+			if err != nil {
+				return k, err
+			}
+			found = len(ms) > 0
+		}
+		k.TurnIDKnown = found
+	}
+	return k, nil
+}
+
+func exists(_ *parley.Message, err error) (bool, error) {
+	switch parley.ErrorCode(err) {
+	case "":
+		return true, nil
+	case parley.ENOTFOUND:
+		return false, nil
+	}
+	return false, err
+}
+
+func (e *Engine) idempotency(convID, agentID, key, hash string, seq int64, result any) (*store.Idempotency, error) {
+	if key == "" {
+		return nil, nil
+	}
+	resp, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Idempotency{ConversationID: convID, AgentID: agentID, Key: key, RequestHash: hash, Seq: seq, Response: resp, Time: parley.NewTime(e.opts.Now())}, nil
+}

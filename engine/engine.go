@@ -1,0 +1,289 @@
+// Package engine is Parley's one write path. It keeps each loaded
+// conversation's state, lets one writer at a time decide a command with the
+// pure rules of package conv, appends the events atomically through the store
+// with optimistic concurrency on the last seq, evolves the cached state, and
+// publishes the events and the new guidance to the hub's subscribers.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/store"
+)
+
+// Options configure an Engine. Zero values take the defaults.
+type Options struct {
+	Limits conv.Limits
+	// Now returns the current time; tests may replace it.
+	Now func() time.Time
+	// Logger receives background failures (claim expiry writes).
+	Logger *slog.Logger
+	// SubscriberBuffer bounds the live events queued for one subscriber while
+	// it catches up or reads slowly; past it the subscriber is disconnected.
+	SubscriberBuffer int
+	// SnapshotMessages is how many of the latest messages a fresh subscriber's
+	// snapshot carries.
+	SnapshotMessages int
+	// MaxCached bounds the conversations whose state is kept in memory.
+	MaxCached int
+	// Metrics, if set, is updated by the engine.
+	Metrics *Metrics
+}
+
+func (o *Options) setDefaults() {
+	if o.Limits == (conv.Limits{}) {
+		o.Limits = conv.DefaultLimits
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SubscriberBuffer <= 0 {
+		o.SubscriberBuffer = 4096
+	}
+	if o.SnapshotMessages <= 0 {
+		o.SnapshotMessages = 100
+	}
+	if o.MaxCached <= 0 {
+		o.MaxCached = 100_000
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+}
+
+// Engine decides and applies commands. It is safe for concurrent use.
+type Engine struct {
+	store store.Store
+	opts  Options
+	hub   *hub
+
+	mu     sync.Mutex
+	convs  map[string]*conversation
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// conversation is one cached conversation; mu makes it one writer at a time.
+type conversation struct {
+	mu     sync.Mutex
+	state  conv.State
+	loaded bool
+	timer  *time.Timer
+}
+
+// New returns an Engine over s.
+func New(s store.Store, opts Options) *Engine {
+	opts.setDefaults()
+	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation)}
+}
+
+// Store returns the engine's store, for reads. Writes must go through the engine.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Limits returns the limits the engine applies.
+func (e *Engine) Limits() conv.Limits { return e.opts.Limits }
+
+// Close stops claim timers and ends every subscription. It does not close the store.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	convs := make([]*conversation, 0, len(e.convs))
+	for _, c := range e.convs {
+		convs = append(convs, c)
+	}
+	e.mu.Unlock()
+	for _, c := range convs { // lock order is c.mu before e.mu, so not under e.mu
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+	}
+	e.hub.closeAll()
+	e.wg.Wait()
+}
+
+func (e *Engine) env() conv.Env { return conv.Env{Now: e.opts.Now(), Limits: e.opts.Limits} }
+
+// NewID returns a new server-made id: a UUIDv7, time-ordered.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// newEpoch returns a random epoch string.
+func newEpoch() string { return uuid.NewString()[:8] }
+
+// entry returns the cache entry of a conversation, creating an unloaded one.
+func (e *Engine) entry(id string) *conversation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c, ok := e.convs[id]
+	if !ok {
+		if len(e.convs) >= e.opts.MaxCached {
+			e.evictOne()
+		}
+		c = &conversation{}
+		e.convs[id] = c
+	}
+	return c
+}
+
+// evictOne drops one idle cached conversation. Dropping a conversation that is
+// still in use is safe: its writer's append would meet ECONFLICT and reload.
+func (e *Engine) evictOne() {
+	for id, c := range e.convs {
+		if c.mu.TryLock() {
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.mu.Unlock()
+			delete(e.convs, id)
+			return
+		}
+	}
+}
+
+// lockLoaded locks a conversation's entry and loads its state if needed.
+// It returns ENOTFOUND for an unknown conversation.
+func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, error) {
+	c := e.entry(id)
+	c.mu.Lock()
+	if c.loaded {
+		return c, nil
+	}
+	if err := e.reload(ctx, c, id); err != nil {
+		c.mu.Unlock()
+		if parley.ErrorCode(err) == parley.ENOTFOUND {
+			e.mu.Lock()
+			if e.convs[id] == c {
+				delete(e.convs, id)
+			}
+			e.mu.Unlock()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// reload reads a conversation's state from the store; c.mu must be held.
+func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
+	rec, err := e.store.GetConversation(ctx, id)
+	if err != nil {
+		return err
+	}
+	var s conv.State
+	if err := json.Unmarshal(rec.State, &s); err != nil {
+		return err
+	}
+	if s.LastSeq != rec.LastSeq {
+		// The snapshot lags the log (written by an older version): fold the rest.
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: s.LastSeq, Limit: 1 << 30})
+		if err != nil {
+			return err
+		}
+		s = conv.Evolve(s, events...)
+	}
+	c.state, c.loaded = s, true
+	return nil
+}
+
+// decide runs one command on a conversation: decide, append, evolve,
+// publish. build is called with the lock held and may read the store to fill
+// the command's look-ups. respond makes the JSON response stored for
+// idempotent retries (nil when the command takes no client request id).
+func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (conv.Command, error), respond func(conv.Decision) (*store.Idempotency, error)) (conv.Decision, conv.State, error) {
+	c, err := e.lockLoaded(ctx, id)
+	if err != nil {
+		return conv.Decision{}, conv.State{}, err
+	}
+	defer c.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		cmd, err := build(c.state)
+		if err != nil {
+			return conv.Decision{}, c.state, err
+		}
+		d, err := conv.Decide(c.state, cmd, e.env())
+		if err != nil || d.Replay != nil || len(d.Events) == 0 {
+			return d, c.state, err
+		}
+		next := conv.Evolve(c.state, d.Events...)
+		err = e.append(ctx, c.state, next, d, respond)
+		// Another writer (another node, or a racing duplicate id or
+		// idempotency key) got there first: reload and decide again, which
+		// turns a duplicate into its proper answer (a replay or a 409).
+		if code := parley.ErrorCode(err); (code == parley.ECONFLICT || code == parley.EBUSY) && attempt < 5 {
+			if err := e.reload(ctx, c, id); err != nil {
+				return conv.Decision{}, c.state, err
+			}
+			continue
+		}
+		if err != nil {
+			return conv.Decision{}, c.state, err
+		}
+		c.state = next
+		e.hub.publish(id, d.Events, next.Guidance(e.opts.Now()))
+		e.scheduleClaimExpiry(c, id)
+		return d, next, nil
+	}
+}
+
+func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
+	state, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	p := store.AppendParams{
+		ConversationID: prev.Conversation.ID,
+		ExpectSeq:      prev.LastSeq,
+		Events:         d.Events,
+		Messages:       d.Messages,
+		State:          state,
+	}
+	if respond != nil {
+		if p.Idempotency, err = respond(d); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	err = e.store.Append(ctx, p)
+	e.opts.Metrics.observeAppend(len(d.Events), time.Since(start), err)
+	return err
+}
+
+// scheduleClaimExpiry arms a timer that writes claim.expired when the
+// conversation's claim lapses; c.mu must be held.
+func (e *Engine) scheduleClaimExpiry(c *conversation, id string) {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	claim := c.state.Claim
+	if claim == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	wait := claim.ExpiresAt.Sub(e.opts.Now()) + time.Millisecond
+	c.timer = time.AfterFunc(wait, func() {
+		e.wg.Add(1)
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _, err := e.decide(ctx, id, func(conv.State) (conv.Command, error) { return conv.ExpireClaim{}, nil }, nil)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			e.opts.Logger.Warn("claim expiry failed", slog.String("conversation", id), slog.Any("err", err))
+		}
+	})
+}

@@ -1,0 +1,243 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
+)
+
+// bundle is the small setup every engine test starts from: a real SQLite
+// file and an engine over it.
+type bundle struct {
+	db  *sqlite.DB
+	eng *engine.Engine
+	ctx context.Context
+}
+
+func setup(t *testing.T, opts engine.Options) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(db, opts)
+	t.Cleanup(func() { eng.Close(); db.Close() })
+	return &bundle{db: db, eng: eng, ctx: ctx}
+}
+
+func (b *bundle) conversation(t *testing.T, policy parley.TurnPolicy, participants ...string) string {
+	t.Helper()
+	v, err := b.eng.CreateConversation(b.ctx, parley.Conversation{Participants: participants, TurnPolicy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Conversation.ID
+}
+
+func text(s string) []parley.Part { return []parley.Part{{Type: parley.PartText, Text: s}} }
+
+func (b *bundle) say(t *testing.T, id, agent, content string, fin parley.Finality) *engine.MessageResult {
+	t.Helper()
+	r, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: agent}, Role: parley.RoleAssistant, Parts: text(content), Finality: fin})
+	if err != nil {
+		t.Fatalf("%s says %q: %v", agent, content, err)
+	}
+	return r
+}
+
+func (b *bundle) events(t *testing.T, id string) []parley.Event {
+	t.Helper()
+	es, err := b.db.ReadEvents(b.ctx, store.ReadEventsParams{ConversationID: id, Limit: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestPostMessageIsStoredWithItsProjection(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyRoundRobin, "alice", "bob")
+	r := b.say(t, id, "alice", "hello", parley.FinalityTurn)
+	if r.Seq != 2 || r.Turn != 1 || r.Message.Content != "hello" || r.Message.TurnID != r.Message.ID {
+		t.Fatalf("result = seq %d turn %d content %q turnId %q", r.Seq, r.Turn, r.Message.Content, r.Message.TurnID)
+	}
+	m, err := b.db.GetMessage(b.ctx, id, r.Message.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Seq != 2 || m.Finality != parley.FinalityTurn || m.AgentID != "alice" {
+		t.Fatalf("stored message = %+v", m)
+	}
+	v, err := b.eng.Conversation(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Head.LastSeq != 2 || v.Head.LastTurn != 1 || v.Head.OpenTurn != nil {
+		t.Fatalf("head = %+v", v.Head)
+	}
+	if g := v.Guidance; g == nil || g.NextAgentID != "bob" || g.Turn != 2 || g.AfterSeq != 2 {
+		t.Fatalf("guidance = %+v, want bob for turn 2 after seq 2", g)
+	}
+	if _, err := b.eng.Conversation(b.ctx, "nope"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("unknown conversation: err = %v, want not_found", err)
+	}
+}
+
+func TestReplyLooksUpParentAndRefusesOtherConversations(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree)
+	other := b.conversation(t, parley.PolicyFree)
+	q, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "human"}, Role: parley.RoleUser, Parts: text("q"), Finality: parley.FinalityTurn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "bot"}, Role: parley.RoleAssistant, Parts: text("a"), ReplyTo: q.Message.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Message.TurnID != q.Message.ID || a.Message.Depth != 1 || a.Turn != 2 {
+		t.Fatalf("reply: turnId %q depth %d turn %d; want turnId %q depth 1 turn 2", a.Message.TurnID, a.Message.Depth, a.Turn, q.Message.ID)
+	}
+	_, err = b.eng.PostMessage(b.ctx, other, conv.PostMessage{Actor: conv.Actor{AgentID: "bot"}, Role: parley.RoleAssistant, Parts: text("x"), ReplyTo: q.Message.ID})
+	if parley.ErrorCode(err) != parley.EINVALIDTHREAD {
+		t.Fatalf("reply across conversations: err = %v, want invalid_thread", err)
+	}
+	if n := len(b.events(t, other)); n != 1 {
+		t.Fatalf("refused write left %d events, want 1", n)
+	}
+	_, err = b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "bot"}, ID: q.Message.ID, Role: parley.RoleAssistant, Parts: text("dup")})
+	if parley.ErrorCode(err) != parley.EBUSY {
+		t.Fatalf("duplicate id: err = %v, want busy", err)
+	}
+}
+
+func TestIdempotentRetryReturnsOriginalResult(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree)
+	post := func(hash string) (*engine.MessageResult, error) {
+		return b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "a"}, Role: parley.RoleAssistant, Parts: text("once"), Finality: parley.FinalityTurn, ClientRequestID: "req-1", RequestHash: hash})
+	}
+	first, err := post("h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := post("h1")
+	if err != nil {
+		t.Fatalf("retry after the turn closed: %v", err)
+	}
+	if !again.Replayed || again.Seq != first.Seq || again.Message.ID != first.Message.ID {
+		t.Fatalf("retry = %+v, want the original (seq %d, id %s)", again, first.Seq, first.Message.ID)
+	}
+	if _, err := post("h2"); parley.ErrorCode(err) != parley.EIDEMPOTENCY {
+		t.Fatalf("other body under the same key: err = %v, want idempotency_mismatch", err)
+	}
+	if n := len(b.events(t, id)); n != 2 {
+		t.Fatalf("log has %d events, want 2 (created + one message)", n)
+	}
+}
+
+func TestConcurrentWritersKeepSeqDense(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	ids := []string{b.conversation(t, parley.PolicyFree), b.conversation(t, parley.PolicyFree), b.conversation(t, parley.PolicyFree)}
+	var wg sync.WaitGroup
+	for w := 0; w < 12; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				id := ids[(w+i)%len(ids)]
+				if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: fmt.Sprintf("w%d", w)}, Role: parley.RoleAssistant, Parts: text("x"), Finality: parley.FinalityTurn}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	total := 0
+	for _, id := range ids {
+		es := b.events(t, id)
+		for i, e := range es {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("conversation %s: event %d has seq %d", id, i, e.Seq)
+			}
+		}
+		total += len(es) - 1
+	}
+	if total != 12*25 {
+		t.Fatalf("%d messages stored, want %d", total, 12*25)
+	}
+}
+
+// TestTwoEnginesOnOneStoreResolveConflicts plays two nodes: each engine has
+// its own cached state; a stale writer meets ECONFLICT, reloads and decides again.
+func TestTwoEnginesOnOneStoreResolveConflicts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	other := engine.New(b.db, engine.Options{})
+	defer other.Close()
+	id := b.conversation(t, parley.PolicyFree)
+	if _, err := other.Conversation(b.ctx, id); err != nil { // other caches seq 1
+		t.Fatal(err)
+	}
+	b.say(t, id, "alice", "first", parley.FinalityNone) // turn 1 open, owned by alice
+	_, err := other.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "bob"}, Role: parley.RoleAssistant, Parts: text("second")})
+	if parley.ErrorCode(err) != parley.ETURNCONFLICT {
+		t.Fatalf("stale engine: err = %v, want turn_conflict after reloading", err)
+	}
+	r, err := other.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "alice"}, Role: parley.RoleAssistant, Parts: text("third")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Seq != 3 || r.Turn != 1 {
+		t.Fatalf("continued on the other engine: seq %d turn %d, want 3 and 1", r.Seq, r.Turn)
+	}
+}
+
+func TestClaimExpiresByItself(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyRoundRobin, "alice", "bob")
+	sub, err := b.eng.Subscribe(b.ctx, id, &parley.Position{Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := b.eng.Claim(b.ctx, id, conv.ClaimTurn{Actor: conv.Actor{AgentID: "bob"}, TTL: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for it := range sub.C {
+		if it.Event != nil {
+			types = append(types, it.Event.Type)
+			if it.Event.Type == parley.EventClaimExpired {
+				break
+			}
+		}
+	}
+	if len(types) != 2 || types[0] != parley.EventTurnClaimed {
+		t.Fatalf("events = %v, want turn.claimed then claim.expired", types)
+	}
+	v, err := b.eng.Conversation(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Head.Claim != nil || v.Guidance.NextAgentID != "alice" {
+		t.Fatalf("after expiry: claim %+v, guidance %+v", v.Head.Claim, v.Guidance)
+	}
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/parleyhq/parley"
+)
+
+// Item is one thing a subscriber receives after its Init: an event of the log
+// or a new guidance (exactly one of the two is set).
+type Item struct {
+	Event    *parley.Event
+	Guidance *parley.Guidance
+}
+
+// ErrSlow ends a subscription whose reader fell too far behind. The reader can
+// resume from its last position.
+var ErrSlow = parley.Errorf(parley.EBUSY, "subscriber too slow: its buffer filled up; resume from the last position")
+
+// errClosed ends subscriptions when the engine closes.
+var errClosed = parley.Errorf(parley.EUNAVAILABLE, "server is shutting down; resume from the last position")
+
+// hub holds the live subscribers of each conversation and hands them what the
+// engine publishes, without ever blocking the writer.
+type hub struct {
+	metrics *Metrics
+	mu      sync.RWMutex
+	subs    map[string]map[*sub]struct{}
+}
+
+func newHub(m *Metrics) *hub { return &hub{metrics: m, subs: make(map[string]map[*sub]struct{})} }
+
+// sub is one subscriber's bounded queue of live items.
+type sub struct {
+	conversationID string
+	limit          int
+	notify         chan struct{}
+	dead           chan struct{} // closed when err is set
+
+	mu    sync.Mutex
+	queue []Item
+	err   error
+}
+
+func (h *hub) add(conversationID string, limit int) *sub {
+	s := &sub{conversationID: conversationID, limit: limit, notify: make(chan struct{}, 1), dead: make(chan struct{})}
+	h.mu.Lock()
+	m := h.subs[conversationID]
+	if m == nil {
+		m = make(map[*sub]struct{})
+		h.subs[conversationID] = m
+	}
+	m[s] = struct{}{}
+	h.mu.Unlock()
+	h.metrics.Subscribers.Inc()
+	return s
+}
+
+func (h *hub) remove(s *sub) {
+	h.mu.Lock()
+	if m := h.subs[s.conversationID]; m != nil {
+		if _, ok := m[s]; ok {
+			delete(m, s)
+			h.metrics.Subscribers.Dec()
+		}
+		if len(m) == 0 {
+			delete(h.subs, s.conversationID)
+		}
+	}
+	h.mu.Unlock()
+}
+
+// publish queues events (in seq order) and then the guidance for every
+// subscriber of the conversation. A subscriber whose queue is full is failed.
+func (h *hub) publish(conversationID string, events []parley.Event, g *parley.Guidance) {
+	items := make([]Item, 0, len(events)+1)
+	for i := range events {
+		items = append(items, Item{Event: &events[i]})
+	}
+	if g != nil {
+		items = append(items, Item{Guidance: g})
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.subs[conversationID] {
+		if !s.push(items) {
+			h.metrics.SlowDisconnects.Inc()
+		}
+	}
+}
+
+func (h *hub) closeAll() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, m := range h.subs {
+		for s := range m {
+			s.fail(errClosed)
+		}
+	}
+}
+
+// push appends items; it reports false if that overflowed the queue.
+func (s *sub) push(items []Item) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return true
+	}
+	if len(s.queue)+len(items) > s.limit {
+		s.queue = nil
+		s.err = ErrSlow
+		close(s.dead)
+		return false
+	}
+	s.queue = append(s.queue, items...)
+	s.wake()
+	return true
+}
+
+func (s *sub) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+		close(s.dead)
+	}
+	s.mu.Unlock()
+}
+
+func (s *sub) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for queued items and returns them all, or the error that ended
+// the subscription.
+func (s *sub) take(ctx context.Context) ([]Item, error) {
+	for {
+		s.mu.Lock()
+		items, err := s.queue, s.err
+		s.queue = nil
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if len(items) > 0 {
+			return items, nil
+		}
+		select {
+		case <-s.notify:
+		case <-s.dead:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// failure returns the error that ended the subscription, nil while it lives.
+func (s *sub) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}

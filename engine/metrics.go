@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the engine's Prometheus collectors.
+type Metrics struct {
+	Appends         *prometheus.CounterVec
+	Events          prometheus.Counter
+	AppendSeconds   prometheus.Histogram
+	Subscribers     prometheus.Gauge
+	SlowDisconnects prometheus.Counter
+	Delivered       prometheus.Counter
+}
+
+// NewMetrics makes the collectors and registers them with reg, unless reg is nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Appends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_appends_total", Help: "Appends to conversation logs, by result code (ok or an error code).",
+		}, []string{"result"}),
+		Events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_events_appended_total", Help: "Events appended to conversation logs.",
+		}),
+		AppendSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "parley_append_seconds", Help: "Time to make one append durable, group commit included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		Subscribers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "parley_subscribers", Help: "Live stream subscribers.",
+		}),
+		SlowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_slow_subscriber_disconnects_total", Help: "Subscribers disconnected because they read too slowly.",
+		}),
+		Delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_stream_items_delivered_total", Help: "Events and guidance handed to stream subscribers.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Delivered)
+	}
+	return m
+}
+
+func (m *Metrics) observeAppend(events int, d time.Duration, err error) {
+	result := "ok"
+	if err != nil {
+		result = errorLabel(err)
+	} else {
+		m.Events.Add(float64(events))
+	}
+	m.Appends.WithLabelValues(result).Inc()
+	m.AppendSeconds.Observe(d.Seconds())
+}
+
+// errorLabel turns an error into a bounded label value: its code.
+func errorLabel(err error) string { return parley.ErrorCode(err) }

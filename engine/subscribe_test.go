@@ -1,0 +1,118 @@
+package engine_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+)
+
+// TestResumeMergesHistoryAndLive subscribes from an old position while a
+// writer keeps appending: the subscriber gets every later event exactly once.
+func TestResumeMergesHistoryAndLive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree)
+	for i := 0; i < 50; i++ {
+		b.say(t, id, "a", "before", parley.FinalityTurn)
+	}
+	v, _ := b.eng.Conversation(b.ctx, id)
+	sub, err := b.eng.Subscribe(b.ctx, id, &parley.Position{Seq: 10, Epoch: v.Head.Epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if !sub.Init.Recovered || sub.Init.Position.Seq != 10 {
+		t.Fatalf("init = recovered %v at %d, want recovered at 10", sub.Init.Recovered, sub.Init.Position.Seq)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 100; i++ {
+			b.say(t, id, "a", "during", parley.FinalityTurn)
+		}
+	}()
+	want := int64(11)
+	last := int64(1 + 150)
+	guidance := 0
+	for it := range sub.C {
+		if it.Guidance != nil {
+			guidance++
+			if it.Guidance.AfterSeq < want-1 {
+				t.Fatalf("stale guidance after seq %d delivered after seq %d", it.Guidance.AfterSeq, want-1)
+			}
+			continue
+		}
+		if it.Event.Seq != want {
+			t.Fatalf("got seq %d, want %d", it.Event.Seq, want)
+		}
+		if want == last {
+			break
+		}
+		want++
+	}
+	<-done
+	if guidance == 0 {
+		t.Fatal("no live guidance was delivered")
+	}
+}
+
+func TestStaleEpochGetsSnapshot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{SnapshotMessages: 3})
+	id := b.conversation(t, parley.PolicyFree)
+	for i := 0; i < 5; i++ {
+		b.say(t, id, "a", "m", parley.FinalityTurn)
+	}
+	sub, err := b.eng.Subscribe(b.ctx, id, &parley.Position{Seq: 2, Epoch: "not-this-one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	in := sub.Init
+	if in.Recovered || in.Position.Seq != 6 || len(in.Messages) != 3 || in.Messages[2].Seq != 6 {
+		t.Fatalf("init = recovered %v at %d with %d messages; want a snapshot at 6 with the 3 latest", in.Recovered, in.Position.Seq, len(in.Messages))
+	}
+	if in.Guidance == nil || in.Guidance.Turn != 6 {
+		t.Fatalf("snapshot guidance = %+v, want turn 6", in.Guidance)
+	}
+}
+
+func TestSlowSubscriberIsDisconnectedNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{SubscriberBuffer: 64})
+	id := b.conversation(t, parley.PolicyFree)
+	slow, err := b.eng.Subscribe(b.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := b.eng.Subscribe(b.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan int64, 1000)
+	go func() {
+		for it := range fast.C {
+			if it.Event != nil {
+				got <- it.Event.Seq
+			}
+		}
+		close(got)
+	}()
+	for i := 0; i < 400; i++ { // the slow one never reads: writers must not wait
+		if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "a"}, Role: parley.RoleAssistant, Parts: text("x"), Finality: parley.FinalityTurn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := slow.Err(); !errors.Is(err, engine.ErrSlow) {
+		t.Fatalf("slow subscriber ended with %v, want ErrSlow", err)
+	}
+	for want := int64(2); want <= 401; want++ {
+		if seq := <-got; seq != want {
+			t.Fatalf("fast subscriber got seq %d, want %d", seq, want)
+		}
+	}
+	fast.Close()
+}

@@ -1,0 +1,229 @@
+// Package sqlite is the SQLite store of Parley, on the pure-Go driver
+// modernc.org/sqlite. The database runs in WAL mode with one writer
+// connection and a pool of read-only connections. Every write goes through one
+// goroutine that commits whatever writes are waiting in one transaction (group
+// commit), each in its own savepoint so that a failing write takes nothing
+// else down with it.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Options configure a DB. Zero values take the defaults.
+type Options struct {
+	// MaxBatch bounds the writes committed in one transaction (default 256).
+	MaxBatch int
+	// Readers is the size of the read connection pool (default 4).
+	Readers int
+	// Logger receives nothing today; it is kept for symmetry with other stores.
+	Logger *slog.Logger
+}
+
+// DB is a store.Store on one SQLite file. It is safe for concurrent use.
+type DB struct {
+	path string
+	w    *sql.DB // one connection: the writer
+	r    *sql.DB // read-only pool
+	opts Options
+
+	reqs    chan *writeReq
+	closing chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+
+	batches, writes atomic.Int64
+	stmts           statements
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Stats counts group commits.
+type Stats struct {
+	// Batches is the number of transactions committed.
+	Batches int64
+	// Writes is the number of write requests in them.
+	Writes int64
+}
+
+// dsn returns the connection string for path with the pragmas Parley needs.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	if readOnly {
+		q.Add("_pragma", "query_only(ON)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database at path, migrates it to the
+// latest schema and starts the writer.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	if _, _, err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(opts.Readers)
+	r.SetMaxIdleConns(opts.Readers)
+	db := &DB{path: path, w: w, r: r, opts: opts,
+		reqs: make(chan *writeReq, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{})}
+	if err := db.stmts.prepare(ctx, w); err != nil {
+		db.w.Close()
+		db.r.Close()
+		return nil, err
+	}
+	go db.writer()
+	return db, nil
+}
+
+// Stats returns how many batches and writes were committed.
+func (db *DB) Stats() Stats { return Stats{Batches: db.batches.Load(), Writes: db.writes.Load()} }
+
+// Close stops accepting writes, finishes those already queued and closes
+// the database.
+func (db *DB) Close() error {
+	db.once.Do(func() { close(db.closing) })
+	<-db.stopped
+	db.stmts.close()
+	return errors.Join(db.r.Close(), db.w.Close())
+}
+
+// writeReq is one write waiting for the writer.
+type writeReq struct {
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	done chan error
+}
+
+var errClosed = parley.Errorf(parley.EUNAVAILABLE, "the database is closed")
+
+// write runs fn in the next group commit and returns its own result. Once the
+// request is queued it waits for the commit even if ctx ends, so that the
+// answer always says what happened.
+func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	req := &writeReq{fn: fn, done: make(chan error, 1)}
+	select {
+	case <-db.closing:
+		return errClosed
+	default:
+	}
+	select {
+	case db.reqs <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-db.closing:
+		return errClosed
+	}
+	return <-req.done
+}
+
+// writer commits queued writes in batches until Close.
+func (db *DB) writer() {
+	defer close(db.stopped)
+	batch := make([]*writeReq, 0, db.opts.MaxBatch)
+	for {
+		var first *writeReq
+		select {
+		case first = <-db.reqs:
+		case <-db.closing:
+			// Finish what was queued before Close, then stop.
+			for {
+				select {
+				case r := <-db.reqs:
+					db.commit([]*writeReq{r})
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	fill:
+		for len(batch) < db.opts.MaxBatch {
+			select {
+			case r := <-db.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		db.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction, each request in a savepoint.
+func (db *DB) commit(batch []*writeReq) {
+	ctx := context.Background()
+	results := make([]error, len(batch))
+	err := func() error {
+		tx, err := db.w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for i, r := range batch {
+			results[i] = savepoint(ctx, tx, r.fn)
+		}
+		return tx.Commit()
+	}()
+	db.batches.Add(1)
+	db.writes.Add(int64(len(batch)))
+	for i, r := range batch {
+		if err != nil {
+			r.done <- fmt.Errorf("commit: %w", err)
+		} else {
+			r.done <- results[i]
+		}
+	}
+}
+
+// savepoint runs fn so that its writes are undone if it fails.
+func savepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx) error) error {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+		return err
+	}
+	if err := fn(ctx, tx); err != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		if _, rerr := tx.ExecContext(ctx, "RELEASE w"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "RELEASE w")
+	return err
+}
+
+// Path returns the database file's path.
+func (db *DB) Path() string { return db.path }

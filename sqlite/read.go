@@ -1,0 +1,219 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+)
+
+// maxPage bounds every list read, whatever the caller asks.
+const maxPage = 100_000
+
+func clampLimit(n int) int {
+	if n <= 0 || n > maxPage {
+		return maxPage
+	}
+	return n
+}
+
+// GetConversation implements store.Store.
+func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+	row := db.r.QueryRowContext(ctx, `SELECT data, last_seq, state FROM conversations WHERE id = ?`, id)
+	rec, err := scanConversation(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+	}
+	return rec, err
+}
+
+func scanConversation(row interface{ Scan(...any) error }) (*store.ConversationRecord, error) {
+	var data []byte
+	rec := &store.ConversationRecord{}
+	if err := row.Scan(&data, &rec.LastSeq, &rec.State); err != nil {
+		return nil, err
+	}
+	return rec, json.Unmarshal(data, &rec.Conversation)
+}
+
+// ListConversations implements store.Store. The cursor encodes the
+// (created_at, id) of the last row of the previous page.
+func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
+	limit := clampLimit(p.Limit)
+	q := `SELECT data, last_seq, state, created_at, id FROM conversations`
+	args := []any{}
+	if p.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+		at, id, ok := strings.Cut(string(raw), "|")
+		if err != nil || !ok {
+			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
+		}
+		q += ` WHERE (created_at, id) < (?, ?)`
+		args = append(args, at, id)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var recs []*store.ConversationRecord
+	var lastAt, lastID string
+	for rows.Next() {
+		var data []byte
+		rec := &store.ConversationRecord{}
+		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &lastAt, &lastID); err != nil {
+			return nil, "", err
+		}
+		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
+			return nil, "", err
+		}
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(recs) == limit {
+		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt + "|" + lastID))
+	}
+	return recs, next, nil
+}
+
+// ReadEvents implements store.Store.
+func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, turn, turn_id, agent_id, finality, ts, data FROM events
+		WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`, p.ConversationID, p.After, clampLimit(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []parley.Event
+	for rows.Next() {
+		e := parley.Event{ConversationID: p.ConversationID}
+		var fin, ts string
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data); err != nil {
+			return nil, err
+		}
+		e.Finality, e.Data = parley.Finality(fin), data
+		if e.Time, err = parseTime(ts); err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// GetMessage implements store.Store.
+func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	var data []byte
+	err := db.r.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m parley.Message
+	return &m, json.Unmarshal(data, &m)
+}
+
+// ListMessages implements store.Store. Each filter has its own index.
+func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	q := `SELECT data, seq FROM messages WHERE conversation_id = ? AND seq > ?`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		q += ` AND turn_id = ?`
+		args = append(args, p.TurnID)
+	}
+	if p.AgentID != "" {
+		q += ` AND agent_id = ?`
+		args = append(args, p.AgentID)
+	}
+	if p.Latest {
+		q = `SELECT data FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+	} else {
+		q = `SELECT data FROM (` + q + ` ORDER BY seq LIMIT ?)`
+	}
+	args = append(args, clampLimit(p.Limit))
+	return db.queryMessages(ctx, q, args...)
+}
+
+// ListReplies implements store.Store.
+func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
+	return db.queryMessages(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND reply_to = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+}
+
+// Ancestors implements store.Store: it walks replyTo upwards, one indexed
+// look-up per level.
+func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
+	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
+		return nil, err
+	}
+	return db.queryMessages(ctx, `WITH RECURSIVE up (id, reply_to, level) AS (
+			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
+			UNION ALL
+			SELECT m.id, m.reply_to, up.level + 1 FROM messages m JOIN up ON m.conversation_id = ?1 AND m.id = up.reply_to
+			WHERE up.level < 100000
+		)
+		SELECT m.data FROM up JOIN messages m ON m.conversation_id = ?1 AND m.id = up.id
+		WHERE up.level > 0 ORDER BY up.level DESC`, conversationID, messageID)
+}
+
+// Descendants implements store.Store: it walks replies downwards over the
+// replyTo index.
+func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
+	return db.queryMessages(ctx, `WITH RECURSIVE down (id, level) AS (
+			SELECT id, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
+			UNION ALL
+			SELECT m.id, down.level + 1 FROM messages m JOIN down ON m.conversation_id = ?1 AND m.reply_to = down.id
+			WHERE down.level < 100000
+		)
+		SELECT m.data FROM down JOIN messages m ON m.conversation_id = ?1 AND m.id = down.id
+		WHERE down.level > 0 ORDER BY m.seq LIMIT ?3`, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+}
+
+func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parley.Message, error) {
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Message
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		m := &parley.Message{}
+		if err := json.Unmarshal(data, m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// GetIdempotency implements store.Store.
+func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key string) (*store.Idempotency, error) {
+	k := &store.Idempotency{ConversationID: conversationID, AgentID: agentID, Key: key}
+	var ts string
+	err := db.r.QueryRowContext(ctx, `SELECT request_hash, seq, response, ts FROM idempotency WHERE conversation_id = ? AND agent_id = ? AND key = ?`,
+		conversationID, agentID, key).Scan(&k.RequestHash, &k.Seq, &k.Response, &ts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "no write with client request id %q", key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	k.Time, err = parseTime(ts)
+	return k, err
+}

@@ -1,0 +1,206 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/store/storetest"
+)
+
+func open(t testing.TB) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestConformance runs the shared store suite: each test on its own file,
+// and once more with every test sharing one file, as a busy server would.
+func TestConformance(t *testing.T) {
+	t.Run("own file", func(t *testing.T) {
+		storetest.Exercise(t, func(t *testing.T) store.Store { return open(t) })
+	})
+	t.Run("shared file", func(t *testing.T) {
+		shared := open(t)
+		storetest.Exercise(t, func(*testing.T) store.Store { return shared })
+	})
+}
+
+func TestMigrationsAreDenseFromOne(t *testing.T) {
+	t.Parallel()
+	names, err := fs.Glob(sqlite.Migrations(), "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 2 {
+		t.Fatalf("found %d migrations", len(names))
+	}
+	for i, n := range names {
+		if want := fmt.Sprintf("%05d_", i+1); !strings.HasPrefix(n, want) {
+			t.Fatalf("migration %d is %s, want a name starting %s: versions must have no gaps", i, n, want)
+		}
+	}
+}
+
+// TestUpgradeKeepsData makes a database at version 1 with data in it, then
+// opens it with the current code, which migrates it to the latest version.
+func TestUpgradeKeepsData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := sqlite.MigrateTo(ctx, path, 1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := `{"id":"c1","epoch":"e","participants":["a"],"turnPolicy":"round-robin","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	msg := `{"id":"m1","conversationId":"c1","seq":2,"role":"user","agentId":"a","parts":[{"type":"text","text":"hi"}],"content":"hi","status":"complete","turn":1,"turnId":"m1","depth":0,"finality":"turn","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}`
+	for _, q := range []string{
+		`INSERT INTO conversations VALUES ('c1', '2026-01-01T00:00:00.000Z', '` + conv + `', 2, '{"lastSeq":2}')`,
+		`INSERT INTO events VALUES ('c1', 1, 'conversation.created', 0, '', '', 'none', '2026-01-01T00:00:00.000Z', '` + conv + `')`,
+		`INSERT INTO events VALUES ('c1', 2, 'message', 1, 'm1', 'a', 'turn', '2026-01-01T00:00:00.000Z', '` + msg + `')`,
+		`INSERT INTO messages VALUES ('c1', 'm1', 2, 'm1', NULL, 'a', 0, '` + msg + `')`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+
+	from, to, err := sqlite.Migrate(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from != 1 || to < 2 {
+		t.Fatalf("migrated %d -> %d, want 1 -> latest", from, to)
+	}
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m, err := db.GetMessage(ctx, "c1", "m1")
+	if err != nil || m.Content != "hi" || m.Finality != parley.FinalityTurn {
+		t.Fatalf("old message after upgrade: %+v, %v", m, err)
+	}
+	events, err := db.ReadEvents(ctx, store.ReadEventsParams{ConversationID: "c1", Limit: 10})
+	if err != nil || len(events) != 2 {
+		t.Fatalf("old events after upgrade: %d, %v", len(events), err)
+	}
+	// The new tables work on the upgraded file.
+	k := &store.Idempotency{ConversationID: "c1", AgentID: "a", Key: "k", RequestHash: "h", Seq: 3, Response: []byte(`{}`), Time: parley.NewTime(time.Now())}
+	ev := parley.Event{ConversationID: "c1", Seq: 3, Type: parley.EventTrace, Finality: parley.FinalityNone, Time: parley.NewTime(time.Now()), Data: []byte(`{}`)}
+	if err := db.Append(ctx, store.AppendParams{ConversationID: "c1", ExpectSeq: 2, Events: []parley.Event{ev}, Idempotency: k, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetIdempotency(ctx, "c1", "a", "k"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueriesUseIndexes checks the query plans of the look-ups that must
+// stay cheap at millions of messages.
+func TestQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	raw, err := sql.Open("sqlite", db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	cases := map[string]struct{ query, index string }{
+		"GetMessage":        {`SELECT data FROM messages WHERE conversation_id = 'c' AND id = 'm'`, "messages_by_id"},
+		"ListMessages":      {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_seq"},
+		"ListMessagesTurn":  {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND turn_id = 't' ORDER BY seq LIMIT 10`, "messages_by_turn_id"},
+		"ListMessagesAgent": {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND agent_id = 'a' ORDER BY seq LIMIT 10`, "messages_by_agent"},
+		"ListReplies":       {`SELECT data FROM messages WHERE conversation_id = 'c' AND reply_to = 'm' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_reply_to"},
+		"ReadEvents":        {`SELECT seq, data FROM events WHERE conversation_id = 'c' AND seq > 0 ORDER BY seq LIMIT 10`, "events_by_seq"},
+	}
+	for name, c := range cases {
+		rows, err := raw.Query("EXPLAIN QUERY PLAN " + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "; ")
+		if !strings.Contains(text, "INDEX "+c.index) || strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q does not use index %s (or sorts)", name, text, c.index)
+		}
+	}
+}
+
+// TestFailedWriteInABatchLeavesTheOthers sends many appends at once, one of
+// which conflicts; the others of its batch must all be committed.
+func TestFailedWriteInABatchLeavesTheOthers(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	ctx := context.Background()
+	const n = 50
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c%d", i)
+		c := parley.Conversation{ID: ids[i], Epoch: "e", CreatedAt: parley.NewTime(time.Now())}
+		ev := parley.Event{ConversationID: ids[i], Seq: 1, Type: parley.EventConversationCreated, Finality: parley.FinalityNone, Data: []byte(`{}`)}
+		if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: []parley.Event{ev}, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.Stats()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range ids {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			expect := int64(1)
+			if i == n/2 {
+				expect = 7 // wrong: this one must fail alone
+			}
+			ev := parley.Event{ConversationID: ids[i], Seq: expect + 1, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}
+			errs[i] = db.Append(ctx, store.AppendParams{ConversationID: ids[i], ExpectSeq: expect, Events: []parley.Event{ev}, State: []byte(`{}`)})
+		}(i)
+	}
+	wg.Wait()
+	after := db.Stats()
+	for i, err := range errs {
+		if i == n/2 {
+			if parley.ErrorCode(err) != parley.ECONFLICT {
+				t.Fatalf("the bad append: err = %v, want conflict", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("append %d failed: %v", i, err)
+		}
+		if rec, _ := db.GetConversation(ctx, ids[i]); rec.LastSeq != 2 {
+			t.Fatalf("append %d not committed", i)
+		}
+	}
+	if after.Writes-before.Writes != n || after.Batches-before.Batches >= n {
+		t.Fatalf("%d writes in %d batches: no group commit happened", after.Writes-before.Writes, after.Batches-before.Batches)
+	}
+}

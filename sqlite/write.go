@@ -1,0 +1,177 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// statements are the writer's prepared statements.
+type statements struct {
+	insertEvent, upsertMessage, bumpConversation *sql.Stmt
+}
+
+func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
+	var err error
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var st *sql.Stmt
+		st, err = db.PrepareContext(ctx, q)
+		return st
+	}
+	s.insertEvent = prep(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
+		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
+	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = ? WHERE id = ? AND last_seq = ?`)
+	return err
+}
+
+func (s *statements) close() {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.upsertMessage, s.bumpConversation} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
+	var se interface{ Code() int }
+	if errors.As(err, &se) {
+		c := se.Code()
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// CreateConversation implements store.Store.
+func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversationParams) error {
+	data, err := json.Marshal(p.Conversation)
+	if err != nil {
+		return err
+	}
+	if err := checkDense(p.Events, 0); err != nil {
+		return err
+	}
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		last := int64(len(p.Events))
+		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES (?, ?, ?, ?, ?)`,
+			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, last, p.State)
+		if isUnique(err) {
+			return parley.Errorf(parley.EBUSY, "conversation %s already exists", p.Conversation.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return db.insertEvents(ctx, tx, p.Conversation.ID, p.Events)
+	})
+}
+
+// Append implements store.Store.
+func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
+	if err := checkDense(p.Events, p.ExpectSeq); err != nil {
+		return err
+	}
+	last := p.ExpectSeq + int64(len(p.Events))
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return err
+			}
+			var seq int64
+			err := tx.QueryRowContext(ctx, `SELECT last_seq FROM conversations WHERE id = ?`, p.ConversationID).Scan(&seq)
+			if errors.Is(err, sql.ErrNoRows) {
+				return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", p.ConversationID)
+			}
+			if err != nil {
+				return err
+			}
+			return parley.Errorf(parley.ECONFLICT, "conversation %s is at seq %d, not %d", p.ConversationID, seq, p.ExpectSeq)
+		}
+		if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
+			return err
+		}
+		upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
+		for _, m := range p.Messages {
+			data, err := json.Marshal(m)
+			if err != nil {
+				return err
+			}
+			var replyTo any
+			if m.ReplyTo != "" {
+				replyTo = m.ReplyTo
+			}
+			if _, err := upsert.ExecContext(ctx, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data); err != nil {
+				return err
+			}
+		}
+		if k := p.Idempotency; k != nil {
+			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, formatTime(k.Time))
+			if isUnique(err) {
+				return parley.Errorf(parley.EBUSY, "client request id %q was already used", k.Key)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event) error {
+	ins := tx.StmtContext(ctx, db.stmts.insertEvent)
+	for _, e := range events {
+		_, err := ins.ExecContext(ctx, convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), formatTime(e.Time), []byte(e.Data))
+		if isUnique(err) {
+			return parley.Errorf(parley.ECONFLICT, "seq %d of conversation %s is taken", e.Seq, convID)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkDense refuses events whose seqs do not follow after densely.
+func checkDense(events []parley.Event, after int64) error {
+	for i, e := range events {
+		if e.Seq != after+int64(i)+1 {
+			return parley.Errorf(parley.EINVALID, "event %d has seq %d, want %d: seqs must be dense", i, e.Seq, after+int64(i)+1)
+		}
+	}
+	return nil
+}
+
+// formatTime writes a time as Parley does everywhere.
+func formatTime(t parley.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(parley.TimeLayout)
+}
+
+// parseTime reads a time written by formatTime.
+func parseTime(s string) (parley.Time, error) {
+	var t parley.Time
+	if s == "" {
+		return t, nil
+	}
+	if err := t.UnmarshalJSON([]byte(`"` + s + `"`)); err != nil {
+		return t, fmt.Errorf("bad time %q: %w", s, err)
+	}
+	return t, nil
+}

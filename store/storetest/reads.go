@@ -1,0 +1,220 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+)
+
+func ids(ms []*parley.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func wantIDs(t *testing.T, what string, ms []*parley.Message, want ...string) {
+	t.Helper()
+	got := ids(ms)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+func testListMessages(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	a1, b1, a2, b2 := message(id, "a1", 0, "", 0), message(id, "b1", 0, "", 0), message(id, "a2", 0, "", 0), message(id, "b2", 0, "", 0)
+	b1.AgentID, b2.AgentID = "b", "b"
+	a2.TurnID, b2.TurnID = "shared", "shared"
+	appendMessages(t, s, id, 1, a1, b1, a2, b2)
+	list := func(p store.ListMessagesParams) []*parley.Message {
+		p.ConversationID = id
+		ms, err := s.ListMessages(ctx(t), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	wantIDs(t, "all", list(store.ListMessagesParams{Limit: 10}), "a1", "b1", "a2", "b2")
+	wantIDs(t, "after 3, limit 1", list(store.ListMessagesParams{After: 3, Limit: 1}), "a2")
+	wantIDs(t, "agent b", list(store.ListMessagesParams{AgentID: "b", Limit: 10}), "b1", "b2")
+	wantIDs(t, "turnId shared", list(store.ListMessagesParams{TurnID: "shared", Limit: 10}), "a2", "b2")
+	wantIDs(t, "turnId shared, agent a", list(store.ListMessagesParams{TurnID: "shared", AgentID: "a", Limit: 10}), "a2")
+	wantIDs(t, "latest 2", list(store.ListMessagesParams{Latest: true, Limit: 2}), "a2", "b2")
+	_, err := s.GetMessage(ctx(t), uuid.NewString(), "a1")
+	wantCode(t, err, parley.ENOTFOUND)
+}
+
+// testThreads builds root ← c1 ← c2 ← c3 and root ← f1, root ← f2 (fan-out).
+func testThreads(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	appendMessages(t, s, id, 1,
+		message(id, "root", 0, "", 0), message(id, "c1", 0, "root", 1), message(id, "f1", 0, "root", 1),
+		message(id, "c2", 0, "c1", 2), message(id, "f2", 0, "root", 1), message(id, "c3", 0, "c2", 3))
+	replies, err := s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "replies to root", replies, "c1", "f1", "f2")
+	replies, _ = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", After: replies[0].Seq, Limit: 1})
+	wantIDs(t, "replies to root after c1, limit 1", replies, "f1")
+
+	anc, err := s.Ancestors(ctx(t), id, "c3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "ancestors of c3", anc, "root", "c1", "c2")
+	anc, _ = s.Ancestors(ctx(t), id, "root")
+	wantIDs(t, "ancestors of root", anc)
+	_, err = s.Ancestors(ctx(t), id, "nope")
+	wantCode(t, err, parley.ENOTFOUND)
+
+	desc, err := s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "root", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "descendants of root", desc, "c1", "f1", "c2", "f2", "c3")
+	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "root", Limit: 2})
+	wantIDs(t, "descendants of root, limit 2", desc, "c1", "f1")
+	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "c2", Limit: 10})
+	wantIDs(t, "descendants of c2", desc, "c3")
+
+	// Another conversation's messages with the same ids are not part of this thread.
+	other := newConversation(t, s)
+	appendMessages(t, s, other, 1, message(other, "c4", 0, "c3", 4))
+	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "c3", Limit: 10})
+	wantIDs(t, "descendants of c3 (other conversation holds a reply)", desc)
+}
+
+func testIdempotency(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	_, err := s.GetIdempotency(ctx(t), id, "a", "k")
+	wantCode(t, err, parley.ENOTFOUND)
+	key := &store.Idempotency{ConversationID: id, AgentID: "a", Key: "k", RequestHash: "hash", Seq: 2, Response: []byte(`{"ok":1}`), Time: t0}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Idempotency: key, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetIdempotency(ctx(t), id, "a", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RequestHash != "hash" || got.Seq != 2 || string(got.Response) != `{"ok":1}` || !got.Time.Equal(t0.Time) {
+		t.Fatalf("idempotency record = %+v", got)
+	}
+	_, err = s.GetIdempotency(ctx(t), id, "b", "k") // keys are per agent
+	wantCode(t, err, parley.ENOTFOUND)
+}
+
+func testTokens(t *testing.T, s store.Store) {
+	before, err := s.CountTokens(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &parley.Token{ID: uuid.NewString(), Kind: parley.TokenAgent, AgentID: "alice", Name: "n", Hash: uuid.NewString(), CreatedAt: t0}
+	if err := s.CreateToken(ctx(t), tok); err != nil {
+		t.Fatal(err)
+	}
+	dup := *tok
+	dup.ID = uuid.NewString()
+	wantCode(t, s.CreateToken(ctx(t), &dup), parley.EBUSY)
+	got, err := s.TokenByHash(ctx(t), tok.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != tok.ID || got.Kind != parley.TokenAgent || got.AgentID != "alice" || got.Name != "n" || !got.RevokedAt.IsZero() {
+		t.Fatalf("token = %+v", got)
+	}
+	if n, _ := s.CountTokens(ctx(t)); n != before+1 {
+		t.Fatalf("count %d, want %d", n, before+1)
+	}
+	all, err := s.ListTokens(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, x := range all {
+		found = found || x.ID == tok.ID
+	}
+	if !found {
+		t.Fatal("ListTokens misses the new token")
+	}
+	if err := s.RevokeToken(ctx(t), tok.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.TokenByHash(ctx(t), tok.Hash)
+	if got.RevokedAt.IsZero() {
+		t.Fatal("revoked token has no revokedAt")
+	}
+	if n, _ := s.CountTokens(ctx(t)); n != before {
+		t.Fatalf("count %d after revoke, want %d", n, before)
+	}
+	wantCode(t, s.RevokeToken(ctx(t), uuid.NewString(), t0), parley.ENOTFOUND)
+	_, err = s.TokenByHash(ctx(t), uuid.NewString())
+	wantCode(t, err, parley.ENOTFOUND)
+}
+
+func testConcurrentMany(t *testing.T, s store.Store) {
+	convs := make([]string, 20)
+	for i := range convs {
+		convs[i] = newConversation(t, s)
+	}
+	var wg sync.WaitGroup
+	for _, id := range convs {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			for seq := int64(1); seq < 21; seq++ {
+				if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: seq, Events: []parley.Event{event(id, seq+1, "a")}, State: []byte(`{}`)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(id)
+	}
+	wg.Wait()
+	for _, id := range convs {
+		events, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 100})
+		for i, e := range events {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("conversation %s: event %d has seq %d", id, i, e.Seq)
+			}
+		}
+		if len(events) != 21 {
+			t.Fatalf("conversation %s has %d events, want 21", id, len(events))
+		}
+	}
+}
+
+func testConcurrentOne(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	const writers = 10
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			errs <- s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, fmt.Sprint(w))}, State: []byte(`{}`)})
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch parley.ErrorCode(err) {
+		case "":
+			won++
+		case parley.ECONFLICT:
+		default:
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d writers won the same seq, want exactly 1", won)
+	}
+}

@@ -1,0 +1,272 @@
+// Package storetest is the conformance suite of store.Store: the same tests
+// run against every backend, as River's riverdrivertest does. Each test makes
+// its own conversations and tokens with fresh ids and never assumes an empty
+// store, so one database can serve the whole suite in parallel.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+)
+
+// Exercise runs the suite against the stores newStore makes. newStore may
+// return the same store every time.
+func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s store.Store)
+	}{
+		{"CreateAndGetConversation", testCreateAndGet},
+		{"ListConversationsPagesNewestFirst", testListConversations},
+		{"AppendDense", testAppendDense},
+		{"AppendConflictWritesNothing", testAppendConflict},
+		{"AppendRejectsSeqGaps", testAppendGaps},
+		{"AppendUnknownConversation", testAppendUnknown},
+		{"AppendIsAtomic", testAppendAtomic},
+		{"MessageUpsert", testMessageUpsert},
+		{"ReadEventsPaging", testReadEvents},
+		{"ListMessagesFilters", testListMessages},
+		{"RepliesAndThreads", testThreads},
+		{"Idempotency", testIdempotency},
+		{"Tokens", testTokens},
+		{"ConcurrentAppendsManyConversations", testConcurrentMany},
+		{"ConcurrentAppendsOneConversation", testConcurrentOne},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+var t0 = parley.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 123_000_000, time.UTC))
+
+// newConversation creates a conversation with its created event (seq 1).
+func newConversation(t *testing.T, s store.Store) string {
+	t.Helper()
+	id := uuid.NewString()
+	c := parley.Conversation{ID: id, Epoch: "ep", Title: "t", Participants: []string{"a", "b"}, TurnPolicy: parley.PolicyRoundRobin,
+		MessageFormat: "v2", Metadata: json.RawMessage(`{"k":1}`), CreatedBy: "a", CreatedAt: t0}
+	err := s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: c, Events: []parley.Event{event(id, 1, "")}, State: []byte(`{"v":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func event(conv string, seq int64, agent string) parley.Event {
+	return parley.Event{ConversationID: conv, Seq: seq, Type: parley.EventTrace, Turn: int(seq), TurnID: "tid", AgentID: agent,
+		Finality: parley.FinalityNone, Time: t0, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq))}
+}
+
+// message returns a message written at seq.
+func message(conv, id string, seq int64, replyTo string, depth int) *parley.Message {
+	return &parley.Message{ID: id, ConversationID: conv, Seq: seq, Role: parley.RoleAssistant, AgentID: "a",
+		Parts: []parley.Part{{Type: parley.PartText, Text: id}}, Content: id, Status: parley.StatusComplete, Turn: 1, TurnID: "turn-" + id,
+		ReplyTo: replyTo, Depth: depth, Finality: parley.FinalityNone, CreatedAt: t0, UpdatedAt: t0}
+}
+
+// appendMessages appends one event per message, in order, after seq after.
+func appendMessages(t *testing.T, s store.Store, conv string, after int64, ms ...*parley.Message) int64 {
+	t.Helper()
+	var events []parley.Event
+	for i, m := range ms {
+		m.Seq = after + int64(i) + 1
+		events = append(events, event(conv, m.Seq, m.AgentID))
+	}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: conv, ExpectSeq: after, Events: events, Messages: ms, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return after + int64(len(ms))
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if got := parley.ErrorCode(err); got != code {
+		t.Fatalf("err = %v (code %q), want code %q", err, got, code)
+	}
+}
+
+func testCreateAndGet(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	rec, err := s.GetConversation(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rec.Conversation
+	if c.ID != id || c.Epoch != "ep" || c.Title != "t" || len(c.Participants) != 2 || c.Participants[1] != "b" ||
+		c.TurnPolicy != parley.PolicyRoundRobin || c.MessageFormat != "v2" || string(c.Metadata) != `{"k":1}` || c.CreatedBy != "a" || !c.CreatedAt.Equal(t0.Time) {
+		t.Fatalf("conversation did not round-trip: %+v", c)
+	}
+	if rec.LastSeq != 1 || string(rec.State) != `{"v":1}` {
+		t.Fatalf("lastSeq %d state %s", rec.LastSeq, rec.State)
+	}
+	err = s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: c, Events: []parley.Event{event(id, 1, "")}, State: []byte(`{}`)})
+	wantCode(t, err, parley.EBUSY)
+	_, err = s.GetConversation(ctx(t), uuid.NewString())
+	wantCode(t, err, parley.ENOTFOUND)
+}
+
+func testListConversations(t *testing.T, s store.Store) {
+	mine := map[string]bool{}
+	for i := 0; i < 5; i++ {
+		mine[newConversation(t, s)] = true
+	}
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		recs, next, err := s.ListConversations(ctx(t), store.ListConversationsParams{Cursor: cursor, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) > 2 {
+			t.Fatalf("page of %d rows, limit 2", len(recs))
+		}
+		for i, r := range recs {
+			if seen[r.Conversation.ID] {
+				t.Fatalf("conversation %s listed twice", r.Conversation.ID)
+			}
+			seen[r.Conversation.ID] = true
+			if i > 0 && r.Conversation.CreatedAt.After(recs[i-1].Conversation.CreatedAt.Time) {
+				t.Fatal("not newest first")
+			}
+		}
+		if next == "" || pages > 100000 {
+			break
+		}
+		cursor = next
+	}
+	for id := range mine {
+		if !seen[id] {
+			t.Fatalf("conversation %s never listed", id)
+		}
+	}
+	_, _, err := s.ListConversations(ctx(t), store.ListConversationsParams{Cursor: "!!bad"})
+	wantCode(t, err, parley.EINVALID)
+}
+
+func testAppendDense(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	last := appendMessages(t, s, id, 1, message(id, "m1", 0, "", 0), message(id, "m2", 0, "", 0))
+	last = appendMessages(t, s, id, last, message(id, "m3", 0, "", 0))
+	rec, err := s.GetConversation(ctx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.LastSeq != 4 || last != 4 {
+		t.Fatalf("lastSeq %d, want 4", rec.LastSeq)
+	}
+}
+
+func testAppendConflict(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	appendMessages(t, s, id, 1, message(id, "m1", 0, "", 0))
+	err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "x")},
+		Messages: []*parley.Message{message(id, "late", 2, "", 0)}, State: []byte(`{"stale":true}`)})
+	wantCode(t, err, parley.ECONFLICT)
+	_, err = s.GetMessage(ctx(t), id, "late")
+	wantCode(t, err, parley.ENOTFOUND)
+	rec, _ := s.GetConversation(ctx(t), id)
+	if string(rec.State) == `{"stale":true}` || rec.LastSeq != 2 {
+		t.Fatalf("a conflicting append changed the conversation: %d %s", rec.LastSeq, rec.State)
+	}
+}
+
+func testAppendGaps(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 3, "x")}, State: []byte(`{}`)})
+	wantCode(t, err, parley.EINVALID)
+	events, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 10})
+	if len(events) != 1 {
+		t.Fatalf("%d events after a refused append, want 1", len(events))
+	}
+}
+
+func testAppendUnknown(t *testing.T, s store.Store) {
+	id := uuid.NewString()
+	err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 0, Events: []parley.Event{event(id, 1, "x")}, State: []byte(`{}`)})
+	wantCode(t, err, parley.ENOTFOUND)
+}
+
+// testAppendIsAtomic: an append whose idempotency key is taken fails whole:
+// its events, messages and state are all absent.
+func testAppendAtomic(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	key := &store.Idempotency{ConversationID: id, AgentID: "a", Key: "k1", RequestHash: "h", Seq: 2, Response: []byte(`{}`), Time: t0}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Idempotency: key, State: []byte(`{"s":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{event(id, 3, "a")},
+		Messages: []*parley.Message{message(id, "ghost", 3, "", 0)}, Idempotency: key, State: []byte(`{"s":3}`)})
+	wantCode(t, err, parley.EBUSY)
+	rec, _ := s.GetConversation(ctx(t), id)
+	events, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 10})
+	_, merr := s.GetMessage(ctx(t), id, "ghost")
+	if rec.LastSeq != 2 || string(rec.State) != `{"s":2}` || len(events) != 2 || parley.ErrorCode(merr) != parley.ENOTFOUND {
+		t.Fatalf("failed append left traces: lastSeq %d state %s events %d message err %v", rec.LastSeq, rec.State, len(events), merr)
+	}
+}
+
+func testMessageUpsert(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	m := message(id, "m", 0, "", 0)
+	m.Status = parley.StatusStreaming
+	last := appendMessages(t, s, id, 1, m)
+	m2 := *m
+	m2.Parts = []parley.Part{{Type: parley.PartText, Text: "done"}, {Type: parley.PartFinish, Reason: parley.FinishEndTurn}}
+	m2.Status, m2.Content = parley.StatusComplete, "done"
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: last, Events: []parley.Event{event(id, last+1, "a")}, Messages: []*parley.Message{&m2}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetMessage(ctx(t), id, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != parley.StatusComplete || len(got.Parts) != 2 || got.Content != "done" || got.Seq != m.Seq {
+		t.Fatalf("upserted message = %+v", got)
+	}
+	all, _ := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: id, Limit: 10})
+	if len(all) != 1 {
+		t.Fatalf("%d rows after an upsert, want 1", len(all))
+	}
+}
+
+func testReadEvents(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	var ms []*parley.Message
+	for i := 0; i < 10; i++ {
+		ms = append(ms, message(id, fmt.Sprintf("m%d", i), 0, "", 0))
+	}
+	appendMessages(t, s, id, 1, ms...)
+	page, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, After: 3, Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 4 || page[0].Seq != 4 || page[3].Seq != 7 {
+		t.Fatalf("page = %d events from %d", len(page), page[0].Seq)
+	}
+	want := event(id, 4, "a")
+	got := page[0]
+	if got.ConversationID != id || got.Type != want.Type || got.Turn != want.Turn || got.TurnID != want.TurnID || got.AgentID != "a" ||
+		got.Finality != want.Finality || !got.Time.Equal(want.Time.Time) || string(got.Data) != string(want.Data) {
+		t.Fatalf("event did not round-trip: %+v", got)
+	}
+	none, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: uuid.NewString(), Limit: 4})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("unknown conversation: %d events, err %v", len(none), err)
+	}
+}

@@ -154,53 +154,79 @@ func TestQueriesUseIndexes(t *testing.T) {
 }
 
 // TestFailedWriteInABatchLeavesTheOthers sends many appends at once, one of
-// which conflicts; the others of its batch must all be committed.
+// which conflicts; every other one must be committed. A large write goes
+// first so that the others queue up behind it and share a transaction; the
+// round repeats (a few times at most) until they did.
 func TestFailedWriteInABatchLeavesTheOthers(t *testing.T) {
 	t.Parallel()
 	db := open(t)
 	ctx := context.Background()
 	const n = 50
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("c%d", i)
-		c := parley.Conversation{ID: ids[i], Epoch: "e", CreatedAt: parley.NewTime(time.Now())}
-		ev := parley.Event{ConversationID: ids[i], Seq: 1, Type: parley.EventConversationCreated, Finality: parley.FinalityNone, Data: []byte(`{}`)}
+	create := func(id string) {
+		c := parley.Conversation{ID: id, Epoch: "e", CreatedAt: parley.NewTime(time.Now())}
+		ev := parley.Event{ConversationID: id, Seq: 1, Type: parley.EventConversationCreated, Finality: parley.FinalityNone, Data: []byte(`{}`)}
 		if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: []parley.Event{ev}, State: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	before := db.Stats()
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range ids {
+	trace := func(id string, seq int64) parley.Event {
+		return parley.Event{ConversationID: id, Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}
+	}
+	for round := 0; round < 5; round++ {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("r%d-c%d", round, i)
+			create(ids[i])
+		}
+		big := fmt.Sprintf("r%d-big", round)
+		create(big)
+		var bigEvents []parley.Event
+		for seq := int64(2); seq < 20000; seq++ {
+			bigEvents = append(bigEvents, trace(big, seq))
+		}
+		before := db.Stats()
+		var wg sync.WaitGroup
 		wg.Add(1)
-		go func(i int) {
+		go func() {
 			defer wg.Done()
-			expect := int64(1)
+			if err := db.Append(ctx, store.AppendParams{ConversationID: big, ExpectSeq: 1, Events: bigEvents, State: []byte(`{}`)}); err != nil {
+				t.Error(err)
+			}
+		}()
+		errs := make([]error, n)
+		for i := range ids {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				expect := int64(1)
+				if i == n/2 {
+					expect = 7 // wrong: this one must fail alone
+				}
+				errs[i] = db.Append(ctx, store.AppendParams{ConversationID: ids[i], ExpectSeq: expect, Events: []parley.Event{trace(ids[i], expect+1)}, State: []byte(`{}`)})
+			}(i)
+		}
+		wg.Wait()
+		after := db.Stats()
+		for i, err := range errs {
 			if i == n/2 {
-				expect = 7 // wrong: this one must fail alone
+				if parley.ErrorCode(err) != parley.ECONFLICT {
+					t.Fatalf("the bad append: err = %v, want conflict", err)
+				}
+				continue
 			}
-			ev := parley.Event{ConversationID: ids[i], Seq: expect + 1, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}
-			errs[i] = db.Append(ctx, store.AppendParams{ConversationID: ids[i], ExpectSeq: expect, Events: []parley.Event{ev}, State: []byte(`{}`)})
-		}(i)
-	}
-	wg.Wait()
-	after := db.Stats()
-	for i, err := range errs {
-		if i == n/2 {
-			if parley.ErrorCode(err) != parley.ECONFLICT {
-				t.Fatalf("the bad append: err = %v, want conflict", err)
+			if err != nil {
+				t.Fatalf("append %d failed: %v", i, err)
 			}
-			continue
+			if rec, _ := db.GetConversation(ctx, ids[i]); rec.LastSeq != 2 {
+				t.Fatalf("append %d not committed", i)
+			}
 		}
-		if err != nil {
-			t.Fatalf("append %d failed: %v", i, err)
+		if after.Writes-before.Writes != n+1 {
+			t.Fatalf("%d writes counted, want %d", after.Writes-before.Writes, n+1)
 		}
-		if rec, _ := db.GetConversation(ctx, ids[i]); rec.LastSeq != 2 {
-			t.Fatalf("append %d not committed", i)
+		if after.Batches-before.Batches < n+1 {
+			return // some writes shared a transaction, and the bad one still failed alone
 		}
 	}
-	if after.Writes-before.Writes != n || after.Batches-before.Batches >= n {
-		t.Fatalf("%d writes in %d batches: no group commit happened", after.Writes-before.Writes, after.Batches-before.Batches)
-	}
+	t.Fatal("in 5 rounds no two writes shared a transaction: group commit does not happen")
 }

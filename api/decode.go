@@ -1,0 +1,226 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+)
+
+// Request bodies. Unknown fields are refused so that a typo (replyToMessageId
+// for replyTo, say) is an error instead of a silently ignored field.
+
+type createConversationRequest struct {
+	ID            string            `json:"id,omitempty"`
+	Title         string            `json:"title,omitempty"`
+	Participants  []string          `json:"participants,omitempty"`
+	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
+	MessageFormat string            `json:"messageFormat,omitempty"`
+	Metadata      json.RawMessage   `json:"metadata,omitempty"`
+}
+
+type messageRequest struct {
+	ID              string             `json:"id,omitempty"`
+	AgentID         string             `json:"agentId,omitempty"`
+	Role            parley.Role        `json:"role,omitempty"`
+	Content         *string            `json:"content,omitempty"`
+	Parts           []parley.Part      `json:"parts,omitempty"`
+	ReplyTo         string             `json:"replyTo,omitempty"`
+	TurnID          string             `json:"turnId,omitempty"`
+	Finality        parley.Finality    `json:"finality,omitempty"`
+	Next            string             `json:"next,omitempty"`
+	Precondition    *conv.Precondition `json:"precondition,omitempty"`
+	Channel         *parley.Channel    `json:"channel,omitempty"`
+	Metadata        json.RawMessage    `json:"metadata,omitempty"`
+	ClientRequestID string             `json:"clientRequestId,omitempty"`
+}
+
+type eventRequest struct {
+	Type            string             `json:"type"`
+	ID              string             `json:"id,omitempty"`
+	AgentID         string             `json:"agentId,omitempty"`
+	Payload         json.RawMessage    `json:"payload,omitempty"`
+	TurnID          string             `json:"turnId,omitempty"`
+	Finality        parley.Finality    `json:"finality,omitempty"`
+	Precondition    *conv.Precondition `json:"precondition,omitempty"`
+	ClientRequestID string             `json:"clientRequestId,omitempty"`
+}
+
+type claimRequest struct {
+	AgentID    string `json:"agentId,omitempty"`
+	ExpectTurn int    `json:"expectTurn,omitempty"`
+	TTLMs      int64  `json:"ttlMs,omitempty"`
+}
+
+type resetRequest struct {
+	AgentID string `json:"agentId,omitempty"`
+	Claim   bool   `json:"claim,omitempty"`
+	TTLMs   int64  `json:"ttlMs,omitempty"`
+}
+
+type abortRequest struct {
+	AgentID string `json:"agentId,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+type delegateRequest struct {
+	AgentID string `json:"agentId,omitempty"`
+	To      string `json:"to"`
+}
+
+type tokenRequest struct {
+	Kind    parley.TokenKind `json:"kind"`
+	AgentID string           `json:"agentId,omitempty"`
+	Name    string           `json:"name,omitempty"`
+}
+
+// decodeBody reads one JSON value of at most max bytes from the request.
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	return decodeJSON(http.MaxBytesReader(w, r.Body, max), max, v)
+}
+
+// decodeJSON decodes exactly one JSON value from rd into v and turns every
+// failure into a *parley.Error a client can act on: 413 for a body over max,
+// 400 for the rest, saying where and what.
+func decodeJSON(rd io.Reader, max int64, v any) error {
+	dec := json.NewDecoder(rd)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			var mbe *http.MaxBytesError
+			if errors.As(terr, &mbe) {
+				return tooLarge(max)
+			}
+			return parley.Errorf(parley.EINVALID, "the body must hold one JSON value and nothing after it")
+		}
+		return nil
+	}
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(max)
+	case errors.Is(err, io.EOF):
+		return parley.Errorf(parley.EINVALID, "a JSON body is required")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return parley.Errorf(parley.EINVALID, "the JSON body is truncated")
+	case errors.As(err, &syn):
+		return parley.Errorf(parley.EINVALID, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "the body"
+		}
+		return parley.Errorf(parley.EINVALID, "%s must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return parley.Errorf(parley.EINVALID, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return parley.Errorf(parley.EINVALID, "invalid JSON body: %v", err)
+}
+
+func tooLarge(max int64) error {
+	return parley.Errorf(parley.ETOOLARGE, "the body is larger than %d bytes", max)
+}
+
+// jsonKind names a Go kind the way a JSON client thinks of it.
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a number"
+}
+
+// requestHash identifies a request body for idempotency: the hash of its
+// canonical JSON without the client request id, so spacing does not matter.
+func requestHash(v any) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// clientRequestID reconciles the body's clientRequestId with the
+// Idempotency-Key header.
+func clientRequestID(r *http.Request, body string) (string, error) {
+	h := r.Header.Get("Idempotency-Key")
+	switch {
+	case h != "" && body != "" && h != body:
+		return "", parley.Errorf(parley.EINVALID, "the Idempotency-Key header and clientRequestId differ; send one")
+	case h != "":
+		body = h
+	}
+	if body != "" && !parley.ValidID(body) {
+		return "", parley.Errorf(parley.EINVALIDVALUE, "clientRequestId must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+	}
+	return body, nil
+}
+
+// page reads ?after=SEQ&limit=N: after defaults to 0, limit to 100 (at most 1000).
+func page(r *http.Request) (after int64, limit int, err error) {
+	q := r.URL.Query()
+	limit = 100
+	if s := q.Get("after"); s != "" {
+		after, err = strconv.ParseInt(s, 10, 64)
+		if err != nil || after < 0 {
+			return 0, 0, parley.Errorf(parley.EINVALID, "after must be a seq (a whole number, 0 or more), not %q", s)
+		}
+	}
+	if s := q.Get("limit"); s != "" {
+		limit, err = strconv.Atoi(s)
+		if err != nil || limit < 1 || limit > 1000 {
+			return 0, 0, parley.Errorf(parley.EINVALID, "limit must be a whole number from 1 to 1000, not %q", s)
+		}
+	}
+	return after, limit, nil
+}
+
+// position reads a resume position from Last-Event-ID ("epoch:seq") or
+// ?after=SEQ[&epoch=E]. nil means no position: start with a snapshot.
+func position(r *http.Request) (*parley.Position, error) {
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		epoch, seq, ok := strings.Cut(id, ":")
+		n, err := strconv.ParseInt(seq, 10, 64)
+		if !ok || err != nil || n < 0 {
+			return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"epoch:seq\", not %q", id)
+		}
+		return &parley.Position{Seq: n, Epoch: epoch}, nil
+	}
+	q := r.URL.Query()
+	s := q.Get("after")
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return nil, parley.Errorf(parley.EINVALID, "after must be a seq (a whole number, 0 or more), not %q", s)
+	}
+	return &parley.Position{Seq: n, Epoch: q.Get("epoch")}, nil
+}
+
+// parts turns a message request's content or parts into parts.
+func (m *messageRequest) parts() ([]parley.Part, error) {
+	switch {
+	case m.Content != nil && m.Parts != nil:
+		return nil, parley.Errorf(parley.EINVALID, "give content or parts, not both")
+	case m.Content != nil:
+		return []parley.Part{{Type: parley.PartText, Text: *m.Content}}, nil
+	}
+	return m.Parts, nil
+}

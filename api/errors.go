@@ -1,0 +1,73 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/parleyhq/parley"
+)
+
+// codeMethodNotAllowed is the code of a 405; it has no domain meaning.
+const codeMethodNotAllowed = "method_not_allowed"
+
+// statusOf maps an error code to its HTTP status. It is the only place
+// where that mapping lives.
+func statusOf(code string) int {
+	switch code {
+	case parley.EINVALID:
+		return http.StatusBadRequest
+	case parley.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case parley.EFORBIDDEN:
+		return http.StatusForbidden
+	case parley.ENOTFOUND:
+		return http.StatusNotFound
+	case codeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY, parley.ECONFLICT:
+		return http.StatusConflict
+	case parley.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case parley.EINVALIDTHREAD, parley.EIDEMPOTENCY, parley.EINVALIDVALUE:
+		return http.StatusUnprocessableEntity
+	case parley.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// errorBody is the JSON shape of every error: {"error": {code, message, head?, ...details}}.
+func errorBody(err error) map[string]any {
+	body := map[string]any{"code": parley.ErrorCode(err), "message": parley.ErrorMessage(err)}
+	var e *parley.Error
+	if errors.As(err, &e) {
+		for k, v := range e.Details {
+			body[k] = v
+		}
+		if e.Head != nil {
+			body["head"] = e.Head
+		}
+	}
+	return map[string]any{"error": body}
+}
+
+// writeErr answers with err's status and body. Internal errors are logged
+// and reach the client only as "internal error".
+func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
+	status := statusOf(parley.ErrorCode(err))
+	if status == http.StatusInternalServerError {
+		log.Error("internal error", slog.Any("err", err))
+	}
+	writeJSON(w, status, errorBody(err))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing to do
+}

@@ -1,0 +1,212 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/store"
+)
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	var req messageRequest
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	act, err := actor(who, req.AgentID)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	key, err := clientRequestID(r, req.ClientRequestID)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	parts, err := req.parts()
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	role := req.Role
+	if role == "" {
+		role = parley.RoleAssistant
+	}
+	req.ClientRequestID = ""
+	res, err := s.eng.PostMessage(r.Context(), r.PathValue("id"), conv.PostMessage{
+		Actor: act, ID: req.ID, Role: role, Parts: parts, ReplyTo: req.ReplyTo, TurnID: req.TurnID,
+		Finality: req.Finality, Next: req.Next, Precondition: req.Precondition, Channel: req.Channel,
+		Metadata: req.Metadata, ClientRequestID: key, RequestHash: requestHash(req),
+	})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	var req eventRequest
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	if req.Type != parley.EventTrace {
+		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "type %q cannot be posted; post \"trace\" here and messages to …/messages", req.Type))
+		return
+	}
+	if req.ID != "" && !parley.ValidID(req.ID) {
+		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", req.ID))
+		return
+	}
+	act, err := actor(who, req.AgentID)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	key, err := clientRequestID(r, req.ClientRequestID)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	req.ClientRequestID = ""
+	res, err := s.eng.PostTrace(r.Context(), r.PathValue("id"), conv.PostTrace{
+		Actor: act, ID: req.ID, Payload: req.Payload, TurnID: req.TurnID, Finality: req.Finality,
+		Precondition: req.Precondition, ClientRequestID: key, RequestHash: requestHash(req),
+	})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+// knownConversation answers 404 for a conversation that does not exist, so
+// that an empty page is never mistaken for an empty conversation.
+func (s *Server) knownConversation(r *http.Request) error {
+	_, err := s.eng.Store().GetConversation(r.Context(), r.PathValue("id"))
+	return err
+}
+
+// writePage answers a list with where to continue when the page is full.
+func writePage[T any](w http.ResponseWriter, key string, items []T, limit int, seqOf func(T) int64) {
+	if items == nil {
+		items = []T{}
+	}
+	body := map[string]any{key: items}
+	if len(items) == limit {
+		body["nextAfter"] = seqOf(items[len(items)-1])
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func messageSeq(m *parley.Message) int64 { return m.Seq }
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+	after, limit, err := page(r)
+	if err == nil {
+		err = s.knownConversation(r)
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	q := r.URL.Query()
+	ms, err := s.eng.Store().ListMessages(r.Context(), store.ListMessagesParams{
+		ConversationID: r.PathValue("id"), After: after, Limit: limit, TurnID: q.Get("turnId"), AgentID: q.Get("agentId"),
+	})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writePage(w, "messages", ms, limit, messageSeq)
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+	m, err := s.eng.Store().GetMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+	after, limit, err := page(r)
+	if err == nil {
+		_, err = s.eng.Store().GetMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	ms, err := s.eng.Store().ListReplies(r.Context(), store.ListRepliesParams{
+		ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit,
+	})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writePage(w, "messages", ms, limit, messageSeq)
+}
+
+// maxThread bounds the descendants a thread view returns.
+const maxThread = 1000
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+	ctx, id, mid := r.Context(), r.PathValue("id"), r.PathValue("mid")
+	m, err := s.eng.Store().GetMessage(ctx, id, mid)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	anc, err := s.eng.Store().Ancestors(ctx, id, mid)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	desc, err := s.eng.Store().Descendants(ctx, store.DescendantsParams{ConversationID: id, MessageID: mid, Limit: maxThread + 1})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	root := m
+	if len(anc) > 0 {
+		root = anc[0]
+	}
+	if anc == nil {
+		anc = []*parley.Message{}
+	}
+	truncated := len(desc) > maxThread
+	if truncated {
+		desc = desc[:maxThread]
+	}
+	if desc == nil {
+		desc = []*parley.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"root": root, "ancestors": anc, "message": m, "descendants": desc, "truncated": truncated})
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+	after, limit, err := page(r)
+	if err == nil {
+		err = s.knownConversation(r)
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	es, err := s.eng.Store().ReadEvents(r.Context(), store.ReadEventsParams{ConversationID: r.PathValue("id"), After: after, Limit: limit})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writePage(w, "events", es, limit, func(e parley.Event) int64 { return e.Seq })
+}

@@ -1,0 +1,186 @@
+// Package api serves Parley over HTTP: JSON endpoints, Server-Sent Events and
+// WebSocket streams. It reads through the engine's store and writes only
+// through the engine. Errors map to HTTP statuses in one place (errors.go).
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/engine"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Options configure a Server. Zero values take the defaults.
+type Options struct {
+	// Open makes every request without a token act as an admin. Only for
+	// loopback addresses with no tokens configured.
+	Open bool
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// Logger receives one line per request and internal errors.
+	Logger *slog.Logger
+	// Gatherer serves /metrics (default prometheus.DefaultGatherer).
+	Gatherer prometheus.Gatherer
+	// Registerer receives the API's own metrics (none registered if nil).
+	Registerer prometheus.Registerer
+	// Ready reports whether the server can serve (for /readyz).
+	Ready func(context.Context) error
+	// HeartbeatInterval is how often idle streams get a ping (default 15s).
+	HeartbeatInterval time.Duration
+	// OriginPatterns are extra origins allowed to open WebSocket streams.
+	OriginPatterns []string
+}
+
+// Server is the HTTP handler of the API.
+type Server struct {
+	eng     *engine.Engine
+	opts    Options
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *httpMetrics
+}
+
+// New returns the API over eng.
+func New(eng *engine.Engine, opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Gatherer == nil {
+		opts.Gatherer = prometheus.DefaultGatherer
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = 15 * time.Second
+	}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer)}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /healthz", s.healthz)
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
+
+	m.HandleFunc("POST /v1/conversations", s.authed(s.createConversation))
+	m.HandleFunc("GET /v1/conversations", s.authed(s.listConversations))
+	m.HandleFunc("GET /v1/conversations/{id}", s.authed(s.getConversation))
+	m.HandleFunc("POST /v1/conversations/{id}/messages", s.authed(s.postMessage))
+	m.HandleFunc("GET /v1/conversations/{id}/messages", s.authed(s.listMessages))
+	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}", s.authed(s.getMessage))
+	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}/replies", s.authed(s.listReplies))
+	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}/thread", s.authed(s.getThread))
+	m.HandleFunc("POST /v1/conversations/{id}/events", s.authed(s.postEvent))
+	m.HandleFunc("GET /v1/conversations/{id}/events", s.authed(s.listEvents))
+	m.HandleFunc("POST /v1/conversations/{id}/turns/claim", s.authed(s.claimTurn))
+	m.HandleFunc("POST /v1/conversations/{id}/turns/reset", s.authed(s.resetTurn))
+	m.HandleFunc("POST /v1/conversations/{id}/turns/abort", s.authed(s.abortTurn))
+	m.HandleFunc("POST /v1/conversations/{id}/delegations", s.authed(s.delegate))
+	m.HandleFunc("GET /v1/conversations/{id}/stream", s.authed(s.streamSSE))
+	m.HandleFunc("GET /v1/conversations/{id}/ws", s.authed(s.streamWS))
+
+	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
+	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))
+	m.HandleFunc("DELETE /v1/tokens/{id}", s.authed(s.revokeToken))
+}
+
+// ServeHTTP implements http.Handler: it routes, logs and counts requests.
+// Unknown paths and methods get JSON errors like everything else.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	// Handler finds the route (for the metrics label and our JSON 404/405);
+	// the mux itself then serves it, which sets the path values.
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.notRouted(rec, r)
+	} else {
+		s.mux.ServeHTTP(rec, r)
+	}
+	pattern := r.Pattern
+	if pattern == "" {
+		pattern = "unrouted"
+	}
+	d := time.Since(start)
+	s.metrics.observe(pattern, rec.status, d)
+	// Never log the query string (it may carry ?token=) or headers.
+	s.log.Info("request", slog.String("method", r.Method), slog.String("route", pattern),
+		slog.Int("status", rec.status), slog.Duration("duration", d))
+}
+
+// notRouted answers 405 when the path exists for another method, else 404.
+func (s *Server) notRouted(w http.ResponseWriter, r *http.Request) {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := s.mux.Handler(probe); p != "" {
+			writeErr(w, s.log, &parley.Error{Code: codeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
+			return
+		}
+	}
+	writeErr(w, s.log, parley.Errorf(parley.ENOTFOUND, "no such endpoint: %s %s", r.Method, r.URL.Path))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(r.Context()); err != nil {
+			writeErr(w, s.log, parley.Errorf(parley.EUNAVAILABLE, "not ready: %v", err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// statusRecorder remembers the status written, and passes Flush and
+// Unwrap through so that streams and WebSocket upgrades keep working.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// httpMetrics counts requests by route and status.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "parley_http_requests_total", Help: "HTTP requests by route and status."}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "parley_http_request_seconds", Help: "HTTP request duration by route (streams: their whole life).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10)}, []string{"route"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration)
+	}
+	return m
+}
+
+func (m *httpMetrics) observe(route string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, http.StatusText(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}

@@ -1,0 +1,82 @@
+// Command parley is the Parley conversation server and its command-line tools.
+//
+//	parley serve     run the server (default ./parley.db on 127.0.0.1:7700)
+//	parley migrate   bring the database schema up to date
+//	parley token     create, list and revoke bearer tokens
+//	parley tail      follow a conversation's live stream in the terminal
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `Parley: a conversation server for multi-agent systems.
+
+Usage:
+  parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open]
+  parley migrate [-db ./parley.db]
+  parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db]
+  parley token list   [-db ./parley.db]
+  parley token revoke [-db ./parley.db] TOKEN_ID
+  parley tail    [-server http://127.0.0.1:7700] [-token T] [-ws] [-after SEQ] CONVERSATION
+
+Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_SERVER and PARLEY_TOKEN set the
+defaults of -db, -addr, -server and -token.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "parley:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run dispatches a subcommand; it is main without the process around it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, stdout, stderr)
+	case "token":
+		return runToken(ctx, rest, stdout, stderr)
+	case "tail":
+		return runTail(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// envOr returns the environment variable key, or def if it is unset.
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// newFlags returns a flag set that prints the usage on error.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("parley "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/sqlite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
+	addr := fs.String("addr", envOr("PARLEY_ADDR", "127.0.0.1:7700"), "listen address")
+	allowOpen := fs.Bool("allow-open", false, "run without tokens on a non-loopback address (dangerous)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", *dbPath, err)
+	}
+	defer db.Close()
+
+	tokens, err := db.CountTokens(ctx)
+	if err != nil {
+		return err
+	}
+	open := tokens == 0
+	if open && !isLoopback(*addr) && !*allowOpen {
+		return fmt.Errorf("no tokens exist and %s is not a loopback address: create one with 'parley token create -kind admin', or pass -allow-open", *addr)
+	}
+	if open {
+		log.Warn("running OPEN: no tokens exist, so every request acts as admin; create a token with 'parley token create' to require them", slog.String("addr", *addr))
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg)})
+	defer eng.Close()
+	handler := api.New(eng, api.Options{
+		Open:       open,
+		Logger:     log,
+		Gatherer:   reg,
+		Registerer: reg,
+		Ready:      func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("db", *dbPath))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	eng.Close() // ends streams so that Shutdown need not wait for them
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// isLoopback reports whether a listen address only accepts local connections.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/sqlite"
+)
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("migrate", stderr)
+	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	from, to, err := sqlite.Migrate(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: schema version %d -> %d\n", *dbPath, from, to)
+	return nil
+}
+
+func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("token: say create, list or revoke")
+	}
+	fs := newFlags("token "+args[0], stderr)
+	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
+	kind := fs.String("kind", "", "agent, viewer or admin (create)")
+	agent := fs.String("agent", "", "the agent id an agent token binds (create)")
+	name := fs.String("name", "", "a note to recognise the token by (create)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	eng := engine.New(db, engine.Options{})
+	defer eng.Close()
+
+	switch args[0] {
+	case "create":
+		secret, t, err := eng.CreateToken(ctx, parley.TokenKind(*kind), *agent, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "created %s token %s; the secret below is shown only once\n", t.Kind, t.ID)
+		fmt.Fprintln(stdout, secret)
+	case "list":
+		tokens, err := eng.ListTokens(ctx)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tKIND\tAGENT\tNAME\tCREATED\tREVOKED")
+		for _, t := range tokens {
+			revoked := ""
+			if !t.RevokedAt.IsZero() {
+				revoked = t.RevokedAt.Format(parley.TimeLayout)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Kind, t.AgentID, t.Name, t.CreatedAt.Format(parley.TimeLayout), revoked)
+		}
+		return w.Flush()
+	case "revoke":
+		if fs.NArg() != 1 {
+			return fmt.Errorf("token revoke: give one token id")
+		}
+		if err := eng.RevokeToken(ctx, fs.Arg(0)); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "revoked %s\n", fs.Arg(0))
+	default:
+		return fmt.Errorf("token: unknown subcommand %q (create, list, revoke)", args[0])
+	}
+	return nil
+}

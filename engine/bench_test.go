@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -64,4 +65,49 @@ func BenchmarkPostMessage(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// BenchmarkCeilingRawInsert is the ceiling for BenchmarkPostMessage, run in
+// the same process: the same event rows (about the size of a 200-byte
+// message event) inserted with plain SQL, 100 rows per transaction,
+// interleaved over 1000 conversations. No rules, no projection, no state.
+func BenchmarkCeilingRawInsert(b *testing.B) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "raw.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	raw, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	data := []byte(`{"id":"01a2033a-715b-7559-959f-706d947185ce","role":"assistant","parts":[{"type":"text","text":"` + strings.Repeat("x", 200) + `"}]}`)
+	seqs := make([]int64, 1000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		tx, err := raw.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := tx.Prepare(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES (?, ?, 'message', ?, 't', 'a', 'turn', '2026-11-22T00:00:00.000Z', ?)`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < 100 && done < b.N; i, done = i+1, done+1 {
+			c := done % 1000
+			seqs[c]++
+			if _, err := st.Exec(fmt.Sprintf("conv-%04d", c), seqs[c], seqs[c], data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.Close()
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

@@ -153,32 +153,19 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 }
 
 // Ancestors implements store.Store: it walks replyTo upwards, one indexed
-// look-up per level.
+// look-up per level (CROSS JOIN fixes the join order so that SQLite probes
+// the index from the walk instead of scanning messages).
 func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
 	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
 		return nil, err
 	}
-	return db.queryMessages(ctx, `WITH RECURSIVE up (id, reply_to, level) AS (
-			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT m.id, m.reply_to, up.level + 1 FROM messages m JOIN up ON m.conversation_id = ?1 AND m.id = up.reply_to
-			WHERE up.level < 100000
-		)
-		SELECT m.data FROM up JOIN messages m ON m.conversation_id = ?1 AND m.id = up.id
-		WHERE up.level > 0 ORDER BY up.level DESC`, conversationID, messageID)
+	return db.queryMessages(ctx, ancestorsQuery, conversationID, messageID)
 }
 
 // Descendants implements store.Store: it walks replies downwards over the
 // replyTo index.
 func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, `WITH RECURSIVE down (id, level) AS (
-			SELECT id, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT m.id, down.level + 1 FROM messages m JOIN down ON m.conversation_id = ?1 AND m.reply_to = down.id
-			WHERE down.level < 100000
-		)
-		SELECT m.data FROM down JOIN messages m ON m.conversation_id = ?1 AND m.id = down.id
-		WHERE down.level > 0 ORDER BY m.seq LIMIT ?3`, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return db.queryMessages(ctx, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
 }
 
 func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parley.Message, error) {
@@ -217,3 +204,23 @@ func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key s
 	k.Time, err = parseTime(ts)
 	return k, err
 }
+
+// ancestorsQuery walks replyTo upwards from ?2 in conversation ?1.
+const ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
+			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
+			UNION ALL
+			SELECT m.id, m.reply_to, up.level + 1 FROM up CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = up.reply_to
+			WHERE up.level < 100000
+		)
+		SELECT m.data FROM up CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = up.id
+		WHERE up.level > 0 ORDER BY up.level DESC`
+
+// descendantsQuery walks replies downwards from ?2 in conversation ?1, at most ?3.
+const descendantsQuery = `WITH RECURSIVE down (id, level) AS (
+			SELECT id, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
+			UNION ALL
+			SELECT m.id, down.level + 1 FROM down CROSS JOIN messages m ON m.conversation_id = ?1 AND m.reply_to = down.id
+			WHERE down.level < 100000
+		)
+		SELECT m.data FROM down CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = down.id
+		WHERE down.level > 0 ORDER BY m.seq LIMIT ?3`

@@ -1,0 +1,257 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/sqlite"
+)
+
+// bundle is a real server over loopback: SQLite file, engine, API, and
+// tokens for an admin, two agents and a viewer.
+type bundle struct {
+	t                         *testing.T
+	url                       string
+	eng                       *engine.Engine
+	admin, alice, bob, viewer string
+	ctx                       context.Context
+}
+
+func setup(t *testing.T, eopts engine.Options, aopts api.Options) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(db, eopts)
+	srv := httptest.NewServer(api.New(eng, aopts))
+	t.Cleanup(func() { srv.Close(); eng.Close(); db.Close() })
+	b := &bundle{t: t, url: srv.URL, eng: eng, ctx: ctx}
+	mk := func(kind parley.TokenKind, agent string) string {
+		s, _, err := eng.CreateToken(ctx, kind, agent, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	b.admin, b.alice, b.bob, b.viewer = mk(parley.TokenAdmin, ""), mk(parley.TokenAgent, "alice"), mk(parley.TokenAgent, "bob"), mk(parley.TokenViewer, "")
+	return b
+}
+
+// response is an answer with its decoded JSON body.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+func (r response) code() string {
+	if e, ok := r.body["error"].(map[string]any); ok {
+		s, _ := e["code"].(string)
+		return s
+	}
+	return ""
+}
+
+func (b *bundle) do(method, path, token string, body any, header ...string) response {
+	b.t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		data, _ := json.Marshal(v)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(b.ctx, method, b.url+path, rd)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+func (b *bundle) want(r response, status int, code string) {
+	b.t.Helper()
+	if r.status != status || r.code() != code {
+		b.t.Fatalf("got %d %q, want %d %q: %s", r.status, r.code(), status, code, r.raw)
+	}
+}
+
+func (b *bundle) conversation(participants ...string) string {
+	b.t.Helper()
+	r := b.do("POST", "/v1/conversations", b.admin, map[string]any{"title": "t", "participants": participants})
+	b.want(r, 201, "")
+	return r.body["conversation"].(map[string]any)["id"].(string)
+}
+
+// lastSeq reads the conversation's head.
+func (b *bundle) lastSeq(id string) float64 {
+	b.t.Helper()
+	r := b.do("GET", "/v1/conversations/"+id, b.viewer, nil)
+	b.want(r, 200, "")
+	return r.body["head"].(map[string]any)["lastSeq"].(float64)
+}
+
+func TestConversationsCreateGetList(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice", "bob")
+	r := b.do("GET", "/v1/conversations/"+id, b.viewer, nil)
+	b.want(r, 200, "")
+	if g := r.body["guidance"].(map[string]any); g["nextAgentId"] != "alice" || g["turn"] != 1.0 || g["kind"] != "start_turn" {
+		t.Fatalf("guidance = %v", g)
+	}
+	b.want(b.do("GET", "/v1/conversations/nope", b.viewer, nil), 404, "not_found")
+	b.want(b.do("POST", "/v1/conversations", b.viewer, map[string]any{}), 403, "forbidden")
+	b.want(b.do("POST", "/v1/conversations", b.admin, map[string]any{"turnPolicy": "chaos"}), 422, "invalid_value")
+	b.want(b.do("POST", "/v1/conversations", b.admin, map[string]any{"id": id}), 409, "busy")
+	b.conversation()
+	r = b.do("GET", "/v1/conversations?limit=1", b.viewer, nil)
+	b.want(r, 200, "")
+	if len(r.body["conversations"].([]any)) != 1 || r.body["nextCursor"] == nil {
+		t.Fatalf("page = %s", r.raw)
+	}
+	r = b.do("GET", "/v1/conversations?limit=1&cursor="+r.body["nextCursor"].(string), b.viewer, nil)
+	if len(r.body["conversations"].([]any)) != 1 {
+		t.Fatalf("second page = %s", r.raw)
+	}
+	b.want(b.do("GET", "/v1/conversations?limit=0", b.viewer, nil), 400, "invalid_request")
+}
+
+func TestIdentity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice", "bob")
+	path := "/v1/conversations/" + id + "/messages"
+	b.want(b.do("POST", path, "", map[string]any{"content": "x"}), 401, "unauthorized")
+	b.want(b.do("POST", path, "pk_not-a-real-token", map[string]any{"content": "x"}), 401, "unauthorized")
+	b.want(b.do("POST", path, b.alice, map[string]any{"content": "x"}, "Authorization", "Basic abc"), 401, "unauthorized")
+	b.want(b.do("POST", path, b.viewer, map[string]any{"content": "x"}), 403, "forbidden")
+	b.want(b.do("POST", path, b.alice, map[string]any{"agentId": "bob", "content": "x"}), 403, "forbidden")
+	b.want(b.do("POST", path, b.admin, map[string]any{"content": "x"}), 422, "invalid_value")
+	if b.lastSeq(id) != 1 {
+		t.Fatal("refused writes wrote something")
+	}
+	r := b.do("POST", path, b.alice, map[string]any{"content": "as myself"})
+	b.want(r, 201, "")
+	if r.body["message"].(map[string]any)["agentId"] != "alice" {
+		t.Fatalf("agent token did not bind the agent: %s", r.raw)
+	}
+	b.want(b.do("POST", path, b.admin, map[string]any{"agentId": "alice", "content": "admin as alice"}), 201, "")
+	// Revoked tokens stop working; token management is admin-only.
+	b.want(b.do("GET", "/v1/tokens", b.alice, nil), 403, "forbidden")
+	r = b.do("POST", "/v1/tokens", b.admin, map[string]any{"kind": "agent", "agentId": "carol"})
+	b.want(r, 201, "")
+	secret, tid := r.body["token"].(string), r.body["id"].(string)
+	b.want(b.do("GET", "/v1/conversations/"+id, secret, nil), 200, "")
+	r = b.do("DELETE", "/v1/tokens/"+tid, b.admin, nil)
+	if r.status != 204 {
+		t.Fatalf("revoke: %d %s", r.status, r.raw)
+	}
+	b.want(b.do("GET", "/v1/conversations/"+id, secret, nil), 401, "unauthorized")
+	b.want(b.do("DELETE", "/v1/tokens/nope", b.admin, nil), 404, "not_found")
+	r = b.do("GET", "/v1/tokens", b.admin, nil)
+	if bytes.Contains(r.raw, []byte(secret)) || bytes.Contains(r.raw, []byte(engine.HashToken(secret))) {
+		t.Fatal("token list leaks a secret or its hash")
+	}
+}
+
+func TestOpenServerActsAsAdmin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Open: true})
+	r := b.do("POST", "/v1/conversations", "", map[string]any{})
+	b.want(r, 201, "")
+	id := r.body["conversation"].(map[string]any)["id"].(string)
+	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", "", map[string]any{"agentId": "x", "content": "hi"}), 201, "")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", "", map[string]any{"content": "who?"}), 422, "invalid_value")
+	b.want(b.do("GET", "/v1/conversations/"+id, "pk_bogus", nil), 401, "unauthorized")
+}
+
+func TestBadBodies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{MaxBodyBytes: 4096})
+	id := b.conversation("alice", "bob")
+	path := "/v1/conversations/" + id + "/messages"
+	cases := []struct {
+		name   string
+		body   string
+		status int
+		code   string
+	}{
+		{"empty", ``, 400, "invalid_request"},
+		{"malformed", `{"content": }`, 400, "invalid_request"},
+		{"truncated", `{"content": "abc`, 400, "invalid_request"},
+		{"wrong type", `{"content": 42}`, 400, "invalid_request"},
+		{"unknown field", `{"content": "x", "replyToMessageId": "m"}`, 400, "invalid_request"},
+		{"trailing data", `{"content": "x"} {}`, 400, "invalid_request"},
+		{"not an object", `[1,2]`, 400, "invalid_request"},
+		{"content and parts", `{"content": "x", "parts": [{"type":"text","text":"y"}]}`, 400, "invalid_request"},
+		{"too large", `{"content": "` + strings.Repeat("x", 5000) + `"}`, 413, "too_large"},
+		{"unknown part", `{"parts": [{"type": "hologram"}]}`, 422, "invalid_value"},
+		{"unknown part field", `{"parts": [{"type": "text", "txt": "x"}]}`, 400, "invalid_request"},
+		{"bad role", `{"role": "oracle", "content": "x"}`, 422, "invalid_value"},
+		{"bad id", `{"id": "has space", "content": "x"}`, 422, "invalid_value"},
+		{"id too long", `{"id": "` + strings.Repeat("a", 129) + `", "content": "x"}`, 422, "invalid_value"},
+		{"bad finality", `{"finality": "forever", "content": "x"}`, 422, "invalid_value"},
+		{"self reply", `{"id": "m1", "replyTo": "m1", "content": "x"}`, 422, "invalid_thread"},
+		{"unknown parent", `{"replyTo": "nobody", "content": "x"}`, 422, "invalid_thread"},
+	}
+	for _, c := range cases {
+		r := b.do("POST", path, b.alice, c.body)
+		if r.status != c.status || r.code() != c.code {
+			t.Errorf("%s: got %d %q, want %d %q: %s", c.name, r.status, r.code(), c.status, c.code, r.raw)
+		}
+	}
+	if b.lastSeq(id) != 1 {
+		t.Fatal("a refused request wrote something")
+	}
+	for _, p := range []string{"/messages?after=-1", "/messages?limit=5000", "/events?after=x", "/messages?limit=abc"} {
+		b.want(b.do("GET", "/v1/conversations/"+id+p, b.viewer, nil), 400, "invalid_request")
+	}
+	b.want(b.do("PUT", "/v1/conversations/"+id, b.viewer, nil), 405, "method_not_allowed")
+	b.want(b.do("GET", "/v2/nothing", b.viewer, nil), 404, "not_found")
+}
+
+func TestReplyAcrossConversationsIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	one, two := b.conversation(), b.conversation()
+	r := b.do("POST", "/v1/conversations/"+one+"/messages", b.alice, map[string]any{"id": "q1", "role": "user", "content": "q", "finality": "turn"})
+	b.want(r, 201, "")
+	b.want(b.do("POST", "/v1/conversations/"+two+"/messages", b.bob, map[string]any{"replyTo": "q1", "content": "a"}), 422, "invalid_thread")
+	if b.lastSeq(two) != 1 {
+		t.Fatal("refused reply was written")
+	}
+	b.want(b.do("POST", "/v1/conversations/nope/messages", b.bob, map[string]any{"content": "a"}), 404, "not_found")
+}

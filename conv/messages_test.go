@@ -190,7 +190,9 @@ func TestMessageShape(t *testing.T) {
 		{"bad role", func(m *conv.PostMessage) { m.Role = "oracle" }, parley.EINVALIDVALUE},
 		{"bad finality", func(m *conv.PostMessage) { m.Finality = "forever" }, parley.EINVALIDVALUE},
 		{"unknown part", func(m *conv.PostMessage) { m.Parts = []parley.Part{{Type: "hologram"}} }, parley.EINVALIDVALUE},
-		{"tool-call without callId", func(m *conv.PostMessage) { m.Parts = []parley.Part{{Type: parley.PartToolCall, ToolName: "t", Status: "running"}} }, parley.EINVALIDVALUE},
+		{"tool-call without callId", func(m *conv.PostMessage) {
+			m.Parts = []parley.Part{{Type: parley.PartToolCall, ToolName: "t", Status: "running"}}
+		}, parley.EINVALIDVALUE},
 		{"tool-call bad status", func(m *conv.PostMessage) {
 			m.Parts = []parley.Part{{Type: parley.PartToolCall, CallID: "c", ToolName: "t", Status: "done"}}
 		}, parley.EINVALIDVALUE},
@@ -198,7 +200,9 @@ func TestMessageShape(t *testing.T) {
 		{"bad channel", func(m *conv.PostMessage) { m.Channel = &parley.Channel{Type: "slack"} }, parley.EINVALIDVALUE},
 		{"bad metadata", func(m *conv.PostMessage) { m.Metadata = json.RawMessage(`{`) }, parley.EINVALID},
 		{"too many parts", func(m *conv.PostMessage) { m.Parts = make([]parley.Part, 513); fill(m.Parts) }, parley.ETOOLARGE},
-		{"too much text", func(m *conv.PostMessage) { m.Parts = []parley.Part{{Type: parley.PartText, Text: strings.Repeat("x", 600<<10)}} }, parley.ETOOLARGE},
+		{"too much text", func(m *conv.PostMessage) {
+			m.Parts = []parley.Part{{Type: parley.PartText, Text: strings.Repeat("x", 600<<10)}}
+		}, parley.ETOOLARGE},
 		{"too much metadata", func(m *conv.PostMessage) { m.Metadata = json.RawMessage(`"` + strings.Repeat("x", 17<<10) + `"`) }, parley.ETOOLARGE},
 	}
 	for _, c := range cases {

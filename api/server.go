@@ -34,6 +34,9 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	// OriginPatterns are extra origins allowed to open WebSocket streams.
 	OriginPatterns []string
+	// WriteTimeout bounds one batch of writes to a stream client that does not
+	// read (default 10s); past it the client is dropped.
+	WriteTimeout time.Duration
 }
 
 // Server is the HTTP handler of the API.
@@ -58,6 +61,9 @@ func New(eng *engine.Engine, opts Options) *Server {
 	}
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = 15 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 10 * time.Second
 	}
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer)}
 	s.routes()

@@ -205,7 +205,7 @@ func TestWebSocketStreamAndResume(t *testing.T) {
 // the writer carry on.
 func TestSlowWebSocketSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{SubscriberBuffer: 32}, api.Options{})
+	b := setup(t, engine.Options{SubscriberBuffer: 32}, api.Options{WriteTimeout: time.Minute})
 	id := b.conversation()
 	slow := b.dialWS(id, "")
 	fast := b.dialWS(id, "")

@@ -3,15 +3,11 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
 )
-
-// wsWriteTimeout bounds one batch of writes to a WebSocket client.
-const wsWriteTimeout = 10 * time.Second
 
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
 // same frames as SSE. The subscription is made before the upgrade, so an
@@ -55,7 +51,7 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 	defer func() { wcancel() }()
 	batch := func() context.Context {
 		if wctx == nil {
-			wctx, wcancel = context.WithTimeout(ctx, wsWriteTimeout)
+			wctx, wcancel = context.WithTimeout(ctx, s.opts.WriteTimeout)
 		}
 		return wctx
 	}
@@ -76,7 +72,7 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 		wctx = nil
 		return nil
 	}, func() error {
-		pctx, pcancel := context.WithTimeout(ctx, wsWriteTimeout)
+		pctx, pcancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 		defer pcancel()
 		return c.Ping(pctx)
 	})

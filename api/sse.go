@@ -52,7 +52,18 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 	}
 	flusher.Flush()
 
+	// One write deadline per batch, so that a client that stops reading is
+	// dropped instead of holding this goroutine.
+	rc := http.NewResponseController(w)
+	armed := false
+	arm := func() {
+		if !armed {
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+			armed = true
+		}
+	}
 	write := func(it engine.Item) error {
+		arm()
 		name, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
@@ -64,16 +75,22 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 		return err
 	}
 	end := s.pumpStream(r.Context(), sub, write, func() error {
+		arm()
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		flusher.Flush()
+		if err := rc.Flush(); err != nil {
+			return err
+		}
+		armed = false
 		return nil
 	}, func() error {
+		arm()
 		_, err := bw.WriteString(": ping\n\n")
 		return err
 	})
 	if frame := endFrame(end); frame != nil {
+		arm()
 		fmt.Fprintf(bw, "event: error\ndata: %s\n\n", frame)
 		bw.Flush()
 		flusher.Flush()

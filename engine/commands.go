@@ -101,11 +101,14 @@ func (e *Engine) view(s conv.State) *View {
 // It returns the errors of conv.Decide (409 codes carry the head), and
 // ENOTFOUND for an unknown conversation.
 func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.PostMessage) (*MessageResult, error) {
+	// A UUIDv7 made here cannot be taken, so only a client's id is looked up
+	// (the store's unique index would still catch a clash).
+	lookupID := m.ID
 	if m.ID == "" {
 		m.ID = NewID()
 	}
 	build := func(conv.State) (conv.Command, error) {
-		known, err := e.lookups(ctx, conversationID, m.AgentID, m.ClientRequestID, m.ID, m.ReplyTo, m.TurnID)
+		known, err := e.lookups(ctx, conversationID, m.AgentID, m.ClientRequestID, lookupID, m.ReplyTo, m.TurnID)
 		m.Known = known
 		return m, err
 	}

@@ -192,7 +192,7 @@ func (db *DB) commit(batch []*writeReq) {
 			return err
 		}
 		for i, r := range batch {
-			results[i] = savepoint(ctx, tx, r.fn)
+			results[i] = db.savepoint(ctx, tx, r.fn)
 		}
 		return tx.Commit()
 	}()
@@ -208,20 +208,21 @@ func (db *DB) commit(batch []*writeReq) {
 }
 
 // savepoint runs fn so that its writes are undone if it fails.
-func savepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx) error) error {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+func (db *DB) savepoint(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx) error) error {
+	if _, err := tx.StmtContext(ctx, db.stmts.savepoint).ExecContext(ctx); err != nil {
 		return err
 	}
+	release := tx.StmtContext(ctx, db.stmts.release)
 	if err := fn(ctx, tx); err != nil {
-		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO w"); rerr != nil {
+		if _, rerr := tx.StmtContext(ctx, db.stmts.rollbackTo).ExecContext(ctx); rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		if _, rerr := tx.ExecContext(ctx, "RELEASE w"); rerr != nil {
+		if _, rerr := release.ExecContext(ctx); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
 	}
-	_, err := tx.ExecContext(ctx, "RELEASE w")
+	_, err := release.ExecContext(ctx)
 	return err
 }
 

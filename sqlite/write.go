@@ -14,7 +14,8 @@ import (
 
 // statements are the writer's prepared statements.
 type statements struct {
-	insertEvent, upsertMessage, bumpConversation *sql.Stmt
+	insertEvent, upsertMessage, bumpConversation, insertIdempotency *sql.Stmt
+	savepoint, release, rollbackTo                                   *sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -32,11 +33,15 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
 	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = ? WHERE id = ? AND last_seq = ?`)
+	s.insertIdempotency = prep(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	s.savepoint = prep(`SAVEPOINT w`)
+	s.release = prep(`RELEASE w`)
+	s.rollbackTo = prep(`ROLLBACK TO w`)
 	return err
 }
 
 func (s *statements) close() {
-	for _, st := range []*sql.Stmt{s.insertEvent, s.upsertMessage, s.bumpConversation} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.upsertMessage, s.bumpConversation, s.insertIdempotency, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}
@@ -119,7 +124,7 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 			}
 		}
 		if k := p.Idempotency; k != nil {
-			_, err := tx.ExecContext(ctx, `INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			_, err := tx.StmtContext(ctx, db.stmts.insertIdempotency).ExecContext(ctx,
 				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, formatTime(k.Time))
 			if isUnique(err) {
 				return parley.Errorf(parley.EBUSY, "client request id %q was already used", k.Key)

@@ -128,8 +128,12 @@ func (e *Engine) pump(ctx context.Context, s *sub, next int64, out chan<- Item) 
 					continue // already sent from history
 				}
 				if ev.Seq > next { // a gap: read it from the log
-					if next, err = e.history(ctx, s, next, ev.Seq-1, out); err != nil {
+					filled, err := e.history(ctx, s, next, ev.Seq-1, out)
+					if err != nil {
 						return err
+					}
+					if filled != ev.Seq {
+						return parley.Errorf(parley.EINTERNAL, "the log has no events %d to %d of conversation %s", filled, ev.Seq-1, s.conversationID)
 					}
 				}
 				next = ev.Seq + 1

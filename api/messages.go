@@ -8,20 +8,53 @@ import (
 	"github.com/parleyhq/parley/store"
 )
 
+// writeRequest is a body that writes to a conversation as an agent and may
+// carry a client request id.
+type writeRequest interface {
+	writer() string
+	requestKey() *string
+}
+
+func (m *messageRequest) writer() string      { return m.AgentID }
+func (m *messageRequest) requestKey() *string { return &m.ClientRequestID }
+func (e *eventRequest) writer() string        { return e.AgentID }
+func (e *eventRequest) requestKey() *string   { return &e.ClientRequestID }
+
+// beginWrite decodes a write's body, resolves who writes, and takes its
+// idempotency key out of the body so that the request hash does not include
+// it. On error it has answered the request and returns ok false.
+func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request, who parley.Identity, req writeRequest) (act conv.Actor, key, hash string, ok bool) {
+	err := decodeBody(w, r, s.opts.MaxBodyBytes, req)
+	if err == nil {
+		act, err = actor(who, req.writer())
+	}
+	if err == nil {
+		key, err = clientRequestID(r, *req.requestKey())
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return act, "", "", false
+	}
+	*req.requestKey() = ""
+	return act, key, requestHash(req), true
+}
+
+// created answers a write: 201, marked when it replays an earlier answer.
+func (s *Server) created(w http.ResponseWriter, replayed bool, res any, err error) {
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	var req messageRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	act, err := actor(who, req.AgentID)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	key, err := clientRequestID(r, req.ClientRequestID)
-	if err != nil {
-		writeErr(w, s.log, err)
+	act, key, hash, ok := s.beginWrite(w, r, who, &req)
+	if !ok {
 		return
 	}
 	parts, err := req.parts()
@@ -33,59 +66,33 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.
 	if role == "" {
 		role = parley.RoleAssistant
 	}
-	req.ClientRequestID = ""
 	res, err := s.eng.PostMessage(r.Context(), r.PathValue("id"), conv.PostMessage{
 		Actor: act, ID: req.ID, Role: role, Parts: parts, ReplyTo: req.ReplyTo, TurnID: req.TurnID,
 		Finality: req.Finality, Next: req.Next, Precondition: req.Precondition, Channel: req.Channel,
-		Metadata: req.Metadata, ClientRequestID: key, RequestHash: requestHash(req),
+		Metadata: req.Metadata, ClientRequestID: key, RequestHash: hash,
 	})
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	if res.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeJSON(w, http.StatusCreated, res)
+	s.created(w, err == nil && res.Replayed, res, err)
 }
 
 func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	var req eventRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-		writeErr(w, s.log, err)
+	act, key, hash, ok := s.beginWrite(w, r, who, &req)
+	if !ok {
 		return
 	}
-	if req.Type != parley.EventTrace {
+	switch {
+	case req.Type != parley.EventTrace:
 		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "type %q cannot be posted; post \"trace\" here and messages to …/messages", req.Type))
 		return
-	}
-	if req.ID != "" && !parley.ValidID(req.ID) {
+	case req.ID != "" && !parley.ValidID(req.ID):
 		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", req.ID))
 		return
 	}
-	act, err := actor(who, req.AgentID)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	key, err := clientRequestID(r, req.ClientRequestID)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	req.ClientRequestID = ""
 	res, err := s.eng.PostTrace(r.Context(), r.PathValue("id"), conv.PostTrace{
 		Actor: act, ID: req.ID, Payload: req.Payload, TurnID: req.TurnID, Finality: req.Finality,
-		Precondition: req.Precondition, ClientRequestID: key, RequestHash: requestHash(req),
+		Precondition: req.Precondition, ClientRequestID: key, RequestHash: hash,
 	})
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	if res.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeJSON(w, http.StatusCreated, res)
+	s.created(w, err == nil && res.Replayed, res, err)
 }
 
 // knownConversation answers 404 for a conversation that does not exist, so

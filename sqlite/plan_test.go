@@ -7,30 +7,64 @@ import (
 	"testing"
 )
 
-// TestThreadWalksUseIndexes checks that each step of the recursive thread
-// walks is an index probe, never a scan of the messages table.
-func TestThreadWalksUseIndexes(t *testing.T) {
-	t.Parallel()
+// queryPlan returns the steps of SQLite's plan for q.
+func queryPlan(t *testing.T, db *DB, q string, args ...any) []string {
+	t.Helper()
+	rows, err := db.r.Query("EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return plan
+}
+
+func openPlanDB(t *testing.T) *DB {
+	t.Helper()
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "plan.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestQueriesUseIndexes checks the query plans of the look-ups that must
+// stay cheap at millions of messages.
+func TestQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	db := openPlanDB(t)
+	cases := map[string]struct{ query, index string }{
+		"GetMessage":        {`SELECT data FROM messages WHERE conversation_id = 'c' AND id = 'm'`, "messages_by_id"},
+		"ListMessages":      {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_seq"},
+		"ListMessagesTurn":  {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND turn_id = 't' ORDER BY seq LIMIT 10`, "messages_by_turn_id"},
+		"ListMessagesAgent": {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND agent_id = 'a' ORDER BY seq LIMIT 10`, "messages_by_agent"},
+		"ListReplies":       {`SELECT data FROM messages WHERE conversation_id = 'c' AND reply_to = 'm' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_reply_to"},
+		"ReadEvents":        {`SELECT seq, data FROM events WHERE conversation_id = 'c' AND seq > 0 ORDER BY seq LIMIT 10`, "events_by_seq"},
+	}
+	for name, c := range cases {
+		text := strings.Join(queryPlan(t, db, c.query), "; ")
+		if !strings.Contains(text, "INDEX "+c.index) || strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q does not use index %s (or sorts)", name, text, c.index)
+		}
+	}
+}
+
+// TestThreadWalksUseIndexes checks that each step of the recursive thread
+// walks is an index probe, never a scan of the messages table.
+func TestThreadWalksUseIndexes(t *testing.T) {
+	t.Parallel()
+	db := openPlanDB(t)
 	for name, q := range map[string]string{"ancestors": ancestorsQuery, "descendants": descendantsQuery} {
-		rows, err := db.r.Query("EXPLAIN QUERY PLAN "+q, "c", "m", 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, db, q, "c", "m", 10)
 		text := strings.Join(plan, "; ")
 		for _, step := range plan {
 			// A search on the conversation alone reads all its messages.

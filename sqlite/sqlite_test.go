@@ -113,46 +113,6 @@ func TestUpgradeKeepsData(t *testing.T) {
 	}
 }
 
-// TestQueriesUseIndexes checks the query plans of the look-ups that must
-// stay cheap at millions of messages.
-func TestQueriesUseIndexes(t *testing.T) {
-	t.Parallel()
-	db := open(t)
-	raw, err := sql.Open("sqlite", db.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	cases := map[string]struct{ query, index string }{
-		"GetMessage":        {`SELECT data FROM messages WHERE conversation_id = 'c' AND id = 'm'`, "messages_by_id"},
-		"ListMessages":      {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_seq"},
-		"ListMessagesTurn":  {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND turn_id = 't' ORDER BY seq LIMIT 10`, "messages_by_turn_id"},
-		"ListMessagesAgent": {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND agent_id = 'a' ORDER BY seq LIMIT 10`, "messages_by_agent"},
-		"ListReplies":       {`SELECT data FROM messages WHERE conversation_id = 'c' AND reply_to = 'm' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_reply_to"},
-		"ReadEvents":        {`SELECT seq, data FROM events WHERE conversation_id = 'c' AND seq > 0 ORDER BY seq LIMIT 10`, "events_by_seq"},
-	}
-	for name, c := range cases {
-		rows, err := raw.Query("EXPLAIN QUERY PLAN " + c.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		text := strings.Join(plan, "; ")
-		if !strings.Contains(text, "INDEX "+c.index) || strings.Contains(text, "TEMP B-TREE") {
-			t.Errorf("%s: plan %q does not use index %s (or sorts)", name, text, c.index)
-		}
-	}
-}
-
 // TestFailedWriteInABatchLeavesTheOthers sends many appends at once, one of
 // which conflicts; every other one must be committed. A large write goes
 // first so that the others queue up behind it and share a transaction; the

@@ -15,7 +15,7 @@ import (
 // statements are the writer's prepared statements.
 type statements struct {
 	insertEvent, upsertMessage, bumpConversation, insertIdempotency *sql.Stmt
-	savepoint, release, rollbackTo                                   *sql.Stmt
+	savepoint, release, rollbackTo                                  *sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, db *sql.DB) error {

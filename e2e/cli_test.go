@@ -1,0 +1,44 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRefusesToRunOpenOffLoopback: with no tokens, the server starts only on
+// a loopback address unless told otherwise.
+func TestRefusesToRunOpenOffLoopback(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "0.0.0.0:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a loopback address") {
+		t.Fatalf("serve on 0.0.0.0 without tokens: err %v, output:\n%s", err, out)
+	}
+	// With a token it starts; and -allow-open is the explicit way out. Both
+	// listen on a loopback port here, so nothing is exposed by the test.
+	srv := startServer(t, db, "-allow-open")
+	if !strings.Contains(srv.log(), "running OPEN") {
+		t.Fatalf("open server did not warn:\n%s", srv.log())
+	}
+}
+
+func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	if out := runParley(t, "migrate", "-db", db); !strings.Contains(out, "schema version 0 -> 2") {
+		t.Fatalf("first migrate: %q", out)
+	}
+	if out := runParley(t, "migrate", "-db", db); !strings.Contains(out, "schema version 2 -> 2") {
+		t.Fatalf("second migrate: %q", out)
+	}
+	runParley(t, "token", "create", "-db", db, "-kind", "viewer", "-name", "ci")
+	if out := runParley(t, "token", "list", "-db", db); !strings.Contains(out, "viewer") || !strings.Contains(out, "ci") || strings.Contains(out, "pk_") {
+		t.Fatalf("token list: %q", out)
+	}
+}

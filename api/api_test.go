@@ -196,6 +196,11 @@ func TestOpenServerActsAsAdmin(t *testing.T) {
 	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", "", map[string]any{"agentId": "x", "content": "hi"}), 201, "")
 	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", "", map[string]any{"content": "who?"}), 422, "invalid_value")
 	b.want(b.do("GET", "/v1/conversations/"+id, "pk_bogus", nil), 401, "unauthorized")
+	// The first token made through the server ends open mode.
+	r = b.do("POST", "/v1/tokens", "", map[string]any{"kind": "admin"})
+	b.want(r, 201, "")
+	b.want(b.do("GET", "/v1/conversations/"+id, "", nil), 401, "unauthorized")
+	b.want(b.do("GET", "/v1/conversations/"+id, r.body["token"].(string), nil), 200, "")
 }
 
 func TestBadBodies(t *testing.T) {

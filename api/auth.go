@@ -28,7 +28,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			secret = t
 		}
 		if secret == "" {
-			if !s.opts.Open {
+			if !s.open.Load() {
 				writeErr(w, s.log, parley.Errorf(parley.EUNAUTHORIZED, "a bearer token is required: send \"Authorization: Bearer <token>\""))
 				return
 			}

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -81,16 +83,21 @@ type tokenRequest struct {
 	Name    string           `json:"name,omitempty"`
 }
 
-// decodeBody reads one JSON value of at most max bytes from the request.
+// decodeBody reads one JSON object of at most max bytes from the request.
 func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	return decodeJSON(http.MaxBytesReader(w, r.Body, max), max, v)
 }
 
-// decodeJSON decodes exactly one JSON value from rd into v and turns every
+// decodeJSON decodes exactly one JSON object from rd into v and turns every
 // failure into a *parley.Error a client can act on: 413 for a body over max,
 // 400 for the rest, saying where and what.
 func decodeJSON(rd io.Reader, max int64, v any) error {
-	dec := json.NewDecoder(rd)
+	br := bufio.NewReader(rd)
+	if err := expectObject(br, max); err != nil {
+		return err
+	}
+	cr := &countingReader{r: br}
+	dec := json.NewDecoder(cr)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
@@ -99,7 +106,7 @@ func decodeJSON(rd io.Reader, max int64, v any) error {
 			if errors.As(terr, &mbe) {
 				return tooLarge(max)
 			}
-			return parley.Errorf(parley.EINVALID, "the body must hold one JSON value and nothing after it")
+			return parley.Errorf(parley.EINVALID, "the body must hold one JSON object and nothing after it (extra data at byte %d)", dec.InputOffset())
 		}
 		return nil
 	}
@@ -111,39 +118,78 @@ func decodeJSON(rd io.Reader, max int64, v any) error {
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(max)
-	case errors.Is(err, io.EOF):
-		return parley.Errorf(parley.EINVALID, "a JSON body is required")
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return parley.Errorf(parley.EINVALID, "the JSON body is truncated")
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return parley.Errorf(parley.EINVALID, "the JSON body is truncated: it ends at byte %d inside a value", cr.n)
 	case errors.As(err, &syn):
-		return parley.Errorf(parley.EINVALID, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+		return parley.Errorf(parley.EINVALID, "malformed JSON at byte %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: "))
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "the body"
+		if typ.Field == "" {
+			return parley.Errorf(parley.EINVALID, "the body must be a JSON object, not %s", typ.Value)
 		}
-		return parley.Errorf(parley.EINVALID, "%s must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		return parley.Errorf(parley.EINVALID, "%s must be %s, not %s (at byte %d)", typ.Field, jsonKind(typ.Type), typ.Value, typ.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return parley.Errorf(parley.EINVALID, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return parley.Errorf(parley.EINVALID, "unknown field %s (at byte %d)", strings.TrimPrefix(err.Error(), "json: unknown field "), dec.InputOffset())
 	}
-	return parley.Errorf(parley.EINVALID, "invalid JSON body: %v", err)
+	return parley.Errorf(parley.EINVALID, "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// expectObject skips leading white space and checks that a JSON object
+// follows, so that an empty body, null, an array or a bare value is refused
+// before decoding.
+func expectObject(br *bufio.Reader, max int64) error {
+	for {
+		b, err := br.ReadByte()
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return tooLarge(max)
+		case errors.Is(err, io.EOF):
+			return parley.Errorf(parley.EINVALID, "a JSON object body is required (send {} for no fields)")
+		case err != nil:
+			return parley.Errorf(parley.EINVALID, "the body could not be read: %v", err)
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return br.UnreadByte()
+		}
+		return parley.Errorf(parley.EINVALID, "the body must be a JSON object, starting with {, not %q", b)
+	}
+}
+
+// countingReader counts the bytes read, to say where a truncated body ends.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func tooLarge(max int64) error {
 	return parley.Errorf(parley.ETOOLARGE, "the body is larger than %d bytes", max)
 }
 
-// jsonKind names a Go kind the way a JSON client thinks of it.
-func jsonKind(k string) string {
-	switch k {
-	case "string":
+// jsonKind names a Go type the way a JSON client thinks of it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
 		return "a string"
-	case "bool":
+	case reflect.Bool:
 		return "true or false"
-	case "slice", "array":
+	case reflect.Slice, reflect.Array:
 		return "an array"
-	case "struct", "map":
+	case reflect.Struct, reflect.Map:
 		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number in range"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
 	}
 	return "a number"
 }
@@ -195,9 +241,13 @@ func page(r *http.Request) (after int64, limit int, err error) {
 // ?after=SEQ[&epoch=E]. nil means no position: start with a snapshot.
 func position(r *http.Request) (*parley.Position, error) {
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		epoch, seq, ok := strings.Cut(id, ":")
-		n, err := strconv.ParseInt(seq, 10, 64)
-		if !ok || err != nil || n < 0 {
+		i := strings.LastIndexByte(id, ':')
+		if i < 0 {
+			return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"epoch:seq\", not %q", id)
+		}
+		epoch := id[:i]
+		n, err := strconv.ParseInt(id[i+1:], 10, 64)
+		if err != nil || n < 0 {
 			return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"epoch:seq\", not %q", id)
 		}
 		return &parley.Position{Seq: n, Epoch: epoch}, nil

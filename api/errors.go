@@ -26,7 +26,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY, parley.ECONFLICT:
+	case parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY:
 		return http.StatusConflict
 	case parley.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
@@ -39,8 +39,14 @@ func statusOf(code string) int {
 }
 
 // errorBody is the JSON shape of every error: {"error": {code, message, head?, ...details}}.
+// An error without a known code becomes {"code": "internal", "message":
+// "internal error"}: what went wrong is logged, never sent.
 func errorBody(err error) map[string]any {
-	body := map[string]any{"code": parley.ErrorCode(err), "message": parley.ErrorMessage(err)}
+	code := parley.ErrorCode(err)
+	if statusOf(code) == http.StatusInternalServerError {
+		return map[string]any{"error": map[string]any{"code": parley.EINTERNAL, "message": "internal error"}}
+	}
+	body := map[string]any{"code": code, "message": parley.ErrorMessage(err)}
 	var e *parley.Error
 	if errors.As(err, &e) {
 		for k, v := range e.Details {
@@ -63,11 +69,12 @@ func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
 	writeJSON(w, status, errorBody(err))
 }
 
+// writeJSON answers with status and v as JSON. It escapes HTML the way
+// json.Marshal does, so that an idempotent replay (whose stored answer was
+// made by json.Marshal) is byte for byte the original answer.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // the client went away; nothing to do
+	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
 }

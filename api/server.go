@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -18,7 +19,8 @@ import (
 // Options configure a Server. Zero values take the defaults.
 type Options struct {
 	// Open makes every request without a token act as an admin. Only for
-	// loopback addresses with no tokens configured.
+	// loopback addresses with no tokens configured; it ends as soon as a
+	// token is created through this server.
 	Open bool
 	// MaxBodyBytes bounds a request body (default 1 MiB).
 	MaxBodyBytes int64
@@ -46,6 +48,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *httpMetrics
+	open    atomic.Bool
 }
 
 // New returns the API over eng.
@@ -66,6 +69,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 		opts.WriteTimeout = 10 * time.Second
 	}
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer)}
+	s.open.Store(opts.Open)
 	s.routes()
 	return s
 }

@@ -21,6 +21,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, who parley.
 		writeErr(w, s.log, err)
 		return
 	}
+	if s.open.Swap(false) {
+		s.log.Warn("a token was created: this server is no longer open and now requires tokens")
+	}
 	writeJSON(w, http.StatusCreated, createdToken{Secret: secret, Token: t})
 }
 

@@ -171,6 +171,7 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 		}
 		return nil, err
 	}
+	e.scheduleClaimExpiry(c, id) // a claim read from the store lapses on time too
 	return c, nil
 }
 

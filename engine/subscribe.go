@@ -64,7 +64,7 @@ func (e *Engine) Subscribe(ctx context.Context, conversationID string, from *par
 	epoch := state.Conversation.Epoch
 	if from != nil && (from.Epoch == epoch || from.Epoch == "") && from.Seq >= 0 && from.Seq <= state.LastSeq {
 		init.Recovered = true
-		init.Position = *from
+		init.Position = parley.Position{Seq: from.Seq, Epoch: epoch}
 	} else {
 		init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
 		msgs, err := e.latestMessages(ctx, conversationID, state.LastSeq)

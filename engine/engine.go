@@ -185,11 +185,14 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	if err := json.Unmarshal(rec.State, &s); err != nil {
 		return err
 	}
-	if s.LastSeq != rec.LastSeq {
+	for s.LastSeq < rec.LastSeq {
 		// The snapshot lags the log (written by an older version): fold the rest.
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: s.LastSeq, Limit: 1 << 30})
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: s.LastSeq, Limit: historyPage})
 		if err != nil {
 			return err
+		}
+		if len(events) == 0 {
+			return parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, s.LastSeq, rec.LastSeq)
 		}
 		s = conv.Evolve(s, events...)
 	}

@@ -20,7 +20,8 @@ import (
 const usage = `Parley: a conversation server for multi-agent systems.
 
 Usage:
-  parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open]
+  parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open] [-max-thread-depth 100]
+                 [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096] [-log-level info]
   parley migrate [-db ./parley.db]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db]
   parley token list   [-db ./parley.db]

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,8 +24,16 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", envOr("PARLEY_ADDR", "127.0.0.1:7700"), "listen address")
 	allowOpen := fs.Bool("allow-open", false, "run without tokens on a non-loopback address (dangerous)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	limits := conv.DefaultLimits
+	fs.IntVar(&limits.MaxThreadDepth, "max-thread-depth", limits.MaxThreadDepth, "a reply may have fewer ancestors than this")
+	fs.DurationVar(&limits.ClaimTTL, "claim-ttl", limits.ClaimTTL, "how long a claim lasts when the request names no TTL")
+	fs.DurationVar(&limits.MaxClaimTTL, "max-claim-ttl", limits.MaxClaimTTL, "the longest TTL a claim may ask for")
+	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if limits.MaxThreadDepth < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 {
+		return fmt.Errorf("limits must be positive, and -max-claim-ttl at least -claim-ttl")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -52,7 +61,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg)})
+	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer})
 	defer eng.Close()
 	handler := api.New(eng, api.Options{
 		Open:       open,

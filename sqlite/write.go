@@ -64,7 +64,7 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	if err != nil {
 		return err
 	}
-	if err := checkDense(p.Events, 0); err != nil {
+	if err := store.CheckDense(p.Events, 0); err != nil {
 		return err
 	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -83,7 +83,7 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 
 // Append implements store.Store.
 func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
-	if err := checkDense(p.Events, p.ExpectSeq); err != nil {
+	if err := store.CheckDense(p.Events, p.ExpectSeq); err != nil {
 		return err
 	}
 	last := p.ExpectSeq + int64(len(p.Events))
@@ -146,16 +146,6 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, event
 		}
 		if err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// checkDense refuses events whose seqs do not follow after densely.
-func checkDense(events []parley.Event, after int64) error {
-	for i, e := range events {
-		if e.Seq != after+int64(i)+1 {
-			return parley.Errorf(parley.EINVALID, "event %d has seq %d, want %d: seqs must be dense", i, e.Seq, after+int64(i)+1)
 		}
 	}
 	return nil

@@ -171,3 +171,14 @@ type Idempotency struct {
 	Response []byte
 	Time     parley.Time
 }
+
+// CheckDense returns EINVALID unless the events' seqs are after+1, after+2, …
+// Every backend checks this before it writes.
+func CheckDense(events []parley.Event, after int64) error {
+	for i, e := range events {
+		if want := after + int64(i) + 1; e.Seq != want {
+			return parley.Errorf(parley.EINVALID, "event %d has seq %d, want %d: seqs must be dense", i, e.Seq, want)
+		}
+	}
+	return nil
+}

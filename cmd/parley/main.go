@@ -22,14 +22,15 @@ const usage = `Parley: a conversation server for multi-agent systems.
 Usage:
   parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open] [-max-thread-depth 100]
                  [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096] [-log-level info]
+                 [-postgres URL]
   parley migrate [-db ./parley.db]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db]
   parley token list   [-db ./parley.db]
   parley token revoke [-db ./parley.db] TOKEN_ID
   parley tail    [-server http://127.0.0.1:7700] [-token T] [-ws] [-after SEQ] CONVERSATION
 
-Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_SERVER and PARLEY_TOKEN set the
-defaults of -db, -addr, -server and -token.
+Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and
+PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token.
 `
 
 func main() {

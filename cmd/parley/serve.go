@@ -13,7 +13,9 @@ import (
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -22,6 +24,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
 	addr := fs.String("addr", envOr("PARLEY_ADDR", "127.0.0.1:7700"), "listen address")
+	pgURL := fs.String("postgres", envOr("PARLEY_POSTGRES_URL", ""), "a PostgreSQL URL: store there instead of in the SQLite file (one node at a time, for now)")
 	allowOpen := fs.Bool("allow-open", false, "run without tokens on a non-loopback address (dangerous)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	limits := conv.DefaultLimits
@@ -41,9 +44,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Logger: log})
+	db, where, err := openStore(ctx, *dbPath, *pgURL, log)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", *dbPath, err)
+		return err
 	}
 	defer db.Close()
 
@@ -76,7 +79,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("db", *dbPath))
+	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("store", where))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -105,4 +108,21 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// openStore opens the PostgreSQL store if a URL is given, else the SQLite
+// file. It says which, without the URL (it may hold a password).
+func openStore(ctx context.Context, path, pgURL string, log *slog.Logger) (store.Store, string, error) {
+	if pgURL != "" {
+		db, err := postgres.Open(ctx, pgURL)
+		if err != nil {
+			return nil, "", fmt.Errorf("open PostgreSQL: %w", err)
+		}
+		return db, "postgres", nil
+	}
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log})
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", path, err)
+	}
+	return db, "sqlite:" + path, nil
 }

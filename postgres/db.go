@@ -1,0 +1,124 @@
+// Package postgres is the PostgreSQL store of Parley, on pgx. Appends take
+// the conversation's row lock with a conditional UPDATE of its last seq, so
+// that seq order is commit order and a stale writer gets ECONFLICT; events,
+// messages, the idempotency record and the state snapshot go in the same
+// transaction. The schema mirrors the SQLite store's.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations returns the embedded migrations.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the folder
+	}
+	return sub
+}
+
+// DB is a store.Store on a PostgreSQL database. It is safe for concurrent use.
+type DB struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open connects to the database at url (a postgres:// URL), migrates it to
+// the latest schema under an advisory lock (so that many nodes may start at
+// once), and returns the store.
+func Open(ctx context.Context, url string) (*DB, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, pool, 0); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &DB{pool: pool}, nil
+}
+
+// MigrateTo brings the database at url up to version (0: the latest).
+func MigrateTo(ctx context.Context, url string, version int64) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return migrate(ctx, pool, version)
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	sqldb := stdlib.OpenDBFromPool(pool)
+	defer sqldb.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(database.DialectPostgres, sqldb, Migrations(), goose.WithSessionLocker(locker))
+	if err != nil {
+		return err
+	}
+	if version == 0 {
+		_, err = p.Up(ctx)
+	} else {
+		_, err = p.UpTo(ctx, version)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// isUnique reports whether err is a unique violation.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// tx runs fn in a transaction that commits if fn returns nil.
+func (db *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db.pool, fn)
+}
+
+// tsArg turns a time into a query argument: NULL for the zero time.
+func tsArg(t parley.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Time
+}
+
+// fromTS turns a scanned nullable time into a parley.Time.
+func fromTS(t *time.Time) parley.Time {
+	if t == nil {
+		return parley.Time{}
+	}
+	return parley.NewTime(*t)
+}

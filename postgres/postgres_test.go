@@ -1,0 +1,86 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/postgres"
+	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/store/storetest"
+)
+
+func open(t *testing.T, url string) *postgres.DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestConformance runs the shared store suite, the very tests SQLite passes,
+// against one PostgreSQL schema shared by all of them.
+func TestConformance(t *testing.T) {
+	db := open(t, pgtest.Schema(t))
+	storetest.Exercise(t, func(*testing.T) store.Store { return db })
+}
+
+// TestManyNodesMigrateAtOnce opens the same fresh schema from several
+// "nodes" at once: the advisory lock lets one migrate and the others wait.
+func TestManyNodesMigrateAtOnce(t *testing.T) {
+	url := pgtest.Schema(t)
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			db, err := postgres.Open(context.Background(), url)
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestUpgradeKeepsData makes a schema at version 1 with data, then opens it
+// with the current code.
+func TestUpgradeKeepsData(t *testing.T) {
+	url := pgtest.Schema(t)
+	ctx := context.Background()
+	if err := postgres.MigrateTo(ctx, url, 1); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := `{"id":"c1","epoch":"e","participants":[],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	for _, q := range []string{
+		`INSERT INTO conversations VALUES ('c1', now(), '` + conv + `', 1, '{}')`,
+		`INSERT INTO events VALUES ('c1', 1, 'conversation.created', 0, '', '', 'none', now(), '` + conv + `')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close(ctx)
+	db := open(t, url)
+	rec, err := db.GetConversation(ctx, "c1")
+	if err != nil || rec.LastSeq != 1 || rec.Conversation.TurnPolicy != parley.PolicyFree {
+		t.Fatalf("old conversation after upgrade: %+v, %v", rec, err)
+	}
+	if n, err := db.CountTokens(ctx); err != nil || n != 0 {
+		t.Fatalf("tokens table after upgrade: %d, %v", n, err)
+	}
+}

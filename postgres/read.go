@@ -1,0 +1,257 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+)
+
+// maxPage bounds every list read, whatever the caller asks.
+const maxPage = 100_000
+
+func clampLimit(n int) int {
+	if n <= 0 || n > maxPage {
+		return maxPage
+	}
+	return n
+}
+
+// GetConversation implements store.Store.
+func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+	var data []byte
+	rec := &store.ConversationRecord{}
+	err := db.pool.QueryRow(ctx, `SELECT data, last_seq, state FROM conversations WHERE id = $1`, id).Scan(&data, &rec.LastSeq, &rec.State)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec, json.Unmarshal(data, &rec.Conversation)
+}
+
+// ListConversations implements store.Store; the cursor holds the
+// (created_at, id) of the previous page's last row.
+func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
+	limit := clampLimit(p.Limit)
+	q := `SELECT data, last_seq, state, created_at, id FROM conversations`
+	args := []any{}
+	if p.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+		at, id, ok := strings.Cut(string(raw), "|")
+		t, terr := time.Parse(time.RFC3339Nano, at)
+		if err != nil || !ok || terr != nil {
+			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
+		}
+		q += ` WHERE (created_at, id) < ($1, $2)`
+		args = append(args, t, id)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + strconv.Itoa(limit)
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var recs []*store.ConversationRecord
+	var lastAt time.Time
+	var lastID string
+	for rows.Next() {
+		var data []byte
+		rec := &store.ConversationRecord{}
+		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &lastAt, &lastID); err != nil {
+			return nil, "", err
+		}
+		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
+			return nil, "", err
+		}
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(recs) == limit {
+		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt.UTC().Format(time.RFC3339Nano) + "|" + lastID))
+	}
+	return recs, next, nil
+}
+
+// ReadEvents implements store.Store.
+func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+	rows, err := db.pool.Query(ctx, `SELECT seq, type, turn, turn_id, agent_id, finality, ts, data FROM events
+		WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, p.ConversationID, p.After, clampLimit(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []parley.Event
+	for rows.Next() {
+		e := parley.Event{ConversationID: p.ConversationID}
+		var fin string
+		var ts *time.Time
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data); err != nil {
+			return nil, err
+		}
+		e.Finality, e.Time, e.Data = parley.Finality(fin), fromTS(ts), data
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// GetMessage implements store.Store.
+func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	ms, err := db.queryMessages(ctx, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
+	}
+	return ms[0], nil
+}
+
+// ListMessages implements store.Store. Each filter has its own index.
+func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	q := `SELECT data, seq FROM messages WHERE conversation_id = $1 AND seq > $2`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		args = append(args, p.TurnID)
+		q += ` AND turn_id = $` + strconv.Itoa(len(args))
+	}
+	if p.AgentID != "" {
+		args = append(args, p.AgentID)
+		q += ` AND agent_id = $` + strconv.Itoa(len(args))
+	}
+	args = append(args, clampLimit(p.Limit))
+	limit := ` LIMIT $` + strconv.Itoa(len(args))
+	if p.Latest {
+		q = `SELECT data FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
+	} else {
+		q = `SELECT data FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
+	}
+	return db.queryMessages(ctx, q, args...)
+}
+
+// ListReplies implements store.Store.
+func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
+	return db.queryMessages(ctx, `SELECT data FROM messages WHERE conversation_id = $1 AND reply_to = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
+		p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+}
+
+// Ancestors implements store.Store: one primary-key probe per level.
+func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
+	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
+		return nil, err
+	}
+	return db.queryMessages(ctx, `WITH RECURSIVE up (id, reply_to, level) AS (
+			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = $1 AND id = $2
+			UNION ALL
+			SELECT m.id, m.reply_to, up.level + 1 FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.reply_to
+			WHERE up.level < 100000
+		)
+		SELECT m.data FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.id
+		WHERE up.level > 0 ORDER BY up.level DESC`, conversationID, messageID)
+}
+
+// Descendants implements store.Store: the replyTo index, level by level.
+func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
+	return db.queryMessages(ctx, `WITH RECURSIVE down (id, level) AS (
+			SELECT id, 0 FROM messages WHERE conversation_id = $1 AND id = $2
+			UNION ALL
+			SELECT m.id, down.level + 1 FROM down JOIN messages m ON m.conversation_id = $1 AND m.reply_to = down.id
+			WHERE down.level < 100000
+		)
+		SELECT m.data FROM down JOIN messages m ON m.conversation_id = $1 AND m.id = down.id
+		WHERE down.level > 0 ORDER BY m.seq LIMIT $3`, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+}
+
+func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parley.Message, error) {
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Message
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		m := &parley.Message{}
+		if err := json.Unmarshal(data, m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// GetIdempotency implements store.Store.
+func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key string) (*store.Idempotency, error) {
+	k := &store.Idempotency{ConversationID: conversationID, AgentID: agentID, Key: key}
+	var ts *time.Time
+	err := db.pool.QueryRow(ctx, `SELECT request_hash, seq, response, ts FROM idempotency WHERE conversation_id = $1 AND agent_id = $2 AND key = $3`,
+		conversationID, agentID, key).Scan(&k.RequestHash, &k.Seq, &k.Response, &ts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "no write with client request id %q", key)
+	}
+	k.Time = fromTS(ts)
+	return k, err
+}
+
+const tokenColumns = `id, kind, agent_id, name, hash, created_at, revoked_at`
+
+func scanToken(row pgx.Row) (*parley.Token, error) {
+	t := &parley.Token{}
+	var kind string
+	var created time.Time
+	var revoked *time.Time
+	if err := row.Scan(&t.ID, &kind, &t.AgentID, &t.Name, &t.Hash, &created, &revoked); err != nil {
+		return nil, err
+	}
+	t.Kind, t.CreatedAt, t.RevokedAt = parley.TokenKind(kind), parley.NewTime(created), fromTS(revoked)
+	return t, nil
+}
+
+// TokenByHash implements store.Store.
+func (db *DB) TokenByHash(ctx context.Context, hash string) (*parley.Token, error) {
+	t, err := scanToken(db.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = $1`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "no such token")
+	}
+	return t, err
+}
+
+// ListTokens implements store.Store.
+func (db *DB) ListTokens(ctx context.Context) ([]*parley.Token, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Token
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// CountTokens implements store.Store.
+func (db *DB) CountTokens(ctx context.Context) (int, error) {
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM tokens WHERE revoked_at IS NULL`).Scan(&n)
+	return n, err
+}

@@ -24,6 +24,7 @@ type bundle struct {
 	t                         *testing.T
 	url                       string
 	eng                       *engine.Engine
+	db                        *sqlite.DB
 	admin, alice, bob, viewer string
 	ctx                       context.Context
 }
@@ -39,7 +40,7 @@ func setup(t *testing.T, eopts engine.Options, aopts api.Options) *bundle {
 	eng := engine.New(db, eopts)
 	srv := httptest.NewServer(api.New(eng, aopts))
 	t.Cleanup(func() { srv.Close(); eng.Close(); db.Close() })
-	b := &bundle{t: t, url: srv.URL, eng: eng, ctx: ctx}
+	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
 		s, _, err := eng.CreateToken(ctx, kind, agent, "")
 		if err != nil {
@@ -115,6 +116,15 @@ func (b *bundle) conversation(participants ...string) string {
 	return r.body["conversation"].(map[string]any)["id"].(string)
 }
 
+// log returns the conversation's whole event log as the API lists it, to
+// check that a refused write left nothing behind.
+func (b *bundle) log(id string) string {
+	b.t.Helper()
+	r := b.do("GET", "/v1/conversations/"+id+"/events?limit=1000", b.viewer, nil)
+	b.want(r, 200, "")
+	return string(r.raw)
+}
+
 // lastSeq reads the conversation's head.
 func (b *bundle) lastSeq(id string) float64 {
 	b.t.Helper()
@@ -154,14 +164,18 @@ func TestIdentity(t *testing.T) {
 	b := setup(t, engine.Options{}, api.Options{})
 	id := b.conversation("alice", "bob")
 	path := "/v1/conversations/" + id + "/messages"
+	before := b.log(id)
 	b.want(b.do("POST", path, "", map[string]any{"content": "x"}), 401, "unauthorized")
 	b.want(b.do("POST", path, "pk_not-a-real-token", map[string]any{"content": "x"}), 401, "unauthorized")
 	b.want(b.do("POST", path, b.alice, map[string]any{"content": "x"}, "Authorization", "Basic abc"), 401, "unauthorized")
 	b.want(b.do("POST", path, b.viewer, map[string]any{"content": "x"}), 403, "forbidden")
 	b.want(b.do("POST", path, b.alice, map[string]any{"agentId": "bob", "content": "x"}), 403, "forbidden")
 	b.want(b.do("POST", path, b.admin, map[string]any{"content": "x"}), 422, "invalid_value")
-	if b.lastSeq(id) != 1 {
-		t.Fatal("refused writes wrote something")
+	b.want(b.do("POST", path, b.alice, map[string]any{"content": "x"}, "Authorization", "Bearer "), 401, "unauthorized")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/turns/claim", b.viewer, map[string]any{}), 403, "forbidden")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/events", b.alice, map[string]any{"type": "trace", "agentId": "bob"}), 403, "forbidden")
+	if after := b.log(id); after != before {
+		t.Fatalf("refused writes wrote something:\n%s\n%s", before, after)
 	}
 	r := b.do("POST", path, b.alice, map[string]any{"content": "as myself"})
 	b.want(r, 201, "")
@@ -208,44 +222,71 @@ func TestBadBodies(t *testing.T) {
 	b := setup(t, engine.Options{}, api.Options{MaxBodyBytes: 4096})
 	id := b.conversation("alice", "bob")
 	path := "/v1/conversations/" + id + "/messages"
+	before := b.log(id)
 	cases := []struct {
 		name   string
 		body   string
 		status int
 		code   string
+		says   string // the message must say this (where, or which field)
 	}{
-		{"empty", ``, 400, "invalid_request"},
-		{"malformed", `{"content": }`, 400, "invalid_request"},
-		{"truncated", `{"content": "abc`, 400, "invalid_request"},
-		{"wrong type", `{"content": 42}`, 400, "invalid_request"},
-		{"unknown field", `{"content": "x", "replyToMessageId": "m"}`, 400, "invalid_request"},
-		{"trailing data", `{"content": "x"} {}`, 400, "invalid_request"},
-		{"not an object", `[1,2]`, 400, "invalid_request"},
-		{"content and parts", `{"content": "x", "parts": [{"type":"text","text":"y"}]}`, 400, "invalid_request"},
-		{"too large", `{"content": "` + strings.Repeat("x", 5000) + `"}`, 413, "too_large"},
-		{"unknown part", `{"parts": [{"type": "hologram"}]}`, 422, "invalid_value"},
-		{"unknown part field", `{"parts": [{"type": "text", "txt": "x"}]}`, 400, "invalid_request"},
-		{"bad role", `{"role": "oracle", "content": "x"}`, 422, "invalid_value"},
-		{"bad id", `{"id": "has space", "content": "x"}`, 422, "invalid_value"},
-		{"id too long", `{"id": "` + strings.Repeat("a", 129) + `", "content": "x"}`, 422, "invalid_value"},
-		{"bad finality", `{"finality": "forever", "content": "x"}`, 422, "invalid_value"},
-		{"self reply", `{"id": "m1", "replyTo": "m1", "content": "x"}`, 422, "invalid_thread"},
-		{"unknown parent", `{"replyTo": "nobody", "content": "x"}`, 422, "invalid_thread"},
+		{"empty", ``, 400, "invalid_request", "required"},
+		{"white space", " \n ", 400, "invalid_request", "required"},
+		{"null", `null`, 400, "invalid_request", "object"},
+		{"a string", `"hi"`, 400, "invalid_request", "object"},
+		{"malformed", `{"content": }`, 400, "invalid_request", "byte 13"},
+		{"truncated", `{"content": "abc`, 400, "invalid_request", "truncated"},
+		{"wrong type", `{"content": 42}`, 400, "invalid_request", "content must be a string"},
+		{"wrong nested type", `{"content": "x", "precondition": {"expectTurn": "1"}}`, 400, "invalid_request", "precondition.expectTurn"},
+		{"number out of range", `{"content": "x", "precondition": {"expectTurn": 1e30}}`, 400, "invalid_request", "precondition.expectTurn"},
+		{"unknown field", `{"content": "x", "replyToMessageId": "m"}`, 400, "invalid_request", "replyToMessageId"},
+		{"trailing data", `{"content": "x"} {}`, 400, "invalid_request", "nothing after"},
+		{"not an object", `[1,2]`, 400, "invalid_request", "object"},
+		{"content and parts", `{"content": "x", "parts": [{"type":"text","text":"y"}]}`, 400, "invalid_request", "not both"},
+		{"too large", `{"content": "` + strings.Repeat("x", 5000) + `"}`, 413, "too_large", "4096"},
+		{"too large after the object", `{"content": "x"}` + strings.Repeat(" ", 5000), 413, "too_large", ""},
+		{"unknown part", `{"parts": [{"type": "hologram"}]}`, 422, "invalid_value", "hologram"},
+		{"unknown part field", `{"parts": [{"type": "text", "txt": "x"}]}`, 400, "invalid_request", "txt"},
+		{"bad role", `{"role": "oracle", "content": "x"}`, 422, "invalid_value", "oracle"},
+		{"bad id", `{"id": "has space", "content": "x"}`, 422, "invalid_value", ""},
+		{"id too long", `{"id": "` + strings.Repeat("a", 129) + `", "content": "x"}`, 422, "invalid_value", ""},
+		{"bad finality", `{"finality": "forever", "content": "x"}`, 422, "invalid_value", "forever"},
+		{"bad client request id", `{"content": "x", "clientRequestId": "a b"}`, 422, "invalid_value", "clientRequestId"},
+		{"self reply", `{"id": "m1", "replyTo": "m1", "content": "x"}`, 422, "invalid_thread", "itself"},
+		{"unknown parent", `{"replyTo": "nobody", "content": "x"}`, 422, "invalid_thread", "nobody"},
 	}
 	for _, c := range cases {
 		r := b.do("POST", path, b.alice, c.body)
-		if r.status != c.status || r.code() != c.code {
-			t.Errorf("%s: got %d %q, want %d %q: %s", c.name, r.status, r.code(), c.status, c.code, r.raw)
+		msg, _ := r.body["error"].(map[string]any)["message"].(string)
+		if r.status != c.status || r.code() != c.code || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: got %d %q, want %d %q saying %q: %s", c.name, r.status, r.code(), c.status, c.code, c.says, r.raw)
 		}
 	}
-	if b.lastSeq(id) != 1 {
-		t.Fatal("a refused request wrote something")
+	// Every other body decoder refuses the same way.
+	b.want(b.do("POST", "/v1/conversations", b.admin, `{"title": "`+strings.Repeat("x", 5000)+`"}`), 413, "too_large")
+	b.want(b.do("POST", "/v1/conversations", b.admin, `{"participants": "alice"}`), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/turns/claim", b.alice, ``), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/turns/claim", b.alice, `{"ttl": 5}`), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/turns/reset", b.alice, `{"claim": "yes"}`), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/turns/abort", b.alice, `{"reason": `), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/delegations", b.alice, `{"to": ["x"]}`), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/conversations/"+id+"/events", b.alice, `{"type": "trace", "payload": {}} x`), 400, "invalid_request")
+	b.want(b.do("POST", "/v1/tokens", b.admin, `{"kind": "agent", "agent": "x"}`), 400, "invalid_request")
+	if after := b.log(id); after != before {
+		t.Fatalf("a refused request wrote something:\n%s\n%s", before, after)
 	}
-	for _, p := range []string{"/messages?after=-1", "/messages?limit=5000", "/events?after=x", "/messages?limit=abc"} {
+	for _, p := range []string{"/messages?after=-1", "/messages?limit=5000", "/events?after=x", "/messages?limit=abc", "/events?limit=0", "/messages/x/replies?after=1.5"} {
 		b.want(b.do("GET", "/v1/conversations/"+id+p, b.viewer, nil), 400, "invalid_request")
 	}
-	b.want(b.do("PUT", "/v1/conversations/"+id, b.viewer, nil), 405, "method_not_allowed")
+	b.want(b.do("GET", "/v1/conversations?cursor=garbage!", b.viewer, nil), 400, "invalid_request")
+	r := b.do("PUT", "/v1/conversations/"+id, b.viewer, nil)
+	b.want(r, 405, "method_not_allowed")
+	if r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("405 content type %q", r.header.Get("Content-Type"))
+	}
+	b.want(b.do("DELETE", "/v1/conversations/"+id+"/messages", b.viewer, nil), 405, "method_not_allowed")
 	b.want(b.do("GET", "/v2/nothing", b.viewer, nil), 404, "not_found")
+	b.want(b.do("GET", "/v1/conversations/"+id+"/nothing", b.viewer, nil), 404, "not_found")
 }
 
 func TestReplyAcrossConversationsIsRefused(t *testing.T) {

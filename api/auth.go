@@ -19,11 +19,11 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 		secret := ""
 		if a := r.Header.Get("Authorization"); a != "" {
 			scheme, rest, ok := strings.Cut(a, " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") {
+			secret = strings.TrimSpace(rest)
+			if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 				writeErr(w, s.log, parley.Errorf(parley.EUNAUTHORIZED, "the Authorization header must be \"Bearer <token>\""))
 				return
 			}
-			secret = strings.TrimSpace(rest)
 		} else if t := r.URL.Query().Get("token"); t != "" {
 			secret = t
 		}

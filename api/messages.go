@@ -11,32 +11,35 @@ import (
 // writeRequest is a body that writes to a conversation as an agent and may
 // carry a client request id.
 type writeRequest interface {
-	writer() string
+	writer() *string
 	requestKey() *string
 }
 
-func (m *messageRequest) writer() string      { return m.AgentID }
+func (m *messageRequest) writer() *string     { return &m.AgentID }
 func (m *messageRequest) requestKey() *string { return &m.ClientRequestID }
-func (e *eventRequest) writer() string        { return e.AgentID }
+func (e *eventRequest) writer() *string       { return &e.AgentID }
 func (e *eventRequest) requestKey() *string   { return &e.ClientRequestID }
 
-// beginWrite decodes a write's body, resolves who writes, and takes its
-// idempotency key out of the body so that the request hash does not include
-// it. On error it has answered the request and returns ok false.
-func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request, who parley.Identity, req writeRequest) (act conv.Actor, key, hash string, ok bool) {
+// beginWrite decodes a write's body, resolves who writes, and takes the
+// idempotency key (body or Idempotency-Key header) out of the body. It
+// writes the actor's id into the body, so that an agent naming itself and
+// one that does not send the same request. On error it has answered the
+// request and returns ok false.
+func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request, who parley.Identity, req writeRequest) (act conv.Actor, key string, ok bool) {
 	err := decodeBody(w, r, s.opts.MaxBodyBytes, req)
 	if err == nil {
-		act, err = actor(who, req.writer())
+		act, err = actor(who, *req.writer())
 	}
 	if err == nil {
 		key, err = clientRequestID(r, *req.requestKey())
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
-		return act, "", "", false
+		return act, "", false
 	}
 	*req.requestKey() = ""
-	return act, key, requestHash(req), true
+	*req.writer() = act.AgentID
+	return act, key, true
 }
 
 // created answers a write: 201, marked when it replays an earlier answer.
@@ -53,7 +56,7 @@ func (s *Server) created(w http.ResponseWriter, replayed bool, res any, err erro
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	var req messageRequest
-	act, key, hash, ok := s.beginWrite(w, r, who, &req)
+	act, key, ok := s.beginWrite(w, r, who, &req)
 	if !ok {
 		return
 	}
@@ -62,21 +65,20 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.
 		writeErr(w, s.log, err)
 		return
 	}
-	role := req.Role
-	if role == "" {
-		role = parley.RoleAssistant
+	if req.Role == "" {
+		req.Role = parley.RoleAssistant
 	}
 	res, err := s.eng.PostMessage(r.Context(), r.PathValue("id"), conv.PostMessage{
-		Actor: act, ID: req.ID, Role: role, Parts: parts, ReplyTo: req.ReplyTo, TurnID: req.TurnID,
+		Actor: act, ID: req.ID, Role: req.Role, Parts: parts, ReplyTo: req.ReplyTo, TurnID: req.TurnID,
 		Finality: req.Finality, Next: req.Next, Precondition: req.Precondition, Channel: req.Channel,
-		Metadata: req.Metadata, ClientRequestID: key, RequestHash: hash,
+		Metadata: req.Metadata, ClientRequestID: key, RequestHash: requestHash(&req),
 	})
 	s.created(w, err == nil && res.Replayed, res, err)
 }
 
 func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	var req eventRequest
-	act, key, hash, ok := s.beginWrite(w, r, who, &req)
+	act, key, ok := s.beginWrite(w, r, who, &req)
 	if !ok {
 		return
 	}
@@ -90,7 +92,7 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Id
 	}
 	res, err := s.eng.PostTrace(r.Context(), r.PathValue("id"), conv.PostTrace{
 		Actor: act, ID: req.ID, Payload: req.Payload, TurnID: req.TurnID, Finality: req.Finality,
-		Precondition: req.Precondition, ClientRequestID: key, RequestHash: hash,
+		Precondition: req.Precondition, ClientRequestID: key, RequestHash: requestHash(&req),
 	})
 	s.created(w, err == nil && res.Replayed, res, err)
 }

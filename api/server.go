@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -30,11 +31,16 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Registerer receives the API's own metrics (none registered if nil).
 	Registerer prometheus.Registerer
-	// Ready reports whether the server can serve (for /readyz).
+	// Ready reports whether the server can serve (for /readyz); nil means
+	// always ready.
 	Ready func(context.Context) error
-	// HeartbeatInterval is how often idle streams get a ping (default 15s).
+	// HeartbeatInterval is how long a stream may be silent before it gets a
+	// ping: an SSE comment, a WebSocket ping (default 15s).
 	HeartbeatInterval time.Duration
-	// OriginPatterns are extra origins allowed to open WebSocket streams.
+	// OriginPatterns are the host patterns (path.Match syntax, such as
+	// "app.example.com" or "*.example.com") of other origins whose browsers
+	// may open WebSocket streams. Same-origin requests and clients that send
+	// no Origin header are always accepted; any other origin gets 403.
 	OriginPatterns []string
 	// WriteTimeout bounds one batch of writes to a stream client that does not
 	// read (default 10s); past it the client is dropped.
@@ -145,7 +151,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(r.Context()); err != nil {
-			writeErr(w, s.log, parley.Errorf(parley.EUNAVAILABLE, "not ready: %v", err))
+			// The cause goes to the log: /readyz needs no token, so it says no more.
+			s.log.Warn("not ready", slog.Any("err", err))
+			writeErr(w, s.log, parley.Errorf(parley.EUNAVAILABLE, "not ready; see the server log"))
 			return
 		}
 	}
@@ -164,10 +172,11 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
-func (r *statusRecorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+func (r *statusRecorder) Flush() { _ = r.FlushError() }
+
+// FlushError flushes and says whether that failed, for http.ResponseController.
+func (r *statusRecorder) FlushError() error {
+	return http.NewResponseController(r.ResponseWriter).Flush()
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
@@ -191,6 +200,6 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 }
 
 func (m *httpMetrics) observe(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, http.StatusText(status)).Inc()
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }

@@ -2,10 +2,8 @@ package api
 
 import (
 	"bufio"
-	"context"
-	"errors"
-	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -21,11 +19,7 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 		writeErr(w, s.log, err)
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeErr(w, s.log, parley.Errorf(parley.EINTERNAL, "streaming is not supported by this connection"))
-		return
-	}
+	rc := http.NewResponseController(w)
 	id := r.PathValue("id")
 	sub, err := s.eng.Subscribe(r.Context(), id, from)
 	if err != nil {
@@ -33,28 +27,22 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 		return
 	}
 	defer sub.Close()
+	init, epoch, err := startInit(sub)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Accel-Buffering", "no") // tell proxies (nginx) not to buffer
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 32<<10)
-	epoch := sub.Init.Position.Epoch
-
-	init, err := encodeInit(sub.Init)
-	if err != nil {
-		return
-	}
-	fmt.Fprintf(bw, "id: %s:%d\nevent: init\ndata: %s\n\n", epoch, sub.Init.Position.Seq, init)
-	if bw.Flush() != nil {
-		return
-	}
-	flusher.Flush()
 
 	// One write deadline per batch, so that a client that stops reading is
-	// dropped instead of holding this goroutine.
-	rc := http.NewResponseController(w)
+	// dropped instead of holding this goroutine; cleared when the stream ends
+	// so that it cannot outlive this response on a kept-alive connection.
 	armed := false
 	arm := func() {
 		if !armed {
@@ -62,19 +50,8 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 			armed = true
 		}
 	}
-	write := func(it engine.Item) error {
-		arm()
-		name, data, err := encodeItem(id, it)
-		if err != nil {
-			return err
-		}
-		if it.Event != nil {
-			fmt.Fprintf(bw, "id: %s:%d\n", epoch, it.Event.Seq)
-		}
-		_, err = fmt.Fprintf(bw, "event: %s\ndata: %s\n\n", name, data)
-		return err
-	}
-	end := s.pumpStream(r.Context(), sub, write, func() error {
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	flush := func() error {
 		arm()
 		if err := bw.Flush(); err != nil {
 			return err
@@ -84,61 +61,44 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 		}
 		armed = false
 		return nil
-	}, func() error {
+	}
+	frame := func(evID, name string, data []byte) error {
+		arm()
+		if evID != "" {
+			bw.WriteString("id: ")
+			bw.WriteString(evID)
+			bw.WriteByte('\n')
+		}
+		bw.WriteString("event: ")
+		bw.WriteString(name)
+		bw.WriteString("\ndata: ")
+		bw.Write(data)
+		_, err := bw.WriteString("\n\n")
+		return err
+	}
+	eventID := func(seq int64) string { return epoch + ":" + strconv.FormatInt(seq, 10) }
+
+	if frame(eventID(sub.Init.Position.Seq), "init", init) != nil || flush() != nil {
+		return
+	}
+	end := s.pumpStream(r.Context(), sub, func(it engine.Item) error {
+		name, data, err := encodeItem(id, it)
+		if err != nil {
+			return err
+		}
+		evID := ""
+		if it.Event != nil {
+			evID = eventID(it.Event.Seq)
+		}
+		return frame(evID, name, data)
+	}, flush, func() error {
 		arm()
 		_, err := bw.WriteString(": ping\n\n")
 		return err
 	})
-	if frame := endFrame(end); frame != nil {
-		arm()
-		fmt.Fprintf(bw, "event: error\ndata: %s\n\n", frame)
-		bw.Flush()
-		flusher.Flush()
-	}
-}
-
-// pumpStream moves items from a subscription to a transport: it writes one
-// item, then every item already waiting, then flushes once, so that busy
-// streams send several events per flush. It pings when idle. It returns why
-// the stream ended: errClientGone, or the subscription's error.
-func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write func(engine.Item) error, flush, ping func() error) error {
-	t := time.NewTicker(s.opts.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case it, ok := <-sub.C:
-			if !ok {
-				if err := sub.Err(); err != nil && !errors.Is(err, context.Canceled) {
-					return err
-				}
-				return errClientGone
-			}
-			if err := write(it); err != nil {
-				return errClientGone
-			}
-		drain:
-			for {
-				select {
-				case it, ok := <-sub.C:
-					if !ok {
-						break drain
-					}
-					if err := write(it); err != nil {
-						return errClientGone
-					}
-				default:
-					break drain
-				}
-			}
-			if err := flush(); err != nil {
-				return errClientGone
-			}
-		case <-t.C:
-			if err := ping(); err != nil || flush() != nil {
-				return errClientGone
-			}
-		case <-ctx.Done():
-			return errClientGone
+	if data := s.endFrame(id, end); data != nil {
+		if frame("", "error", data) == nil {
+			_ = flush()
 		}
 	}
 }

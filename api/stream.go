@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
@@ -12,11 +15,13 @@ import (
 // the parley.Event itself, guidance frames between them, and an error frame
 // when the server ends the stream.
 
+// initFrame is the first frame of every stream.
 type initFrame struct {
 	Type string `json:"type"`
 	engine.Init
 }
 
+// guidanceFrame carries a guidance; it has no seq, since guidance is never stored.
 type guidanceFrame struct {
 	Type           string           `json:"type"`
 	ConversationID string           `json:"conversationId"`
@@ -24,6 +29,12 @@ type guidanceFrame struct {
 	Turn           int              `json:"turn"`
 	AgentID        string           `json:"agentId"`
 	Data           *parley.Guidance `json:"data"`
+}
+
+// errorFrame is the last frame of a stream the server ends.
+type errorFrame struct {
+	Type  string         `json:"type"`
+	Error map[string]any `json:"error"`
 }
 
 // encodeItem returns an item's frame and its SSE event name.
@@ -37,18 +48,88 @@ func encodeItem(conversationID string, it engine.Item) (string, []byte, error) {
 	return "guidance", b, err
 }
 
-func encodeInit(in engine.Init) ([]byte, error) {
-	return json.Marshal(initFrame{Type: "init", Init: in})
+// startInit returns the init frame of a subscription and the epoch its
+// event ids carry (the conversation's, even if the client sent none).
+func startInit(sub *engine.Subscription) ([]byte, string, error) {
+	in := sub.Init
+	if in.Position.Epoch == "" {
+		in.Position.Epoch = in.Conversation.Epoch
+	}
+	b, err := json.Marshal(initFrame{Type: "init", Init: in})
+	return b, in.Position.Epoch, err
 }
 
+// errClientGone ends a stream whose client left or stopped reading.
+var errClientGone = errors.New("client went away")
+
 // endFrame is the error frame sent when the server ends a stream, or nil
-// when the client ended it.
-func endFrame(err error) []byte {
+// when the client ended it. Internal errors are logged and sent as
+// "internal error", as for every other answer.
+func (s *Server) endFrame(conversationID string, err error) []byte {
 	if err == nil || errors.Is(err, errClientGone) {
 		return nil
 	}
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": errorBody(err)["error"]})
+	if statusOf(parley.ErrorCode(err)) >= 500 && parley.ErrorCode(err) != parley.EUNAVAILABLE {
+		s.log.Error("stream ended by an internal error", slog.String("conversation", conversationID), slog.Any("err", err))
+	}
+	b, _ := json.Marshal(errorFrame{Type: "error", Error: errorBody(err)["error"].(map[string]any)})
 	return b
 }
 
-var errClientGone = errors.New("client went away")
+// pumpStream moves items from a subscription to a transport: it writes one
+// item, then every item already waiting, then flushes once, so that busy
+// streams send several events per flush. It pings when idle. It returns why
+// the stream ended: errClientGone, or the subscription's error.
+func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write func(engine.Item) error, flush, ping func() error) error {
+	t := time.NewTicker(s.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case it, ok := <-sub.C:
+			if !ok {
+				return subEnd(sub)
+			}
+			if err := write(it); err != nil {
+				return errClientGone
+			}
+			closed := false
+		drain:
+			for {
+				select {
+				case it, ok := <-sub.C:
+					if !ok {
+						closed = true
+						break drain
+					}
+					if err := write(it); err != nil {
+						return errClientGone
+					}
+				default:
+					break drain
+				}
+			}
+			if err := flush(); err != nil {
+				return errClientGone
+			}
+			if closed {
+				return subEnd(sub)
+			}
+			t.Reset(s.opts.HeartbeatInterval)
+		case <-t.C:
+			if err := ping(); err != nil || flush() != nil {
+				return errClientGone
+			}
+		case <-ctx.Done():
+			return errClientGone
+		}
+	}
+}
+
+// subEnd says why a subscription's channel closed: the client's context
+// ending is errClientGone, anything else is the server's reason.
+func subEnd(sub *engine.Subscription) error {
+	if err := sub.Err(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return errClientGone
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // sseEvent is one parsed Server-Sent Event.
@@ -202,31 +203,52 @@ func TestWebSocketStreamAndResume(t *testing.T) {
 
 // TestSlowWebSocketSubscriberIsDropped: a client that never reads is cut off
 // with an error frame once its buffer fills, while a reading subscriber and
-// the writer carry on.
+// the writer carry on; the slow one can then resume from its last position.
 func TestSlowWebSocketSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{SubscriberBuffer: 32}, api.Options{WriteTimeout: time.Minute})
+	reg := prometheus.NewRegistry()
+	b := setup(t, engine.Options{SubscriberBuffer: 32, Metrics: engine.NewMetrics(reg)}, api.Options{WriteTimeout: time.Minute, Gatherer: reg})
 	id := b.conversation()
 	slow := b.dialWS(id, "")
 	fast := b.dialWS(id, "")
 	readFrame(t, b.ctx, fast) // init
-	// Big messages fill the slow client's socket buffers quickly.
-	big := strings.Repeat("x", 200<<10)
-	for i := 0; i < 60; i++ {
-		r := b.do("POST", "/v1/conversations/"+id+"/messages", b.admin, map[string]any{"agentId": "w", "content": big, "finality": "turn"})
-		b.want(r, 201, "")
-		seq := r.body["seq"].(float64)
-		for { // the fast one keeps up
-			f := readFrame(t, b.ctx, fast)
-			if f["seq"] == seq {
-				break
+	dropped := func() bool {
+		r := b.do("GET", "/metrics", "", nil)
+		return strings.Contains(string(r.raw), "parley_slow_subscriber_disconnects_total 1")
+	}
+	// Write until the slow one is dropped: its socket buffers fill, then its
+	// queue. The fast one reads every event as it comes.
+	big := strings.Repeat("x", 32<<10)
+	var seq float64
+	for i := 0; !dropped(); i++ {
+		if i == 2000 {
+			t.Fatal("the slow subscriber was never dropped")
+		}
+		for j := 0; j < 8; j++ {
+			r := b.do("POST", "/v1/conversations/"+id+"/messages", b.admin, map[string]any{"agentId": "w", "content": big, "finality": "turn"})
+			b.want(r, 201, "")
+			seq = r.body["seq"].(float64)
+			for { // the fast one keeps up
+				f := readFrame(t, b.ctx, fast)
+				if f["seq"] == seq {
+					break
+				}
 			}
+		}
+	}
+	// Writers and the fast one carry on.
+	r := b.do("POST", "/v1/conversations/"+id+"/messages", b.admin, map[string]any{"agentId": "w", "content": "after", "finality": "turn"})
+	b.want(r, 201, "")
+	for {
+		if f := readFrame(t, b.ctx, fast); f["seq"] == seq+1 {
+			break
 		}
 	}
 	// The slow one now reads: it gets what was buffered, then an error frame and a close.
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	var last map[string]any
+	var lastSeq float64
 	for {
 		_, data, err := slow.Read(ctx)
 		if err != nil {
@@ -237,8 +259,26 @@ func TestSlowWebSocketSubscriberIsDropped(t *testing.T) {
 		}
 		last = nil
 		_ = json.Unmarshal(data, &last)
+		if s, ok := last["seq"].(float64); ok {
+			lastSeq = s
+		}
 	}
 	if last["type"] != "error" || last["error"].(map[string]any)["code"] != "busy" {
 		t.Fatalf("last frame before close = %v", last)
+	}
+	// It resumes from its last position and gets the rest.
+	again := b.dialWS(id, fmt.Sprintf("?after=%d", int64(lastSeq)))
+	if in := readFrame(t, b.ctx, again); in["recovered"] != true {
+		t.Fatalf("resume init = %v", in)
+	}
+	for want := lastSeq + 1; want <= seq+1; want++ {
+		f := readFrame(t, b.ctx, again)
+		if f["type"] == "guidance" {
+			want--
+			continue
+		}
+		if f["seq"] != want {
+			t.Fatalf("resumed frame seq %v, want %v", f["seq"], want)
+		}
 	}
 }

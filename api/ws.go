@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
@@ -19,6 +20,8 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 		return
 	}
 	id := r.PathValue("id")
+	// The stream outlives the handshake's request context, so it has its own,
+	// ended by the read loop when the client goes away.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sub, err := s.eng.Subscribe(ctx, id, from)
@@ -27,9 +30,14 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 		return
 	}
 	defer sub.Close()
+	init, _, err := startInit(sub)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
-		return // Accept has answered the client
+		return // Accept has answered the client (403 for a foreign origin)
 	}
 	defer c.CloseNow()
 
@@ -44,43 +52,55 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 		}
 	}()
 
-	// One timeout per batch, not per frame: a context with a timer per write
-	// costs a third of the throughput.
-	var wctx context.Context
-	var wcancel context.CancelFunc = func() {}
-	defer func() { wcancel() }()
-	batch := func() context.Context {
-		if wctx == nil {
-			wctx, wcancel = context.WithTimeout(ctx, s.opts.WriteTimeout)
+	// Writes use a context that cannot be canceled: coder/websocket sets up a
+	// context watcher per write for one that can, which costs a third of the
+	// throughput. A client that stops reading is cut off instead by one timer,
+	// armed at the start of a batch and stopped at its end.
+	deadline := time.AfterFunc(time.Hour, func() { c.CloseNow() })
+	deadline.Stop()
+	defer deadline.Stop()
+	armed := false
+	send := func(b []byte) error {
+		if !armed {
+			deadline.Reset(s.opts.WriteTimeout)
+			armed = true
 		}
-		return wctx
+		return c.Write(context.Background(), websocket.MessageText, b)
 	}
-	send := func(b []byte) error { return c.Write(batch(), websocket.MessageText, b) }
+	flush := func() error {
+		deadline.Stop()
+		armed = false
+		return nil
+	}
 
-	init, err := encodeInit(sub.Init)
-	if err != nil || send(init) != nil {
+	if send(init) != nil {
 		return
 	}
+	_ = flush()
 	end := s.pumpStream(ctx, sub, func(it engine.Item) error {
 		_, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
 		}
 		return send(data)
-	}, func() error {
-		wcancel()
-		wctx = nil
-		return nil
-	}, func() error {
+	}, flush, func() error {
 		pctx, pcancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
 		defer pcancel()
 		return c.Ping(pctx)
 	})
-	if frame := endFrame(end); frame != nil {
-		wctx = nil
-		_ = send(frame)
-		c.Close(websocket.StatusTryAgainLater, "resume from your last position")
+	data := s.endFrame(id, end)
+	if data == nil {
+		c.Close(websocket.StatusNormalClosure, "")
 		return
 	}
-	c.Close(websocket.StatusNormalClosure, "")
+	if send(data) != nil {
+		return
+	}
+	_ = flush()
+	status := websocket.StatusInternalError
+	switch parley.ErrorCode(end) {
+	case parley.EBUSY, parley.EUNAVAILABLE:
+		status = websocket.StatusTryAgainLater // slow or shutting down: resume later
+	}
+	c.Close(status, "resume from your last position")
 }

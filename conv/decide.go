@@ -190,8 +190,19 @@ func (d *decider) postTrace(c PostTrace) error {
 	if replay, err := d.idempotent(c.ClientRequestID, c.RequestHash, c.Known.Prior); replay {
 		return err
 	}
-	if c.Finality != "" && c.Finality != parley.FinalityNone {
+	switch {
+	case c.Finality != "" && !c.Finality.Valid():
+		return parley.Errorf(parley.EINVALIDVALUE, "finality %q is not one of none, turn, conversation", c.Finality)
+	case c.Finality != "" && c.Finality != parley.FinalityNone:
 		return parley.Errorf(parley.EINVALID, "a trace cannot have finality %q: only messages close turns or conversations", c.Finality)
+	case !parley.ValidID(c.ID):
+		return parley.Errorf(parley.EINVALIDVALUE, "trace id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+	case !parley.ValidID(c.AgentID):
+		return parley.Errorf(parley.EINVALIDVALUE, "agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.AgentID)
+	case c.TurnID != "" && !parley.ValidID(c.TurnID):
+		return parley.Errorf(parley.EINVALIDVALUE, "turnId %q is not a valid id", c.TurnID)
+	case len(c.Payload) > 0 && !json.Valid(c.Payload):
+		return parley.Errorf(parley.EINVALID, "payload is not valid JSON")
 	}
 	if err := d.checkOpen(); err != nil {
 		return err

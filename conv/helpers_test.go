@@ -58,6 +58,11 @@ func (sc *script) resolve(cmd conv.Command) conv.Command {
 		}
 		return m
 	}
+	if tr, ok := cmd.(conv.PostTrace); ok && tr.ID == "" {
+		sc.ids++
+		tr.ID = fmt.Sprintf("t%d", sc.ids)
+		return tr
+	}
 	return cmd
 }
 

@@ -119,6 +119,9 @@ func TestFinality(t *testing.T) {
 		sc := newScript(t, parley.PolicyFree)
 		sc.fail(conv.PostTrace{Actor: conv.Actor{AgentID: "a"}, Finality: parley.FinalityTurn}, parley.EINVALID)
 		sc.fail(conv.PostTrace{Actor: conv.Actor{AgentID: "a"}, Finality: parley.FinalityConversation}, parley.EINVALID)
+		sc.fail(conv.PostTrace{Actor: conv.Actor{AgentID: "a"}, Finality: "forever"}, parley.EINVALIDVALUE)
+		sc.fail(conv.PostTrace{Actor: conv.Actor{AgentID: "a"}, ID: "bad id"}, parley.EINVALIDVALUE)
+		sc.fail(conv.PostTrace{Actor: conv.Actor{AgentID: "a"}, Payload: []byte(`{"x":`)}, parley.EINVALID)
 		if d := sc.ok(conv.PostTrace{Actor: conv.Actor{AgentID: "a"}, Payload: []byte(`{"t":1}`)}); d.Result.Turn != 1 || sc.s.Open == nil {
 			t.Fatalf("trace did not open turn 1: %+v", d.Result)
 		}

@@ -94,7 +94,8 @@ func (e *Engine) Store() store.Store { return e.store }
 // Limits returns the limits the engine applies.
 func (e *Engine) Limits() conv.Limits { return e.opts.Limits }
 
-// Close stops claim timers and ends every subscription. It does not close the store.
+// Close stops claim timers and ends every subscription; later commands and
+// subscriptions get EUNAVAILABLE. It does not close the store.
 func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
@@ -112,6 +113,12 @@ func (e *Engine) Close() {
 	}
 	e.hub.closeAll()
 	e.wg.Wait()
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
 }
 
 func (e *Engine) env() conv.Env { return conv.Env{Now: e.opts.Now(), Limits: e.opts.Limits} }
@@ -155,6 +162,9 @@ func (e *Engine) evictOne() {
 // lockLoaded locks a conversation's entry and loads its state if needed.
 // It returns ENOTFOUND for an unknown conversation.
 func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, error) {
+	if e.isClosed() {
+		return nil, errClosed
+	}
 	c := e.entry(id)
 	c.mu.Lock()
 	if c.loaded {
@@ -229,6 +239,10 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 				return conv.Decision{}, c.state, err
 			}
 			continue
+		}
+		if parley.ErrorCode(err) == parley.ECONFLICT {
+			// Five writers in a row got there first: the caller may retry.
+			return conv.Decision{}, c.state, parley.Errorf(parley.EBUSY, "conversation %s is changing too fast; retry", id)
 		}
 		if err != nil {
 			return conv.Decision{}, c.state, err

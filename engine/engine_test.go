@@ -241,3 +241,16 @@ func TestClaimExpiresByItself(t *testing.T) {
 		t.Fatalf("after expiry: claim %+v, guidance %+v", v.Head.Claim, v.Guidance)
 	}
 }
+
+func TestClosedEngineRefusesWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree)
+	b.eng.Close()
+	if _, err := b.eng.Subscribe(b.ctx, id, nil); parley.ErrorCode(err) != parley.EUNAVAILABLE {
+		t.Fatalf("subscribe after close: %v, want unavailable", err)
+	}
+	if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "a"}, Role: parley.RoleAssistant, Parts: text("late")}); parley.ErrorCode(err) != parley.EUNAVAILABLE {
+		t.Fatalf("write after close: %v, want unavailable", err)
+	}
+}

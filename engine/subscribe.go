@@ -51,7 +51,7 @@ const historyPage = 500
 // duplicate. It returns ENOTFOUND for an unknown conversation.
 func (e *Engine) Subscribe(ctx context.Context, conversationID string, from *parley.Position) (*Subscription, error) {
 	s := e.hub.add(conversationID, e.opts.SubscriberBuffer)
-	c, err := e.lockLoaded(ctx, conversationID)
+	c, err := e.lockLoaded(ctx, conversationID) // EUNAVAILABLE once the engine is closed
 	if err != nil {
 		e.hub.remove(s)
 		return nil, err

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -252,5 +253,48 @@ func TestClosedEngineRefusesWork(t *testing.T) {
 	}
 	if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "a"}, Role: parley.RoleAssistant, Parts: text("late")}); parley.ErrorCode(err) != parley.EUNAVAILABLE {
 		t.Fatalf("write after close: %v, want unavailable", err)
+	}
+}
+
+// TestConcurrentClaimsOneWins races many agents for the next turn through
+// the engine: exactly one claim is granted, every other gets claim_conflict.
+func TestConcurrentClaimsOneWins(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	for round := 0; round < 20; round++ {
+		id := b.conversation(t, parley.PolicyFree)
+		const n = 8
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				_, err := b.eng.Claim(b.ctx, id, conv.ClaimTurn{Actor: conv.Actor{AgentID: fmt.Sprintf("agent-%d", i)}, TTL: time.Minute})
+				errs <- err
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		won := 0
+		for err := range errs {
+			switch parley.ErrorCode(err) {
+			case "":
+				won++
+			case parley.ECLAIMCONFLICT:
+				var pe *parley.Error
+				if !errors.As(err, &pe) || pe.Head == nil || pe.Head.Claim == nil {
+					t.Fatalf("a losing claim carries no head with the winning claim: %v", err)
+				}
+			default:
+				t.Fatalf("unexpected error %v", err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("round %d: %d claims won, want exactly 1", round, won)
+		}
+		if n := len(b.events(t, id)); n != 2 {
+			t.Fatalf("round %d: %d events, want created + one turn.claimed", round, n)
+		}
 	}
 }

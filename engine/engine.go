@@ -295,7 +295,15 @@ func (e *Engine) scheduleClaimExpiry(c *conversation, id string) {
 	}
 	wait := claim.ExpiresAt.Sub(e.opts.Now()) + time.Millisecond
 	c.timer = time.AfterFunc(wait, func() {
+		// Add under e.mu and only while open, so that it happens before
+		// Close's Wait: Close sets closed under e.mu first.
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return
+		}
 		e.wg.Add(1)
+		e.mu.Unlock()
 		defer e.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

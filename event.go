@@ -22,6 +22,11 @@ const (
 	EventTurnAborted = "turn.aborted"
 	// EventDelegation lets another agent write into the open turn; Data is Delegation.
 	EventDelegation = "delegation"
+	// EventChunk is one text delta of a streaming message; Data is Chunk.
+	EventChunk = "chunk"
+	// EventMessageUpdated carries the whole message after a part boundary
+	// (a tool call changed) or after it was finalized.
+	EventMessageUpdated = "message.updated"
 )
 
 // Event is one entry of a conversation's log. Seq numbers the events of one
@@ -56,4 +61,13 @@ type Delegation struct {
 type Trace struct {
 	ID      string          `json:"id,omitempty"`
 	Payload json.RawMessage `json:"payload"`
+}
+
+// Chunk is the data of a chunk event: text to append to a streaming message.
+type Chunk struct {
+	MessageID string `json:"messageId"`
+	Content   string `json:"content"`
+	// Checkpoint is true when the message's row was rewritten with this
+	// chunk, so that the row is complete as of this event's seq.
+	Checkpoint bool `json:"checkpoint,omitempty"`
 }

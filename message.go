@@ -82,7 +82,9 @@ type Channel struct {
 }
 
 // Message is what a person or agent says. Seq is the seq of the event that
-// wrote it; Depth is the number of its ancestors by replyTo.
+// wrote it; Depth is the number of its ancestors by replyTo. While a message
+// streams, its stored row is complete as of UpdatedSeq: the chunk events
+// after that seq hold the rest of its text.
 type Message struct {
 	ID             string          `json:"id"`
 	ConversationID string          `json:"conversationId"`
@@ -100,6 +102,7 @@ type Message struct {
 	Next           string          `json:"next,omitempty"`
 	Channel        *Channel        `json:"channel,omitempty"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	UpdatedSeq     int64           `json:"updatedSeq,omitempty"`
 	CreatedAt      Time            `json:"createdAt"`
 	UpdatedAt      Time            `json:"updatedAt"`
 }

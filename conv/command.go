@@ -24,6 +24,11 @@ type Limits struct {
 	MaxClaimTTL time.Duration
 	// MaxParticipants bounds a conversation's participant list.
 	MaxParticipants int
+	// CheckpointChunks and CheckpointBytes bound how much of a streaming
+	// message lives only in chunk events: after that many chunks or text
+	// bytes since its row was last written, the row is written again.
+	CheckpointChunks int
+	CheckpointBytes  int
 }
 
 // DefaultLimits are the limits used when none are configured.
@@ -35,6 +40,8 @@ var DefaultLimits = Limits{
 	ClaimTTL:         30 * time.Second,
 	MaxClaimTTL:      10 * time.Minute,
 	MaxParticipants:  64,
+	CheckpointChunks: 64,
+	CheckpointBytes:  16 << 10,
 }
 
 // Env is what a decision depends on besides state and command.
@@ -102,6 +109,9 @@ type PostMessage struct {
 	ClientRequestID string
 	RequestHash     string
 	Known           Lookups
+	// Streaming starts a message that is assembled from the chunks and tool
+	// updates that follow (seed 001): it has no parts yet and closes nothing.
+	Streaming bool
 }
 
 // PostTrace writes a trace event: it follows the turn rules and never closes.
@@ -147,13 +157,16 @@ type Delegate struct {
 // ExpireClaim writes claim.expired if the claim has lapsed at Env.Now.
 type ExpireClaim struct{}
 
-func (PostMessage) command() {}
-func (PostTrace) command()   {}
-func (ClaimTurn) command()   {}
-func (ResetTurn) command()   {}
-func (AbortTurn) command()   {}
-func (Delegate) command()    {}
-func (ExpireClaim) command() {}
+func (PostMessage) command()     {}
+func (PostTrace) command()       {}
+func (ClaimTurn) command()       {}
+func (ResetTurn) command()       {}
+func (AbortTurn) command()       {}
+func (Delegate) command()        {}
+func (ExpireClaim) command()     {}
+func (StreamText) command()      {}
+func (StreamTool) command()      {}
+func (FinalizeMessage) command() {}
 
 // Decision is what Decide returns for an accepted command.
 type Decision struct {

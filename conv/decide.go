@@ -36,6 +36,12 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	case Delegate:
 		err = d.delegate(c)
 	case ExpireClaim:
+	case StreamText:
+		err = d.streamText(c)
+	case StreamTool:
+		err = d.streamTool(c)
+	case FinalizeMessage:
+		err = d.finalize(c)
 	default:
 		err = parley.Errorf(parley.EINVALID, "unknown command %T", cmd)
 	}

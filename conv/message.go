@@ -16,6 +16,9 @@ func (d *decider) postMessage(c PostMessage) error {
 	if err := checkMessageShape(c); err != nil {
 		return err
 	}
+	if c.Streaming && (len(c.Parts) > 0 || (c.Finality != "" && c.Finality != parley.FinalityNone)) {
+		return parley.Errorf(parley.EINVALIDVALUE, "a streaming message starts with no parts and closes nothing; finalize it to close")
+	}
 	if c.Known.IDTaken {
 		return d.conflict(parley.EBUSY, "message id %q is already used in this conversation", c.ID)
 	}
@@ -57,6 +60,9 @@ func (d *decider) postMessage(c PostMessage) error {
 	}
 	if m.Parts == nil {
 		m.Parts = []parley.Part{}
+	}
+	if c.Streaming {
+		m.Status, m.UpdatedSeq = parley.StatusStreaming, m.Seq
 	}
 	e := d.emit(parley.EventMessage, plan.turn, turnID, c.AgentID, fin, m)
 	d.out.Messages = append(d.out.Messages, m)

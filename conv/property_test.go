@@ -84,11 +84,12 @@ func checkInvariants(sc *script) {
 		if closed && e.Type != parley.EventClaimExpired {
 			t.Fatalf("event %d (%s) after the conversation closed", e.Seq, e.Type)
 		}
-		if e.Finality != parley.FinalityNone && e.Type != parley.EventMessage && e.Type != parley.EventTurnAborted {
+		if e.Finality != parley.FinalityNone && e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated && e.Type != parley.EventTurnAborted {
 			t.Fatalf("%s event %d has finality %s", e.Type, e.Seq, e.Finality)
 		}
 		switch e.Type {
-		case parley.EventMessage, parley.EventTrace, parley.EventTurnReset, parley.EventDelegation, parley.EventTurnAborted:
+		case parley.EventMessage, parley.EventTrace, parley.EventTurnReset, parley.EventDelegation, parley.EventTurnAborted,
+			parley.EventChunk, parley.EventMessageUpdated:
 			if e.Turn == 0 {
 				break
 			}

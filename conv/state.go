@@ -31,6 +31,8 @@ type State struct {
 	LastTurnID string `json:"lastTurnId,omitempty"`
 	// LastAbort remembers the last abort, so that repeating it writes nothing.
 	LastAbort *AbortMark `json:"lastAbort,omitempty"`
+	// Streams are the messages still streaming, by id.
+	Streams map[string]Stream `json:"streams,omitempty"`
 }
 
 // AbortMark records who aborted which turn at which seq.
@@ -54,7 +56,8 @@ func apply(s State, e parley.Event) State {
 	switch e.Type {
 	case parley.EventConversationCreated:
 		_ = json.Unmarshal(e.Data, &s.Conversation)
-	case parley.EventMessage, parley.EventTrace:
+	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventMessageUpdated:
+		s = applyStream(s, e)
 		if e.Turn > 0 {
 			s = enterTurn(s, e)
 		}
@@ -133,7 +136,7 @@ func closeTurn(s State, e parley.Event, next string) State {
 
 // nextOf returns the agent a closing message names as the next one.
 func nextOf(e parley.Event) string {
-	if e.Type != parley.EventMessage {
+	if e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated {
 		return ""
 	}
 	var m struct {

@@ -80,6 +80,8 @@ type conversation struct {
 	state  conv.State
 	loaded bool
 	timer  *time.Timer
+	// streams holds the streaming messages assembled so far, by id.
+	streams map[string]*parley.Message
 }
 
 // New returns an Engine over s.
@@ -206,7 +208,7 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 		}
 		s = conv.Evolve(s, events...)
 	}
-	c.state, c.loaded = s, true
+	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
 	return nil
 }
 
@@ -248,6 +250,7 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 			return conv.Decision{}, c.state, err
 		}
 		c.state = next
+		c.remember(d.Result.Message)
 		e.hub.publish(id, d.Events, next.Guidance(e.opts.Now()))
 		e.scheduleClaimExpiry(c, id)
 		return d, next, nil

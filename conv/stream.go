@@ -1,0 +1,203 @@
+package conv
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/parleyhq/parley"
+)
+
+// Streaming messages (seed 001). A message started with PostMessage{Streaming}
+// grows by StreamText (one small chunk event per delta), StreamTool and
+// FinalizeMessage (a message.updated event with the whole message each). Writing
+// costs O(delta): the message's row is rewritten only at part boundaries, at
+// finalize, and after a bounded number of chunks or bytes (a checkpoint).
+// An in-progress message is its row plus the chunks after the row's
+// UpdatedSeq; the engine keeps it assembled in memory and rebuilds it so.
+
+// Stream is what the rules keep of a message that is still streaming.
+type Stream struct {
+	AgentID string `json:"agentId"`
+	Turn    int    `json:"turn"`
+	TurnID  string `json:"turnId,omitempty"`
+	// RowSeq is the seq as of which the stored row is complete.
+	RowSeq int64 `json:"rowSeq"`
+	// Chunks and Bytes count the chunks and text after RowSeq.
+	Chunks int `json:"chunks,omitempty"`
+	Bytes  int `json:"bytes,omitempty"`
+}
+
+// StreamLookups is what the engine knows of a streaming message.
+type StreamLookups struct {
+	// Message is the message as assembled so far (row plus chunks).
+	Message *parley.Message
+}
+
+// StreamText appends a text delta to the actor's streaming message.
+type StreamText struct {
+	Actor
+	MessageID string
+	Delta     string
+	Known     StreamLookups
+}
+
+// StreamTool adds or updates a tool-call part of the actor's streaming message.
+type StreamTool struct {
+	Actor
+	MessageID string
+	Tool      ToolUpdate
+	Known     StreamLookups
+}
+
+// FinalizeMessage ends the actor's streaming message with a reason (end_turn,
+// error, canceled), an optional error text and the final text, and may close
+// the turn (or the conversation) like any message.
+type FinalizeMessage struct {
+	Actor
+	MessageID string
+	Reason    string
+	Error     string
+	FinalText string
+	Finality  parley.Finality
+	Known     StreamLookups
+}
+
+// stream checks that the actor may write to a streaming message and returns
+// what the rules know of it.
+func (d *decider) stream(a Actor, id string, known StreamLookups) (Stream, *parley.Message, error) {
+	if err := d.checkOpen(); err != nil {
+		return Stream{}, nil, err
+	}
+	st, ok := d.s.Streams[id]
+	switch {
+	case !ok:
+		return Stream{}, nil, parley.Errorf(parley.ENOTFOUND, "message %q is not streaming in this conversation", id)
+	case st.AgentID != a.AgentID:
+		return Stream{}, nil, parley.Errorf(parley.EFORBIDDEN, "message %s is written by %s, not %s", id, st.AgentID, a.AgentID)
+	case known.Message == nil || known.Message.ID != id:
+		return Stream{}, nil, parley.Errorf(parley.EINTERNAL, "message %s was not assembled before deciding", id)
+	}
+	m := *known.Message
+	m.Parts = slices.Clone(m.Parts)
+	return st, &m, nil
+}
+
+func (d *decider) streamText(c StreamText) error {
+	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.Delta == "":
+		return parley.Errorf(parley.EINVALIDVALUE, "a text delta must not be empty")
+	case len(m.Content)+len(c.Delta) > d.env.Limits.MaxTextBytes:
+		return parley.Errorf(parley.ETOOLARGE, "message %s would hold more than %d bytes of text", c.MessageID, d.env.Limits.MaxTextBytes)
+	}
+	l := d.env.Limits
+	checkpoint := st.Chunks+1 >= l.CheckpointChunks || st.Bytes+len(c.Delta) >= l.CheckpointBytes
+	e := d.emit(parley.EventChunk, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, parley.Chunk{MessageID: c.MessageID, Content: c.Delta, Checkpoint: checkpoint})
+	AppendText(m, c.Delta)
+	if checkpoint {
+		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
+		d.out.Messages = append(d.out.Messages, m)
+	}
+	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	return nil
+}
+
+func (d *decider) streamTool(c StreamTool) error {
+	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
+	if err != nil {
+		return err
+	}
+	u := c.Tool
+	check := parley.Part{Type: parley.PartToolCall, CallID: u.CallID, ToolName: u.ToolName, Status: u.Status}
+	known := slices.ContainsFunc(m.Parts, func(p parley.Part) bool { return p.Type == parley.PartToolCall && p.CallID == u.CallID })
+	if known && check.ToolName == "" {
+		check.ToolName = "(unchanged)" // an update of a known call may leave its name out
+	}
+	if err := checkPart(check); err != nil {
+		return err
+	}
+	if len(m.Parts) >= d.env.Limits.MaxParts {
+		return parley.Errorf(parley.ETOOLARGE, "message %s has %d parts; the limit is %d", c.MessageID, len(m.Parts), d.env.Limits.MaxParts)
+	}
+	ApplyTool(m, u)
+	return d.rewrite(st, m, parley.FinalityNone, c.AgentID)
+}
+
+func (d *decider) finalize(c FinalizeMessage) error {
+	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
+	if err != nil {
+		return err
+	}
+	switch c.Reason {
+	case parley.FinishEndTurn, parley.FinishError, parley.FinishCanceled:
+	default:
+		return parley.Errorf(parley.EINVALIDVALUE, "finish reason %q is not one of end_turn, error, canceled", c.Reason)
+	}
+	fin := c.Finality
+	if fin == "" {
+		fin = parley.FinalityNone
+	}
+	if !fin.Valid() {
+		return parley.Errorf(parley.EINVALIDVALUE, "finality %q is not one of none, turn, conversation", fin)
+	}
+	if err := d.checkCloser(turnPlan{turn: st.Turn, owner: d.s.Open != nil && d.s.Open.Owner == c.AgentID}, c.AgentID, fin); err != nil {
+		return err
+	}
+	Finalize(m, c.Reason, c.Error, c.FinalText)
+	m.Finality = fin
+	return d.rewrite(st, m, fin, c.AgentID)
+}
+
+// rewrite writes the whole message as a message.updated event and its row.
+func (d *decider) rewrite(st Stream, m *parley.Message, fin parley.Finality, agent string) error {
+	m.UpdatedSeq, m.UpdatedAt = d.s.LastSeq+1, parley.NewTime(d.env.Now)
+	e := d.emit(parley.EventMessageUpdated, st.Turn, st.TurnID, agent, fin, m)
+	d.out.Messages = append(d.out.Messages, m)
+	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	return nil
+}
+
+// applyStream keeps the Streams of s up to date with one event.
+func applyStream(s State, e parley.Event) State {
+	switch e.Type {
+	case parley.EventMessage, parley.EventMessageUpdated:
+		var m struct {
+			ID     string               `json:"id"`
+			Status parley.MessageStatus `json:"status"`
+		}
+		_ = json.Unmarshal(e.Data, &m)
+		streaming := m.Status == parley.StatusStreaming
+		if _, known := s.Streams[m.ID]; !streaming && !known {
+			return s
+		}
+		s.Streams = maps.Clone(s.Streams)
+		if streaming {
+			if s.Streams == nil {
+				s.Streams = map[string]Stream{}
+			}
+			s.Streams[m.ID] = Stream{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, RowSeq: e.Seq}
+		} else {
+			delete(s.Streams, m.ID)
+		}
+	case parley.EventChunk:
+		var c parley.Chunk
+		_ = json.Unmarshal(e.Data, &c)
+		st, ok := s.Streams[c.MessageID]
+		if !ok {
+			return s
+		}
+		if c.Checkpoint {
+			st.RowSeq, st.Chunks, st.Bytes = e.Seq, 0, 0
+		} else {
+			st.Chunks++
+			st.Bytes += len(c.Content)
+		}
+		s.Streams = maps.Clone(s.Streams)
+		s.Streams[c.MessageID] = st
+	}
+	return s
+}

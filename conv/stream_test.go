@@ -1,0 +1,127 @@
+package conv_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+)
+
+// streamer drives one streaming message through a script, keeping its
+// assembly as the engine does.
+type streamer struct {
+	sc    *script
+	agent string
+	id    string
+	msg   *parley.Message
+}
+
+func startStream(t *testing.T, sc *script, agent, id string) *streamer {
+	t.Helper()
+	m := say(agent, parley.FinalityNone)
+	m.ID, m.Parts, m.Streaming = id, nil, true
+	d := sc.ok(m)
+	if got := lastMessage(t, d); got.Status != parley.StatusStreaming || len(got.Parts) != 0 || got.UpdatedSeq != got.Seq {
+		t.Fatalf("started message = %+v", got)
+	}
+	return &streamer{sc: sc, agent: agent, id: id, msg: d.Result.Message}
+}
+
+func (st *streamer) known() conv.StreamLookups { return conv.StreamLookups{Message: st.msg} }
+
+func (st *streamer) text(delta string) conv.Decision {
+	d := st.sc.ok(conv.StreamText{Actor: conv.Actor{AgentID: st.agent}, MessageID: st.id, Delta: delta, Known: st.known()})
+	st.msg = d.Result.Message
+	return d
+}
+
+func (st *streamer) tool(u conv.ToolUpdate) conv.Decision {
+	d := st.sc.ok(conv.StreamTool{Actor: conv.Actor{AgentID: st.agent}, MessageID: st.id, Tool: u, Known: st.known()})
+	st.msg = d.Result.Message
+	return d
+}
+
+func TestStreamingMessageAssembly(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	st := startStream(t, sc, "bot", "r1")
+	st.text("Let me ")
+	d := st.text("search.")
+	if types(d.Events) != "chunk" || len(d.Messages) != 0 {
+		t.Fatalf("a delta writes %s and %d rows, want one chunk and no row", types(d.Events), len(d.Messages))
+	}
+	var ch parley.Chunk
+	_ = json.Unmarshal(d.Events[0].Data, &ch)
+	if ch.MessageID != "r1" || ch.Content != "search." || d.Events[0].Turn != 1 {
+		t.Fatalf("chunk = %+v in turn %d", ch, d.Events[0].Turn)
+	}
+	d = st.tool(conv.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolRunning, Args: json.RawMessage(`{"q":"go"}`)})
+	if types(d.Events) != "message.updated" || len(d.Messages) != 1 || d.Messages[0].UpdatedSeq != d.Events[0].Seq {
+		t.Fatalf("tool update wrote %s, rows %d", types(d.Events), len(d.Messages))
+	}
+	st.tool(conv.ToolUpdate{CallID: "c1", Status: parley.ToolCompleted, Result: json.RawMessage(`"found"`)})
+	st.text("Found it.")
+	d = sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: parley.FinishEndTurn, Finality: parley.FinalityTurn, Known: st.known()})
+	m := lastMessage(t, d)
+	if k := partKinds(m); !equalKinds(k, "text", "tool-call", "text", "finish") {
+		t.Fatalf("parts = %v", k)
+	}
+	if m.Content != "Let me search.Found it." || m.Status != parley.StatusComplete || d.Events[0].Finality != parley.FinalityTurn {
+		t.Fatalf("final message = %+v", m)
+	}
+	if sc.s.Open != nil || len(sc.s.Streams) != 0 {
+		t.Fatalf("after finalize: open %+v, streams %v", sc.s.Open, sc.s.Streams)
+	}
+	// Finalized: no more deltas.
+	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "late", Known: st.known()}, parley.ENOTFOUND)
+	checkInvariants(sc)
+}
+
+func TestStreamingCheckpointsAreBounded(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	sc.env.Limits.CheckpointChunks = 4
+	sc.env.Limits.CheckpointBytes = 1 << 20
+	st := startStream(t, sc, "bot", "r1")
+	rows := 0
+	for i := 0; i < 12; i++ {
+		d := st.text("x")
+		if len(d.Messages) > 0 {
+			rows++
+			if d.Messages[0].Content != strings.Repeat("x", i+1) || d.Messages[0].UpdatedSeq != d.Events[0].Seq {
+				t.Fatalf("checkpoint row %d = %q as of %d", rows, d.Messages[0].Content, d.Messages[0].UpdatedSeq)
+			}
+		}
+	}
+	if rows != 3 {
+		t.Fatalf("12 deltas wrote %d rows, want 3 (one per 4 chunks)", rows)
+	}
+	sc.env.Limits.CheckpointBytes = 10
+	if d := st.text(strings.Repeat("y", 10)); len(d.Messages) != 1 {
+		t.Fatal("a delta past the byte bound did not checkpoint")
+	}
+	checkInvariants(sc)
+}
+
+func TestStreamingRules(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	bad := say("bot", parley.FinalityNone)
+	bad.Streaming = true
+	sc.fail(bad, parley.EINVALIDVALUE) // a streaming message starts empty
+	st := startStream(t, sc, "bot", "r1")
+	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "other"}, MessageID: "r1", Delta: "x", Known: st.known()}, parley.EFORBIDDEN)
+	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "nope", Delta: "x"}, parley.ENOTFOUND)
+	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "", Known: st.known()}, parley.EINVALIDVALUE)
+	sc.fail(conv.StreamTool{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Tool: conv.ToolUpdate{CallID: "c", Status: "running"}, Known: st.known()}, parley.EINVALIDVALUE)
+	sc.fail(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: "bored", Known: st.known()}, parley.EINVALIDVALUE)
+	sc.fail(say("other", parley.FinalityNone), parley.ETURNCONFLICT) // the streaming message holds the turn
+	st.text("partial")
+	d := sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: parley.FinishCanceled, Known: st.known()})
+	if m := lastMessage(t, d); m.Status != parley.StatusCanceled || sc.s.Open == nil {
+		t.Fatalf("canceled without finality: status %s, open %+v", m.Status, sc.s.Open)
+	}
+	checkInvariants(sc)
+}

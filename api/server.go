@@ -102,6 +102,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/conversations/{id}/delegations", s.authed(s.delegate))
 	m.HandleFunc("GET /v1/conversations/{id}/stream", s.authed(s.streamSSE))
 	m.HandleFunc("GET /v1/conversations/{id}/ws", s.authed(s.streamWS))
+	m.HandleFunc("GET /v1/conversations/{id}/runner", s.authed(s.runner))
 
 	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
 	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+)
+
+// runnerFrame is any frame a runner sends (seed 001's runner protocol). On
+// this wire turnId is the id of the assistant message being assembled.
+// replyTo and finality are Parley's additions: the message a response
+// answers, and what its finalize closes (default "turn").
+type runnerFrame struct {
+	Type              string          `json:"type"`
+	TurnID            string          `json:"turnId,omitempty"`
+	ChannelType       string          `json:"channelType,omitempty"`
+	ChannelID         string          `json:"channelId,omitempty"`
+	OpencodeSessionID string          `json:"opencodeSessionId,omitempty"`
+	ReplyTo           string          `json:"replyTo,omitempty"`
+	Delta             string          `json:"delta,omitempty"`
+	CallID            string          `json:"callId,omitempty"`
+	ToolName          string          `json:"toolName,omitempty"`
+	Status            string          `json:"status,omitempty"`
+	Args              json.RawMessage `json:"args,omitempty"`
+	Result            json.RawMessage `json:"result,omitempty"`
+	Error             string          `json:"error,omitempty"`
+	Reason            string          `json:"reason,omitempty"`
+	FinalText         string          `json:"finalText,omitempty"`
+	Finality          parley.Finality `json:"finality,omitempty"`
+}
+
+// maxRunnerFrame bounds one frame from a runner.
+const maxRunnerFrame = 1 << 20
+
+// runner serves GET /v1/conversations/{id}/runner: a WebSocket over which an
+// agent streams its responses. Every frame that made something durable is
+// answered {"type":"ack","seq":N}; a refused frame is answered
+// {"type":"error","turnId":…,"error":{code,message}} and changes nothing.
+func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	act, err := actor(who, r.URL.Query().Get("agentId"))
+	if err == nil {
+		_, err = s.eng.Conversation(r.Context(), r.PathValue("id"))
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(maxRunnerFrame)
+	rs := &runnerSession{s: s, conv: r.PathValue("id"), act: act}
+	ctx := context.Background()
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return // the runner went away; what it made durable stays
+		}
+		reply := rs.handle(ctx, data)
+		wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
+		err = c.Write(wctx, websocket.MessageText, reply)
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// runnerSession is one runner connection: who it is and which message it
+// is assembling (the target of aborted and error).
+type runnerSession struct {
+	s      *Server
+	conv   string
+	act    conv.Actor
+	active string
+}
+
+// handle applies one frame and returns the reply frame.
+func (rs *runnerSession) handle(ctx context.Context, data []byte) []byte {
+	var f runnerFrame
+	res, err := rs.apply(ctx, data, &f)
+	if err != nil {
+		body := errorBody(err)
+		body["type"], body["turnId"] = "error", f.TurnID
+		b, _ := json.Marshal(body)
+		return b
+	}
+	b, _ := json.Marshal(map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq})
+	return b
+}
+
+func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame) (*engine.MessageResult, error) {
+	if err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, f); err != nil {
+		return nil, err
+	}
+	eng, id := rs.s.eng, rs.conv
+	switch f.Type {
+	case "message.create":
+		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: f.ReplyTo, Streaming: true}
+		if f.ChannelType != "" || f.ChannelID != "" {
+			m.Channel = &parley.Channel{Type: f.ChannelType, ID: f.ChannelID}
+		}
+		if f.OpencodeSessionID != "" {
+			m.Metadata, _ = json.Marshal(map[string]string{"opencodeSessionId": f.OpencodeSessionID})
+		}
+		res, err := eng.PostMessage(ctx, id, m)
+		if err == nil {
+			rs.active = f.TurnID
+		}
+		return res, err
+	case "message.part.text-delta":
+		return eng.StreamText(ctx, id, conv.StreamText{Actor: rs.act, MessageID: f.TurnID, Delta: f.Delta})
+	case "message.part.tool-update":
+		return eng.StreamTool(ctx, id, conv.StreamTool{Actor: rs.act, MessageID: f.TurnID, Tool: conv.ToolUpdate{
+			CallID: f.CallID, ToolName: f.ToolName, Status: f.Status, Args: f.Args, Result: f.Result, Error: f.Error}})
+	case "message.finalize":
+		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality)
+	case "aborted":
+		return rs.finalize(ctx, rs.target(f), parley.FinishCanceled, "", "", f.Finality)
+	case "error":
+		msg := f.Error
+		if msg == "" {
+			msg = "the runner failed"
+		}
+		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality)
+	case "complete":
+		return &engine.MessageResult{}, nil // the prompt queue will act on it; nothing to store
+	}
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete)", f.Type)
+}
+
+// target is the message aborted and error apply to: the one named, else the
+// one this runner created last.
+func (rs *runnerSession) target(f *runnerFrame) string {
+	if f.TurnID == "" {
+		f.TurnID = rs.active
+	}
+	return f.TurnID
+}
+
+func (rs *runnerSession) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality) (*engine.MessageResult, error) {
+	if fin == "" {
+		fin = parley.FinalityTurn // a response ends its agent's turn unless the runner says otherwise
+	}
+	res, err := rs.s.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason, Error: errText, FinalText: finalText, Finality: fin})
+	if err == nil && messageID == rs.active {
+		rs.active = ""
+	}
+	return res, err
+}

@@ -1,0 +1,133 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/engine"
+)
+
+// runnerConn dials the runner WebSocket with a token.
+func (b *bundle) runnerConn(id, token string) *websocket.Conn {
+	b.t.Helper()
+	u := "ws" + strings.TrimPrefix(b.url, "http") + "/v1/conversations/" + id + "/runner"
+	c, _, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// send writes one runner frame and returns the server's reply.
+func send(t *testing.T, b *bundle, c *websocket.Conn, frame string) map[string]any {
+	t.Helper()
+	if err := c.Write(b.ctx, websocket.MessageText, []byte(frame)); err != nil {
+		t.Fatal(err)
+	}
+	return readFrame(t, b.ctx, c)
+}
+
+// TestRunnerStreamsOneMessage: text → tool (running, completed) → text →
+// finalize over the runner protocol gives one message with parts
+// [text, tool-call, text, finish], every frame acknowledged with its seq, and
+// subscribers see message, chunk and message.updated.
+func TestRunnerStreamsOneMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice")
+	watch := b.dialWS(id, "")
+	readFrame(t, b.ctx, watch) // init
+	c := b.runnerConn(id, b.alice)
+	frames := []string{
+		`{"type":"message.create","turnId":"r1","opencodeSessionId":"ses_1"}`,
+		`{"type":"message.part.text-delta","turnId":"r1","delta":"Let me check. "}`,
+		`{"type":"message.part.tool-update","turnId":"r1","callId":"c1","toolName":"search","status":"running","args":{"q":"x"}}`,
+		`{"type":"message.part.tool-update","turnId":"r1","callId":"c1","toolName":"search","status":"completed","result":"found"}`,
+		`{"type":"message.part.text-delta","turnId":"r1","delta":"Found it."}`,
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finalText":"Let me check. Found it."}`,
+	}
+	for i, f := range frames {
+		ack := send(t, b, c, f)
+		if ack["type"] != "ack" || ack["seq"] != float64(i+2) {
+			t.Fatalf("frame %d answered %v", i, ack)
+		}
+	}
+	r := b.do("GET", "/v1/conversations/"+id+"/messages/r1", b.viewer, nil)
+	b.want(r, 200, "")
+	var kinds []string
+	for _, p := range r.body["parts"].([]any) {
+		kinds = append(kinds, p.(map[string]any)["type"].(string))
+	}
+	if strings.Join(kinds, ",") != "text,tool-call,text,finish" || r.body["content"] != "Let me check. Found it." || r.body["status"] != "complete" {
+		t.Fatalf("message = %s", r.raw)
+	}
+	var seen []string
+	for len(seen) < 6 {
+		f := readFrame(t, b.ctx, watch)
+		if f["type"] != "guidance" {
+			seen = append(seen, f["type"].(string))
+		}
+	}
+	if strings.Join(seen, ",") != "message,chunk,message.updated,message.updated,chunk,message.updated" {
+		t.Fatalf("subscriber saw %v", seen)
+	}
+	// The next turn is open to others: the response closed alice's turn.
+	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.bob, map[string]any{"content": "thanks"}), 201, "")
+}
+
+func TestRunnerAbortErrorAndRefusals(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation()
+	c := b.runnerConn(id, b.alice)
+	send(t, b, c, `{"type":"message.create","turnId":"a1"}`)
+	send(t, b, c, `{"type":"message.part.text-delta","turnId":"a1","delta":"partial"}`)
+	if ack := send(t, b, c, `{"type":"aborted"}`); ack["type"] != "ack" {
+		t.Fatalf("aborted: %v", ack)
+	}
+	r := b.do("GET", "/v1/conversations/"+id+"/messages/a1", b.viewer, nil)
+	if r.body["status"] != "canceled" {
+		t.Fatalf("aborted message = %s", r.raw)
+	}
+	send(t, b, c, `{"type":"message.create","turnId":"a2"}`)
+	send(t, b, c, `{"type":"error","error":"model overloaded","finality":"none"}`)
+	r = b.do("GET", "/v1/conversations/"+id+"/messages/a2", b.viewer, nil)
+	parts := r.body["parts"].([]any)
+	if r.body["status"] != "error" || parts[0].(map[string]any)["message"] != "model overloaded" {
+		t.Fatalf("failed message = %s", r.raw)
+	}
+	// Failover: the failed message stays and a new one follows in the same turn.
+	send(t, b, c, `{"type":"message.create","turnId":"a3"}`)
+	if ack := send(t, b, c, `{"type":"message.finalize","turnId":"a3","reason":"end_turn"}`); ack["type"] != "ack" {
+		t.Fatalf("retry: %v", ack)
+	}
+	for frame, code := range map[string]string{
+		`{"type":"message.part.text-delta","turnId":"nope","delta":"x"}`: "not_found",
+		`{"type":"teleport"}`:                     "invalid_value",
+		`{"type":"message.create","turnId":"a1"}`: "busy",
+		`{"type":`: "invalid_request",
+		`{"type":"message.create","turnId":"a9","colour":"red"}`: "invalid_request",
+	} {
+		reply := send(t, b, c, frame)
+		if reply["type"] != "error" || reply["error"].(map[string]any)["code"] != code {
+			t.Fatalf("%s answered %v, want error %s", frame, reply, code)
+		}
+	}
+	// Another agent cannot write to alice's message.
+	other := b.runnerConn(id, b.bob)
+	send(t, b, c, `{"type":"message.create","turnId":"a4"}`)
+	reply := send(t, b, other, `{"type":"message.part.text-delta","turnId":"a4","delta":"x"}`)
+	if reply["error"].(map[string]any)["code"] != "forbidden" {
+		t.Fatalf("bob writing to alice's message: %v", reply)
+	}
+	// A viewer cannot run an agent.
+	u := "ws" + strings.TrimPrefix(b.url, "http") + "/v1/conversations/" + id + "/runner"
+	_, resp, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.viewer}}})
+	if err == nil || resp == nil || resp.StatusCode != 403 {
+		t.Fatalf("viewer runner: %v %v", err, resp)
+	}
+}

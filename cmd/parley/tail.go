@@ -86,7 +86,13 @@ func formatEvent(e *parley.Event) string {
 	if e.Finality != "" && e.Finality != parley.FinalityNone {
 		prefix += " (closes " + string(e.Finality) + ")"
 	}
-	if e.Type == parley.EventMessage {
+	if e.Type == parley.EventChunk {
+		var c parley.Chunk
+		if json.Unmarshal(e.Data, &c) == nil {
+			return prefix + " " + c.MessageID + " += " + oneLine(c.Content, 200)
+		}
+	}
+	if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
 		var m parley.Message
 		if json.Unmarshal(e.Data, &m) == nil {
 			text := oneLine(m.Content, 200)

@@ -24,9 +24,9 @@ type Limits struct {
 	MaxClaimTTL time.Duration
 	// MaxParticipants bounds a conversation's participant list.
 	MaxParticipants int
-	// CheckpointChunks and CheckpointBytes bound how much of a streaming
-	// message lives only in chunk events: after that many chunks or text
-	// bytes since its row was last written, the row is written again.
+	// CheckpointChunks and CheckpointBytes set when a streaming message's
+	// row is written again: after that many chunks or text bytes since the
+	// last write, or after as many as the row already holds if that is more.
 	CheckpointChunks int
 	CheckpointBytes  int
 }

@@ -16,7 +16,9 @@ import (
 // small (it never holds the messages) and is stored as a JSON snapshot beside
 // the log; folding the log with Evolve must always give the same value.
 type State struct {
-	Conversation  parley.Conversation `json:"conversation"`
+	// Conversation is not part of the stored snapshot (the store keeps it
+	// beside it, and it never changes); the engine sets it on load.
+	Conversation  parley.Conversation `json:"-"`
 	LastSeq       int64               `json:"lastSeq"`
 	LastTurn      int                 `json:"lastTurn"`
 	Open          *parley.OpenTurn    `json:"open,omitempty"`

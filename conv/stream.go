@@ -12,7 +12,7 @@ import (
 // grows by StreamText (one small chunk event per delta), StreamTool and
 // FinalizeMessage (a message.updated event with the whole message each). Writing
 // costs O(delta): the message's row is rewritten only at part boundaries, at
-// finalize, and after a bounded number of chunks or bytes (a checkpoint).
+// finalize, and at checkpoints whose interval doubles as the message grows.
 // An in-progress message is its row plus the chunks after the row's
 // UpdatedSeq; the engine keeps it assembled in memory and rebuilds it so.
 
@@ -26,6 +26,17 @@ type Stream struct {
 	// Chunks and Bytes count the chunks and text after RowSeq.
 	Chunks int `json:"chunks,omitempty"`
 	Bytes  int `json:"bytes,omitempty"`
+	// RowChunks and RowBytes count the chunks and text the row holds.
+	RowChunks int `json:"rowChunks,omitempty"`
+	RowBytes  int `json:"rowBytes,omitempty"`
+}
+
+// checkpointDue says whether a delta rewrites the row: once the chunks or
+// text since the row reach the limit, or what the row already holds if that
+// is more. The interval doubles as the message grows, so all the rewrites of
+// a message cost at most about twice its final size: O(n), not O(n²).
+func (st Stream) checkpointDue(delta int, l Limits) bool {
+	return st.Chunks+1 >= max(l.CheckpointChunks, st.RowChunks) || st.Bytes+delta >= max(l.CheckpointBytes, st.RowBytes)
 }
 
 // StreamLookups is what the engine knows of a streaming message.
@@ -94,8 +105,7 @@ func (d *decider) streamText(c StreamText) error {
 	case len(m.Content)+len(c.Delta) > d.env.Limits.MaxTextBytes:
 		return parley.Errorf(parley.ETOOLARGE, "message %s would hold more than %d bytes of text", c.MessageID, d.env.Limits.MaxTextBytes)
 	}
-	l := d.env.Limits
-	checkpoint := st.Chunks+1 >= l.CheckpointChunks || st.Bytes+len(c.Delta) >= l.CheckpointBytes
+	checkpoint := st.checkpointDue(len(c.Delta), d.env.Limits)
 	e := d.emit(parley.EventChunk, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, parley.Chunk{MessageID: c.MessageID, Content: c.Delta, Checkpoint: checkpoint})
 	AppendText(m, c.Delta)
 	if checkpoint {
@@ -179,7 +189,9 @@ func applyStream(s State, e parley.Event) State {
 			if s.Streams == nil {
 				s.Streams = map[string]Stream{}
 			}
-			s.Streams[m.ID] = Stream{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, RowSeq: e.Seq}
+			old := s.Streams[m.ID] // the row now holds everything so far
+			s.Streams[m.ID] = Stream{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, RowSeq: e.Seq,
+				RowChunks: old.RowChunks + old.Chunks, RowBytes: old.RowBytes + old.Bytes}
 		} else {
 			delete(s.Streams, m.ID)
 		}
@@ -191,6 +203,8 @@ func applyStream(s State, e parley.Event) State {
 			return s
 		}
 		if c.Checkpoint {
+			st.RowChunks += st.Chunks + 1
+			st.RowBytes += st.Bytes + len(c.Content)
 			st.RowSeq, st.Chunks, st.Bytes = e.Seq, 0, 0
 		} else {
 			st.Chunks++

@@ -95,12 +95,21 @@ func TestStreamingCheckpointsAreBounded(t *testing.T) {
 			}
 		}
 	}
-	if rows != 3 {
-		t.Fatalf("12 deltas wrote %d rows, want 3 (one per 4 chunks)", rows)
+	if rows != 2 {
+		t.Fatalf("12 deltas wrote %d rows, want 2 (after 4 chunks, then 4 more; the next after 8 more)", rows)
+	}
+	for i := 0; i < 4; i++ { // chunks 13..16: the row holds 8, so the 8th chunk since writes it
+		if d := st.text("x"); len(d.Messages) != map[bool]int{true: 1, false: 0}[i == 3] {
+			t.Fatalf("chunk %d: %d rows", 13+i, len(d.Messages))
+		}
 	}
 	sc.env.Limits.CheckpointBytes = 10
-	if d := st.text(strings.Repeat("y", 10)); len(d.Messages) != 1 {
-		t.Fatal("a delta past the byte bound did not checkpoint")
+	sc.env.Limits.CheckpointChunks = 1 << 20
+	if d := st.text(strings.Repeat("y", 10)); len(d.Messages) != 0 {
+		t.Fatal("10 bytes checkpointed though the row holds 16")
+	}
+	if d := st.text(strings.Repeat("y", 6)); len(d.Messages) != 1 {
+		t.Fatal("16 bytes since the row (which holds 16) did not checkpoint")
 	}
 	checkInvariants(sc)
 }

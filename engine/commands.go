@@ -83,8 +83,8 @@ func (e *Engine) ListConversations(ctx context.Context, cursor string, limit int
 	}
 	views := make([]*View, 0, len(recs))
 	for _, r := range recs {
-		var s conv.State
-		if err := json.Unmarshal(r.State, &s); err != nil {
+		s, err := stateOf(r)
+		if err != nil {
 			return nil, "", err
 		}
 		views = append(views, e.view(s))

@@ -193,8 +193,8 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	if err != nil {
 		return err
 	}
-	var s conv.State
-	if err := json.Unmarshal(rec.State, &s); err != nil {
+	s, err := stateOf(rec)
+	if err != nil {
 		return err
 	}
 	for s.LastSeq < rec.LastSeq {
@@ -315,4 +315,14 @@ func (e *Engine) scheduleClaimExpiry(c *conversation, id string) {
 			e.opts.Logger.Warn("claim expiry failed", slog.String("conversation", id), slog.Any("err", err))
 		}
 	})
+}
+
+// stateOf reads a stored state snapshot and puts its conversation back.
+func stateOf(rec *store.ConversationRecord) (conv.State, error) {
+	var s conv.State
+	if err := json.Unmarshal(rec.State, &s); err != nil {
+		return s, err
+	}
+	s.Conversation = rec.Conversation
+	return s, nil
 }

@@ -56,6 +56,9 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 		return
 	}
 	defer c.CloseNow()
+	// While this runner is attached its agent's streaming messages wait for
+	// it; after it leaves they wait the grace period, then end canceled.
+	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID)()
 	c.SetReadLimit(maxRunnerFrame)
 	rs := &runnerSession{s: s, conv: r.PathValue("id"), act: act}
 	ctx := context.Background()

@@ -36,6 +36,9 @@ type Options struct {
 	MaxCached int
 	// Metrics, if set, is updated by the engine.
 	Metrics *Metrics
+	// RunnerGrace is how long a streaming message waits for its runner to
+	// come back before it is finalized canceled (default 30s).
+	RunnerGrace time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -60,6 +63,9 @@ func (o *Options) setDefaults() {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
+	if o.RunnerGrace <= 0 {
+		o.RunnerGrace = 30 * time.Second
+	}
 }
 
 // Engine decides and applies commands. It is safe for concurrent use.
@@ -68,10 +74,11 @@ type Engine struct {
 	opts  Options
 	hub   *hub
 
-	mu     sync.Mutex
-	convs  map[string]*conversation
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	convs   map[string]*conversation
+	runners map[runnerKey]int // attached runner connections
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 // conversation is one cached conversation; mu makes it one writer at a time.
@@ -87,7 +94,7 @@ type conversation struct {
 // New returns an Engine over s.
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
-	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation)}
+	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[runnerKey]int)}
 }
 
 // Store returns the engine's store, for reads. Writes must go through the engine.
@@ -184,6 +191,7 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 		return nil, err
 	}
 	e.scheduleClaimExpiry(c, id) // a claim read from the store lapses on time too
+	e.watchOrphans(id, c.state)  // and streams whose runner is gone end after the grace period
 	return c, nil
 }
 

@@ -32,10 +32,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&limits.ClaimTTL, "claim-ttl", limits.ClaimTTL, "how long a claim lasts when the request names no TTL")
 	fs.DurationVar(&limits.MaxClaimTTL, "max-claim-ttl", limits.MaxClaimTTL, "the longest TTL a claim may ask for")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
+	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if limits.MaxThreadDepth < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 {
+	if limits.MaxThreadDepth < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *grace <= 0 {
 		return fmt.Errorf("limits must be positive, and -max-claim-ttl at least -claim-ttl")
 	}
 	var level slog.Level
@@ -64,8 +65,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer})
+	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, RunnerGrace: *grace})
 	defer eng.Close()
+	if n, err := eng.RecoverStreams(ctx); err != nil {
+		return fmt.Errorf("recovering streaming messages: %w", err)
+	} else if n > 0 {
+		log.Info("streaming messages wait for their runners", slog.Int("conversations", n), slog.Duration("grace", *grace))
+	}
 	handler := api.New(eng, api.Options{
 		Open:       open,
 		Logger:     log,

@@ -1,0 +1,106 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+)
+
+// startStreaming opens a streaming message r1 by bot with some text.
+func startStreaming(t *testing.T, b *bundle, eng *engine.Engine, id string) {
+	t.Helper()
+	bot := conv.Actor{AgentID: "bot"}
+	if _, err := eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: bot, ID: "r1", Role: parley.RoleAssistant, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.StreamText(b.ctx, id, conv.StreamText{Actor: bot, MessageID: "r1", Delta: "half an ans"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFinal reads a subscription until r1 is finalized and returns it.
+func waitFinal(t *testing.T, sub *engine.Subscription) *parley.Message {
+	t.Helper()
+	for it := range sub.C {
+		if it.Event == nil || it.Event.Type != parley.EventMessageUpdated {
+			continue
+		}
+		var m parley.Message
+		if err := json.Unmarshal(it.Event.Data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != parley.StatusStreaming {
+			return &m
+		}
+	}
+	t.Fatalf("subscription ended: %v", sub.Err())
+	return nil
+}
+
+func TestOrphanedStreamEndsCanceledAfterGrace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{RunnerGrace: 50 * time.Millisecond})
+	id := b.conversation(t, parley.PolicyFree)
+	detach := b.eng.AttachRunner(id, "bot")
+	startStreaming(t, b, b.eng, id)
+	sub, err := b.eng.Subscribe(b.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	detach()
+	m := waitFinal(t, sub)
+	if m.Status != parley.StatusCanceled || m.Content != "half an ans" || m.Parts[len(m.Parts)-1].Reason != parley.FinishCanceled || m.Finality != parley.FinalityTurn {
+		t.Fatalf("orphan finalized as %+v", m)
+	}
+	if v, _ := b.eng.Conversation(b.ctx, id); v.Head.OpenTurn != nil {
+		t.Fatalf("the runner's turn is still open: %+v", v.Head.OpenTurn)
+	}
+}
+
+func TestRunnerBackWithinGraceContinues(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{RunnerGrace: 200 * time.Millisecond})
+	id := b.conversation(t, parley.PolicyFree)
+	detach := b.eng.AttachRunner(id, "bot")
+	startStreaming(t, b, b.eng, id)
+	detach()
+	defer b.eng.AttachRunner(id, "bot")() // back before the grace period ends
+	time.Sleep(400 * time.Millisecond)    // past it: the timer must have found the runner back
+	res, err := b.eng.StreamText(b.ctx, id, conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "wer"})
+	if err != nil {
+		t.Fatalf("the returning runner cannot continue: %v", err)
+	}
+	if res.Message.Content != "half an answer" || res.Message.Status != parley.StatusStreaming {
+		t.Fatalf("continued message = %+v", res.Message)
+	}
+}
+
+// TestRecoverStreamsAfterRestart: a new engine on the same store (a restart)
+// finds the streaming message and ends it once its runner stays away.
+func TestRecoverStreamsAfterRestart(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree)
+	defer b.eng.AttachRunner(id, "bot")() // attached to the old engine: the new one knows nothing of it
+	startStreaming(t, b, b.eng, id)
+
+	next := engine.New(b.db, engine.Options{RunnerGrace: 50 * time.Millisecond})
+	defer next.Close()
+	sub, err := next.Subscribe(b.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	n, err := next.RecoverStreams(b.ctx)
+	if err != nil || n < 1 {
+		t.Fatalf("RecoverStreams found %d conversations, %v", n, err)
+	}
+	if m := waitFinal(t, sub); m.Status != parley.StatusCanceled || m.Content != "half an ans" {
+		t.Fatalf("recovered orphan finalized as %+v", m)
+	}
+}

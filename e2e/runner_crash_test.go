@@ -108,3 +108,50 @@ func TestRunnerSurvivesAServerCrash(t *testing.T) {
 		rest = rest[len(delta(i)):]
 	}
 }
+
+// TestRunnerThatStaysAwayEndsCanceled: after a crash, a streaming message
+// whose runner never comes back is finalized canceled once the grace period
+// passes, and the conversation goes on.
+func TestRunnerThatStaysAwayEndsCanceled(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	srv := startServer(t, db)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	v, err := client.New(srv.url, "").CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	c := dialRunner(t, ctx, srv.url, id)
+	for _, f := range []string{`{"type":"message.create","turnId":"r1"}`, `{"type":"message.part.text-delta","turnId":"r1","delta":"cut short"}`} {
+		if r, err := runnerFrame(ctx, c, f); err != nil || r["type"] != "ack" {
+			t.Fatalf("%s: %v %v", f, r, err)
+		}
+	}
+	srv.kill()
+	c.CloseNow()
+
+	srv2 := startServer(t, db, "-runner-grace", "200ms")
+	cl := client.New(srv2.url, "")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m, err := cl.Message(ctx, id, "r1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status == "canceled" {
+			if m.Content != "cut short" {
+				t.Fatalf("canceled message lost its text: %q", m.Content)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphaned message is still %s", m.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := cl.PostMessage(ctx, id, client.Message{AgentID: "someone", Content: "the floor is free again"}); err != nil {
+		t.Fatalf("after the orphan ended, the conversation is stuck: %v", err)
+	}
+}

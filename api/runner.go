@@ -15,7 +15,7 @@ import (
 // runnerFrame is any frame a runner sends (seed 001's runner protocol). On
 // this wire turnId is the id of the assistant message being assembled.
 // replyTo and finality are Parley's additions: the message a response
-// answers, and what its finalize closes (default "turn").
+// answers, and what its finalize closes (by default the runner's turn).
 type runnerFrame struct {
 	Type              string          `json:"type"`
 	TurnID            string          `json:"turnId,omitempty"`
@@ -150,9 +150,6 @@ func (rs *runnerSession) target(f *runnerFrame) string {
 }
 
 func (rs *runnerSession) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality) (*engine.MessageResult, error) {
-	if fin == "" {
-		fin = parley.FinalityTurn // a response ends its agent's turn unless the runner says otherwise
-	}
 	res, err := rs.s.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason, Error: errText, FinalText: finalText, Finality: fin})
 	if err == nil && messageID == rs.active {
 		rs.active = ""

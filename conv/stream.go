@@ -62,8 +62,10 @@ type StreamTool struct {
 }
 
 // FinalizeMessage ends the actor's streaming message with a reason (end_turn,
-// error, canceled), an optional error text and the final text, and may close
-// the turn (or the conversation) like any message.
+// error, canceled), an optional error text and the final text. Finality
+// says what it closes; left empty, it closes the writer's turn if the writer
+// owns it (a delegate's response leaves the owner's turn open), and "none"
+// keeps the turn open, as for a failover where a new message follows.
 type FinalizeMessage struct {
 	Actor
 	MessageID string
@@ -149,7 +151,12 @@ func (d *decider) finalize(c FinalizeMessage) error {
 	}
 	fin := c.Finality
 	if fin == "" {
+		// A response ends its writer's turn, unless the writer is a delegate
+		// working inside someone else's turn.
 		fin = parley.FinalityNone
+		if open := d.s.Open; open != nil && open.Owner == c.AgentID {
+			fin = parley.FinalityTurn
+		}
 	}
 	if !fin.Valid() {
 		return parley.Errorf(parley.EINVALIDVALUE, "finality %q is not one of none, turn, conversation", fin)

@@ -128,9 +128,22 @@ func TestStreamingRules(t *testing.T) {
 	sc.fail(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: "bored", Known: st.known()}, parley.EINVALIDVALUE)
 	sc.fail(say("other", parley.FinalityNone), parley.ETURNCONFLICT) // the streaming message holds the turn
 	st.text("partial")
-	d := sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: parley.FinishCanceled, Known: st.known()})
+	d := sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: parley.FinishCanceled, Finality: parley.FinalityNone, Known: st.known()})
 	if m := lastMessage(t, d); m.Status != parley.StatusCanceled || sc.s.Open == nil {
-		t.Fatalf("canceled without finality: status %s, open %+v", m.Status, sc.s.Open)
+		t.Fatalf("canceled with finality none: status %s, open %+v", m.Status, sc.s.Open)
+	}
+	// Left empty, finality closes the writer's own turn, but not the owner's
+	// turn when the writer is a delegate.
+	sc.ok(conv.Delegate{Actor: conv.Actor{AgentID: "bot"}, To: "worker"})
+	w := startStream(t, sc, "worker", "w1")
+	sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "worker"}, MessageID: "w1", Reason: parley.FinishEndTurn, Known: w.known()})
+	if sc.s.Open == nil || sc.s.Open.Owner != "bot" {
+		t.Fatalf("a delegate's response closed the owner's turn: %+v", sc.s.Open)
+	}
+	retry := startStream(t, sc, "bot", "r2")
+	sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r2", Reason: parley.FinishEndTurn, Known: retry.known()})
+	if sc.s.Open != nil {
+		t.Fatalf("the owner's response left its turn open: %+v", sc.s.Open)
 	}
 	checkInvariants(sc)
 }

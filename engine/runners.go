@@ -92,7 +92,7 @@ func (e *Engine) orphanTimer(conversationID, agentID string) {
 }
 
 // cancelStreams finalizes every streaming message of agentID canceled; the
-// runner is gone, so its turn ends with it.
+// runner is gone, so the turn it owns ends with it.
 func (e *Engine) cancelStreams(ctx context.Context, conversationID, agentID string) error {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
@@ -104,10 +104,6 @@ func (e *Engine) cancelStreams(ctx context.Context, conversationID, agentID stri
 			ids = append(ids, id)
 		}
 	}
-	fin := parley.FinalityNone // a delegate's message leaves the owner's turn open
-	if open := c.state.Open; open != nil && open.Owner == agentID {
-		fin = parley.FinalityTurn
-	}
 	closed := c.state.Closed
 	c.mu.Unlock()
 	if closed {
@@ -115,12 +111,11 @@ func (e *Engine) cancelStreams(ctx context.Context, conversationID, agentID stri
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		_, err := e.FinalizeMessage(ctx, conversationID, conv.FinalizeMessage{Actor: conv.Actor{AgentID: agentID}, MessageID: id,
-			Reason: parley.FinishCanceled, Finality: fin})
+		// No finality given: the rules close the runner's turn if it owns it.
+		_, err := e.FinalizeMessage(ctx, conversationID, conv.FinalizeMessage{Actor: conv.Actor{AgentID: agentID}, MessageID: id, Reason: parley.FinishCanceled})
 		if err != nil && parley.ErrorCode(err) != parley.ENOTFOUND { // finalized meanwhile: fine
 			return err
 		}
-		fin = parley.FinalityNone // the first one closed the turn
 	}
 	return nil
 }

@@ -56,10 +56,41 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 		return
 	}
 	defer c.CloseNow()
-	// While this runner is attached its agent's streaming messages wait for
-	// it; after it leaves they wait the grace period, then end canceled.
-	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID)()
 	c.SetReadLimit(maxRunnerFrame)
+
+	// One writer sends both the replies and what the engine pushes (prompts,
+	// aborts), in order. A runner that cannot keep up is dropped.
+	out := make(chan []byte, 256)
+	done := make(chan struct{})
+	defer close(done)
+	push := func(frame []byte) {
+		select {
+		case out <- frame:
+		case <-done:
+		default:
+			c.CloseNow()
+		}
+	}
+	go func() {
+		for {
+			select {
+			case frame := <-out:
+				wctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+				err := c.Write(wctx, websocket.MessageText, frame)
+				cancel()
+				if err != nil {
+					c.CloseNow()
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	// While this runner is attached it gets prompts and its agent's
+	// streaming messages wait for it; when it leaves, its prompt goes back to
+	// the queue and its messages wait the grace period, then end canceled.
+	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID, push)()
 	rs := &runnerSession{s: s, conv: r.PathValue("id"), act: act}
 	ctx := context.Background()
 	for {
@@ -67,13 +98,7 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 		if err != nil {
 			return // the runner went away; what it made durable stays
 		}
-		reply := rs.handle(ctx, data)
-		wctx, cancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
-		err = c.Write(wctx, websocket.MessageText, reply)
-		cancel()
-		if err != nil {
-			return
-		}
+		push(rs.handle(ctx, data))
 	}
 }
 
@@ -107,7 +132,14 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 	eng, id := rs.s.eng, rs.conv
 	switch f.Type {
 	case "message.create":
-		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: f.ReplyTo, Streaming: true}
+		replyTo := f.ReplyTo
+		if replyTo == "" { // a response answers the prompt dispatched to this runner
+			var err error
+			if replyTo, err = eng.ActivePrompt(ctx, id, rs.act.AgentID); err != nil {
+				return nil, err
+			}
+		}
+		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: replyTo, Streaming: true}
 		if f.ChannelType != "" || f.ChannelID != "" {
 			m.Channel = &parley.Channel{Type: f.ChannelType, ID: f.ChannelID}
 		}
@@ -135,7 +167,11 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 		}
 		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality)
 	case "complete":
-		return &engine.MessageResult{}, nil // the prompt queue will act on it; nothing to store
+		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act})
+		if err != nil {
+			return nil, err
+		}
+		return &engine.MessageResult{Seq: res.Seq}, nil
 	}
 	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete)", f.Type)
 }

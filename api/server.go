@@ -103,6 +103,11 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/conversations/{id}/stream", s.authed(s.streamSSE))
 	m.HandleFunc("GET /v1/conversations/{id}/ws", s.authed(s.streamWS))
 	m.HandleFunc("GET /v1/conversations/{id}/runner", s.authed(s.runner))
+	m.HandleFunc("POST /v1/conversations/{id}/prompts", s.authed(s.postPrompt))
+	m.HandleFunc("GET /v1/conversations/{id}/prompts", s.authed(s.listPrompts))
+	m.HandleFunc("DELETE /v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw)))
+	m.HandleFunc("POST /v1/conversations/{id}/prompts/{pid}/promote", s.authed(s.promptCommand(promote)))
+	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
 
 	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
 	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))

@@ -42,6 +42,18 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 		err = d.streamTool(c)
 	case FinalizeMessage:
 		err = d.finalize(c)
+	case EnqueuePrompt:
+		err = d.enqueue(c)
+	case DispatchPrompt:
+		err = d.dispatch(c)
+	case CompletePrompt:
+		err = d.complete(c)
+	case RequeuePrompt:
+		err = d.requeue(c)
+	case WithdrawPrompt:
+		err = d.withdraw(c)
+	case PromotePrompt:
+		err = d.promote(c)
 	default:
 		err = parley.Errorf(parley.EINVALID, "unknown command %T", cmd)
 	}

@@ -35,6 +35,8 @@ type State struct {
 	LastAbort *AbortMark `json:"lastAbort,omitempty"`
 	// Streams are the messages still streaming, by id.
 	Streams map[string]Stream `json:"streams,omitempty"`
+	// Queue holds the prompts waiting or dispatched, in order.
+	Queue []QueuedPrompt `json:"queue,omitempty"`
 }
 
 // AbortMark records who aborted which turn at which seq.
@@ -91,6 +93,8 @@ func apply(s State, e parley.Event) State {
 			s = closeTurn(s, e, "")
 		}
 		s.LastAbort = &AbortMark{AgentID: e.AgentID, Turn: e.Turn, Seq: e.Seq}
+	case EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled, EventPromptRequeued, EventPromptPromoted:
+		s = applyPrompt(s, e)
 	case parley.EventDelegation:
 		var d parley.Delegation
 		_ = json.Unmarshal(e.Data, &d)

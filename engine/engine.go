@@ -39,6 +39,8 @@ type Options struct {
 	// RunnerGrace is how long a streaming message waits for its runner to
 	// come back before it is finalized canceled (default 30s).
 	RunnerGrace time.Duration
+	// CollectWindow is how long a collect prompt waits for more (default 2s).
+	CollectWindow time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -66,6 +68,9 @@ func (o *Options) setDefaults() {
 	if o.RunnerGrace <= 0 {
 		o.RunnerGrace = 30 * time.Second
 	}
+	if o.CollectWindow <= 0 {
+		o.CollectWindow = 2 * time.Second
+	}
 }
 
 // Engine decides and applies commands. It is safe for concurrent use.
@@ -76,7 +81,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	convs   map[string]*conversation
-	runners map[runnerKey]int // attached runner connections
+	runners map[runnerKey][]*runnerHandle // attached runner connections
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -94,7 +99,7 @@ type conversation struct {
 // New returns an Engine over s.
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
-	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[runnerKey]int)}
+	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[runnerKey][]*runnerHandle)}
 }
 
 // Store returns the engine's store, for reads. Writes must go through the engine.
@@ -260,6 +265,9 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 		c.state = next
 		c.remember(d.Result.Message)
 		e.hub.publish(id, d.Events, next.Guidance(e.opts.Now()))
+		if len(next.Queue) > 0 && next.Active() == nil {
+			e.kickDispatch(id) // a prompt waits and the floor may be free now
+		}
 		e.scheduleClaimExpiry(c, id)
 		return d, next, nil
 	}

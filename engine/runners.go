@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -21,13 +22,24 @@ import (
 
 type runnerKey struct{ conversationID, agentID string }
 
+// runnerHandle is one attached runner connection.
+type runnerHandle struct {
+	agentID string
+	// push hands the connection a frame to send (a prompt or an abort).
+	push func(frame []byte)
+}
+
 // AttachRunner records that a runner of agentID is connected to a
-// conversation; call the returned function when it disconnects.
-func (e *Engine) AttachRunner(conversationID, agentID string) (detach func()) {
+// conversation; push sends it frames (prompts, aborts). Call the returned
+// function when it disconnects: its prompt goes back to the queue and its
+// streaming messages wait the grace period for it.
+func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []byte)) (detach func()) {
 	k := runnerKey{conversationID, agentID}
+	h := &runnerHandle{agentID: agentID, push: push}
 	e.mu.Lock()
-	e.runners[k]++
+	e.runners[k] = append(e.runners[k], h)
 	e.mu.Unlock()
+	e.kickDispatch(conversationID)
 	done := false
 	return func() {
 		e.mu.Lock()
@@ -36,13 +48,14 @@ func (e *Engine) AttachRunner(conversationID, agentID string) (detach func()) {
 			return
 		}
 		done = true
-		e.runners[k]--
-		left := e.runners[k]
+		e.runners[k] = slices.DeleteFunc(e.runners[k], func(x *runnerHandle) bool { return x == h })
+		left := len(e.runners[k])
 		if left == 0 {
 			delete(e.runners, k)
 		}
 		e.mu.Unlock()
 		if left == 0 {
+			e.requeue(conversationID, agentID)
 			e.orphanTimer(conversationID, agentID)
 		}
 	}
@@ -51,7 +64,21 @@ func (e *Engine) AttachRunner(conversationID, agentID string) (detach func()) {
 func (e *Engine) runnerAttached(conversationID, agentID string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.runners[runnerKey{conversationID, agentID}] > 0
+	return len(e.runners[runnerKey{conversationID, agentID}]) > 0
+}
+
+// runnersOf returns the attached runners of a conversation, by agent id.
+func (e *Engine) runnersOf(conversationID string) []*runnerHandle {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var hs []*runnerHandle
+	for k, list := range e.runners {
+		if k.conversationID == conversationID && len(list) > 0 {
+			hs = append(hs, list[len(list)-1]) // the newest connection of each agent
+		}
+	}
+	slices.SortFunc(hs, func(a, b *runnerHandle) int { return strings.Compare(a.agentID, b.agentID) })
+	return hs
 }
 
 // watchOrphans starts the grace period for every agent that has streaming

@@ -45,7 +45,7 @@ func TestOrphanedStreamEndsCanceledAfterGrace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{RunnerGrace: 50 * time.Millisecond})
 	id := b.conversation(t, parley.PolicyFree)
-	detach := b.eng.AttachRunner(id, "bot")
+	detach := b.eng.AttachRunner(id, "bot", func([]byte) {})
 	startStreaming(t, b, b.eng, id)
 	sub, err := b.eng.Subscribe(b.ctx, id, nil)
 	if err != nil {
@@ -66,11 +66,11 @@ func TestRunnerBackWithinGraceContinues(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{RunnerGrace: 200 * time.Millisecond})
 	id := b.conversation(t, parley.PolicyFree)
-	detach := b.eng.AttachRunner(id, "bot")
+	detach := b.eng.AttachRunner(id, "bot", func([]byte) {})
 	startStreaming(t, b, b.eng, id)
 	detach()
-	defer b.eng.AttachRunner(id, "bot")() // back before the grace period ends
-	time.Sleep(400 * time.Millisecond)    // past it: the timer must have found the runner back
+	defer b.eng.AttachRunner(id, "bot", func([]byte) {})() // back before the grace period ends
+	time.Sleep(400 * time.Millisecond)                     // past it: the timer must have found the runner back
 	res, err := b.eng.StreamText(b.ctx, id, conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "wer"})
 	if err != nil {
 		t.Fatalf("the returning runner cannot continue: %v", err)
@@ -86,7 +86,7 @@ func TestRecoverStreamsAfterRestart(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
 	id := b.conversation(t, parley.PolicyFree)
-	defer b.eng.AttachRunner(id, "bot")() // attached to the old engine: the new one knows nothing of it
+	defer b.eng.AttachRunner(id, "bot", func([]byte) {})() // attached to the old engine: the new one knows nothing of it
 	startStreaming(t, b, b.eng, id)
 
 	next := engine.New(b.db, engine.Options{RunnerGrace: 50 * time.Millisecond})

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+)
+
+type promptRequest struct {
+	ID      string          `json:"id,omitempty"`
+	AgentID string          `json:"agentId,omitempty"`
+	Content string          `json:"content"`
+	Mode    string          `json:"mode,omitempty"`
+	To      string          `json:"to,omitempty"`
+	Channel *parley.Channel `json:"channel,omitempty"`
+}
+
+type promptRef struct {
+	AgentID string `json:"agentId,omitempty"`
+}
+
+// postPrompt queues a prompt for the conversation's runners.
+func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	var req promptRequest
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	act, err := actor(who, req.AgentID)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	res, err := s.eng.EnqueuePrompt(r.Context(), r.PathValue("id"), conv.EnqueuePrompt{
+		Actor: act, ID: req.ID, Content: req.Content, Mode: req.Mode, To: req.To, Channel: req.Channel})
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, res)
+}
+
+func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+	q, err := s.eng.Prompts(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	if q == nil {
+		q = []conv.QueuedPrompt{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"prompts": q})
+}
+
+// promptCommand runs withdraw or promote on the prompt named in the path.
+func (s *Server) promptCommand(run func(*Server, *http.Request, conv.Actor, string) (*engine.TurnResult, error)) handler {
+	return func(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+		var req promptRef
+		if r.ContentLength != 0 {
+			if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+				writeErr(w, s.log, err)
+				return
+			}
+		}
+		act, err := actor(who, req.AgentID)
+		if err != nil {
+			writeErr(w, s.log, err)
+			return
+		}
+		res, err := run(s, r, act, r.PathValue("pid"))
+		if err != nil {
+			writeErr(w, s.log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+func withdraw(s *Server, r *http.Request, act conv.Actor, pid string) (*engine.TurnResult, error) {
+	return s.eng.WithdrawPrompt(r.Context(), r.PathValue("id"), conv.WithdrawPrompt{Actor: act, ID: pid})
+}
+
+func promote(s *Server, r *http.Request, act conv.Actor, pid string) (*engine.TurnResult, error) {
+	return s.eng.PromotePrompt(r.Context(), r.PathValue("id"), conv.PromotePrompt{Actor: act, ID: pid})
+}
+
+// abortResponse asks the runner answering the active prompt to stop.
+func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	if !who.CanWrite() {
+		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot abort", who.Kind))
+		return
+	}
+	if err := s.eng.AbortResponse(r.Context(), r.PathValue("id")); err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "aborting"})
+}

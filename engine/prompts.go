@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/store"
+)
+
+// PromptResult is the answer to EnqueuePrompt.
+type PromptResult struct {
+	ID    string              `json:"id"`
+	Seq   int64               `json:"seq"`
+	Queue []conv.QueuedPrompt `json:"queue"`
+}
+
+// EnqueuePrompt queues a prompt (the server makes its id unless given) and
+// dispatches it if a runner is free. A steer prompt aborts the active
+// response. It returns the errors of conv.Decide (409 busy for reject while
+// busy).
+func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p conv.EnqueuePrompt) (*PromptResult, error) {
+	if p.ID == "" {
+		p.ID = NewID()
+	}
+	if p.Window <= 0 {
+		p.Window = e.opts.CollectWindow
+	}
+	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return p, nil }, nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.Mode == conv.ModeSteer {
+		e.abortActive(conversationID, s)
+	}
+	if p.Mode == conv.ModeCollect {
+		time.AfterFunc(p.Window+time.Millisecond, func() { e.kickDispatch(conversationID) })
+	}
+	return &PromptResult{ID: p.ID, Seq: d.Result.Seq, Queue: s.Queue}, nil
+}
+
+// Prompts returns the queue: the dispatched prompt first, then the waiting ones.
+func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.QueuedPrompt, error) {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	return c.state.Queue, nil
+}
+
+// WithdrawPrompt removes a waiting prompt (ENOTFOUND, or EBUSY if dispatched).
+func (e *Engine) WithdrawPrompt(ctx context.Context, conversationID string, c conv.WithdrawPrompt) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+// PromotePrompt moves a waiting prompt to the front.
+func (e *Engine) PromotePrompt(ctx context.Context, conversationID string, c conv.PromotePrompt) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+// CompletePrompt ends the prompt dispatched to the actor's runner and
+// dispatches the next one. A repeated complete changes nothing.
+func (e *Engine) CompletePrompt(ctx context.Context, conversationID string, c conv.CompletePrompt) (*TurnResult, error) {
+	return e.turnCommand(ctx, conversationID, c)
+}
+
+// AbortResponse asks the runner answering the active prompt to stop; it answers
+// with "aborted". It returns ENOTFOUND when no prompt is being answered.
+func (e *Engine) AbortResponse(ctx context.Context, conversationID string) error {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	s := c.state
+	c.mu.Unlock()
+	if !e.abortActive(conversationID, s) {
+		return parley.Errorf(parley.ENOTFOUND, "no prompt is being answered in conversation %s", conversationID)
+	}
+	return nil
+}
+
+// ActivePrompt returns the id of the prompt dispatched to agentID, if any:
+// the message its response replies to.
+func (e *Engine) ActivePrompt(ctx context.Context, conversationID, agentID string) (string, error) {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return "", err
+	}
+	defer c.mu.Unlock()
+	if a := c.state.Active(); a != nil && a.Runner == agentID {
+		return a.ID, nil
+	}
+	return "", nil
+}
+
+// abortActive sends abort to the runner of the active prompt.
+func (e *Engine) abortActive(conversationID string, s conv.State) bool {
+	a := s.Active()
+	if a == nil {
+		return false
+	}
+	frame, _ := json.Marshal(map[string]string{"type": "abort", "messageId": a.ID})
+	for _, h := range e.runnersOf(conversationID) {
+		if h.agentID == a.Runner {
+			h.push(frame)
+			return true
+		}
+	}
+	return false
+}
+
+// requeue puts a departed runner's prompt back at the front of the queue.
+func (e *Engine) requeue(conversationID, agentID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return conv.RequeuePrompt{Runner: agentID}, nil }, nil)
+	if err != nil && parley.ErrorCode(err) != parley.EUNAVAILABLE {
+		e.opts.Logger.Warn("requeue failed", slog.String("conversation", conversationID), slog.Any("err", err))
+	}
+}
+
+// kickDispatch tries to dispatch in the background (it must not run under a
+// conversation's lock).
+func (e *Engine) kickDispatch(conversationID string) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := e.dispatch(ctx, conversationID); err != nil && parley.ErrorCode(err) != parley.EUNAVAILABLE {
+			e.opts.Logger.Warn("dispatch failed", slog.String("conversation", conversationID), slog.Any("err", err))
+		}
+	}()
+}
+
+// dispatch hands the next ready prompt to the first attached runner it is
+// for, and pushes it to that runner as a prompt frame.
+func (e *Engine) dispatch(ctx context.Context, conversationID string) error {
+	for _, h := range e.runnersOf(conversationID) {
+		var next *conv.QueuedPrompt
+		build := func(s conv.State) (conv.Command, error) {
+			next = s.NextPrompt(h.agentID, e.opts.Now())
+			if next == nil {
+				return conv.DispatchPrompt{Runner: h.agentID}, nil // decides nothing
+			}
+			content, err := e.promptText(ctx, conversationID, next.Parts)
+			return conv.DispatchPrompt{Runner: h.agentID, Content: content}, err
+		}
+		d, s, err := e.decide(ctx, conversationID, build, nil)
+		if err != nil {
+			return err
+		}
+		if a := s.Active(); len(d.Events) > 0 && a != nil && a.Runner == h.agentID {
+			content, err := e.promptText(ctx, conversationID, a.Parts)
+			if err != nil {
+				return err
+			}
+			frame, _ := json.Marshal(map[string]any{"type": "prompt", "messageId": a.ID, "content": content,
+				"messageFormat": s.Conversation.MessageFormat, "channel": a.Channel, "agentId": a.AgentID})
+			h.push(frame)
+			return nil
+		}
+	}
+	return nil
+}
+
+// promptText reads a prompt's text from its prompt.queued events.
+func (e *Engine) promptText(ctx context.Context, conversationID string, seqs []int64) (string, error) {
+	var parts []string
+	for _, seq := range seqs {
+		evs, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: conversationID, After: seq - 1, Limit: 1})
+		if err != nil {
+			return "", err
+		}
+		if len(evs) == 1 {
+			var p struct {
+				Content string `json:"content"`
+			}
+			_ = json.Unmarshal(evs[0].Data, &p)
+			parts = append(parts, p.Content)
+		}
+	}
+	return strings.Join(parts, "\n\n"), nil
+}

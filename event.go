@@ -27,6 +27,9 @@ const (
 	// EventMessageUpdated carries the whole message after a part boundary
 	// (a tool call changed) or after it was finalized.
 	EventMessageUpdated = "message.updated"
+	// EventMessagesRemoved records a revert: the messages it removed, a
+	// message and every one after it; Data is MessagesRemoved.
+	EventMessagesRemoved = "messages.removed"
 )
 
 // Event is one entry of a conversation's log. Seq numbers the events of one
@@ -70,4 +73,9 @@ type Chunk struct {
 	// Checkpoint is true when the message's row was rewritten with this
 	// chunk, so that the row is complete as of this event's seq.
 	Checkpoint bool `json:"checkpoint,omitempty"`
+}
+
+// MessagesRemoved is the data of a messages.removed event.
+type MessagesRemoved struct {
+	MessageIDs []string `json:"messageIds"`
 }

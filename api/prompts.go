@@ -98,3 +98,31 @@ func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parle
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "aborting"})
 }
+
+type revertRequest struct {
+	AgentID   string `json:"agentId,omitempty"`
+	MessageID string `json:"messageId"`
+}
+
+// revert removes a message and everything after it, and tells the runners.
+func (s *Server) revert(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	var req revertRequest
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	act, err := actor(who, req.AgentID)
+	if err == nil && !parley.ValidID(req.MessageID) {
+		err = parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not a valid message id", req.MessageID)
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	res, err := s.eng.Revert(r.Context(), r.PathValue("id"), act, true, req.MessageID)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -33,6 +33,7 @@ type runnerFrame struct {
 	Reason            string          `json:"reason,omitempty"`
 	FinalText         string          `json:"finalText,omitempty"`
 	Finality          parley.Finality `json:"finality,omitempty"`
+	MessageIDs        []string        `json:"messageIds,omitempty"`
 }
 
 // maxRunnerFrame bounds one frame from a runner.
@@ -166,6 +167,12 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 			msg = "the runner failed"
 		}
 		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality)
+	case "reverted":
+		res, err := eng.Revert(ctx, id, rs.act, false, f.MessageIDs...)
+		if err != nil {
+			return nil, err
+		}
+		return &engine.MessageResult{Seq: res.Seq}, nil
 	case "complete":
 		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act})
 		if err != nil {
@@ -173,7 +180,7 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 		}
 		return &engine.MessageResult{Seq: res.Seq}, nil
 	}
-	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete)", f.Type)
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted)", f.Type)
 }
 
 // target is the message aborted and error apply to: the one named, else the

@@ -108,6 +108,7 @@ func (s *Server) routes() {
 	m.HandleFunc("DELETE /v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw)))
 	m.HandleFunc("POST /v1/conversations/{id}/prompts/{pid}/promote", s.authed(s.promptCommand(promote)))
 	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
+	m.HandleFunc("POST /v1/conversations/{id}/revert", s.authed(s.revert))
 
 	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
 	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))

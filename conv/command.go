@@ -164,6 +164,7 @@ func (ResetTurn) command()       {}
 func (AbortTurn) command()       {}
 func (Delegate) command()        {}
 func (ExpireClaim) command()     {}
+func (Revert) command()          {}
 func (StreamText) command()      {}
 func (StreamTool) command()      {}
 func (FinalizeMessage) command() {}
@@ -174,6 +175,8 @@ type Decision struct {
 	Events []parley.Event
 	// Messages to write to the messages projection with the events.
 	Messages []*parley.Message
+	// Removed are the ids of messages whose rows go (a revert).
+	Removed []string
 	// Replay is the stored response of an idempotent retry; nothing is written.
 	Replay []byte
 	// Result says what happened, for the caller.

@@ -42,6 +42,8 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 		err = d.streamTool(c)
 	case FinalizeMessage:
 		err = d.finalize(c)
+	case Revert:
+		err = d.revert(c)
 	case EnqueuePrompt:
 		err = d.enqueue(c)
 	case DispatchPrompt:

@@ -93,6 +93,8 @@ func apply(s State, e parley.Event) State {
 			s = closeTurn(s, e, "")
 		}
 		s.LastAbort = &AbortMark{AgentID: e.AgentID, Turn: e.Turn, Seq: e.Seq}
+	case parley.EventMessagesRemoved:
+		s = applyStream(s, e)
 	case EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled, EventPromptRequeued, EventPromptPromoted:
 		s = applyPrompt(s, e)
 	case parley.EventDelegation:

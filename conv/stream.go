@@ -202,6 +202,15 @@ func applyStream(s State, e parley.Event) State {
 		} else {
 			delete(s.Streams, m.ID)
 		}
+	case parley.EventMessagesRemoved:
+		var r parley.MessagesRemoved
+		_ = json.Unmarshal(e.Data, &r)
+		if len(s.Streams) > 0 {
+			s.Streams = maps.Clone(s.Streams)
+			for _, id := range r.MessageIDs {
+				delete(s.Streams, id)
+			}
+		}
 	case parley.EventChunk:
 		var c parley.Chunk
 		_ = json.Unmarshal(e.Data, &c)
@@ -221,4 +230,27 @@ func applyStream(s State, e parley.Event) State {
 		s.Streams[c.MessageID] = st
 	}
 	return s
+}
+
+// Revert removes a message and every message after it (seed 001). An
+// unknown message reverts nothing.
+type Revert struct {
+	Actor
+	MessageID string
+	// Known: the ids of the message and of every message after it, oldest
+	// first, as the engine read them; empty if the message does not exist.
+	Known []string
+}
+
+func (d *decider) revert(c Revert) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if len(c.Known) == 0 {
+		return nil // an unknown id does nothing
+	}
+	e := d.emit(parley.EventMessagesRemoved, 0, "", c.AgentID, parley.FinalityNone, parley.MessagesRemoved{MessageIDs: c.Known})
+	d.out.Removed = c.Known
+	d.out.Result = Result{Seq: e.Seq}
+	return nil
 }

@@ -147,3 +147,19 @@ func TestStreamingRules(t *testing.T) {
 	}
 	checkInvariants(sc)
 }
+
+func TestRevertDropsStreamingMessages(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	if d := sc.ok(conv.Revert{Actor: conv.Actor{AgentID: "a"}, MessageID: "ghost"}); len(d.Events) != 0 {
+		t.Fatal("reverting an unknown message wrote something")
+	}
+	st := startStream(t, sc, "bot", "r1")
+	st.text("x")
+	d := sc.ok(conv.Revert{Actor: conv.Actor{AgentID: "a"}, MessageID: "r1", Known: []string{"r1"}})
+	if types(d.Events) != "messages.removed" || len(d.Removed) != 1 || len(sc.s.Streams) != 0 {
+		t.Fatalf("revert: %s, removed %v, streams %v", types(d.Events), d.Removed, sc.s.Streams)
+	}
+	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "y", Known: st.known()}, parley.ENOTFOUND)
+	checkInvariants(sc)
+}

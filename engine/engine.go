@@ -264,6 +264,9 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 		}
 		c.state = next
 		c.remember(d.Result.Message)
+		for _, removed := range d.Removed {
+			delete(c.streams, removed)
+		}
 		e.hub.publish(id, d.Events, next.Guidance(e.opts.Now()))
 		if len(next.Queue) > 0 && next.Active() == nil {
 			e.kickDispatch(id) // a prompt waits and the floor may be free now
@@ -283,6 +286,7 @@ func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decis
 		ExpectSeq:      prev.LastSeq,
 		Events:         d.Events,
 		Messages:       d.Messages,
+		RemoveMessages: d.Removed,
 		State:          state,
 	}
 	if respond != nil {

@@ -193,3 +193,56 @@ func (e *Engine) promptText(ctx context.Context, conversationID string, seqs []i
 	}
 	return strings.Join(parts, "\n\n"), nil
 }
+
+// RevertResult is the answer to Revert.
+type RevertResult struct {
+	Removed []string `json:"removed"`
+	Seq     int64    `json:"seq"`
+}
+
+// Revert removes the earliest of the named messages and every message after
+// it, and tells the attached runners when forward is set (a revert that came
+// from a runner is not sent back). Unknown ids revert nothing.
+func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor, forward bool, messageIDs ...string) (*RevertResult, error) {
+	var target *parley.Message
+	build := func(conv.State) (conv.Command, error) {
+		target = nil
+		for _, id := range messageIDs {
+			m, err := e.store.GetMessage(ctx, conversationID, id)
+			if parley.ErrorCode(err) == parley.ENOTFOUND {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if target == nil || m.Seq < target.Seq {
+				target = m
+			}
+		}
+		cmd := conv.Revert{Actor: a}
+		if target == nil {
+			return cmd, nil
+		}
+		cmd.MessageID = target.ID
+		ms, err := e.store.ListMessages(ctx, store.ListMessagesParams{ConversationID: conversationID, After: target.Seq - 1})
+		for _, m := range ms {
+			cmd.Known = append(cmd.Known, m.ID)
+		}
+		return cmd, err
+	}
+	d, _, err := e.decide(ctx, conversationID, build, nil)
+	if err != nil {
+		return nil, err
+	}
+	if forward && target != nil {
+		frame, _ := json.Marshal(map[string]string{"type": "revert", "messageId": target.ID})
+		for _, h := range e.runnersOf(conversationID) {
+			h.push(frame)
+		}
+	}
+	removed := d.Removed
+	if removed == nil {
+		removed = []string{}
+	}
+	return &RevertResult{Removed: removed, Seq: d.Result.Seq}, nil
+}

@@ -74,6 +74,9 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 				agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`,
 				p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data)
 		}
+		if len(p.RemoveMessages) > 0 {
+			batch.Queue(`DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)`, p.ConversationID, p.RemoveMessages)
+		}
 		if k := p.Idempotency; k != nil {
 			batch.Queue(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, tsArg(k.Time))

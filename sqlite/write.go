@@ -123,6 +123,11 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 				return err
 			}
 		}
+		for _, id := range p.RemoveMessages {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id = ?`, p.ConversationID, id); err != nil {
+				return err
+			}
+		}
 		if k := p.Idempotency; k != nil {
 			_, err := tx.StmtContext(ctx, db.stmts.insertIdempotency).ExecContext(ctx,
 				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, formatTime(k.Time))

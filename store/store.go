@@ -118,9 +118,11 @@ type AppendParams struct {
 	ExpectSeq      int64
 	Events         []parley.Event
 	// Messages are inserted, or replace the row with the same id.
-	Messages    []*parley.Message
-	Idempotency *Idempotency
-	State       []byte
+	Messages []*parley.Message
+	// RemoveMessages are the ids of message rows to delete (a revert).
+	RemoveMessages []string
+	Idempotency    *Idempotency
+	State          []byte
 }
 
 // ReadEventsParams are the arguments of Store.ReadEvents.

@@ -31,6 +31,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"AppendUnknownConversation", testAppendUnknown},
 		{"AppendIsAtomic", testAppendAtomic},
 		{"MessageUpsert", testMessageUpsert},
+		{"RemoveMessages", testRemoveMessages},
 		{"ReadEventsPaging", testReadEvents},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},
@@ -268,5 +269,22 @@ func testReadEvents(t *testing.T, s store.Store) {
 	none, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: uuid.NewString(), Limit: 4})
 	if err != nil || len(none) != 0 {
 		t.Fatalf("unknown conversation: %d events, err %v", len(none), err)
+	}
+}
+
+func testRemoveMessages(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	last := appendMessages(t, s, id, 1, message(id, "keep", 0, "", 0), message(id, "gone1", 0, "keep", 1), message(id, "gone2", 0, "", 0))
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: last, Events: []parley.Event{event(id, last+1, "a")},
+		RemoveMessages: []string{"gone1", "gone2", "never-existed"}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: id, Limit: 10})
+	if err != nil || len(all) != 1 || all[0].ID != "keep" {
+		t.Fatalf("after removing: %d messages, %v", len(all), err)
+	}
+	replies, _ := s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "keep", Limit: 10})
+	if len(replies) != 0 {
+		t.Fatalf("a removed reply is still listed: %v", replies)
 	}
 }

@@ -1,0 +1,54 @@
+package api_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/engine"
+)
+
+func TestRevertRemovesTheMessageAndAllAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation()
+	base := "/v1/conversations/" + id
+	for _, m := range []string{"m1", "m2", "m3", "m4"} {
+		b.want(b.do("POST", base+"/messages", b.alice, map[string]any{"id": m, "content": m, "finality": "turn"}), 201, "")
+	}
+	run := b.runnerConn(id, b.bob)
+	before := b.lastSeq(id)
+	r := b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "nope"})
+	b.want(r, 200, "")
+	if len(r.body["removed"].([]any)) != 0 || b.lastSeq(id) != before {
+		t.Fatalf("reverting an unknown id did something: %s", r.raw)
+	}
+	r = b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "m2"})
+	b.want(r, 200, "")
+	if got := r.body["removed"].([]any); len(got) != 3 || got[0] != "m2" || got[2] != "m4" {
+		t.Fatalf("removed = %v", got)
+	}
+	if f := until(t, b, run, "revert"); f["messageId"] != "m2" {
+		t.Fatalf("runner got %v", f)
+	}
+	r = b.do("GET", base+"/messages", b.viewer, nil)
+	if ms := r.body["messages"].([]any); len(ms) != 1 || ms[0].(map[string]any)["id"] != "m1" {
+		t.Fatalf("messages after revert = %s", r.raw)
+	}
+	r = b.do("GET", base+"/events?after="+itoa(int(before)), b.viewer, nil)
+	ev := r.body["events"].([]any)[0].(map[string]any)
+	if ev["type"] != "messages.removed" || len(ev["data"].(map[string]any)["messageIds"].([]any)) != 3 {
+		t.Fatalf("revert event = %v", ev)
+	}
+	// A runner's own revert does the same and is not sent back to it.
+	if ack := send(t, b, run, `{"type":"reverted","messageIds":["m1"]}`); ack["type"] != "ack" {
+		t.Fatalf("reverted: %v", ack)
+	}
+	r = b.do("GET", base+"/messages", b.viewer, nil)
+	if ms := r.body["messages"].([]any); len(ms) != 0 {
+		t.Fatalf("messages after the runner's revert = %s", r.raw)
+	}
+	b.want(b.do("POST", base+"/revert", b.viewer, map[string]any{"messageId": "m1"}), 403, "forbidden")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

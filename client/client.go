@@ -138,6 +138,16 @@ func (c *Client) Abort(ctx context.Context, conversationID, agentID, reason stri
 	return &r, c.do(ctx, http.MethodPost, convPath(conversationID, "/turns/abort"), omitEmpty(body), &r)
 }
 
+// Prompt queues a prompt (mode followup, steer, collect or reject; empty:
+// followup) from agentID (needed only with an admin token or an open server).
+func (c *Client) Prompt(ctx context.Context, conversationID, agentID, content, mode string) (string, error) {
+	var r struct {
+		ID string `json:"id"`
+	}
+	body := omitEmpty(map[string]any{"agentId": agentID, "content": content, "mode": mode})
+	return r.ID, c.do(ctx, http.MethodPost, convPath(conversationID, "/prompts"), body, &r)
+}
+
 // Message returns one message of a conversation.
 func (c *Client) Message(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
 	var m parley.Message

@@ -4,6 +4,7 @@
 //	parley migrate   bring the database schema up to date
 //	parley token     create, list and revoke bearer tokens
 //	parley tail      follow a conversation's live stream in the terminal
+//	parley demo      a server with a scripted runner answering a scripted user
 package main
 
 import (
@@ -28,6 +29,7 @@ Usage:
   parley token list   [-db ./parley.db]
   parley token revoke [-db ./parley.db] TOKEN_ID
   parley tail    [-server http://127.0.0.1:7700] [-token T] [-ws] [-after SEQ] CONVERSATION
+  parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s]
 
 Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and
 PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token.
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runToken(ctx, rest, stdout, stderr)
 	case "tail":
 		return runTail(ctx, rest, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, rest, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -21,6 +21,12 @@ import (
 )
 
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	return serve(ctx, args, stderr, nil)
+}
+
+// serve runs the server until ctx ends. onReady, if set, is called in its
+// own goroutine once the server listens, with its URL.
+func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ctx context.Context, url string, log *slog.Logger)) error {
 	fs := newFlags("serve", stderr)
 	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
 	addr := fs.String("addr", envOr("PARLEY_ADDR", "127.0.0.1:7700"), "listen address")
@@ -88,6 +94,9 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("store", where))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if onReady != nil {
+		go onReady(ctx, "http://"+ln.Addr().String(), log)
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -1,0 +1,185 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley"
+)
+
+// Runner is an agent's connection to a conversation's runner endpoint
+// (seed 001's runner protocol). Next yields what the server sends (prompts,
+// aborts, reverts); the other methods send one frame each and return once
+// the server acknowledged it as durable, or with the server's error.
+type Runner struct {
+	conn    *websocket.Conn
+	pushes  chan Push
+	replies chan map[string]any
+	send    sync.Mutex // one frame awaits its reply at a time
+	done    chan struct{}
+	err     error
+}
+
+// Push is a frame the server sends a runner: Type is "prompt", "abort" or
+// "revert"; MessageID names the prompt's message or the message concerned.
+type Push struct {
+	Type          string          `json:"type"`
+	MessageID     string          `json:"messageId"`
+	Content       string          `json:"content,omitempty"`
+	MessageFormat string          `json:"messageFormat,omitempty"`
+	AgentID       string          `json:"agentId,omitempty"`
+	Channel       *parley.Channel `json:"channel,omitempty"`
+}
+
+// ToolUpdate is one status change of a tool call.
+type ToolUpdate struct {
+	CallID   string          `json:"callId"`
+	ToolName string          `json:"toolName"`
+	Status   string          `json:"status"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// ConnectRunner opens the runner connection of a conversation. agentID is
+// needed only with an admin token (or an open server); an agent token names
+// its agent.
+func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID string) (*Runner, error) {
+	u := strings.Replace(c.baseURL, "http", "ws", 1) + convPath(conversationID, "/runner")
+	if agentID != "" {
+		u += "?agentId=" + url.QueryEscape(agentID)
+	}
+	h := http.Header{}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h})
+	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			return nil, &StatusError{Status: resp.StatusCode, Err: parley.Errorf(parley.EUNAVAILABLE, "runner connection refused: HTTP %d", resp.StatusCode)}
+		}
+		return nil, err
+	}
+	conn.SetReadLimit(32 << 20)
+	r := &Runner{conn: conn, pushes: make(chan Push, 64), replies: make(chan map[string]any, 1), done: make(chan struct{})}
+	go r.read()
+	return r, nil
+}
+
+func (r *Runner) read() {
+	defer close(r.done)
+	for {
+		_, data, err := r.conn.Read(context.Background())
+		if err != nil {
+			r.err = err
+			return
+		}
+		var head struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(data, &head)
+		switch head.Type {
+		case "ack", "error":
+			var m map[string]any
+			_ = json.Unmarshal(data, &m)
+			r.replies <- m
+		default:
+			var p Push
+			if json.Unmarshal(data, &p) == nil {
+				r.pushes <- p
+			}
+		}
+	}
+}
+
+// Next returns the next prompt, abort or revert from the server.
+func (r *Runner) Next(ctx context.Context) (Push, error) {
+	select {
+	case p := <-r.pushes:
+		return p, nil
+	case <-r.done:
+		return Push{}, fmt.Errorf("runner connection closed: %w", r.err)
+	case <-ctx.Done():
+		return Push{}, ctx.Err()
+	}
+}
+
+// Close closes the connection; the server puts an unanswered prompt back
+// in the queue.
+func (r *Runner) Close() error { return r.conn.Close(websocket.StatusNormalClosure, "") }
+
+// do sends one frame and waits for its ack; it returns the acked seq.
+func (r *Runner) do(ctx context.Context, frame map[string]any) (int64, error) {
+	r.send.Lock()
+	defer r.send.Unlock()
+	b, _ := json.Marshal(frame)
+	if err := r.conn.Write(ctx, websocket.MessageText, b); err != nil {
+		return 0, err
+	}
+	select {
+	case m := <-r.replies:
+		if m["type"] == "error" {
+			e, _ := m["error"].(map[string]any)
+			code, _ := e["code"].(string)
+			msg, _ := e["message"].(string)
+			return 0, &parley.Error{Code: code, Message: msg}
+		}
+		seq, _ := m["seq"].(float64)
+		return int64(seq), nil
+	case <-r.done:
+		return 0, fmt.Errorf("runner connection closed: %w", r.err)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Create starts the assistant message with id turnID (empty replyTo: it
+// answers the prompt the runner was given).
+func (r *Runner) Create(ctx context.Context, turnID string) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "message.create", "turnId": turnID})
+}
+
+// Text appends a text delta.
+func (r *Runner) Text(ctx context.Context, turnID, delta string) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "message.part.text-delta", "turnId": turnID, "delta": delta})
+}
+
+// Tool adds or updates a tool call.
+func (r *Runner) Tool(ctx context.Context, turnID string, u ToolUpdate) (int64, error) {
+	f := map[string]any{"type": "message.part.tool-update", "turnId": turnID, "callId": u.CallID, "toolName": u.ToolName, "status": u.Status}
+	if u.Args != nil {
+		f["args"] = u.Args
+	}
+	if u.Result != nil {
+		f["result"] = u.Result
+	}
+	if u.Error != "" {
+		f["error"] = u.Error
+	}
+	return r.do(ctx, f)
+}
+
+// Finalize ends the message with a reason (end_turn, error, canceled).
+func (r *Runner) Finalize(ctx context.Context, turnID, reason, finalText string) (int64, error) {
+	f := map[string]any{"type": "message.finalize", "turnId": turnID, "reason": reason}
+	if finalText != "" {
+		f["finalText"] = finalText
+	}
+	return r.do(ctx, f)
+}
+
+// Aborted reports that the runner stopped its current response.
+func (r *Runner) Aborted(ctx context.Context) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "aborted"})
+}
+
+// Complete reports that the runner finished its prompt.
+func (r *Runner) Complete(ctx context.Context) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "complete"})
+}

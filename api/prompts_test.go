@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -8,34 +9,56 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// until reads runner frames until one of type typ arrives.
+// until reads runner frames until one of type typ arrives; frames of other
+// types that the test may want later (prompts, aborts, reverts) are kept.
 func until(t *testing.T, b *bundle, c *websocket.Conn, typ string) map[string]any {
 	t.Helper()
-	for {
-		f := readFrame(t, b.ctx, c)
+	stashMu.Lock()
+	kept := stash[c]
+	for i, f := range kept {
 		if f["type"] == typ {
+			stash[c] = append(kept[:i:i], kept[i+1:]...)
+			stashMu.Unlock()
 			return f
 		}
-		if f["type"] == "error" {
+	}
+	stashMu.Unlock()
+	for {
+		f := readFrame(t, b.ctx, c)
+		switch {
+		case f["type"] == typ:
+			return f
+		case f["type"] == "error":
 			t.Fatalf("runner got an error while waiting for %s: %v", typ, f)
+		case f["type"] != "ack":
+			stashMu.Lock()
+			stash[c] = append(stash[c], f)
+			stashMu.Unlock()
 		}
 	}
 }
 
-func write(t *testing.T, b *bundle, c *websocket.Conn, frame string) {
+var (
+	stashMu sync.Mutex
+	stash   = map[*websocket.Conn][]map[string]any{}
+)
+
+// do writes one frame and waits for its ack.
+func do(t *testing.T, b *bundle, c *websocket.Conn, frame string) {
 	t.Helper()
 	if err := c.Write(b.ctx, websocket.MessageText, []byte(frame)); err != nil {
 		t.Fatal(err)
 	}
+	until(t, b, c, "ack")
 }
 
 // answer streams one response to the prompt the runner was given.
 func answer(t *testing.T, b *bundle, c *websocket.Conn, id, text string) {
 	t.Helper()
-	write(t, b, c, `{"type":"message.create","turnId":"`+id+`"}`)
-	write(t, b, c, `{"type":"message.part.text-delta","turnId":"`+id+`","delta":"`+text+`"}`)
-	write(t, b, c, `{"type":"message.finalize","turnId":"`+id+`","reason":"end_turn"}`)
-	write(t, b, c, `{"type":"complete"}`)
+	do(t, b, c, `{"type":"message.create","turnId":"`+id+`"}`)
+	do(t, b, c, `{"type":"message.part.text-delta","turnId":"`+id+`","delta":"`+text+`"}`)
+	do(t, b, c, `{"type":"message.finalize","turnId":"`+id+`","reason":"end_turn"}`)
+	do(t, b, c, `{"type":"complete"}`)
 }
 
 func TestQueuedPromptsGiveSeparateMessages(t *testing.T) {
@@ -58,7 +81,6 @@ func TestQueuedPromptsGiveSeparateMessages(t *testing.T) {
 		t.Fatalf("second prompt frame = %v", p)
 	}
 	answer(t, b, run, "r2", "two")
-	until(t, b, run, "ack")
 
 	r := b.do("GET", base+"/messages", b.viewer, nil)
 	var got []string
@@ -96,15 +118,13 @@ func TestRunnerDisconnectRequeuesAndAbortReachesIt(t *testing.T) {
 	if n := len(r.body["messages"].([]any)); n != 1 {
 		t.Fatalf("the prompt's user message was written %d times", n)
 	}
-	write(t, b, again, `{"type":"message.create","turnId":"r1"}`)
-	until(t, b, again, "ack")
+	do(t, b, again, `{"type":"message.create","turnId":"r1"}`)
 	b.want(b.do("POST", base+"/abort", b.admin, nil), 202, "")
 	if f := until(t, b, again, "abort"); f["messageId"] != "p1" {
 		t.Fatalf("abort frame = %v", f)
 	}
-	write(t, b, again, `{"type":"aborted"}`)
-	write(t, b, again, `{"type":"complete"}`)
-	until(t, b, again, "ack")
+	do(t, b, again, `{"type":"aborted"}`)
+	do(t, b, again, `{"type":"complete"}`)
 	r = b.do("GET", base+"/messages/r1", b.viewer, nil)
 	if r.body["status"] != "canceled" {
 		t.Fatalf("aborted response = %s", r.raw)

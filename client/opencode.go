@@ -106,7 +106,9 @@ func (a *OpenCodeAdapter) Handle(ctx context.Context, ev OpenCodeEvent) error {
 }
 
 // Abort ends the response canceled, as when the user stops it.
-func (a *OpenCodeAdapter) Abort(ctx context.Context) error { return a.finish(ctx, parley.FinishCanceled) }
+func (a *OpenCodeAdapter) Abort(ctx context.Context) error {
+	return a.finish(ctx, parley.FinishCanceled)
+}
 
 func (a *OpenCodeAdapter) part(ctx context.Context, part *OpenCodePart, delta string) error {
 	switch part.Type {

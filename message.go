@@ -138,3 +138,19 @@ func ValidID(s string) bool {
 	}
 	return true
 }
+
+// Delivery is a finalized reply on its way to the channel its prompt came
+// from (channel auto-reply). It is written with the reply, in the same
+// transaction, and delivered at least once; MessageID is the idempotency key.
+type Delivery struct {
+	ID             string  `json:"id"`
+	ConversationID string  `json:"conversationId"`
+	MessageID      string  `json:"messageId"`
+	Channel        Channel `json:"channel"`
+	Content        string  `json:"content"`
+	Attempts       int     `json:"attempts"`
+	NextAttemptAt  Time    `json:"nextAttemptAt"`
+	DeliveredAt    Time    `json:"deliveredAt"`
+	LastError      string  `json:"lastError,omitempty"`
+	CreatedAt      Time    `json:"createdAt"`
+}

@@ -133,14 +133,16 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 	eng, id := rs.s.eng, rs.conv
 	switch f.Type {
 	case "message.create":
-		replyTo := f.ReplyTo
-		if replyTo == "" { // a response answers the prompt dispatched to this runner
-			var err error
-			if replyTo, err = eng.ActivePrompt(ctx, id, rs.act.AgentID); err != nil {
-				return nil, err
-			}
+		// A response answers the prompt dispatched to this runner and goes
+		// back to its channel, unless the frame says otherwise.
+		prompt, channel, err := eng.ActivePrompt(ctx, id, rs.act.AgentID)
+		if err != nil {
+			return nil, err
 		}
-		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: replyTo, Streaming: true}
+		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: prompt, Channel: channel, Streaming: true}
+		if f.ReplyTo != "" {
+			m.ReplyTo = f.ReplyTo
+		}
 		if f.ChannelType != "" || f.ChannelID != "" {
 			m.Channel = &parley.Channel{Type: f.ChannelType, ID: f.ChannelID}
 		}

@@ -177,6 +177,8 @@ type Decision struct {
 	Messages []*parley.Message
 	// Removed are the ids of messages whose rows go (a revert).
 	Removed []string
+	// Deliveries are channel auto-replies to write to the outbox.
+	Deliveries []*parley.Delivery
 	// Replay is the stored response of an idempotent retry; nothing is written.
 	Replay []byte
 	// Result says what happened, for the caller.

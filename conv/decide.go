@@ -17,7 +17,7 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	if env.Limits == (Limits{}) {
 		env.Limits = DefaultLimits
 	}
-	d := &decider{s: s, env: env}
+	d := &decider{s: s, base: s, env: env}
 	if c := s.Claim; c != nil && !env.Now.Before(c.ExpiresAt.Time) {
 		d.emit(parley.EventClaimExpired, c.Turn, "", c.AgentID, parley.FinalityNone, c)
 	}
@@ -65,11 +65,13 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	return d.out, nil
 }
 
-// decider accumulates one decision; s is kept evolved over what it emitted.
+// decider accumulates one decision; s is kept evolved over what it emitted,
+// base is the state the decision started from (what is stored).
 type decider struct {
-	s   State
-	env Env
-	out Decision
+	s    State
+	base State
+	env  Env
+	out  Decision
 }
 
 // emit appends an event with the next seq and evolves the decider's state.
@@ -91,9 +93,12 @@ func (d *decider) emit(typ string, turn int, turnID, agentID string, fin parley.
 	return e
 }
 
-// conflict returns a 409 error carrying the current head.
+// conflict returns a 409 error carrying the current head. A refused decision
+// writes nothing, so the head is that of the stored state: not of d.s, which
+// may hold a claim.expired event of this decision that is never written.
+// (The head hides a lapsed claim all the same.)
 func (d *decider) conflict(code, format string, args ...any) error {
-	return parley.Errorf(code, format, args...).WithHead(d.s.Head(d.env.Now))
+	return parley.Errorf(code, format, args...).WithHead(d.base.Head(d.env.Now))
 }
 
 func (d *decider) checkOpen() error {

@@ -83,6 +83,9 @@ func (d *decider) planMessageTurn(c PostMessage, fin parley.Finality) (turnPlan,
 		if c.Precondition != nil {
 			return turnPlan{}, "", parley.Errorf(parley.EINVALIDVALUE, "a system message is in turn 0 and takes no precondition")
 		}
+		if t := c.TurnID; t != "" && t != d.s.LastTurnID && t != c.ID && !c.Known.TurnIDKnown {
+			return turnPlan{}, "", parley.Errorf(parley.EINVALIDVALUE, "turnId %q names no message or turn of this conversation", t)
+		}
 		return turnPlan{turn: 0, owner: true}, c.TurnID, nil
 	}
 	plan, err := d.planTurn(c.AgentID, c.Precondition)

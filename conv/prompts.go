@@ -199,8 +199,10 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 
 func (d *decider) complete(c CompletePrompt) error {
 	a := d.s.Active()
-	if a == nil || a.Runner != c.AgentID {
-		return nil // nothing dispatched to this runner: a repeated complete does nothing
+	if a == nil || a.Runner != c.AgentID || d.s.Closed {
+		// Nothing dispatched to this runner (a repeated complete does
+		// nothing), or the conversation is closed and takes no more events.
+		return nil
 	}
 	e := d.emit(EventPromptCompleted, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: a.ID})
 	d.out.Result = Result{Seq: e.Seq}
@@ -209,8 +211,8 @@ func (d *decider) complete(c CompletePrompt) error {
 
 func (d *decider) requeue(c RequeuePrompt) error {
 	a := d.s.Active()
-	if a == nil || a.Runner != c.Runner {
-		return nil
+	if a == nil || a.Runner != c.Runner || d.s.Closed {
+		return nil // nothing to put back, or closed: nothing is dispatched again
 	}
 	e := d.emit(EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: a.ID})
 	d.out.Result = Result{Seq: e.Seq}
@@ -218,6 +220,9 @@ func (d *decider) requeue(c RequeuePrompt) error {
 }
 
 func (d *decider) withdraw(c WithdrawPrompt) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
 	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == c.ID })
 	switch {
 	case i < 0:
@@ -231,6 +236,9 @@ func (d *decider) withdraw(c WithdrawPrompt) error {
 }
 
 func (d *decider) promote(c PromotePrompt) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
 	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == c.ID })
 	switch {
 	case i < 0:

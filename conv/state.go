@@ -110,7 +110,9 @@ func apply(s State, e parley.Event) State {
 }
 
 // enterTurn opens turn e.Turn if it is not the open one, or notes that the
-// open turn was written to (which ends a reset).
+// open turn was written to (which ends a reset). A turn that has closed is
+// never opened again: the only events of a closed turn that Decide writes are
+// those that finalize a message still streaming when its turn closed.
 func enterTurn(s State, e parley.Event) State {
 	if s.Open != nil && s.Open.Turn == e.Turn {
 		if s.Open.Reset {
@@ -118,6 +120,9 @@ func enterTurn(s State, e parley.Event) State {
 			open.Reset = false
 			s.Open = &open
 		}
+		return s
+	}
+	if e.Turn <= s.LastTurn {
 		return s
 	}
 	s.Open = &parley.OpenTurn{Turn: e.Turn, Owner: e.AgentID, TurnID: e.TurnID, OpenedSeq: e.Seq}

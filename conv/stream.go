@@ -96,9 +96,28 @@ func (d *decider) stream(a Actor, id string, known StreamLookups) (Stream, *parl
 	return st, &m, nil
 }
 
+// turnOpen reports whether the turn a streaming message belongs to is still
+// open. Turn 0 (a system message) is never closed.
+func (d *decider) turnOpen(st Stream) bool {
+	return st.Turn == 0 || (d.s.Open != nil && d.s.Open.Turn == st.Turn)
+}
+
+// checkStreamTurn refuses to add to a message whose turn has closed (it was
+// aborted, or its owner closed it with another message): the right to write
+// into a turn ends with the turn. Such a message can only be finalized.
+func (d *decider) checkStreamTurn(st Stream, id string) error {
+	if d.turnOpen(st) {
+		return nil
+	}
+	return d.conflict(parley.ETURNCONFLICT, "turn %d of message %s is closed; the message can only be finalized", st.Turn, id)
+}
+
 func (d *decider) streamText(c StreamText) error {
 	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
 	if err != nil {
+		return err
+	}
+	if err := d.checkStreamTurn(st, c.MessageID); err != nil {
 		return err
 	}
 	switch {
@@ -121,6 +140,9 @@ func (d *decider) streamText(c StreamText) error {
 func (d *decider) streamTool(c StreamTool) error {
 	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
 	if err != nil {
+		return err
+	}
+	if err := d.checkStreamTurn(st, c.MessageID); err != nil {
 		return err
 	}
 	u := c.Tool
@@ -149,24 +171,46 @@ func (d *decider) finalize(c FinalizeMessage) error {
 	default:
 		return parley.Errorf(parley.EINVALIDVALUE, "finish reason %q is not one of end_turn, error, canceled", c.Reason)
 	}
+	// The writer owns the message's turn only while that turn is open: a
+	// message whose turn was aborted or closed meanwhile closes nothing (it
+	// must not close a later turn, which the writer may own too).
+	owner := st.Turn > 0 && d.turnOpen(st) && d.s.Open.Owner == c.AgentID
 	fin := c.Finality
 	if fin == "" {
 		// A response ends its writer's turn, unless the writer is a delegate
 		// working inside someone else's turn.
 		fin = parley.FinalityNone
-		if open := d.s.Open; open != nil && open.Owner == c.AgentID {
+		if owner {
 			fin = parley.FinalityTurn
 		}
 	}
-	if !fin.Valid() {
+	switch {
+	case !fin.Valid():
 		return parley.Errorf(parley.EINVALIDVALUE, "finality %q is not one of none, turn, conversation", fin)
-	}
-	if err := d.checkCloser(turnPlan{turn: st.Turn, owner: d.s.Open != nil && d.s.Open.Owner == c.AgentID}, c.AgentID, fin); err != nil {
-		return err
+	case fin == parley.FinalityNone:
+	case st.Turn == 0 && fin == parley.FinalityTurn:
+		return parley.Errorf(parley.EINVALIDVALUE, "message %s is in turn 0 and cannot close a turn", c.MessageID)
+	case st.Turn == 0:
+	case !d.turnOpen(st):
+		return d.conflict(parley.ETURNCONFLICT, "turn %d of message %s is closed; finalize it with finality none", st.Turn, c.MessageID)
+	default:
+		if err := d.checkCloser(turnPlan{turn: st.Turn, owner: owner}, c.AgentID, fin); err != nil {
+			return err
+		}
 	}
 	Finalize(m, c.Reason, c.Error, c.FinalText)
 	m.Finality = fin
-	return d.rewrite(st, m, fin, c.AgentID)
+	if err := d.rewrite(st, m, fin, c.AgentID); err != nil {
+		return err
+	}
+	if m.Channel != nil && m.Status == parley.StatusComplete {
+		// The reply goes back to the channel its prompt came from, at least
+		// once: the outbox row is written with the message.
+		now := parley.NewTime(d.env.Now)
+		d.out.Deliveries = append(d.out.Deliveries, &parley.Delivery{ID: m.ConversationID + ":" + m.ID, ConversationID: m.ConversationID,
+			MessageID: m.ID, Channel: *m.Channel, Content: m.Content, NextAttemptAt: now, CreatedAt: now})
+	}
+	return nil
 }
 
 // rewrite writes the whole message as a message.updated event and its row.

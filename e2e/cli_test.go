@@ -31,10 +31,10 @@ func TestRefusesToRunOpenOffLoopback(t *testing.T) {
 func TestMigrateCommand(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "parley.db")
-	if out := runParley(t, "migrate", "-db", db); !strings.Contains(out, "schema version 0 -> 2") {
+	if out := runParley(t, "migrate", "-db", db); !strings.Contains(out, "schema version 0 -> 3") {
 		t.Fatalf("first migrate: %q", out)
 	}
-	if out := runParley(t, "migrate", "-db", db); !strings.Contains(out, "schema version 2 -> 2") {
+	if out := runParley(t, "migrate", "-db", db); !strings.Contains(out, "schema version 3 -> 3") {
 		t.Fatalf("second migrate: %q", out)
 	}
 	runParley(t, "token", "create", "-db", db, "-kind", "viewer", "-name", "ci")

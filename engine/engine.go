@@ -287,6 +287,7 @@ func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decis
 		Events:         d.Events,
 		Messages:       d.Messages,
 		RemoveMessages: d.Removed,
+		Deliveries:     d.Deliveries,
 		State:          state,
 	}
 	if respond != nil {

@@ -15,6 +15,7 @@ type Metrics struct {
 	Subscribers     prometheus.Gauge
 	SlowDisconnects prometheus.Counter
 	Delivered       prometheus.Counter
+	Deliveries      *prometheus.CounterVec
 }
 
 // NewMetrics makes the collectors and registers them with reg, unless reg is nil.
@@ -39,9 +40,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Delivered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stream_items_delivered_total", Help: "Events and guidance handed to stream subscribers.",
 		}),
+		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "parley_channel_deliveries_total", Help: "Channel auto-reply delivery attempts, by result (delivered, failed).",
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Delivered)
+		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Delivered, m.Deliveries)
 	}
 	return m
 }

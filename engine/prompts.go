@@ -84,18 +84,19 @@ func (e *Engine) AbortResponse(ctx context.Context, conversationID string) error
 	return nil
 }
 
-// ActivePrompt returns the id of the prompt dispatched to agentID, if any:
-// the message its response replies to.
-func (e *Engine) ActivePrompt(ctx context.Context, conversationID, agentID string) (string, error) {
+// ActivePrompt returns the id and channel of the prompt dispatched to
+// agentID, if any: the message its response replies to, and where the
+// response goes back to.
+func (e *Engine) ActivePrompt(ctx context.Context, conversationID, agentID string) (string, *parley.Channel, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer c.mu.Unlock()
 	if a := c.state.Active(); a != nil && a.Runner == agentID {
-		return a.ID, nil
+		return a.ID, a.Channel, nil
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // abortActive sends abort to the runner of the active prompt.

@@ -74,6 +74,14 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 				agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`,
 				p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data)
 		}
+		for _, dl := range p.Deliveries {
+			data, err := json.Marshal(dl)
+			if err != nil {
+				return err
+			}
+			batch.Queue(`INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES ($1, $2, $3, $4, 0, $5)`,
+				dl.ID, p.ConversationID, dl.MessageID, string(data), dl.NextAttemptAt.Time)
+		}
 		if len(p.RemoveMessages) > 0 {
 			batch.Queue(`DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)`, p.ConversationID, p.RemoveMessages)
 		}

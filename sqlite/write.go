@@ -123,6 +123,16 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 				return err
 			}
 		}
+		for _, dl := range p.Deliveries {
+			data, err := json.Marshal(dl)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES (?, ?, ?, ?, 0, ?)`,
+				dl.ID, p.ConversationID, dl.MessageID, data, formatTime(dl.NextAttemptAt)); err != nil {
+				return err
+			}
+		}
 		for _, id := range p.RemoveMessages {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id = ?`, p.ConversationID, id); err != nil {
 				return err

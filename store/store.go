@@ -85,6 +85,14 @@ type Store interface {
 	// CountTokens returns how many tokens are not revoked.
 	CountTokens(ctx context.Context) (int, error)
 
+	// DueDeliveries returns up to limit undelivered outbox rows whose next
+	// attempt is due at now, oldest first.
+	DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error)
+
+	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
+	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
+	UpdateDelivery(ctx context.Context, d *parley.Delivery) error
+
 	// Close releases the store's resources after in-flight writes finish.
 	Close() error
 }
@@ -121,8 +129,10 @@ type AppendParams struct {
 	Messages []*parley.Message
 	// RemoveMessages are the ids of message rows to delete (a revert).
 	RemoveMessages []string
-	Idempotency    *Idempotency
-	State          []byte
+	// Deliveries are outbox rows to write (channel auto-replies).
+	Deliveries  []*parley.Delivery
+	Idempotency *Idempotency
+	State       []byte
 }
 
 // ReadEventsParams are the arguments of Store.ReadEvents.

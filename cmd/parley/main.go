@@ -23,7 +23,7 @@ const usage = `Parley: a conversation server for multi-agent systems.
 Usage:
   parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open] [-max-thread-depth 100]
                  [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096] [-log-level info]
-                 [-runner-grace 30s] [-postgres URL]
+                 [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL]
   parley migrate [-db ./parley.db]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db]
   parley token list   [-db ./parley.db]

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley/api"
@@ -39,6 +40,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.DurationVar(&limits.MaxClaimTTL, "max-claim-ttl", limits.MaxClaimTTL, "the longest TTL a claim may ask for")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
+	webhooks := webhookFlag{}
+	fs.Var(webhooks, "channel-webhook", "TYPE=URL: post replies to prompts from channels of TYPE to URL (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,6 +81,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	} else if n > 0 {
 		log.Info("streaming messages wait for their runners", slog.Int("conversations", n), slog.Duration("grace", *grace))
 	}
+	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	handler := api.New(eng, api.Options{
 		Open:       open,
 		Logger:     log,
@@ -140,4 +144,18 @@ func openStore(ctx context.Context, path, pgURL string, log *slog.Logger) (store
 		return nil, "", fmt.Errorf("open %s: %w", path, err)
 	}
 	return db, "sqlite:" + path, nil
+}
+
+// webhookFlag collects -channel-webhook TYPE=URL flags.
+type webhookFlag map[string]string
+
+func (w webhookFlag) String() string { return fmt.Sprint(map[string]string(w)) }
+
+func (w webhookFlag) Set(v string) error {
+	typ, url, ok := strings.Cut(v, "=")
+	if !ok || typ == "" || !strings.HasPrefix(url, "http") {
+		return fmt.Errorf("want TYPE=URL (an http or https URL), not %q", v)
+	}
+	w[typ] = url
+	return nil
 }

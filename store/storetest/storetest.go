@@ -32,6 +32,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"AppendIsAtomic", testAppendAtomic},
 		{"MessageUpsert", testMessageUpsert},
 		{"RemoveMessages", testRemoveMessages},
+		{"Outbox", testOutbox},
 		{"ReadEventsPaging", testReadEvents},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},
@@ -287,4 +288,54 @@ func testRemoveMessages(t *testing.T, s store.Store) {
 	if len(replies) != 0 {
 		t.Fatalf("a removed reply is still listed: %v", replies)
 	}
+}
+
+func testOutbox(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	later := parley.NewTime(t0.Add(time.Hour))
+	due := &parley.Delivery{ID: uuid.NewString(), ConversationID: id, MessageID: "m1", Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "hi", NextAttemptAt: t0, CreatedAt: t0}
+	notYet := &parley.Delivery{ID: uuid.NewString(), ConversationID: id, MessageID: "m2", Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "later", NextAttemptAt: later, CreatedAt: t0}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: []*parley.Delivery{due, notYet}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	mine := func(now parley.Time) []string {
+		ds, err := s.DueDeliveries(ctx(t), now, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range ds {
+			if d.ConversationID == id {
+				ids = append(ids, d.MessageID)
+			}
+		}
+		return ids
+	}
+	if got := mine(t0); fmt.Sprint(got) != "[m1]" {
+		t.Fatalf("due at t0 = %v, want [m1]", got)
+	}
+	if got := mine(later); fmt.Sprint(got) != "[m1 m2]" {
+		t.Fatalf("due later = %v, want [m1 m2]", got)
+	}
+	due.Attempts, due.NextAttemptAt, due.LastError = 1, later, "HTTP 500"
+	if err := s.UpdateDelivery(ctx(t), due); err != nil {
+		t.Fatal(err)
+	}
+	if got := mine(t0); len(got) != 0 {
+		t.Fatalf("a failed delivery is due again at once: %v", got)
+	}
+	due.DeliveredAt = later
+	if err := s.UpdateDelivery(ctx(t), due); err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := s.DueDeliveries(ctx(t), later, 1000)
+	for _, d := range ds {
+		if d.ID == due.ID {
+			t.Fatal("a delivered row is still due")
+		}
+		if d.ID == notYet.ID && (d.Content != "later" || d.Channel.ID != "C1") {
+			t.Fatalf("delivery did not round-trip: %+v", d)
+		}
+	}
+	wantCode(t, s.UpdateDelivery(ctx(t), &parley.Delivery{ID: uuid.NewString()}), parley.ENOTFOUND)
 }

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/parleyhq/parley"
+)
+
+// DeliveryOptions configure the outbox worker.
+type DeliveryOptions struct {
+	// Webhooks maps a channel type (slack, telegram, …) to the URL its
+	// replies are posted to.
+	Webhooks map[string]string
+	// Client posts the deliveries (default: 10 s timeout).
+	Client *http.Client
+	// Poll is how often the outbox is read (default 250 ms).
+	Poll time.Duration
+	// MaxBackoff bounds the wait between attempts (default 5 min).
+	MaxBackoff time.Duration
+}
+
+// Deliver posts channel auto-replies from the outbox to their channel's
+// webhook until ctx ends: JSON {conversationId, messageId, channel, content}
+// with the message id in the Idempotency-Key header, at least once, retried
+// with exponential backoff.
+func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Poll <= 0 {
+		o.Poll = 250 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Minute
+	}
+	t := time.NewTicker(o.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		due, err := e.store.DueDeliveries(ctx, parley.NewTime(e.opts.Now()), 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.opts.Logger.Warn("reading the outbox failed", slog.Any("err", err))
+			}
+			continue
+		}
+		for _, d := range due {
+			e.deliver(ctx, o, d)
+		}
+	}
+}
+
+func (e *Engine) deliver(ctx context.Context, o DeliveryOptions, d *parley.Delivery) {
+	err := post(ctx, o, d)
+	now := e.opts.Now()
+	if err == nil {
+		d.DeliveredAt, d.LastError = parley.NewTime(now), ""
+		e.opts.Metrics.Deliveries.WithLabelValues("delivered").Inc()
+	} else {
+		d.Attempts++
+		wait := min(time.Second<<min(d.Attempts-1, 20), o.MaxBackoff)
+		d.NextAttemptAt, d.LastError = parley.NewTime(now.Add(wait)), err.Error()
+		e.opts.Metrics.Deliveries.WithLabelValues("failed").Inc()
+	}
+	if uerr := e.store.UpdateDelivery(ctx, d); uerr != nil && ctx.Err() == nil {
+		e.opts.Logger.Warn("recording a delivery failed", slog.String("message", d.MessageID), slog.Any("err", uerr))
+	}
+}
+
+func post(ctx context.Context, o DeliveryOptions, d *parley.Delivery) error {
+	url, ok := o.Webhooks[d.Channel.Type]
+	if !ok {
+		return fmt.Errorf("no webhook is configured for channel type %q", d.Channel.Type)
+	}
+	body, _ := json.Marshal(map[string]any{"conversationId": d.ConversationID, "messageId": d.MessageID, "channel": d.Channel, "content": d.Content})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", d.MessageID)
+	resp, err := o.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("webhook answered HTTP %d", resp.StatusCode)
+	}
+	return nil
+}

@@ -219,16 +219,21 @@ func (d *decider) requeue(c RequeuePrompt) error {
 	return nil
 }
 
-func (d *decider) withdraw(c WithdrawPrompt) error {
-	if err := d.checkOpen(); err != nil {
-		return err
-	}
-	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == c.ID })
+// waiting checks that a prompt is in the queue and not being answered.
+func (d *decider) waiting(id string) error {
+	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == id })
 	switch {
 	case i < 0:
-		return parley.Errorf(parley.ENOTFOUND, "prompt %s is not in the queue", c.ID)
+		return parley.Errorf(parley.ENOTFOUND, "prompt %s is not in the queue", id)
 	case d.s.Queue[i].Runner != "":
-		return d.conflict(parley.EBUSY, "prompt %s is being answered; abort it instead", c.ID)
+		return d.conflict(parley.EBUSY, "prompt %s is being answered; abort it instead", id)
+	}
+	return nil
+}
+
+func (d *decider) withdraw(c WithdrawPrompt) error {
+	if err := d.waiting(c.ID); err != nil {
+		return err
 	}
 	e := d.emit(EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID, Reason: "withdrawn"})
 	d.out.Result = Result{Seq: e.Seq}
@@ -236,15 +241,8 @@ func (d *decider) withdraw(c WithdrawPrompt) error {
 }
 
 func (d *decider) promote(c PromotePrompt) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.waiting(c.ID); err != nil {
 		return err
-	}
-	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == c.ID })
-	switch {
-	case i < 0:
-		return parley.Errorf(parley.ENOTFOUND, "prompt %s is not in the queue", c.ID)
-	case d.s.Queue[i].Runner != "":
-		return d.conflict(parley.EBUSY, "prompt %s is already being answered", c.ID)
 	}
 	e := d.emit(EventPromptPromoted, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID})
 	d.out.Result = Result{Seq: e.Seq}

@@ -110,6 +110,10 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
 	m.HandleFunc("POST /v1/conversations/{id}/revert", s.authed(s.revert))
 
+	m.HandleFunc("POST /v1/tasks", s.authed(s.createTask))
+	m.HandleFunc("GET /v1/tasks", s.authed(s.listTasks))
+	m.HandleFunc("DELETE /v1/tasks/{id}", s.authed(s.deleteTask))
+
 	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
 	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))
 	m.HandleFunc("DELETE /v1/tokens/{id}", s.authed(s.revokeToken))

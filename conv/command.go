@@ -179,6 +179,8 @@ type Decision struct {
 	Removed []string
 	// Deliveries are channel auto-replies to write to the outbox.
 	Deliveries []*parley.Delivery
+	// Task advances a scheduled task with this decision (a firing).
+	Task *parley.TaskAdvance
 	// Replay is the stored response of an idempotent retry; nothing is written.
 	Replay []byte
 	// Result says what happened, for the caller.

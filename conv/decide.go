@@ -44,6 +44,8 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 		err = d.finalize(c)
 	case Revert:
 		err = d.revert(c)
+	case RunTask:
+		err = d.runTask(c)
 	case EnqueuePrompt:
 		err = d.enqueue(c)
 	case DispatchPrompt:

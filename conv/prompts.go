@@ -47,6 +47,9 @@ type QueuedPrompt struct {
 	Runner string `json:"runner,omitempty"`
 	// Written is true once its user message exists (it was dispatched before).
 	Written bool `json:"written,omitempty"`
+	// TurnID is the exchange its message starts: a task run's id, or empty
+	// for the message's own id.
+	TurnID string `json:"turnId,omitempty"`
 }
 
 // promptEvent is the data of the prompt events.
@@ -61,6 +64,8 @@ type promptEvent struct {
 	Reason  string          `json:"reason,omitempty"`
 	// Until ends a collect prompt's window.
 	Until parley.Time `json:"until"`
+	// TurnID is the exchange the prompt's message belongs to (a task run).
+	TurnID string `json:"turnId,omitempty"`
 }
 
 // EnqueuePrompt adds a prompt to the queue.
@@ -182,11 +187,13 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 	if p == nil || (d.s.Open != nil && d.s.Open.Owner != c.Runner) {
 		return nil // nothing ready, or another agent holds the floor
 	}
-	id, written, asker, channel := p.ID, p.Written, p.AgentID, p.Channel
+	id, written, asker, channel, turnID := p.ID, p.Written, p.AgentID, p.Channel, p.TurnID
 	if !written {
-		// The prompt becomes a user message: the asker's turn, opened and closed.
+		// The prompt becomes a user message: the asker's turn, opened and
+		// closed; a task's prompt belongs to the task run's exchange.
 		err := d.postMessage(PostMessage{Actor: Actor{AgentID: asker}, ID: id, Role: parley.RoleUser,
-			Parts: []parley.Part{{Type: parley.PartText, Text: c.Content}}, Finality: parley.FinalityTurn, Channel: channel})
+			Parts: []parley.Part{{Type: parley.PartText, Text: c.Content}}, Finality: parley.FinalityTurn, Channel: channel,
+			TurnID: turnID, Known: Lookups{TurnIDKnown: turnID != ""}})
 		if err != nil {
 			d.out = Decision{}
 			return nil // the floor is not free (a claim, say): try again later
@@ -219,8 +226,12 @@ func (d *decider) requeue(c RequeuePrompt) error {
 	return nil
 }
 
-// waiting checks that a prompt is in the queue and not being answered.
+// waiting checks that a prompt is in the queue and not being answered, in a
+// conversation that is still open (a closed one takes no more events).
 func (d *decider) waiting(id string) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
 	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == id })
 	switch {
 	case i < 0:
@@ -264,7 +275,7 @@ func applyPrompt(s State, e parley.Event) State {
 			q[i].Until = p.Until
 			break
 		}
-		np := QueuedPrompt{ID: p.ID, Mode: p.Mode, AgentID: e.AgentID, To: p.To, Channel: p.Channel, Parts: []int64{e.Seq}, Until: p.Until}
+		np := QueuedPrompt{ID: p.ID, Mode: p.Mode, AgentID: e.AgentID, To: p.To, Channel: p.Channel, Parts: []int64{e.Seq}, Until: p.Until, TurnID: p.TurnID}
 		if p.Mode == ModeSteer {
 			q = slices.Insert(q, firstWaiting(q), np)
 		} else {
@@ -301,4 +312,32 @@ func firstWaiting(q []QueuedPrompt) int {
 		}
 	}
 	return len(q)
+}
+
+// EventTaskRun records one firing of a scheduled task (seed 000); its run id
+// is the turnId of the prompt it queues.
+const EventTaskRun = "task.run"
+
+// RunTask records a firing of a scheduled task and queues its prompt. Due is
+// false when the task no longer runs at Task.NextRunAt (it fired already):
+// then nothing is written.
+type RunTask struct {
+	Task     parley.Task
+	RunID    string
+	PromptID string
+	Next     parley.Time
+	Due      bool
+}
+
+func (RunTask) command() {}
+
+func (d *decider) runTask(c RunTask) error {
+	if !c.Due || d.s.Closed {
+		return nil
+	}
+	d.emit(EventTaskRun, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, map[string]string{"taskId": c.Task.ID, "runId": c.RunID})
+	e := d.emit(EventPromptQueued, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, promptEvent{ID: c.PromptID, Content: c.Task.Prompt, Mode: ModeFollowup, TurnID: c.RunID})
+	d.out.Task = &parley.TaskAdvance{TaskID: c.Task.ID, From: c.Task.NextRunAt, To: c.Next}
+	d.out.Result = Result{Seq: e.Seq}
+	return nil
 }

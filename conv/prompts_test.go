@@ -119,3 +119,21 @@ func TestDispatchWaitsForTheFloor(t *testing.T) {
 		t.Fatal("not dispatched once the floor was free")
 	}
 }
+
+func TestTaskRunQueuesAPromptInItsExchange(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	task := parley.Task{ID: "t1", AgentID: "cron", Prompt: "daily report", NextRunAt: parley.NewTime(epoch0)}
+	if d := sc.ok(conv.RunTask{Task: task, RunID: "run-1", PromptID: "p1", Due: false}); len(d.Events) != 0 {
+		t.Fatal("a firing that is no longer due wrote something")
+	}
+	d := sc.ok(conv.RunTask{Task: task, RunID: "run-1", PromptID: "p1", Next: parley.NewTime(epoch0.Add(time.Hour)), Due: true})
+	if types(d.Events) != "task.run prompt.queued" || d.Task == nil || d.Task.TaskID != "t1" || !d.Task.From.Equal(epoch0) {
+		t.Fatalf("firing: %s, advance %+v", types(d.Events), d.Task)
+	}
+	m := lastMessage(t, sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "daily report"}))
+	if m.ID != "p1" || m.TurnID != "run-1" || m.AgentID != "cron" {
+		t.Fatalf("the task's prompt message = id %s turnId %s agent %s", m.ID, m.TurnID, m.AgentID)
+	}
+	checkInvariants(sc)
+}

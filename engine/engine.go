@@ -288,6 +288,7 @@ func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decis
 		Messages:       d.Messages,
 		RemoveMessages: d.Removed,
 		Deliveries:     d.Deliveries,
+		Task:           d.Task,
 		State:          state,
 	}
 	if respond != nil {

@@ -59,6 +59,11 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 		if err := insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
 			return err
 		}
+		if p.Task != nil {
+			if err := advanceTask(ctx, tx, p.Task); err != nil {
+				return err
+			}
+		}
 		batch := &pgx.Batch{}
 		for _, m := range p.Messages {
 			data, err := json.Marshal(m)

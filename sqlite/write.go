@@ -123,6 +123,11 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 				return err
 			}
 		}
+		if p.Task != nil {
+			if err := advanceTask(ctx, tx, p.Task); err != nil {
+				return err
+			}
+		}
 		for _, dl := range p.Deliveries {
 			data, err := json.Marshal(dl)
 			if err != nil {

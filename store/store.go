@@ -89,6 +89,21 @@ type Store interface {
 	// attempt is due at now, oldest first.
 	DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error)
 
+	// CreateTask stores a scheduled task. It returns EBUSY if the id exists.
+	CreateTask(ctx context.Context, t *parley.Task) error
+
+	// GetTask returns a task. It returns ENOTFOUND.
+	GetTask(ctx context.Context, id string) (*parley.Task, error)
+
+	// ListTasks returns every task, oldest first.
+	ListTasks(ctx context.Context) ([]*parley.Task, error)
+
+	// DeleteTask removes a task. It returns ENOTFOUND.
+	DeleteTask(ctx context.Context, id string) error
+
+	// DueTasks returns up to limit tasks whose next run is due at now.
+	DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error)
+
 	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
 	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
 	UpdateDelivery(ctx context.Context, d *parley.Delivery) error
@@ -130,7 +145,10 @@ type AppendParams struct {
 	// RemoveMessages are the ids of message rows to delete (a revert).
 	RemoveMessages []string
 	// Deliveries are outbox rows to write (channel auto-replies).
-	Deliveries  []*parley.Delivery
+	Deliveries []*parley.Delivery
+	// Task, if set, advances a scheduled task with the firing's events; the
+	// append fails with ECONFLICT if the task no longer runs at Task.From.
+	Task        *parley.TaskAdvance
 	Idempotency *Idempotency
 	State       []byte
 }

@@ -82,6 +82,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		log.Info("streaming messages wait for their runners", slog.Int("conversations", n), slog.Duration("grace", *grace))
 	}
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
+	go eng.RunTasks(ctx, time.Second)
 	handler := api.New(eng, api.Options{
 		Open:       open,
 		Logger:     log,

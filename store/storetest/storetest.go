@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageUpsert", testMessageUpsert},
 		{"RemoveMessages", testRemoveMessages},
 		{"Outbox", testOutbox},
+		{"Tasks", testTasks},
 		{"ReadEventsPaging", testReadEvents},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},
@@ -338,4 +340,50 @@ func testOutbox(t *testing.T, s store.Store) {
 		}
 	}
 	wantCode(t, s.UpdateDelivery(ctx(t), &parley.Delivery{ID: uuid.NewString()}), parley.ENOTFOUND)
+}
+
+func testTasks(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	task := &parley.Task{ID: uuid.NewString(), ConversationID: id, AgentID: "a", Prompt: "report", EveryMs: 60000, NextRunAt: t0, CreatedAt: t0}
+	if err := s.CreateTask(ctx(t), task); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.CreateTask(ctx(t), task), parley.EBUSY)
+	got, err := s.GetTask(ctx(t), task.ID)
+	if err != nil || got.Prompt != "report" || !got.NextRunAt.Equal(t0.Time) {
+		t.Fatalf("task = %+v, %v", got, err)
+	}
+	due, _ := s.DueTasks(ctx(t), t0, 1000)
+	if !slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
+		t.Fatal("a task due at t0 is not listed as due")
+	}
+	// A firing moves the task on with its events; a second firing of the same run fails whole.
+	next := parley.NewTime(t0.Add(time.Minute))
+	adv := &parley.TaskAdvance{TaskID: task.ID, From: t0, To: next}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Task: adv, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{event(id, 3, "a")}, Task: adv, State: []byte(`{}`)})
+	wantCode(t, err, parley.ECONFLICT)
+	if events, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 10}); len(events) != 2 {
+		t.Fatalf("a repeated firing wrote events: %d", len(events))
+	}
+	got, _ = s.GetTask(ctx(t), task.ID)
+	if !got.NextRunAt.Equal(next.Time) {
+		t.Fatalf("next run %v, want %v", got.NextRunAt, next)
+	}
+	due, _ = s.DueTasks(ctx(t), t0, 1000)
+	if slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
+		t.Fatal("a task that fired is still due")
+	}
+	all, err := s.ListTasks(ctx(t))
+	if err != nil || !slices.ContainsFunc(all, func(x *parley.Task) bool { return x.ID == task.ID }) {
+		t.Fatalf("ListTasks misses the task: %v", err)
+	}
+	if err := s.DeleteTask(ctx(t), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.DeleteTask(ctx(t), task.ID), parley.ENOTFOUND)
+	_, err = s.GetTask(ctx(t), task.ID)
+	wantCode(t, err, parley.ENOTFOUND)
 }

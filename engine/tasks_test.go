@@ -1,0 +1,89 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+)
+
+// clock is a settable time for the tests that schedule.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestTaskFiresOnceAcrossEngines runs the scheduler on two engines over one
+// store (two nodes, or a restart racing the old process): each scheduled run
+// fires exactly once, and its prompt's exchange is the run's id.
+func TestTaskFiresOnceAcrossEngines(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	b := setup(t, engine.Options{Now: clk.Now})
+	other := engine.New(b.db, engine.Options{Now: clk.Now})
+	defer other.Close()
+	id := b.conversation(t, parley.PolicyFree)
+	task, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "daily report", EveryMs: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go b.eng.RunTasks(ctx, 2*time.Millisecond)
+	go other.RunTasks(ctx, 2*time.Millisecond)
+
+	runs := func() []parley.Event {
+		var out []parley.Event
+		for _, e := range b.events(t, id) {
+			if e.Type == conv.EventTaskRun {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for want := 1; want <= 4; want++ {
+		clk.add(time.Minute)
+		deadline := time.Now().Add(10 * time.Second)
+		for len(runs()) < want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(30 * time.Millisecond) // room for a duplicate to show up
+		if n := len(runs()); n != want {
+			t.Fatalf("after %d minutes the task ran %d times", want, n)
+		}
+	}
+	// Each run queued one prompt whose exchange is the run.
+	seen := map[string]bool{}
+	for _, e := range b.events(t, id) {
+		if e.Type == conv.EventPromptQueued {
+			var p struct {
+				TurnID string `json:"turnId"`
+			}
+			_ = json.Unmarshal(e.Data, &p)
+			seen[p.TurnID] = true
+		}
+	}
+	for _, r := range runs() {
+		if !seen[r.TurnID] {
+			t.Fatalf("run %s queued no prompt in its exchange", r.TurnID)
+		}
+	}
+	if _, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "x", Cron: "not a cron"}); parley.ErrorCode(err) != parley.EINVALIDVALUE {
+		t.Fatalf("bad cron: %v", err)
+	}
+	if err := b.eng.DeleteTask(b.ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+}

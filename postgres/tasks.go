@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley"
+)
+
+// CreateTask implements store.Store.
+func (db *DB) CreateTask(ctx context.Context, t *parley.Task) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	_, err = db.pool.Exec(ctx, `INSERT INTO tasks (id, conversation_id, data, next_run_at, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		t.ID, t.ConversationID, string(data), t.NextRunAt.Time, t.CreatedAt.Time)
+	if isUnique(err) {
+		return parley.Errorf(parley.EBUSY, "task %s exists", t.ID)
+	}
+	return err
+}
+
+// GetTask implements store.Store.
+func (db *DB) GetTask(ctx context.Context, id string) (*parley.Task, error) {
+	ts, err := db.queryTasks(ctx, `SELECT data FROM tasks WHERE id = $1`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, parley.Errorf(parley.ENOTFOUND, "task %s not found", id)
+	}
+	return ts[0], nil
+}
+
+// ListTasks implements store.Store.
+func (db *DB) ListTasks(ctx context.Context) ([]*parley.Task, error) {
+	return db.queryTasks(ctx, `SELECT data FROM tasks ORDER BY created_at, id`)
+}
+
+// DueTasks implements store.Store.
+func (db *DB) DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error) {
+	return db.queryTasks(ctx, `SELECT data FROM tasks WHERE next_run_at <= $1 ORDER BY next_run_at, id LIMIT $2`, now.Time, clampLimit(limit))
+}
+
+// DeleteTask implements store.Store.
+func (db *DB) DeleteTask(ctx context.Context, id string) error {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM tasks WHERE id = $1`, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return parley.Errorf(parley.ENOTFOUND, "task %s not found", id)
+	}
+	return nil
+}
+
+func (db *DB) queryTasks(ctx context.Context, q string, args ...any) ([]*parley.Task, error) {
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Task
+	for rows.Next() {
+		var data string
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		t := &parley.Task{}
+		if err := json.Unmarshal([]byte(data), t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// advanceTask moves a task's next run within an append; ECONFLICT if it
+// no longer runs at a.From.
+func advanceTask(ctx context.Context, tx pgx.Tx, a *parley.TaskAdvance) error {
+	var data string
+	err := tx.QueryRow(ctx, `SELECT data FROM tasks WHERE id = $1 AND next_run_at = $2 FOR UPDATE`, a.TaskID, a.From.Time).Scan(&data)
+	if err == pgx.ErrNoRows {
+		return parley.Errorf(parley.ECONFLICT, "task %s already ran at %s", a.TaskID, a.From.Format(parley.TimeLayout))
+	}
+	if err != nil {
+		return err
+	}
+	var t parley.Task
+	if err := json.Unmarshal([]byte(data), &t); err != nil {
+		return err
+	}
+	t.NextRunAt = a.To
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE tasks SET data = $1, next_run_at = $2 WHERE id = $3`, string(b), a.To.Time, a.TaskID)
+	return err
+}

@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/parleyhq/parley"
+)
+
+// CreateTask implements store.Store.
+func (db *DB) CreateTask(ctx context.Context, t *parley.Task) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, conversation_id, data, next_run_at, created_at) VALUES (?, ?, ?, ?, ?)`,
+			t.ID, t.ConversationID, data, formatTime(t.NextRunAt), formatTime(t.CreatedAt))
+		if isUnique(err) {
+			return parley.Errorf(parley.EBUSY, "task %s exists", t.ID)
+		}
+		return err
+	})
+}
+
+// GetTask implements store.Store.
+func (db *DB) GetTask(ctx context.Context, id string) (*parley.Task, error) {
+	ts, err := db.queryTasks(ctx, `SELECT data FROM tasks WHERE id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, parley.Errorf(parley.ENOTFOUND, "task %s not found", id)
+	}
+	return ts[0], nil
+}
+
+// ListTasks implements store.Store.
+func (db *DB) ListTasks(ctx context.Context) ([]*parley.Task, error) {
+	return db.queryTasks(ctx, `SELECT data FROM tasks ORDER BY created_at, id`)
+}
+
+// DueTasks implements store.Store.
+func (db *DB) DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error) {
+	return db.queryTasks(ctx, `SELECT data FROM tasks WHERE next_run_at <= ? ORDER BY next_run_at, id LIMIT ?`, formatTime(now), clampLimit(limit))
+}
+
+// DeleteTask implements store.Store.
+func (db *DB) DeleteTask(ctx context.Context, id string) error {
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return parley.Errorf(parley.ENOTFOUND, "task %s not found", id)
+		}
+		return nil
+	})
+}
+
+func (db *DB) queryTasks(ctx context.Context, q string, args ...any) ([]*parley.Task, error) {
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Task
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		t := &parley.Task{}
+		if err := json.Unmarshal(data, t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// advanceTask moves a task's next run within an append; ECONFLICT if it
+// no longer runs at a.From.
+func advanceTask(ctx context.Context, tx *sql.Tx, a *parley.TaskAdvance) error {
+	var data []byte
+	err := tx.QueryRowContext(ctx, `SELECT data FROM tasks WHERE id = ? AND next_run_at = ?`, a.TaskID, formatTime(a.From)).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return parley.Errorf(parley.ECONFLICT, "task %s already ran at %s", a.TaskID, formatTime(a.From))
+	}
+	if err != nil {
+		return err
+	}
+	var t parley.Task
+	if err := json.Unmarshal(data, &t); err != nil {
+		return err
+	}
+	t.NextRunAt = a.To
+	if data, err = json.Marshal(t); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE tasks SET data = ?, next_run_at = ? WHERE id = ?`, data, formatTime(a.To), a.TaskID)
+	return err
+}

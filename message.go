@@ -82,7 +82,8 @@ type Channel struct {
 }
 
 // Message is what a person or agent says. Seq is the seq of the event that
-// wrote it; Depth is the number of its ancestors by replyTo. While a message
+// wrote it; Depth is the number of its ancestors by replyTo. RetryOf names
+// the failed message a failover retry replaces (the failed one stays). While a message
 // streams, its stored row is complete as of UpdatedSeq: the chunk events
 // after that seq hold the rest of its text.
 type Message struct {
@@ -100,6 +101,7 @@ type Message struct {
 	Depth          int             `json:"depth"`
 	Finality       Finality        `json:"finality"`
 	Next           string          `json:"next,omitempty"`
+	RetryOf        string          `json:"retryOf,omitempty"`
 	Channel        *Channel        `json:"channel,omitempty"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	UpdatedSeq     int64           `json:"updatedSeq,omitempty"`

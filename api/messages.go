@@ -139,7 +139,8 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ parley.I
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
-	m, err := s.eng.Store().GetMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+	// A streaming message is its row plus the chunks after it.
+	m, err := s.eng.StreamingMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
 	if err != nil {
 		writeErr(w, s.log, err)
 		return

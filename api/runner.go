@@ -34,6 +34,7 @@ type runnerFrame struct {
 	FinalText         string          `json:"finalText,omitempty"`
 	Finality          parley.Finality `json:"finality,omitempty"`
 	MessageIDs        []string        `json:"messageIds,omitempty"`
+	RetryOf           string          `json:"retryOf,omitempty"`
 }
 
 // maxRunnerFrame bounds one frame from a runner.
@@ -122,7 +123,11 @@ func (rs *runnerSession) handle(ctx context.Context, data []byte) []byte {
 		b, _ := json.Marshal(body)
 		return b
 	}
-	b, _ := json.Marshal(map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq})
+	ack := map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq}
+	if f.Type == "message.state" {
+		ack["message"] = res.Message
+	}
+	b, _ := json.Marshal(ack)
 	return b
 }
 
@@ -139,7 +144,7 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 		if err != nil {
 			return nil, err
 		}
-		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: prompt, Channel: channel, Streaming: true}
+		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: prompt, Channel: channel, Streaming: true, RetryOf: f.RetryOf}
 		if f.ReplyTo != "" {
 			m.ReplyTo = f.ReplyTo
 		}
@@ -169,6 +174,8 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 			msg = "the runner failed"
 		}
 		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality)
+	case "message.state":
+		return rs.state(ctx, f.TurnID)
 	case "reverted":
 		res, err := eng.Revert(ctx, id, rs.act, false, f.MessageIDs...)
 		if err != nil {
@@ -182,7 +189,7 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 		}
 		return &engine.MessageResult{Seq: res.Seq}, nil
 	}
-	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted)", f.Type)
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted, message.state)", f.Type)
 }
 
 // target is the message aborted and error apply to: the one named, else the
@@ -200,4 +207,20 @@ func (rs *runnerSession) finalize(ctx context.Context, messageID, reason, errTex
 		rs.active = ""
 	}
 	return res, err
+}
+
+// state answers message.state: a reconnecting runner asks where its
+// message stands, and continues it from there.
+func (rs *runnerSession) state(ctx context.Context, messageID string) (*engine.MessageResult, error) {
+	m, err := rs.s.eng.StreamingMessage(ctx, rs.conv, messageID)
+	if err != nil {
+		return nil, err
+	}
+	if m.AgentID != rs.act.AgentID {
+		return nil, parley.Errorf(parley.EFORBIDDEN, "message %s is written by %s", messageID, m.AgentID)
+	}
+	if m.Status == parley.StatusStreaming {
+		rs.active = m.ID // aborted and error now apply to it
+	}
+	return &engine.MessageResult{Message: m}, nil
 }

@@ -131,3 +131,47 @@ func TestRunnerAbortErrorAndRefusals(t *testing.T) {
 		t.Fatalf("viewer runner: %v %v", err, resp)
 	}
 }
+
+// TestRunnerReconnectsAndAsksForItsMessage: a runner that lost its
+// connection asks for the state of its message and continues it; readers of
+// the unfinished message get its row plus the chunks after it; a failover
+// retry names the message it replaces.
+func TestRunnerReconnectsAndAsksForItsMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation()
+	c := b.runnerConn(id, b.alice)
+	send(t, b, c, `{"type":"message.create","turnId":"r1"}`)
+	send(t, b, c, `{"type":"message.part.text-delta","turnId":"r1","delta":"first "}`)
+	send(t, b, c, `{"type":"message.part.text-delta","turnId":"r1","delta":"half"}`)
+	r := b.do("GET", "/v1/conversations/"+id+"/messages/r1", b.viewer, nil)
+	if r.body["content"] != "first half" || r.body["status"] != "streaming" {
+		t.Fatalf("reading the unfinished message = %s", r.raw)
+	}
+	c.CloseNow()
+
+	again := b.runnerConn(id, b.alice)
+	st := send(t, b, again, `{"type":"message.state","turnId":"r1"}`)
+	m, _ := st["message"].(map[string]any)
+	if st["type"] != "ack" || m["content"] != "first half" || m["status"] != "streaming" {
+		t.Fatalf("message.state answered %v", st)
+	}
+	send(t, b, again, `{"type":"message.part.text-delta","turnId":"r1","delta":", then the rest"}`)
+	send(t, b, again, `{"type":"error","error":"provider down","finality":"none"}`)
+	if ack := send(t, b, again, `{"type":"message.create","turnId":"r2","retryOf":"r1"}`); ack["type"] != "ack" {
+		t.Fatalf("retry: %v", ack)
+	}
+	send(t, b, again, `{"type":"message.finalize","turnId":"r2","reason":"end_turn"}`)
+	r = b.do("GET", "/v1/conversations/"+id+"/messages/r1", b.viewer, nil)
+	if r.body["content"] != "first half, then the rest" || r.body["status"] != "error" {
+		t.Fatalf("failed message = %s", r.raw)
+	}
+	r = b.do("GET", "/v1/conversations/"+id+"/messages/r2", b.viewer, nil)
+	if r.body["retryOf"] != "r1" || r.body["status"] != "complete" {
+		t.Fatalf("retry message = %s", r.raw)
+	}
+	other := b.runnerConn(id, b.bob)
+	if reply := send(t, b, other, `{"type":"message.state","turnId":"r1"}`); reply["type"] != "error" {
+		t.Fatalf("another agent read alice's message state: %v", reply)
+	}
+}

@@ -112,6 +112,8 @@ type PostMessage struct {
 	// Streaming starts a message that is assembled from the chunks and tool
 	// updates that follow (seed 001): it has no parts yet and closes nothing.
 	Streaming bool
+	// RetryOf names the failed message this one retries (failover).
+	RetryOf string
 }
 
 // PostTrace writes a trace event: it follows the turn rules and never closes.

@@ -53,6 +53,7 @@ func (d *decider) postMessage(c PostMessage) error {
 		Depth:          depth,
 		Finality:       fin,
 		Next:           c.Next,
+		RetryOf:        c.RetryOf,
 		Channel:        c.Channel,
 		Metadata:       c.Metadata,
 		CreatedAt:      now,
@@ -134,6 +135,8 @@ func checkMessageShape(c PostMessage) error {
 		return parley.Errorf(parley.EINVALIDTHREAD, "replyTo %q is not a valid message id", c.ReplyTo)
 	case c.TurnID != "" && !parley.ValidID(c.TurnID):
 		return parley.Errorf(parley.EINVALIDVALUE, "turnId %q is not a valid id", c.TurnID)
+	case c.RetryOf != "" && !parley.ValidID(c.RetryOf):
+		return parley.Errorf(parley.EINVALIDVALUE, "retryOf %q is not a valid message id", c.RetryOf)
 	case c.Next != "" && !parley.ValidID(c.Next):
 		return parley.Errorf(parley.EINVALIDVALUE, "next %q is not a valid agent id", c.Next)
 	case c.Next != "" && c.Finality != parley.FinalityTurn:

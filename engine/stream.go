@@ -91,3 +91,19 @@ func (c *conversation) remember(m *parley.Message) {
 	}
 	c.streams[m.ID] = m
 }
+
+// StreamingMessage returns a message as readers should see it: a streaming
+// one assembled from its row and the chunks after it, any other as stored.
+// It returns ENOTFOUND.
+func (e *Engine) StreamingMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	m, err := e.assembled(ctx, conversationID, messageID, c.state)
+	if err != nil || m != nil {
+		return m, err
+	}
+	return e.store.GetMessage(ctx, conversationID, messageID)
+}

@@ -59,7 +59,11 @@ func apply(s State, e parley.Event) State {
 	s.LastSeq = e.Seq
 	switch e.Type {
 	case parley.EventConversationCreated:
-		_ = json.Unmarshal(e.Data, &s.Conversation)
+		// Into a new value: decoding into s.Conversation would reuse the
+		// backing array of its Participants, which the caller may share.
+		var c parley.Conversation
+		_ = json.Unmarshal(e.Data, &c)
+		s.Conversation = c
 	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventMessageUpdated:
 		s = applyStream(s, e)
 		if e.Turn > 0 {

@@ -3,8 +3,10 @@ package conv_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,164 +14,302 @@ import (
 	"github.com/parleyhq/parley/conv"
 )
 
-var agents = []string{"a", "b", "c", "d"}
+// The agents of random sequences: participants, a worker that is never one
+// (it writes when delegated to, or opens turns of its own), and a person.
+var (
+	agents  = []string{"a", "b", "c", "d"}
+	writers = []string{"a", "b", "c", "d", "a", "b", "worker", "human"}
+)
 
-// step turns a few random numbers into one command (or a clock move) and
-// runs it, then checks every invariant. next returns a number in [0, n).
-func step(sc *script, next func(n int) int) {
-	agent := agents[next(len(agents))]
-	act := conv.Actor{AgentID: agent}
-	var cmd conv.Command
-	switch next(10) {
-	case 0, 1, 2, 3:
-		m := say(agent, []parley.Finality{parley.FinalityNone, parley.FinalityTurn}[next(2)])
-		if next(64) == 0 { // rarely, so that most sequences run long before closing
-			m.Finality = parley.FinalityConversation
+// gen turns numbers from next (each in [0, n)) into commands that are often
+// right and often wrong: random preconditions around the last turn, random
+// finalities, claims, resets, aborts, delegations, streams, prompts, reverts,
+// retries under the same clientRequestId, and time moving on.
+type gen struct {
+	sc   *script
+	next func(n int) int
+	keys []string // clientRequestIds used so far, as agent/key
+	// fullEvery is how often (in steps) the whole log is folded again from
+	// its start; 1 (or 0) folds it after every step.
+	fullEvery, steps int
+}
+
+func (g *gen) pick(xs []string) string { return xs[g.next(len(xs))] }
+
+func (g *gen) chance(n int) bool { return g.next(n) == 0 }
+
+// agent is mostly the owner of the open turn, so that turns run on and close.
+func (g *gen) agent() string {
+	if o := g.sc.s.Open; o != nil && g.chance(2) {
+		return o.Owner
+	}
+	return g.pick(writers)
+}
+
+func (g *gen) precondition() *conv.Precondition {
+	if g.next(4) < 2 {
+		return nil
+	}
+	return &conv.Precondition{ExpectTurn: g.sc.s.LastTurn + g.next(4) - 1, StartingTurn: g.chance(2)}
+}
+
+func (g *gen) finality() parley.Finality {
+	switch {
+	case g.chance(90): // rarely, so that most sequences run long before closing
+		return parley.FinalityConversation
+	case g.chance(40):
+		return "forever"
+	case g.chance(2):
+		return parley.FinalityTurn
+	}
+	return parley.FinalityNone
+}
+
+// id is a new id, an id already used, or (rarely) no valid id at all.
+func (g *gen) id(prefix string) string {
+	switch {
+	case g.chance(12) && len(g.sc.order) > 0:
+		return g.pick(g.sc.order)
+	case g.chance(60):
+		return "not valid!"
+	}
+	g.sc.ids++
+	return fmt.Sprintf("%s%d", prefix, g.sc.ids)
+}
+
+func (g *gen) message() conv.Command {
+	sc := g.sc
+	m := say(g.agent(), g.finality())
+	m.ID = g.id("m")
+	m.Precondition = g.precondition()
+	switch g.next(8) {
+	case 0:
+		m.Role = parley.RoleUser
+	case 1:
+		m.Role, m.Actor, m.Precondition = parley.RoleSystem, conv.Actor{AgentID: "ops", Admin: !g.chance(5)}, nil
+	case 2:
+		m.Parts, m.Finality, m.Streaming = nil, parley.FinalityNone, true
+	}
+	if len(sc.order) > 0 && g.chance(3) {
+		m.ReplyTo = g.pick(sc.order)
+	} else if g.chance(30) {
+		m.ReplyTo = []string{"ghost", m.ID}[g.next(2)]
+	}
+	if g.chance(8) {
+		m.TurnID = []string{sc.s.LastTurnID, "ghost", m.ID}[g.next(3)]
+	}
+	if len(sc.order) > 0 && g.chance(20) {
+		m.RetryOf = g.pick(sc.order)
+	}
+	if m.Finality == parley.FinalityTurn && g.chance(3) {
+		m.Next = g.pick(agents)
+	}
+	if g.chance(15) {
+		m.Parts = append(m.Parts, parley.Part{Type: parley.PartToolCall, ToolName: "t", Status: "running"}) // no callId
+	}
+	g.idempotency(m.AgentID, &m.ClientRequestID, &m.RequestHash)
+	return m
+}
+
+// idempotency gives a write a new clientRequestId, or one used before (with
+// the same or another body hash), or none.
+func (g *gen) idempotency(agent string, key, hash *string) {
+	switch g.next(6) {
+	case 0:
+		*key = fmt.Sprintf("req-%d", len(g.keys))
+		g.keys = append(g.keys, agent+"/"+*key)
+		*hash = "h-" + *key
+	case 1:
+		for _, k := range g.keys {
+			if a, rest, _ := strings.Cut(k, "/"); a == agent && g.chance(2) {
+				*key, *hash = rest, "h-"+rest
+				if g.chance(3) {
+					*hash = "other body"
+				}
+				return
+			}
 		}
-		switch next(3) {
-		case 1:
-			m = starting(m, sc.s.LastTurn+next(3)-1)
-		case 2:
-			m = continuing(m, sc.s.LastTurn+next(3)-1)
+	}
+}
+
+func (g *gen) stream() conv.Command {
+	ids := slices.Sorted(maps.Keys(g.sc.live))
+	if len(ids) == 0 {
+		return g.message()
+	}
+	id := g.pick(ids)
+	a := actor(g.sc.live[id].AgentID)
+	if g.chance(8) {
+		a = actor(g.pick(writers))
+	}
+	switch g.next(4) {
+	case 0:
+		return conv.StreamTool{Actor: a, MessageID: id, Tool: conv.ToolUpdate{CallID: fmt.Sprintf("call%d", g.next(3)), ToolName: "search", Status: []string{"running", "completed", "bogus"}[g.next(3)]}}
+	case 1:
+		fin := []parley.Finality{"", "", parley.FinalityNone, parley.FinalityTurn, parley.FinalityConversation}[g.next(5)]
+		if fin == parley.FinalityConversation && !g.chance(10) {
+			fin = ""
 		}
-		if next(3) == 0 && len(sc.msgs) > 0 {
-			m.ReplyTo = fmt.Sprintf("m%d", 1+next(sc.ids))
-		}
-		if next(10) == 0 {
-			m.Role = parley.RoleUser
-		}
-		cmd = m
-	case 4:
-		cmd = conv.PostTrace{Actor: act, Payload: json.RawMessage(`{}`)}
+		return conv.FinalizeMessage{Actor: a, MessageID: id, Reason: []string{parley.FinishEndTurn, parley.FinishCanceled, parley.FinishError}[g.next(3)], Finality: fin}
+	}
+	return conv.StreamText{Actor: a, MessageID: id, Delta: "x"}
+}
+
+func (g *gen) prompt() conv.Command {
+	var ids []string
+	for _, p := range g.sc.s.Queue {
+		ids = append(ids, p.ID)
+	}
+	ids = append(ids, "p-ghost")
+	switch g.next(7) {
+	case 0:
+		return conv.DispatchPrompt{Runner: g.pick(agents), Content: "do it"}
 	case 5:
-		cmd = conv.ClaimTurn{Actor: act, TTL: time.Duration(1+next(20)) * time.Second}
+		g.sc.ids++
+		task := parley.Task{ID: "task-1", AgentID: "cron", Prompt: "report", NextRunAt: parley.NewTime(g.sc.now)}
+		return conv.RunTask{Task: task, RunID: fmt.Sprintf("run%d", g.sc.ids), PromptID: fmt.Sprintf("p%d", g.sc.ids),
+			Next: parley.NewTime(g.sc.now.Add(time.Minute)), Due: !g.chance(4)}
+	case 1:
+		return conv.CompletePrompt{Actor: actor(g.pick(agents))}
+	case 2:
+		return conv.RequeuePrompt{Runner: g.pick(agents)}
+	case 3:
+		return conv.WithdrawPrompt{Actor: actor("human"), ID: g.pick(ids)}
+	case 4:
+		return conv.PromotePrompt{Actor: actor("human"), ID: g.pick(ids)}
+	}
+	g.sc.ids++
+	return conv.EnqueuePrompt{Actor: actor("human"), ID: fmt.Sprintf("p%d", g.sc.ids), Content: "do it",
+		Mode: []string{"", conv.ModeSteer, conv.ModeCollect, conv.ModeReject}[g.next(4)], Window: time.Second}
+}
+
+// command returns the next command, or nil after moving the clock.
+func (g *gen) command() conv.Command {
+	sc := g.sc
+	a := actor(g.agent())
+	switch g.next(20) {
+	case 0, 1, 2, 3, 4, 5:
+		return g.message()
 	case 6:
-		cmd = conv.ResetTurn{Actor: act, Claim: next(2) == 0}
+		tr := conv.PostTrace{Actor: a, ID: g.id("t"), Payload: json.RawMessage(`{}`), Precondition: g.precondition()}
+		if g.chance(6) {
+			tr.Finality = parley.FinalityTurn
+		}
+		g.idempotency(tr.AgentID, &tr.ClientRequestID, &tr.RequestHash)
+		return tr
 	case 7:
-		cmd = conv.AbortTurn{Actor: act}
+		c := claim(g.pick(writers), time.Duration(1+g.next(20))*time.Second)
+		if g.chance(3) {
+			c.ExpectTurn = sc.s.LastTurn + g.next(3)
+		}
+		return c
 	case 8:
-		cmd = conv.Delegate{Actor: act, To: agents[next(len(agents))]}
-	default:
-		sc.advance(time.Duration(next(15)) * time.Second)
-		cmd = conv.ExpireClaim{}
+		return conv.ResetTurn{Actor: a, Claim: g.chance(2), TTL: time.Duration(g.next(20)) * time.Second}
+	case 9:
+		if g.chance(5) {
+			return conv.AbortTurn{Actor: admin}
+		}
+		return conv.AbortTurn{Actor: a, Reason: "gave up"}
+	case 10:
+		return conv.Delegate{Actor: a, To: g.pick(append([]string{"worker", "sub-worker"}, agents...))}
+	case 11, 12, 13:
+		return g.stream()
+	case 14:
+		return g.prompt()
+	case 15:
+		if len(sc.order) > 0 && g.chance(6) {
+			return conv.Revert{Actor: a, MessageID: g.pick(sc.order)}
+		}
+		return conv.ExpireClaim{}
 	}
-	wasClosed := sc.s.Closed
-	d, err := sc.do(cmd)
-	if err == nil && wasClosed && len(d.Events) > 0 {
-		sc.t.Fatalf("%T accepted after the conversation closed: %s", cmd, types(d.Events))
+	sc.advance(time.Duration(g.next(12)) * time.Second)
+	if g.chance(2) {
+		return conv.ExpireClaim{}
 	}
-	checkInvariants(sc)
+	return nil
 }
 
-// checkInvariants checks the state and the whole log.
-func checkInvariants(sc *script) {
-	t := sc.t
-	t.Helper()
-	replay := conv.Evolve(conv.State{}, sc.log...)
-	if mustJSON(replay) != mustJSON(sc.s) {
-		t.Fatalf("folding the log gives another state:\n%s\n%s", mustJSON(replay), mustJSON(sc.s))
+// step runs one random command and checks every invariant after it.
+func (g *gen) step() {
+	if cmd := g.command(); cmd != nil {
+		_, _ = g.sc.do(cmd)
 	}
-	var round conv.State
-	if err := json.Unmarshal([]byte(mustJSON(sc.s)), &round); err != nil || mustJSON(round) != mustJSON(sc.s) {
-		t.Fatalf("state does not survive JSON: %v", err)
-	}
-	owners := map[int]string{}
-	delegates := map[int][]string{}
-	closedTurns := map[int]bool{}
-	lastTurn, closed := 0, false
-	for i, e := range sc.log {
-		if e.Seq != int64(i+1) {
-			t.Fatalf("event %d has seq %d", i, e.Seq)
-		}
-		if closed && e.Type != parley.EventClaimExpired {
-			t.Fatalf("event %d (%s) after the conversation closed", e.Seq, e.Type)
-		}
-		if e.Finality != parley.FinalityNone && e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated && e.Type != parley.EventTurnAborted {
-			t.Fatalf("%s event %d has finality %s", e.Type, e.Seq, e.Finality)
-		}
-		switch e.Type {
-		case parley.EventMessage, parley.EventTrace, parley.EventTurnReset, parley.EventDelegation, parley.EventTurnAborted,
-			parley.EventChunk, parley.EventMessageUpdated:
-			if e.Turn == 0 {
-				break
-			}
-			if e.Turn < lastTurn {
-				t.Fatalf("event %d in turn %d after turn %d", e.Seq, e.Turn, lastTurn)
-			}
-			if closedTurns[e.Turn] {
-				t.Fatalf("event %d writes to closed turn %d", e.Seq, e.Turn)
-			}
-			if _, ok := owners[e.Turn]; !ok {
-				if e.Turn != lastTurn+1 {
-					t.Fatalf("turn %d opened after turn %d", e.Turn, lastTurn)
-				}
-				if closedTurns[lastTurn] == false && lastTurn > 0 {
-					t.Fatalf("turn %d opened while turn %d is open", e.Turn, lastTurn)
-				}
-				owners[e.Turn] = e.AgentID
-				lastTurn = e.Turn
-			}
-			ok := e.AgentID == owners[e.Turn] || slices.Contains(delegates[e.Turn], e.AgentID) || e.Type == parley.EventTurnAborted
-			if !ok {
-				t.Fatalf("event %d by %s in turn %d owned by %s", e.Seq, e.AgentID, e.Turn, owners[e.Turn])
-			}
-			if e.Type == parley.EventDelegation {
-				var dl parley.Delegation
-				_ = json.Unmarshal(e.Data, &dl)
-				delegates[e.Turn] = append(delegates[e.Turn], dl.To)
-			}
-			if e.Finality != parley.FinalityNone {
-				closedTurns[e.Turn] = true
-			}
-		}
-		if e.Finality == parley.FinalityConversation {
-			closed = true
-		}
-	}
-	if sc.s.Closed != closed || sc.s.LastTurn != lastTurn {
-		t.Fatalf("state closed %v lastTurn %d, log says %v %d", sc.s.Closed, sc.s.LastTurn, closed, lastTurn)
-	}
-	if (sc.s.Open != nil) != (lastTurn > 0 && !closedTurns[lastTurn]) {
-		t.Fatalf("state open turn %+v, log says turn %d closed=%v", sc.s.Open, lastTurn, closedTurns[lastTurn])
-	}
-	if g := sc.s.Guidance(sc.now); g != nil && (g.Turn < 1 || g.AfterSeq != sc.s.LastSeq) {
-		t.Fatalf("guidance %+v", g)
-	}
-	if sc.s.Closed && sc.s.Guidance(sc.now) != nil {
-		t.Fatal("guidance after close")
-	}
+	g.steps++
+	checkState(g.sc, g.fullEvery <= 1 || g.steps%g.fullEvery == 0)
 }
 
+var policies = []parley.TurnPolicy{parley.PolicyRoundRobin, parley.PolicyFree, parley.PolicyNext}
+
+// TestRandomCommandSequences runs many seeded random sequences. After every
+// decision, script.do and checkInvariants check: seqs dense from 1, events
+// following the state's last seq, one open turn whose messages and traces
+// are written only by its owner and delegates, message turns never going
+// down, closed staying closed with nothing accepted after it but replays,
+// the log folding to the state from the Create state, the JSON round trip,
+// and Head and Guidance (never a panic, turn always 1 or more).
 func TestRandomCommandSequences(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(0); seed < 300; seed++ {
-		rng := rand.New(rand.NewPCG(seed, seed*7919))
-		sc := newScript(t, []parley.TurnPolicy{parley.PolicyRoundRobin, parley.PolicyFree, parley.PolicyNext}[seed%3], "a", "b", "c")
-		for i := 0; i < 200; i++ {
-			step(sc, rng.IntN)
-		}
+	seeds, steps := 240, 160
+	if testing.Short() || raceEnabled {
+		seeds = 48
+	}
+	for seed := range uint64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, seed*7919+1))
+			sc := newScript(t, policies[seed%3], agents[:3+seed%2]...)
+			g := &gen{sc: sc, next: rng.IntN}
+			for range steps {
+				g.step()
+			}
+		})
 	}
 }
 
-// FuzzDecide reads the fuzz input as a sequence of commands and checks the
-// invariants after each.
-func FuzzDecide(f *testing.F) {
-	f.Add([]byte{0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
-	f.Add([]byte{1, 5, 2, 6, 1, 0, 3, 7, 7, 7, 2, 2, 9, 9, 9, 4})
-	f.Add([]byte("the quick brown fox jumps over the lazy dog, twice over"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		sc := newScript(t, parley.PolicyRoundRobin, "a", "b", "c")
-		pos := 0
-		next := func(n int) int {
-			if pos >= len(data) {
-				return 0
+// TestRandomSequencesReachEveryRule makes sure the random sequences are not
+// vacuous: across the seeds, every kind of event is written and every kind
+// of refusal happens.
+func TestRandomSequencesReachEveryRule(t *testing.T) {
+	t.Parallel()
+	events, codes := map[string]int{}, map[string]int{}
+	replays, closed := 0, 0
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, seed*7919+1))
+		sc := newScript(t, policies[seed%3], agents[:3+seed%2]...)
+		g := &gen{sc: sc, next: rng.IntN}
+		for range 160 {
+			cmd := g.command()
+			if cmd == nil {
+				continue
 			}
-			v := int(data[pos]) % n
-			pos++
-			return v
+			d, err := sc.do(cmd)
+			codes[parley.ErrorCode(err)]++
+			if d.Replay != nil {
+				replays++
+			}
+			for _, e := range d.Events {
+				events[e.Type]++
+			}
 		}
-		for pos < len(data) {
-			step(sc, next)
+		if sc.s.Closed {
+			closed++
 		}
-	})
+	}
+	for _, typ := range []string{parley.EventMessage, parley.EventTrace, parley.EventTurnClaimed, parley.EventClaimExpired, parley.EventTurnReset,
+		parley.EventTurnAborted, parley.EventDelegation, parley.EventChunk, parley.EventMessageUpdated, parley.EventMessagesRemoved,
+		conv.EventPromptQueued, conv.EventPromptDispatched, conv.EventTaskRun} {
+		if events[typ] == 0 {
+			t.Errorf("no %s event in any sequence", typ)
+		}
+	}
+	for _, code := range []string{"", parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY,
+		parley.EINVALIDTHREAD, parley.EIDEMPOTENCY, parley.EINVALIDVALUE, parley.EINVALID, parley.EFORBIDDEN} {
+		if codes[code] == 0 {
+			t.Errorf("no decision with code %q in any sequence", code)
+		}
+	}
+	if replays == 0 || closed == 0 {
+		t.Errorf("%d replays, %d closed conversations", replays, closed)
+	}
+	t.Logf("events %v\ncodes %v\nreplays %d, closed %d of 60", events, codes, replays, closed)
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package conv_test
+
+const raceEnabled = false

@@ -138,16 +138,9 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 	eng, id := rs.s.eng, rs.conv
 	switch f.Type {
 	case "message.create":
-		// A response answers the prompt dispatched to this runner and goes
-		// back to its channel, unless the frame says otherwise.
-		prompt, channel, err := eng.ActivePrompt(ctx, id, rs.act.AgentID)
-		if err != nil {
-			return nil, err
-		}
-		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: prompt, Channel: channel, Streaming: true, RetryOf: f.RetryOf}
-		if f.ReplyTo != "" {
-			m.ReplyTo = f.ReplyTo
-		}
+		// Without replyTo, the rules make the response answer the prompt
+		// dispatched to this runner.
+		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: f.ReplyTo, Streaming: true, RetryOf: f.RetryOf}
 		if f.ChannelType != "" || f.ChannelID != "" {
 			m.Channel = &parley.Channel{Type: f.ChannelType, ID: f.ChannelID}
 		}

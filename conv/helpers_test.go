@@ -210,12 +210,14 @@ func (sc *script) do(cmd conv.Command) (conv.Decision, error) {
 	}
 	if pm, ok := cmd.(conv.PostMessage); ok && d.Replay == nil {
 		m := d.Result.Message
-		want := 0
+		want, replyTo := 0, pm.ReplyTo
 		if pm.ReplyTo != "" {
 			want = pm.Known.Parent.Depth + 1
+		} else if a := before.Active(); a != nil && a.Runner == pm.AgentID && pm.Role == parley.RoleAssistant {
+			want, replyTo = 1, a.ID // the response answers the prompt dispatched to its writer
 		}
-		if m == nil || m.Depth != want || m.ReplyTo != pm.ReplyTo || m.ID != pm.ID {
-			t.Fatalf("message %+v: want id %s depth %d replyTo %q", m, pm.ID, want, pm.ReplyTo)
+		if m == nil || m.Depth != want || m.ReplyTo != replyTo || m.ID != pm.ID {
+			t.Fatalf("message %+v: want id %s depth %d replyTo %q", m, pm.ID, want, replyTo)
 		}
 	}
 	sc.s = conv.Evolve(before, d.Events...)

@@ -16,6 +16,7 @@ func (d *decider) postMessage(c PostMessage) error {
 	if err := checkMessageShape(c); err != nil {
 		return err
 	}
+	c = d.answerPrompt(c)
 	if c.Streaming && (len(c.Parts) > 0 || (c.Finality != "" && c.Finality != parley.FinalityNone)) {
 		return parley.Errorf(parley.EINVALIDVALUE, "a streaming message starts with no parts and closes nothing; finalize it to close")
 	}
@@ -198,4 +199,24 @@ func checkMessageLimits(c PostMessage, l Limits) error {
 		return parley.Errorf(parley.ETOOLARGE, "the message's parts hold %d bytes; the limit is %d", size, l.MaxTextBytes)
 	}
 	return nil
+}
+
+// answerPrompt applies seed 001's rule that a response answers the prompt
+// dispatched to its writer: an assistant message with no replyTo replies to
+// that prompt's message (a root, so depth 0, in the prompt's exchange) and
+// goes back to the prompt's channel unless it names its own.
+func (d *decider) answerPrompt(c PostMessage) PostMessage {
+	a := d.s.Active()
+	if c.Role != parley.RoleAssistant || c.ReplyTo != "" || a == nil || a.Runner != c.AgentID {
+		return c
+	}
+	turnID := a.TurnID
+	if turnID == "" {
+		turnID = a.ID
+	}
+	c.ReplyTo, c.Known.Parent = a.ID, &ParentRef{ID: a.ID, TurnID: turnID}
+	if c.Channel == nil {
+		c.Channel = a.Channel
+	}
+	return c
 }

@@ -137,3 +137,23 @@ func TestTaskRunQueuesAPromptInItsExchange(t *testing.T) {
 	}
 	checkInvariants(sc)
 }
+
+func TestAResponseAnswersItsPrompt(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	p := enqueue("p1", "")
+	p.Channel = &parley.Channel{Type: "slack", ID: "C1"}
+	sc.ok(p)
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p1"})
+	r := say("bot", parley.FinalityNone)
+	r.Streaming, r.Parts = true, nil
+	m := lastMessage(t, sc.ok(r))
+	if m.ReplyTo != "p1" || m.TurnID != "p1" || m.Depth != 1 || m.Channel == nil || m.Channel.ID != "C1" {
+		t.Fatalf("the response = replyTo %q turnId %q depth %d channel %+v", m.ReplyTo, m.TurnID, m.Depth, m.Channel)
+	}
+	// Another agent's message is not an answer to bot's prompt.
+	other := say("alice", parley.FinalityNone)
+	if _, err := sc.do(other); err == nil {
+		t.Fatal("alice wrote into bot's open turn")
+	}
+}

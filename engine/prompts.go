@@ -84,21 +84,6 @@ func (e *Engine) AbortResponse(ctx context.Context, conversationID string) error
 	return nil
 }
 
-// ActivePrompt returns the id and channel of the prompt dispatched to
-// agentID, if any: the message its response replies to, and where the
-// response goes back to.
-func (e *Engine) ActivePrompt(ctx context.Context, conversationID, agentID string) (string, *parley.Channel, error) {
-	c, err := e.lockLoaded(ctx, conversationID)
-	if err != nil {
-		return "", nil, err
-	}
-	defer c.mu.Unlock()
-	if a := c.state.Active(); a != nil && a.Runner == agentID {
-		return a.ID, a.Channel, nil
-	}
-	return "", nil, nil
-}
-
 // abortActive sends abort to the runner of the active prompt.
 func (e *Engine) abortActive(conversationID string, s conv.State) bool {
 	a := s.Active()

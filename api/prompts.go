@@ -23,23 +23,10 @@ type promptRef struct {
 
 // postPrompt queues a prompt for the conversation's runners.
 func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	var req promptRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	act, err := actor(who, req.AgentID)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	res, err := s.eng.EnqueuePrompt(r.Context(), r.PathValue("id"), conv.EnqueuePrompt{
-		Actor: act, ID: req.ID, Content: req.Content, Mode: req.Mode, To: req.To, Channel: req.Channel})
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, res)
+	writeEndpoint(s, http.StatusCreated, func(q *promptRequest) string { return q.AgentID }, func(r *http.Request, q *promptRequest, act conv.Actor) (*engine.PromptResult, error) {
+		return s.eng.EnqueuePrompt(r.Context(), r.PathValue("id"), conv.EnqueuePrompt{
+			Actor: act, ID: q.ID, Content: q.Content, Mode: q.Mode, To: q.To, Channel: q.Channel})
+	})(w, r, who)
 }
 
 func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
@@ -106,23 +93,10 @@ type revertRequest struct {
 
 // revert removes a message and everything after it, and tells the runners.
 func (s *Server) revert(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	var req revertRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	act, err := actor(who, req.AgentID)
-	if err == nil && !parley.ValidID(req.MessageID) {
-		err = parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not a valid message id", req.MessageID)
-	}
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	res, err := s.eng.Revert(r.Context(), r.PathValue("id"), act, true, req.MessageID)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	writeEndpoint(s, http.StatusOK, func(q *revertRequest) string { return q.AgentID }, func(r *http.Request, q *revertRequest, act conv.Actor) (*engine.RevertResult, error) {
+		if !parley.ValidID(q.MessageID) {
+			return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not a valid message id", q.MessageID)
+		}
+		return s.eng.Revert(r.Context(), r.PathValue("id"), act, true, q.MessageID)
+	})(w, r, who)
 }

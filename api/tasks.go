@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
 )
 
 type taskRequest struct {
@@ -16,23 +17,10 @@ type taskRequest struct {
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	var req taskRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	act, err := actor(who, req.AgentID)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	t, err := s.eng.CreateTask(r.Context(), parley.Task{ID: req.ID, ConversationID: req.ConversationID, AgentID: act.AgentID,
-		Prompt: req.Prompt, Cron: req.Cron, EveryMs: req.EveryMs})
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, t)
+	writeEndpoint(s, http.StatusCreated, func(q *taskRequest) string { return q.AgentID }, func(r *http.Request, q *taskRequest, act conv.Actor) (*parley.Task, error) {
+		return s.eng.CreateTask(r.Context(), parley.Task{ID: q.ID, ConversationID: q.ConversationID, AgentID: act.AgentID,
+			Prompt: q.Prompt, Cron: q.Cron, EveryMs: q.EveryMs})
+	})(w, r, who)
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, _ parley.Identity) {

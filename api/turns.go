@@ -9,29 +9,6 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// turnEndpoint decodes a turn command's body, resolves the actor, runs the
-// command and answers 200 with the engine.TurnResult.
-func turnEndpoint[T any](s *Server, agentOf func(*T) string, run func(r *http.Request, req *T, act conv.Actor) (*engine.TurnResult, error)) handler {
-	return func(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-		var req T
-		if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
-			writeErr(w, s.log, err)
-			return
-		}
-		act, err := actor(who, agentOf(&req))
-		if err != nil {
-			writeErr(w, s.log, err)
-			return
-		}
-		res, err := run(r, &req, act)
-		if err != nil {
-			writeErr(w, s.log, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
 func ttl(ms int64) (time.Duration, error) {
 	if ms < 0 {
 		return 0, parley.Errorf(parley.EINVALIDVALUE, "ttlMs must be positive")
@@ -40,7 +17,7 @@ func ttl(ms int64) (time.Duration, error) {
 }
 
 func (s *Server) claimTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	turnEndpoint(s, func(q *claimRequest) string { return q.AgentID }, func(r *http.Request, q *claimRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *claimRequest) string { return q.AgentID }, func(r *http.Request, q *claimRequest, act conv.Actor) (*engine.TurnResult, error) {
 		d, err := ttl(q.TTLMs)
 		if err != nil {
 			return nil, err
@@ -50,7 +27,7 @@ func (s *Server) claimTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 }
 
 func (s *Server) resetTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	turnEndpoint(s, func(q *resetRequest) string { return q.AgentID }, func(r *http.Request, q *resetRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *resetRequest) string { return q.AgentID }, func(r *http.Request, q *resetRequest, act conv.Actor) (*engine.TurnResult, error) {
 		d, err := ttl(q.TTLMs)
 		if err != nil {
 			return nil, err
@@ -60,7 +37,7 @@ func (s *Server) resetTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 }
 
 func (s *Server) abortTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	turnEndpoint(s, func(q *abortRequest) string { return q.AgentID }, func(r *http.Request, q *abortRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *abortRequest) string { return q.AgentID }, func(r *http.Request, q *abortRequest, act conv.Actor) (*engine.TurnResult, error) {
 		if len(q.Reason) > 1024 {
 			return nil, parley.Errorf(parley.ETOOLARGE, "reason is %d bytes; the limit is 1024", len(q.Reason))
 		}
@@ -69,7 +46,7 @@ func (s *Server) abortTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 }
 
 func (s *Server) delegate(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	turnEndpoint(s, func(q *delegateRequest) string { return q.AgentID }, func(r *http.Request, q *delegateRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *delegateRequest) string { return q.AgentID }, func(r *http.Request, q *delegateRequest, act conv.Actor) (*engine.TurnResult, error) {
 		return s.eng.Delegate(r.Context(), r.PathValue("id"), conv.Delegate{Actor: act, To: q.To})
 	})(w, r, who)
 }

@@ -37,24 +37,32 @@ func dialRunner(t *testing.T, ctx context.Context, url, conv string) *websocket.
 	return c
 }
 
+// startStreaming starts a server on a new file, creates a conversation and
+// has a runner start message r1 in it.
+func startStreaming(t *testing.T, ctx context.Context) (db string, srv *server, id string, c *websocket.Conn) {
+	t.Helper()
+	db = filepath.Join(t.TempDir(), "parley.db")
+	srv = startServer(t, db)
+	v, err := client.New(srv.url, "").CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = v.Conversation.ID
+	c = dialRunner(t, ctx, srv.url, id)
+	if r, err := runnerFrame(ctx, c, `{"type":"message.create","turnId":"r1"}`); err != nil || r["type"] != "ack" {
+		t.Fatalf("create: %v %v", r, err)
+	}
+	return db, srv, id, c
+}
+
 // TestRunnerSurvivesAServerCrash kills the server with SIGKILL while a runner
 // streams deltas; after a restart the message holds every delta that was
 // acknowledged, in order, and the runner reconnects and finishes it.
 func TestRunnerSurvivesAServerCrash(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "parley.db")
-	srv := startServer(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	v, err := client.New(srv.url, "").CreateConversation(ctx, client.NewConversation{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.Conversation.ID
-	c := dialRunner(t, ctx, srv.url, id)
-	if r, err := runnerFrame(ctx, c, `{"type":"message.create","turnId":"r1"}`); err != nil || r["type"] != "ack" {
-		t.Fatalf("create: %v %v", r, err)
-	}
+	db, srv, id, c := startStreaming(t, ctx)
 	delta := func(i int) string { return fmt.Sprintf("d%04d ", i) }
 	acked := 0
 	go func() { time.Sleep(400 * time.Millisecond); srv.kill() }()
@@ -114,20 +122,11 @@ func TestRunnerSurvivesAServerCrash(t *testing.T) {
 // passes, and the conversation goes on.
 func TestRunnerThatStaysAwayEndsCanceled(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "parley.db")
-	srv := startServer(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	v, err := client.New(srv.url, "").CreateConversation(ctx, client.NewConversation{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.Conversation.ID
-	c := dialRunner(t, ctx, srv.url, id)
-	for _, f := range []string{`{"type":"message.create","turnId":"r1"}`, `{"type":"message.part.text-delta","turnId":"r1","delta":"cut short"}`} {
-		if r, err := runnerFrame(ctx, c, f); err != nil || r["type"] != "ack" {
-			t.Fatalf("%s: %v %v", f, r, err)
-		}
+	db, srv, id, c := startStreaming(t, ctx)
+	if r, err := runnerFrame(ctx, c, `{"type":"message.part.text-delta","turnId":"r1","delta":"cut short"}`); err != nil || r["type"] != "ack" {
+		t.Fatalf("delta: %v %v", r, err)
 	}
 	srv.kill()
 	c.CloseNow()

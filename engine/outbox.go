@@ -40,7 +40,13 @@ func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Minute
 	}
-	t := time.NewTicker(o.Poll)
+	pollDue(ctx, e, o.Poll, "the outbox", e.store.DueDeliveries, func(d *parley.Delivery) { e.deliver(ctx, o, d) })
+}
+
+// pollDue reads what is due at every tick until ctx ends and hands each item
+// to do; a failed read is logged and tried again at the next tick.
+func pollDue[T any](ctx context.Context, e *Engine, every time.Duration, what string, due func(context.Context, parley.Time, int) ([]T, error), do func(T)) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -48,15 +54,15 @@ func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
 			return
 		case <-t.C:
 		}
-		due, err := e.store.DueDeliveries(ctx, parley.NewTime(e.opts.Now()), 100)
+		items, err := due(ctx, parley.NewTime(e.opts.Now()), 100)
 		if err != nil {
 			if ctx.Err() == nil {
-				e.opts.Logger.Warn("reading the outbox failed", slog.Any("err", err))
+				e.opts.Logger.Warn("reading "+what+" failed", slog.Any("err", err))
 			}
 			continue
 		}
-		for _, d := range due {
-			e.deliver(ctx, o, d)
+		for _, it := range items {
+			do(it)
 		}
 	}
 }

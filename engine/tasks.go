@@ -66,27 +66,11 @@ func nextRun(t parley.Task, now time.Time) (parley.Time, error) {
 // the task to its next run, so a firing happens once, whatever the number
 // of nodes and restarts.
 func (e *Engine) RunTasks(ctx context.Context, poll time.Duration) {
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	pollDue(ctx, e, poll, "due tasks", e.store.DueTasks, func(task *parley.Task) {
+		if err := e.fire(ctx, task); err != nil && ctx.Err() == nil {
+			e.opts.Logger.Warn("firing a task failed", slog.String("task", task.ID), slog.Any("err", err))
 		}
-		due, err := e.store.DueTasks(ctx, parley.NewTime(e.opts.Now()), 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.opts.Logger.Warn("reading due tasks failed", slog.Any("err", err))
-			}
-			continue
-		}
-		for _, task := range due {
-			if err := e.fire(ctx, task); err != nil && ctx.Err() == nil {
-				e.opts.Logger.Warn("firing a task failed", slog.String("task", task.ID), slog.Any("err", err))
-			}
-		}
-	}
+	})
 }
 
 func (e *Engine) fire(ctx context.Context, task *parley.Task) error {

@@ -105,8 +105,22 @@ type Message struct {
 	Channel        *Channel        `json:"channel,omitempty"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	UpdatedSeq     int64           `json:"updatedSeq,omitempty"`
+	Legacy         *Legacy         `json:"legacy,omitempty"`
 	CreatedAt      Time            `json:"createdAt"`
 	UpdatedAt      Time            `json:"updatedAt"`
+}
+
+// Legacy marks a message imported from data that predates Parley's
+// threading (parley import of legacy rows). Such a message may have been
+// answered by a reply that does not name it, so export falls back to the
+// timestamp heuristic for it when no explicit reply exists.
+type Legacy struct {
+	// Row is the 1-based row of the imported file the message came from.
+	Row int `json:"row"`
+	// MadeID is true when the row had no message id and the import made one.
+	MadeID bool `json:"madeId,omitempty"`
+	// SeenBy are the agents whose memory held the message: its recipients.
+	SeenBy []string `json:"seenBy,omitempty"`
 }
 
 // TextContent returns the plain text of parts: its text parts, concatenated.

@@ -25,6 +25,8 @@ type Options struct {
 	Open bool
 	// MaxBodyBytes bounds a request body (default 1 MiB).
 	MaxBodyBytes int64
+	// MaxImportBytes bounds the body of an import, which streams (default 4 GiB).
+	MaxImportBytes int64
 	// Logger receives one line per request and internal errors.
 	Logger *slog.Logger
 	// Gatherer serves /metrics (default prometheus.DefaultGatherer).
@@ -62,6 +64,9 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
+	if opts.MaxImportBytes <= 0 {
+		opts.MaxImportBytes = 4 << 30
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -89,6 +94,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/conversations", s.authed(s.createConversation))
 	m.HandleFunc("GET /v1/conversations", s.authed(s.listConversations))
 	m.HandleFunc("GET /v1/conversations/{id}", s.authed(s.getConversation))
+	m.HandleFunc("GET /v1/conversations/{id}/export", s.authed(s.exportConversation))
+	m.HandleFunc("POST /v1/conversations/import", s.authed(s.importConversation))
 	m.HandleFunc("POST /v1/conversations/{id}/messages", s.authed(s.postMessage))
 	m.HandleFunc("GET /v1/conversations/{id}/messages", s.authed(s.listMessages))
 	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}", s.authed(s.getMessage))

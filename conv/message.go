@@ -148,14 +148,16 @@ func checkMessageShape(c PostMessage) error {
 		return parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
 	}
 	for i, p := range c.Parts {
-		if err := checkPart(p); err != nil {
+		if err := CheckPart(p); err != nil {
 			return parley.Errorf(parley.EINVALIDVALUE, "parts[%d]: %s", i, err.(*parley.Error).Message)
 		}
 	}
 	return nil
 }
 
-func checkPart(p parley.Part) error {
+// CheckPart validates one part: a known kind with the fields that kind needs.
+// It returns EINVALIDVALUE saying what is wrong.
+func CheckPart(p parley.Part) error {
 	switch p.Type {
 	case parley.PartText:
 		return nil

@@ -151,7 +151,7 @@ func (d *decider) streamTool(c StreamTool) error {
 	if known && check.ToolName == "" {
 		check.ToolName = "(unchanged)" // an update of a known call may leave its name out
 	}
-	if err := checkPart(check); err != nil {
+	if err := CheckPart(check); err != nil {
 		return err
 	}
 	if len(m.Parts) >= d.env.Limits.MaxParts {

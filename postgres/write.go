@@ -139,3 +139,22 @@ func (db *DB) RevokeToken(ctx context.Context, id string, at parley.Time) error 
 	}
 	return nil
 }
+
+// DeleteConversation implements store.Store.
+func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM conversations WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+		}
+		for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks"} {
+			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE conversation_id = $1`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -190,3 +190,22 @@ func parseTime(s string) (parley.Time, error) {
 	}
 	return t, nil
 }
+
+// DeleteConversation implements store.Store.
+func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+		}
+		for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE conversation_id = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -104,6 +104,12 @@ type Store interface {
 	// DueTasks returns up to limit tasks whose next run is due at now.
 	DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error)
 
+	// DeleteConversation removes a conversation with its events, messages,
+	// idempotency records, outbox rows and tasks, in one transaction. It
+	// returns ENOTFOUND if there is none with that id. Only a failed import
+	// uses it: a conversation's log is otherwise append-only.
+	DeleteConversation(ctx context.Context, id string) error
+
 	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
 	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
 	UpdateDelivery(ctx context.Context, d *parley.Delivery) error

@@ -40,12 +40,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.DurationVar(&limits.MaxClaimTTL, "max-claim-ttl", limits.MaxClaimTTL, "the longest TTL a claim may ask for")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
+	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
 	webhooks := webhookFlag{}
 	fs.Var(webhooks, "channel-webhook", "TYPE=URL: post replies to prompts from channels of TYPE to URL (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if limits.MaxThreadDepth < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *grace <= 0 {
+	if limits.MaxThreadDepth < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *grace <= 0 || *maxImport < 1 {
 		return fmt.Errorf("limits must be positive, and -max-claim-ttl at least -claim-ttl")
 	}
 	var level slog.Level
@@ -84,11 +85,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	go eng.RunTasks(ctx, time.Second)
 	handler := api.New(eng, api.Options{
-		Open:       open,
-		Logger:     log,
-		Gatherer:   reg,
-		Registerer: reg,
-		Ready:      func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
+		Open:           open,
+		Logger:         log,
+		Gatherer:       reg,
+		Registerer:     reg,
+		MaxImportBytes: *maxImport,
+		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
 	})
 
 	ln, err := net.Listen("tcp", *addr)

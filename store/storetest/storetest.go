@@ -33,6 +33,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"AppendIsAtomic", testAppendAtomic},
 		{"MessageUpsert", testMessageUpsert},
 		{"RemoveMessages", testRemoveMessages},
+		{"DeleteConversation", testDeleteConversation},
 		{"Outbox", testOutbox},
 		{"Tasks", testTasks},
 		{"ReadEventsPaging", testReadEvents},
@@ -289,6 +290,33 @@ func testRemoveMessages(t *testing.T, s store.Store) {
 	replies, _ := s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "keep", Limit: 10})
 	if len(replies) != 0 {
 		t.Fatalf("a removed reply is still listed: %v", replies)
+	}
+}
+
+func testDeleteConversation(t *testing.T, s store.Store) {
+	gone, kept := newConversation(t, s), newConversation(t, s)
+	for _, id := range []string{gone, kept} {
+		appendMessages(t, s, id, 1, message(id, "m1", 0, "", 0))
+	}
+	if err := s.DeleteConversation(ctx(t), gone); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.GetConversation(ctx(t), gone)
+	wantCode(t, err, parley.ENOTFOUND)
+	if evs, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: gone, Limit: 10}); len(evs) != 0 {
+		t.Fatalf("%d events of a deleted conversation remain", len(evs))
+	}
+	if ms, _ := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: gone, Limit: 10}); len(ms) != 0 {
+		t.Fatalf("%d messages of a deleted conversation remain", len(ms))
+	}
+	if ms, _ := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: kept, Limit: 10}); len(ms) != 1 {
+		t.Fatalf("the other conversation has %d messages, want 1", len(ms))
+	}
+	wantCode(t, s.DeleteConversation(ctx(t), gone), parley.ENOTFOUND)
+	// The id is free again.
+	if err := s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: parley.Conversation{ID: gone, Epoch: "e2", CreatedAt: t0},
+		Events: []parley.Event{event(gone, 1, "a")}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -185,11 +185,16 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 		rd = bytes.NewReader(b)
 	}
+	return c.doBody(ctx, method, path, rd, out)
+}
+
+// doBody is do with a body that is sent as it is read (nil: none).
+func (c *Client) doBody(ctx context.Context, method, path string, rd io.Reader, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, rd)
 	if err != nil {
 		return err
 	}
-	if body != nil {
+	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	c.authorize(req)

@@ -141,10 +141,30 @@ func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*
 	return db.queryMessages(ctx, q, args...)
 }
 
+// The thread queries; plan_test.go checks that each step is an index probe.
+const (
+	repliesQuery   = `SELECT data FROM messages WHERE conversation_id = $1 AND reply_to = $2 AND seq > $3 ORDER BY seq LIMIT $4`
+	ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
+			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = $1 AND id = $2
+			UNION ALL
+			SELECT m.id, m.reply_to, up.level + 1 FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.reply_to
+			WHERE up.level < 100000
+		)
+		SELECT m.data FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.id
+		WHERE up.level > 0 ORDER BY up.level DESC`
+	descendantsQuery = `WITH RECURSIVE down (id, level) AS (
+			SELECT id, 0 FROM messages WHERE conversation_id = $1 AND id = $2
+			UNION ALL
+			SELECT m.id, down.level + 1 FROM down JOIN messages m ON m.conversation_id = $1 AND m.reply_to = down.id
+			WHERE down.level < 100000
+		)
+		SELECT m.data FROM down JOIN messages m ON m.conversation_id = $1 AND m.id = down.id
+		WHERE down.level > 0 ORDER BY m.seq LIMIT $3`
+)
+
 // ListReplies implements store.Store.
 func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, `SELECT data FROM messages WHERE conversation_id = $1 AND reply_to = $2 AND seq > $3 ORDER BY seq LIMIT $4`,
-		p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	return db.queryMessages(ctx, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
 }
 
 // Ancestors implements store.Store: one primary-key probe per level.
@@ -152,26 +172,12 @@ func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) (
 	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
 		return nil, err
 	}
-	return db.queryMessages(ctx, `WITH RECURSIVE up (id, reply_to, level) AS (
-			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = $1 AND id = $2
-			UNION ALL
-			SELECT m.id, m.reply_to, up.level + 1 FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.reply_to
-			WHERE up.level < 100000
-		)
-		SELECT m.data FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.id
-		WHERE up.level > 0 ORDER BY up.level DESC`, conversationID, messageID)
+	return db.queryMessages(ctx, ancestorsQuery, conversationID, messageID)
 }
 
 // Descendants implements store.Store: the replyTo index, level by level.
 func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, `WITH RECURSIVE down (id, level) AS (
-			SELECT id, 0 FROM messages WHERE conversation_id = $1 AND id = $2
-			UNION ALL
-			SELECT m.id, down.level + 1 FROM down JOIN messages m ON m.conversation_id = $1 AND m.reply_to = down.id
-			WHERE down.level < 100000
-		)
-		SELECT m.data FROM down JOIN messages m ON m.conversation_id = $1 AND m.id = down.id
-		WHERE down.level > 0 ORDER BY m.seq LIMIT $3`, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return db.queryMessages(ctx, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
 }
 
 func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parley.Message, error) {

@@ -5,6 +5,8 @@
 //	parley token     create, list and revoke bearer tokens
 //	parley tail      follow a conversation's live stream in the terminal
 //	parley demo      a server with a scripted runner answering a scripted user
+//	parley export    write a conversation as Markdown, JSON or JSON Lines
+//	parley import    load an export or legacy message rows into a server
 package main
 
 import (
@@ -30,6 +32,8 @@ Usage:
   parley token revoke [-db ./parley.db] TOKEN_ID
   parley tail    [-server http://127.0.0.1:7700] [-token T] [-ws] [-after SEQ] CONVERSATION
   parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s]
+  parley export  [-server URL] [-token T] [-format markdown|json|jsonl] [-o FILE] CONVERSATION
+  parley import  [-server URL] [-token T] [-id ID] [-title T] [-participants a,b] [-progress auto|on|off] FILE|-
 
 Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and
 PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token.
@@ -63,6 +67,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTail(ctx, rest, stdout, stderr)
 	case "demo":
 		return runDemo(ctx, rest, stderr)
+	case "export":
+		return runExport(ctx, rest, stdout, stderr)
+	case "import":
+		return runImport(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

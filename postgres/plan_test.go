@@ -1,0 +1,80 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley/postgres/pgtest"
+)
+
+// TestThreadQueriesUseIndexes checks PostgreSQL's plans for the thread
+// look-ups: with sequential scans priced out, every step must be an index
+// probe (a query that cannot use an index still shows a Seq Scan).
+func TestThreadQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// Plans follow statistics: 20 conversations of 1000 messages, each a
+	// reply to the one before, analyzed, as a busy server's table would be.
+	if _, err := conn.Exec(ctx, `INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data)
+		SELECT 'c' || (i % 20), 'm' || i, i, 't', CASE WHEN i >= 20 THEN 'm' || (i - 20) END, 'a', i / 20, '{}'
+		FROM generate_series(0, 19999) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ANALYZE messages"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		query string
+		args  []any
+		index []string
+	}{
+		"replies":     {repliesQuery, []any{"c1", "m1", 0, 10}, []string{"messages_by_reply_to"}},
+		"ancestors":   {ancestorsQuery, []any{"c1", "m981"}, []string{"messages_pkey"}},
+		"descendants": {descendantsQuery, []any{"c1", "m1", 10}, []string{"messages_pkey", "messages_by_reply_to"}},
+	}
+	for name, c := range cases {
+		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, strings.TrimSpace(line))
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		// A scan of the messages table, or a search on the conversation
+		// alone, reads whole conversations.
+		for _, step := range plan {
+			whole := (strings.HasPrefix(step, "Index Cond: (conversation_id = ") || strings.HasPrefix(step, "Recheck Cond: (conversation_id = ")) && !strings.Contains(step, " AND ")
+			if whole || strings.Contains(step, "Seq Scan on messages") {
+				t.Errorf("%s reads whole conversations (%s):\n%s", name, step, text)
+			}
+		}
+		for _, idx := range c.index {
+			if !strings.Contains(text, idx) {
+				t.Errorf("%s does not use %s:\n%s", name, idx, text)
+			}
+		}
+	}
+}

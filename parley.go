@@ -9,6 +9,7 @@
 package parley
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -143,7 +144,9 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && !bytes.ContainsAny(b[1:n-1], `"\\`) {
+		s = string(b[1 : n-1]) // the usual case, without a second JSON decode
+	} else if err := json.Unmarshal(b, &s); err != nil {
 		return err
 	}
 	v, err := time.Parse(time.RFC3339Nano, s)

@@ -65,13 +65,17 @@ func apply(s State, e parley.Event) State {
 		_ = json.Unmarshal(e.Data, &c)
 		s.Conversation = c
 	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventMessageUpdated:
-		s = applyStream(s, e)
+		var head messageHead
+		if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
+			_ = json.Unmarshal(e.Data, &head) // once: it is the costly part of Evolve
+		}
+		s = applyStream(s, e, head)
 		if e.Turn > 0 {
 			s = enterTurn(s, e)
 		}
 		switch e.Finality {
 		case parley.FinalityTurn:
-			s = closeTurn(s, e, nextOf(e))
+			s = closeTurn(s, e, head.Next)
 		case parley.FinalityConversation:
 			if s.Open != nil {
 				s = closeTurn(s, e, "")
@@ -98,7 +102,7 @@ func apply(s State, e parley.Event) State {
 		}
 		s.LastAbort = &AbortMark{AgentID: e.AgentID, Turn: e.Turn, Seq: e.Seq}
 	case parley.EventMessagesRemoved:
-		s = applyStream(s, e)
+		s = applyStream(s, e, messageHead{})
 	case EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled, EventPromptRequeued, EventPromptPromoted:
 		s = applyPrompt(s, e)
 	case parley.EventDelegation:
@@ -151,16 +155,12 @@ func closeTurn(s State, e parley.Event, next string) State {
 	return s
 }
 
-// nextOf returns the agent a closing message names as the next one.
-func nextOf(e parley.Event) string {
-	if e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated {
-		return ""
-	}
-	var m struct {
-		Next string `json:"next"`
-	}
-	_ = json.Unmarshal(e.Data, &m)
-	return m.Next
+// messageHead is what Evolve reads of a message or message.updated event:
+// the message's id and status (for Streams) and the next agent it names.
+type messageHead struct {
+	ID     string               `json:"id"`
+	Status parley.MessageStatus `json:"status"`
+	Next   string               `json:"next"`
 }
 
 // activeClaim returns the claim if it has not expired at now.

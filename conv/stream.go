@@ -222,15 +222,11 @@ func (d *decider) rewrite(st Stream, m *parley.Message, fin parley.Finality, age
 	return nil
 }
 
-// applyStream keeps the Streams of s up to date with one event.
-func applyStream(s State, e parley.Event) State {
+// applyStream keeps the Streams of s up to date with one event; m is the
+// head of a message or message.updated event's data.
+func applyStream(s State, e parley.Event, m messageHead) State {
 	switch e.Type {
 	case parley.EventMessage, parley.EventMessageUpdated:
-		var m struct {
-			ID     string               `json:"id"`
-			Status parley.MessageStatus `json:"status"`
-		}
-		_ = json.Unmarshal(e.Data, &m)
 		streaming := m.Status == parley.StatusStreaming
 		if _, known := s.Streams[m.ID]; !streaming && !known {
 			return s

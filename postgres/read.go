@@ -121,6 +121,15 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 
 // ListMessages implements store.Store. Each filter has its own index.
 func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	raw, err := db.ListMessagesRaw(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return store.DecodeMessages(raw)
+}
+
+// ListMessagesRaw implements store.Store.
+func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
 	q := `SELECT data, seq FROM messages WHERE conversation_id = $1 AND seq > $2`
 	args := []any{p.ConversationID, p.After}
 	if p.TurnID != "" {
@@ -134,11 +143,24 @@ func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*
 	args = append(args, clampLimit(p.Limit))
 	limit := ` LIMIT $` + strconv.Itoa(len(args))
 	if p.Latest {
-		q = `SELECT data FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
+		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
 	} else {
-		q = `SELECT data FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
+		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
 	}
-	return db.queryMessages(ctx, q, args...)
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.RawMessage
+	for rows.Next() {
+		var r store.RawMessage
+		if err := rows.Scan(&r.Data, &r.Seq); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // The thread queries; plan_test.go checks that each step is an index probe.

@@ -127,6 +127,15 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 
 // ListMessages implements store.Store. Each filter has its own index.
 func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	raw, err := db.ListMessagesRaw(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return store.DecodeMessages(raw)
+}
+
+// ListMessagesRaw implements store.Store.
+func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
 	q := `SELECT data, seq FROM messages WHERE conversation_id = ? AND seq > ?`
 	args := []any{p.ConversationID, p.After}
 	if p.TurnID != "" {
@@ -138,12 +147,25 @@ func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*
 		args = append(args, p.AgentID)
 	}
 	if p.Latest {
-		q = `SELECT data FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 	} else {
-		q = `SELECT data FROM (` + q + ` ORDER BY seq LIMIT ?)`
+		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq LIMIT ?)`
 	}
 	args = append(args, clampLimit(p.Limit))
-	return db.queryMessages(ctx, q, args...)
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.RawMessage
+	for rows.Next() {
+		var r store.RawMessage
+		if err := rows.Scan(&r.Data, &r.Seq); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // ListReplies implements store.Store.

@@ -9,6 +9,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/parleyhq/parley"
 )
@@ -49,6 +50,11 @@ type Store interface {
 	// optionally only those of one turnId and/or one agent; with Latest, the
 	// newest Limit messages, still in seq order.
 	ListMessages(ctx context.Context, p ListMessagesParams) ([]*parley.Message, error)
+
+	// ListMessagesRaw is ListMessages returning each row as stored: its seq
+	// and the message's JSON (what GetMessage decodes), for callers that
+	// copy rows without looking inside them (export).
+	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
 
 	// ListReplies returns up to Limit direct replies to a message with seq >
 	// After, in seq order, using the replyTo index.
@@ -178,6 +184,12 @@ type ListMessagesParams struct {
 	Latest bool
 }
 
+// RawMessage is a stored message row: its seq and the message as JSON.
+type RawMessage struct {
+	Seq  int64
+	Data []byte
+}
+
 // ListRepliesParams are the arguments of Store.ListReplies.
 type ListRepliesParams struct {
 	ConversationID string
@@ -217,4 +229,21 @@ func CheckDense(events []parley.Event, after int64) error {
 		}
 	}
 	return nil
+}
+
+// DecodeMessages decodes raw rows, for backends that implement ListMessages
+// with ListMessagesRaw.
+func DecodeMessages(raw []RawMessage) ([]*parley.Message, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out := make([]*parley.Message, 0, len(raw))
+	for _, r := range raw {
+		m := &parley.Message{}
+		if err := json.Unmarshal(r.Data, m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -156,38 +157,25 @@ func writeJSON(ctx context.Context, st store.Store, s conv.State, f Format, w *b
 		w.WriteString(`,"events":[`)
 	}
 	id := s.Conversation.ID
-	sep := func(n int64) {
+	// Events and rows are written as they are stored, without decoding and
+	// encoding them again: appendEvent writes what json.Marshal would.
+	var buf []byte
+	put := func(kind string, n int64, raw []byte) {
 		if f == JSONL {
-			w.WriteByte('\n')
+			w.WriteString(`{"` + kind + `":`)
 		} else if n > 0 {
 			w.WriteByte(',')
 		}
-	}
-	put := func(l line, n int64) error {
-		var v any = l
-		if f == JSON {
-			v = l.Event
-			if l.Message != nil {
-				v = l.Message
-			}
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if f == JSON {
-			sep(n)
-		}
-		w.Write(b)
+		w.Write(raw)
 		if f == JSONL {
-			sep(n)
+			w.WriteString("}\n")
 		}
-		return nil
 	}
 	err = eachEvent(ctx, st, id, s.LastSeq, func(e *parley.Event) error {
-		err := put(line{Event: e}, stats.Events)
+		buf = appendEvent(buf[:0], e)
+		put("event", stats.Events, buf)
 		stats.Events++
-		return err
+		return nil
 	})
 	if err != nil {
 		return stats, err
@@ -195,13 +183,19 @@ func writeJSON(ctx context.Context, st store.Store, s conv.State, f Format, w *b
 	if f == JSON {
 		w.WriteString(`],"messages":[`)
 	}
-	err = eachMessage(ctx, st, id, func(m *parley.Message) error {
-		err := put(line{Message: m}, stats.Messages)
-		stats.Messages++
-		return err
-	})
-	if err != nil {
-		return stats, err
+	for after := int64(0); ; {
+		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page})
+		if err != nil {
+			return stats, err
+		}
+		for _, r := range rows {
+			put("message", stats.Messages, r.Data)
+			stats.Messages++
+		}
+		if len(rows) < page {
+			break
+		}
+		after = rows[len(rows)-1].Seq
 	}
 	if f == JSON {
 		w.WriteString("]}\n")
@@ -230,6 +224,53 @@ func eachEvent(ctx context.Context, st store.Store, id string, last int64, fn fu
 		after = events[len(events)-1].Seq
 	}
 	return nil
+}
+
+// appendEvent appends e as json.Marshal writes it (the tests hold it to
+// that), copying its data as stored instead of compacting it again.
+func appendEvent(b []byte, e *parley.Event) []byte {
+	b = append(b, `{"conversationId":`...)
+	b = appendString(b, e.ConversationID)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.Type)
+	b = append(b, `,"turn":`...)
+	b = strconv.AppendInt(b, int64(e.Turn), 10)
+	if e.TurnID != "" {
+		b = append(b, `,"turnId":`...)
+		b = appendString(b, e.TurnID)
+	}
+	if e.AgentID != "" {
+		b = append(b, `,"agentId":`...)
+		b = appendString(b, e.AgentID)
+	}
+	b = append(b, `,"finality":`...)
+	b = appendString(b, string(e.Finality))
+	b = append(b, `,"ts":`...)
+	ts, _ := e.Time.MarshalJSON()
+	b = append(b, ts...)
+	b = append(b, `,"data":`...)
+	if len(e.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Data...)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string: directly when it needs no
+// escaping (ids and names), else through encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // eachMessage calls fn for every message row of conversation id, in seq order.

@@ -425,6 +425,12 @@ func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 	case len(e.Data) == 0:
 		return parley.Errorf(parley.EINVALID, "row %d: event %d has no data", imp.row, e.Seq)
 	}
+	// Stored data is compact and HTML-escaped, as json.Marshal writes it.
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return parley.Errorf(parley.EINVALID, "row %d: event %d: data: %v", imp.row, e.Seq, err)
+	}
+	e.Data = data
 	imp.events = append(imp.events, *e)
 	if len(imp.events) >= batchSize {
 		return imp.flush(ctx)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -27,6 +28,15 @@ type thread struct {
 	// prompt was dispatched to, or whom the server told to act next when the
 	// message closed its turn, or (legacy) the agents whose memory held it.
 	recipients map[string][]string
+	// toNext are the agents told to act next after the message written at
+	// a seq closed its turn.
+	toNext map[int64][]string
+	// dispatched maps a prompt's message id to the runner it went to.
+	dispatched map[string][]string
+	// notable are the turn events shown between the messages, in order.
+	notable []*parley.Event
+	// rows are the message rows, in seq order.
+	rows []*parley.Message
 	// authors maps a message id to its author, for "reply to" labels.
 	authors map[string]string
 	// answered holds the ids that some message replies to.
@@ -38,37 +48,20 @@ type thread struct {
 	heuristic int
 }
 
-// learn reads the log and the message rows once (the first pass).
+// learn reads the log and the message rows once. The rows are kept for
+// the rendering: a Markdown export is for people, and holds its messages.
 func learn(ctx context.Context, st store.Store, s conv.State) (*thread, error) {
-	th := &thread{participants: map[string]bool{}, recipients: map[string][]string{}, authors: map[string]string{},
-		answered: map[string]bool{}, lastAnswer: map[string]time.Time{}}
+	th := &thread{participants: map[string]bool{}, recipients: map[string][]string{}, toNext: map[int64][]string{}, dispatched: map[string][]string{},
+		authors: map[string]string{}, answered: map[string]bool{}, lastAnswer: map[string]time.Time{}}
 	for _, p := range s.Conversation.Participants {
 		th.participants[p] = true
 	}
-	var state conv.State
-	err := eachEvent(ctx, st, s.Conversation.ID, s.LastSeq, func(e *parley.Event) error {
-		state = conv.Evolve(state, *e)
-		switch e.Type {
-		case parley.EventMessage:
-			var m parley.Message
-			if json.Unmarshal(e.Data, &m) != nil || m.Finality == parley.FinalityNone {
-				return nil
-			}
-			if g := state.Guidance(e.Time.Time); g != nil {
-				th.recipients[m.ID] = th.others(m.AgentID, g.NextAgentID)
-			}
-		case conv.EventPromptDispatched:
-			var p struct{ ID, Runner string }
-			if json.Unmarshal(e.Data, &p) == nil && p.Runner != "" {
-				th.recipients[p.ID] = []string{p.Runner}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = eachMessage(ctx, st, s.Conversation.ID, func(m *parley.Message) error {
+	// The log and the rows are read side by side (two cores, two passes).
+	var evErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { evErr = th.learnEvents(ctx, st, s) })
+	err := eachMessage(ctx, st, s.Conversation.ID, func(m *parley.Message) error {
+		th.rows = append(th.rows, m)
 		th.authors[m.ID] = m.AgentID
 		if m.ReplyTo != "" {
 			th.answered[m.ReplyTo] = true
@@ -76,13 +69,57 @@ func learn(ctx context.Context, st store.Store, s conv.State) (*thread, error) {
 		if m.Role == parley.RoleAssistant && m.CreatedAt.After(th.lastAnswer[m.AgentID]) {
 			th.lastAnswer[m.AgentID] = m.CreatedAt.Time
 		}
-		if m.Legacy != nil {
+		return nil
+	})
+	wg.Wait()
+	if err == nil {
+		err = evErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range th.rows {
+		switch to, dispatched := th.dispatched[m.ID]; {
+		case m.Legacy != nil:
 			// Legacy data says who saw a message: the memories that held it.
 			th.recipients[m.ID] = slices.DeleteFunc(slices.Clone(m.Legacy.SeenBy), func(a string) bool { return a == m.AgentID })
+		case dispatched:
+			th.recipients[m.ID] = to
+		default:
+			if to, ok := th.toNext[m.Seq]; ok {
+				th.recipients[m.ID] = to
+			}
+		}
+	}
+	return th, nil
+}
+
+// learnEvents folds the log to find whom each turn-closing message went to,
+// which prompts went to which runner, and the turn events to show.
+func (th *thread) learnEvents(ctx context.Context, st store.Store, s conv.State) error {
+	var state conv.State
+	return eachEvent(ctx, st, s.Conversation.ID, s.LastSeq, func(e *parley.Event) error {
+		state = conv.Evolve(state, *e)
+		switch e.Type {
+		case parley.EventMessage:
+			if e.Finality == parley.FinalityNone {
+				return nil
+			}
+			if g := state.Guidance(e.Time.Time); g != nil {
+				th.toNext[e.Seq] = th.others(e.AgentID, g.NextAgentID)
+			}
+		case conv.EventPromptDispatched:
+			var p struct{ ID, Runner string }
+			if json.Unmarshal(e.Data, &p) == nil && p.Runner != "" {
+				th.dispatched[p.ID] = []string{p.Runner}
+			}
+		case parley.EventTurnReset, parley.EventTurnAborted, parley.EventTurnClaimed, parley.EventClaimExpired,
+			parley.EventDelegation, parley.EventMessagesRemoved, conv.EventTaskRun:
+			ev := *e
+			th.notable = append(th.notable, &ev)
 		}
 		return nil
 	})
-	return th, err
 }
 
 // others returns the agents named, or every participant when none is named
@@ -198,30 +235,20 @@ func writeMarkdown(ctx context.Context, st store.Store, s conv.State, w *bufio.W
 	}
 	w.WriteString("\n")
 
-	// Messages come from their rows, met in seq order beside the events.
-	rows := &rowCursor{ctx: ctx, st: st, id: c.ID}
+	// The messages, with the turn events between them, in seq order.
 	r := &renderer{w: w, th: th, turn: -1}
-	err = eachEvent(ctx, st, c.ID, s.LastSeq, func(e *parley.Event) error {
-		stats.Events++
-		if e.Type != parley.EventMessage {
-			r.event(e)
-			return nil
+	events := th.notable
+	for _, m := range th.rows {
+		for len(events) > 0 && events[0].Seq < m.Seq {
+			r.event(events[0])
+			events = events[1:]
 		}
-		m, err := rows.at(e.Seq)
-		if err != nil {
-			return err
-		}
-		if m == nil {
-			r.removed(e)
-			return nil
-		}
-		stats.Messages++
 		r.message(m)
-		return nil
-	})
-	if err != nil {
-		return stats, err
 	}
+	for _, e := range events {
+		r.event(e)
+	}
+	stats.Events, stats.Messages = s.LastSeq, int64(len(th.rows))
 	stats.Heuristic = th.heuristic
 	fmt.Fprintf(w, "\n---\n\n%d messages in %d turns.", stats.Messages, s.LastTurn)
 	if th.heuristic > 0 {
@@ -236,41 +263,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-// rowCursor pages through the message rows in seq order.
-type rowCursor struct {
-	ctx   context.Context
-	st    store.Store
-	id    string
-	buf   []*parley.Message
-	after int64
-	done  bool
-}
-
-// at returns the row written at seq, or nil if there is none (reverted).
-// Calls must come in increasing seq order.
-func (rc *rowCursor) at(seq int64) (*parley.Message, error) {
-	for {
-		for len(rc.buf) > 0 && rc.buf[0].Seq < seq {
-			rc.buf = rc.buf[1:]
-		}
-		if len(rc.buf) > 0 || rc.done {
-			break
-		}
-		ms, err := rc.st.ListMessages(rc.ctx, store.ListMessagesParams{ConversationID: rc.id, After: rc.after, Limit: page})
-		if err != nil {
-			return nil, err
-		}
-		rc.buf, rc.done = ms, len(ms) < page
-		if len(ms) > 0 {
-			rc.after = ms[len(ms)-1].Seq
-		}
-	}
-	if len(rc.buf) > 0 && rc.buf[0].Seq == seq {
-		return rc.buf[0], nil
-	}
-	return nil, nil
 }
 
 // renderer writes the body: exchanges, turns, messages and turn events.
@@ -349,14 +341,6 @@ func (r *renderer) jsonItem(name string, v json.RawMessage) {
 	}
 	fmt.Fprintf(r.w, "     - %s:\n\n", name)
 	fenced(r.w, "       ", "json", s)
-}
-
-// removed notes a message that a revert removed: its event stays in the log.
-func (r *renderer) removed(e *parley.Event) {
-	var m parley.Message
-	_ = json.Unmarshal(e.Data, &m)
-	r.group(e.TurnID, e.Turn, e.AgentID)
-	fmt.Fprintf(r.w, "\n> ~~message `%s` by %s~~ (removed by a revert)\n", m.ID, e.AgentID)
 }
 
 // event writes the turn events that people need to follow the log.

@@ -129,7 +129,6 @@ func TestMarkdownParts(t *testing.T) {
 		"> b delegated turn 3 to c",
 		"> turn 3 aborted by b: handing over",
 		"> turn 4 reset by c",
-		"> ~~message `a3` by a~~ (removed by a revert)",
 		"> reverted: a3 removed",
 		"_(still streaming)_",
 		"8 messages in 5 turns.",

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -37,6 +38,17 @@ func testListMessages(t *testing.T, s store.Store) {
 		ms, err := s.ListMessages(ctx(t), p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The raw rows are the same rows, as the JSON they decode from.
+		raw, err := s.ListMessagesRaw(ctx(t), p)
+		if err != nil || len(raw) != len(ms) {
+			t.Fatalf("ListMessagesRaw: %d rows, %v; ListMessages: %d", len(raw), err, len(ms))
+		}
+		for i, r := range raw {
+			want, _ := json.Marshal(ms[i])
+			if r.Seq != ms[i].Seq || string(r.Data) != string(want) {
+				t.Fatalf("raw row %d = seq %d %s, want seq %d %s", i, r.Seq, r.Data, ms[i].Seq, want)
+			}
 		}
 		return ms
 	}

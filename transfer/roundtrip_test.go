@@ -3,6 +3,7 @@ package transfer_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -117,5 +118,21 @@ func TestImportedConversationGoesOn(t *testing.T) {
 	a.UpdatedAt, b.UpdatedAt = parley.Time{}, parley.Time{} // finalized a moment apart
 	if jsonOf(t, a) != jsonOf(t, b) {
 		t.Fatalf("after finishing, a4 differs:\n%s\n%s", jsonOf(t, a), jsonOf(t, b))
+	}
+}
+
+// TestVersion1ExportStillImports imports a version-1 export kept in
+// testdata (of richConversation) and exports it again, the same but for the
+// epoch: files written by earlier builds stay importable.
+func TestVersion1ExportStillImports(t *testing.T) {
+	t.Parallel()
+	file, err := os.ReadFile("testdata/rich.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := sqliteEngine(t)
+	must[*transfer.ImportResult](t)(transfer.Import(ctxT(t), eng, bytes.NewReader(file), transfer.ImportOptions{}))
+	if again := export(t, eng, "rich", transfer.JSONL); !bytes.Equal(withoutEpoch(bytes.TrimSpace(file)), withoutEpoch(bytes.TrimSpace(again))) {
+		t.Fatal("the re-export of testdata/rich.jsonl differs")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
@@ -53,26 +54,33 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 		writeErr(w, s.log, err)
 		return
 	}
+	// One writer sends both the replies and what the engine pushes (prompts,
+	// aborts, reverts), in order. A runner that cannot keep up is dropped.
+	out := make(chan []byte, 256)
+	done := make(chan struct{})
+	defer close(done)
+	overflow := make(chan struct{})
+	var once sync.Once
+	push := func(frame []byte) {
+		select {
+		case out <- frame:
+		case <-done:
+		default:
+			once.Do(func() { close(overflow) })
+		}
+	}
+	// The runner is attached before its handshake completes, so that
+	// nothing pushed once it is connected is lost: the frames wait in out.
+	// While it is attached it gets prompts and its agent's streaming
+	// messages wait for it; when it leaves, its prompt goes back to the
+	// queue and its messages wait the grace period, then end canceled.
+	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID, push)()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		return
 	}
 	defer c.CloseNow()
 	c.SetReadLimit(maxRunnerFrame)
-
-	// One writer sends both the replies and what the engine pushes (prompts,
-	// aborts), in order. A runner that cannot keep up is dropped.
-	out := make(chan []byte, 256)
-	done := make(chan struct{})
-	defer close(done)
-	push := func(frame []byte) {
-		select {
-		case out <- frame:
-		case <-done:
-		default:
-			c.CloseNow()
-		}
-	}
 	go func() {
 		for {
 			select {
@@ -84,15 +92,14 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 					c.CloseNow()
 					return
 				}
+			case <-overflow:
+				c.CloseNow()
+				return
 			case <-done:
 				return
 			}
 		}
 	}()
-	// While this runner is attached it gets prompts and its agent's
-	// streaming messages wait for it; when it leaves, its prompt goes back to
-	// the queue and its messages wait the grace period, then end canceled.
-	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID, push)()
 	rs := &runnerSession{s: s, conv: r.PathValue("id"), act: act}
 	ctx := context.Background()
 	for {

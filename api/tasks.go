@@ -18,6 +18,10 @@ type taskRequest struct {
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	writeEndpoint(s, http.StatusCreated, func(q *taskRequest) string { return q.AgentID }, func(r *http.Request, q *taskRequest, act conv.Actor) (*parley.Task, error) {
+		// A prompt over the text limit is too large, as for POST …/prompts.
+		if max := s.eng.Limits().MaxTextBytes; len(q.Prompt) > max {
+			return nil, parley.Errorf(parley.ETOOLARGE, "the prompt is %d bytes; the limit is %d", len(q.Prompt), max)
+		}
 		return s.eng.CreateTask(r.Context(), parley.Task{ID: q.ID, ConversationID: q.ConversationID, AgentID: act.AgentID,
 			Prompt: q.Prompt, Cron: q.Cron, EveryMs: q.EveryMs})
 	})(w, r, who)

@@ -20,7 +20,7 @@ import (
 type Runner struct {
 	conn    *websocket.Conn
 	pushes  chan Push
-	replies chan map[string]any
+	replies chan runnerReply
 	send    sync.Mutex // one frame awaits its reply at a time
 	done    chan struct{}
 	err     error
@@ -67,7 +67,7 @@ func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID stri
 		return nil, err
 	}
 	conn.SetReadLimit(32 << 20)
-	r := &Runner{conn: conn, pushes: make(chan Push, 64), replies: make(chan map[string]any, 1), done: make(chan struct{})}
+	r := &Runner{conn: conn, pushes: make(chan Push, 64), replies: make(chan runnerReply, 1), done: make(chan struct{})}
 	go r.read()
 	return r, nil
 }
@@ -86,9 +86,13 @@ func (r *Runner) read() {
 		_ = json.Unmarshal(data, &head)
 		switch head.Type {
 		case "ack", "error":
-			var m map[string]any
-			_ = json.Unmarshal(data, &m)
-			r.replies <- m
+			var reply runnerReply
+			if err := json.Unmarshal(data, &reply); err != nil {
+				r.err = fmt.Errorf("bad reply from the server: %w", err)
+				r.conn.CloseNow()
+				return
+			}
+			r.replies <- reply
 		default:
 			var p Push
 			if json.Unmarshal(data, &p) == nil {
@@ -114,29 +118,65 @@ func (r *Runner) Next(ctx context.Context) (Push, error) {
 // in the queue.
 func (r *Runner) Close() error { return r.conn.Close(websocket.StatusNormalClosure, "") }
 
+// runnerReply is the server's answer to one frame: an ack or an error.
+type runnerReply struct {
+	Type    string          `json:"type"`
+	Seq     int64           `json:"seq"`
+	Message *parley.Message `json:"message"`
+	Error   *parley.Error   `json:"error"`
+}
+
 // do sends one frame and waits for its ack; it returns the acked seq.
 func (r *Runner) do(ctx context.Context, frame map[string]any) (int64, error) {
+	reply, err := r.exchange(ctx, frame)
+	if err != nil {
+		return 0, err
+	}
+	return reply.Seq, nil
+}
+
+// exchange sends one frame and waits for its reply. Replies come in the
+// order of the frames, so if ctx ends first the connection is closed: the
+// late reply must not be taken for the next frame's. Whether that frame
+// was applied is then unknown; a new connection's State tells.
+func (r *Runner) exchange(ctx context.Context, frame map[string]any) (*runnerReply, error) {
 	r.send.Lock()
 	defer r.send.Unlock()
 	b, _ := json.Marshal(frame)
 	if err := r.conn.Write(ctx, websocket.MessageText, b); err != nil {
-		return 0, err
+		return nil, err
 	}
 	select {
-	case m := <-r.replies:
-		if m["type"] == "error" {
-			e, _ := m["error"].(map[string]any)
-			code, _ := e["code"].(string)
-			msg, _ := e["message"].(string)
-			return 0, &parley.Error{Code: code, Message: msg}
+	case reply := <-r.replies:
+		if reply.Type == "error" {
+			if reply.Error == nil {
+				reply.Error = &parley.Error{Code: parley.EINTERNAL, Message: "an error frame without an error"}
+			}
+			return nil, reply.Error
 		}
-		seq, _ := m["seq"].(float64)
-		return int64(seq), nil
+		return &reply, nil
 	case <-r.done:
-		return 0, fmt.Errorf("runner connection closed: %w", r.err)
+		return nil, fmt.Errorf("runner connection closed: %w", r.err)
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		r.conn.CloseNow()
+		return nil, ctx.Err()
 	}
+}
+
+// State returns the message turnID as the server holds it, with the text
+// of every durable delta (message.state). A runner that reconnects after
+// losing its connection (or the server) asks it before going on: whether
+// its message.create was durable (ENOTFOUND if not), how much text and
+// which tool calls the server has, whether its finalize landed.
+func (r *Runner) State(ctx context.Context, turnID string) (*parley.Message, error) {
+	reply, err := r.exchange(ctx, map[string]any{"type": "message.state", "turnId": turnID})
+	if err != nil {
+		return nil, err
+	}
+	if reply.Message == nil {
+		return nil, fmt.Errorf("message.state of %s: the ack has no message", turnID)
+	}
+	return reply.Message, nil
 }
 
 // Create starts the assistant message with id turnID (empty replyTo: it

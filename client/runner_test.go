@@ -1,0 +1,142 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+)
+
+// TestRunnerStateAfterReconnect: a runner that lost its connection asks
+// State on a new one and learns what the server holds: the text of every
+// acknowledged delta and its tool calls; an unknown message is ENOTFOUND,
+// another agent's is EFORBIDDEN, and refusals carry the server's code.
+func TestRunnerStateAfterReconnect(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	r, err := c.ConnectRunner(ctx, id, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"one ", "two "} {
+		if _, err := r.Text(ctx, "m1", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Tool(ctx, "m1", client.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Create(ctx, "m1"); parley.ErrorCode(err) != parley.EBUSY {
+		t.Fatalf("a second create of m1: %v, want busy", err)
+	}
+	r.Close()
+
+	r2, err := c.ConnectRunner(ctx, id, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	m, err := r2.State(ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != parley.StatusStreaming || m.Content != "one two " || len(m.Parts) != 2 || m.Parts[1].CallID != "c1" || m.Parts[1].Status != parley.ToolRunning {
+		t.Fatalf("state = %+v", m)
+	}
+	if _, err := r2.State(ctx, "nope"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("state of an unknown message: %v", err)
+	}
+	other, err := c.ConnectRunner(ctx, id, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.State(ctx, "m1"); parley.ErrorCode(err) != parley.EFORBIDDEN {
+		t.Fatalf("another agent's state: %v", err)
+	}
+	// It goes on where it was.
+	if _, err := r2.Text(ctx, "m1", "three"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.Finalize(ctx, "m1", parley.FinishEndTurn, ""); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Message(ctx, id, "m1"); err != nil || m.Content != "one two three" || m.Status != parley.StatusComplete {
+		t.Fatalf("after finalize: %+v, %v", m, err)
+	}
+}
+
+// TestRunnerCallsWithDeadlinesNeverTakeAnotherReply: calls whose context
+// ends at random moments, before or after their frame went out, never get
+// another frame's reply: every seq a call returns holds that call's delta.
+// (A call whose reply is late closes the connection; the runner then
+// reconnects and carries on.)
+func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	connect := func() *client.Runner {
+		r, err := c.ConnectRunner(ctx, id, "bot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := connect()
+	if _, err := r.Create(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[int64]string{}
+	closed := 0
+	for i := range 300 {
+		d := fmt.Sprintf("d%d;", i)
+		cctx, cancel := context.WithTimeout(ctx, time.Duration(i%7)*150*time.Microsecond)
+		seq, err := r.Text(cctx, "m1", d)
+		expired := cctx.Err() != nil
+		cancel()
+		var pe *parley.Error
+		switch {
+		case err == nil:
+			acked[seq] = d
+		case errors.As(err, &pe):
+			t.Fatalf("delta %d: %v", i, err)
+		case !expired:
+			// The connection was closed by a call whose reply was late.
+			closed++
+			r.Close()
+			r = connect()
+		}
+	}
+	r.Close()
+	events, err := c.Events(ctx, id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq, d := range acked {
+		var ch parley.Chunk
+		if seq < 1 || seq > int64(len(events)) || json.Unmarshal(events[seq-1].Data, &ch) != nil || ch.Content != d {
+			t.Fatalf("delta %q was acknowledged at seq %d, which holds %s", d, seq, events[min(seq, int64(len(events)))-1].Data)
+		}
+	}
+	t.Logf("%d deltas acknowledged, %d connections closed by a late reply", len(acked), closed)
+	if len(acked) == 0 {
+		t.Fatal("no delta was acknowledged")
+	}
+}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -59,9 +60,21 @@ func errorBody(err error) map[string]any {
 	return map[string]any{"error": body}
 }
 
+// statusClientClosed is the status recorded (in logs and metrics) for a
+// request whose client left before the answer; nginx's 499.
+const statusClientClosed = 499
+
 // writeErr answers with err's status and body. Internal errors are logged
 // and reach the client only as "internal error".
 func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
+	if errors.Is(err, context.Canceled) {
+		// The client went away mid-request (its context ended): there is
+		// nobody to answer and nothing went wrong here. The store either
+		// committed or rolled back; an idempotent retry finds out which.
+		log.Debug("request canceled by the client", slog.Any("err", err))
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	status := statusOf(parley.ErrorCode(err))
 	if status == http.StatusInternalServerError {
 		log.Error("internal error", slog.Any("err", err))

@@ -21,7 +21,7 @@ import (
 // bundle is a real server over loopback: SQLite file, engine, API, and
 // tokens for an admin, two agents and a viewer.
 type bundle struct {
-	t                         *testing.T
+	t                         testing.TB
 	url                       string
 	eng                       *engine.Engine
 	db                        *sqlite.DB
@@ -29,7 +29,7 @@ type bundle struct {
 	ctx                       context.Context
 }
 
-func setup(t *testing.T, eopts engine.Options, aopts api.Options) *bundle {
+func setup(t testing.TB, eopts engine.Options, aopts api.Options) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

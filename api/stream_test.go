@@ -154,7 +154,7 @@ func (b *bundle) dialWS(id, query string) *websocket.Conn {
 	return c
 }
 
-func readFrame(t *testing.T, ctx context.Context, c *websocket.Conn) map[string]any {
+func readFrame(t testing.TB, ctx context.Context, c *websocket.Conn) map[string]any {
 	t.Helper()
 	_, data, err := c.Read(ctx)
 	if err != nil {

@@ -1,0 +1,411 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/postgres/pgtest"
+)
+
+// The chaos test: under load from runners, HTTP writers and resuming
+// subscribers (chaos_load_test.go), the server is killed with SIGKILL at
+// random moments and restarted on the same database and port. Afterwards
+// the log must hold every acknowledged write at its acknowledged seq with
+// its content, seq must be dense, every message a runner was streaming must
+// have been continued by it or ended canceled, and every subscriber must
+// have seen exactly the log: no gap, no duplicate, the same bytes.
+//
+//	PARLEY_CHAOS_CYCLES  kill cycles (default 3; docs/reliability.md has a run of 20)
+//	PARLEY_CHAOS_SEED    repeat a run's kill moments
+func TestChaos(t *testing.T) {
+	t.Parallel()
+	runChaos(t, filepath.Join(t.TempDir(), "parley.db"), chaosCycles(t, 3))
+}
+
+// TestChaosOnPostgres is the chaos test on PostgreSQL, in a short form.
+func TestChaosOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	runChaos(t, filepath.Join(t.TempDir(), "unused.db"), chaosCycles(t, 2), "-postgres", url)
+}
+
+func chaosCycles(t *testing.T, def int) int {
+	if s := os.Getenv("PARLEY_CHAOS_CYCLES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("PARLEY_CHAOS_CYCLES=%q: want a whole number ≥ 1", s)
+		}
+		return n
+	}
+	return def
+}
+
+// The load, in conversations of three kinds (one agent streams at a time,
+// so runners do not share a conversation): each chaosConvs conversations
+// with a steady runner, with a flaky one, and with two HTTP writers. Every
+// conversation has a WebSocket and an SSE subscriber.
+const chaosConvs = 2
+
+func runChaos(t *testing.T, db string, cycles int, args ...string) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("PARLEY_CHAOS_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("PARLEY_CHAOS_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("%d kill cycles; PARLEY_CHAOS_SEED=%d repeats the kill moments", cycles, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	// One port for every run of the server, so that clients find it again.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	// A short grace, so that abandoned messages end canceled within the test.
+	args = append([]string{"-runner-grace", "1s"}, args...)
+	srv := startServerAt(t, db, addr, args...)
+	servers := []*server{srv}
+	base := "http://" + addr
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := client.New(base, "")
+	var ids []string
+	for range 3 * chaosConvs {
+		v, err := c.CreateConversation(ctx, client.NewConversation{TurnPolicy: parley.PolicyFree})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.Conversation.ID)
+	}
+
+	l := &ledger{flaky: map[string]int{}}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	subCtx, stopSubs := context.WithCancel(ctx)
+	defer stopSubs()
+	var load, subs sync.WaitGroup
+	var subscribers []*subscriber
+	for i, id := range ids {
+		for _, tr := range []string{"ws", "sse"} {
+			s := &subscriber{l: l, base: base, conv: id, transport: tr}
+			subscribers = append(subscribers, s)
+			subs.Go(func() { s.run(subCtx) })
+		}
+		switch i % 3 {
+		case 0, 1:
+			steady := i%3 == 0
+			name := fmt.Sprintf("flaky-%d", i)
+			if steady {
+				name = fmt.Sprintf("steady-%d", i)
+			}
+			r := &runner{l: l, c: c, conv: id, name: name, steady: steady}
+			load.Go(func() { r.run(loadCtx) })
+		case 2:
+			for w := range 2 {
+				load.Go(func() { writer(loadCtx, l, base, id, fmt.Sprintf("writer-%d-%d", i, w)) })
+			}
+		}
+	}
+
+	// progress waits until n more writes were acknowledged and every flaky
+	// runner streams again (its successor waits for the grace period to
+	// end the message it abandoned), so that each kill catches messages
+	// under way.
+	progress := func(n int) {
+		t.Helper()
+		l.mu.Lock()
+		want, flaky := len(l.acks)+n, maps.Clone(l.flaky)
+		l.mu.Unlock()
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			l.mu.Lock()
+			got, errs := len(l.acks), l.errs
+			streaming := len(l.flaky) == chaosConvs
+			for conv, n := range flaky {
+				streaming = streaming && l.flaky[conv] > n
+			}
+			l.mu.Unlock()
+			if len(errs) > 0 {
+				t.Fatalf("the load failed: %s", strings.Join(errs, "\n"))
+			}
+			if got >= want && streaming {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d acknowledged writes after 30s; server log:\n%s", got, want, srv.log())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for range cycles {
+		// Kill at a random moment once the load is running again.
+		progress(50)
+		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
+		srv.kill()
+		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+		srv = startServerAt(t, db, addr, args...)
+		servers = append(servers, srv)
+	}
+	progress(200)
+	stopLoad()
+	load.Wait()
+
+	logs := waitSettled(t, ctx, c, ids)
+	// Every subscriber catches up with the log, then stops.
+	for _, s := range subscribers {
+		want := int64(len(logs[s.conv]))
+		for deadline := time.Now().Add(30 * time.Second); s.last() < want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s subscriber of %s saw %d of %d events", s.transport, s.conv, s.last(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	stopSubs()
+	subs.Wait()
+
+	if len(l.errs) > 0 {
+		t.Fatalf("the load failed:\n%s", strings.Join(l.errs, "\n"))
+	}
+	checkAcks(t, l, logs)
+	messages := checkMessages(t, l, logs)
+	for _, s := range subscribers {
+		checkSubscriber(t, s, logs[s.conv], cycles)
+	}
+	for i, s := range servers {
+		if strings.Contains(s.log(), "level=ERROR") {
+			t.Errorf("server run %d logged an error:\n%s", i, s.log())
+		}
+	}
+	events := 0
+	for _, evs := range logs {
+		events += len(evs)
+	}
+	kinds := map[string]int{}
+	for _, a := range l.acks {
+		kinds[a.kind]++
+	}
+	t.Logf("%d kills: %d acknowledged writes (%d deltas, %d tool updates, %d creates, %d finalizes, %d HTTP messages), all in the log; "+
+		"%d events; %d messages, %d continued after a crash, %d abandoned and ended canceled; %d subscribers resumed %d times with no gap or duplicate",
+		cycles, len(l.acks), kinds["chunk"], kinds["tool"], kinds["create"], kinds["finalize"], kinds["message"],
+		events, messages, l.continued, len(l.abandoned), len(subscribers), resumes(subscribers))
+}
+
+func resumes(subs []*subscriber) int {
+	n := 0
+	for _, s := range subs {
+		n += s.resumes - 1
+	}
+	return n
+}
+
+// waitSettled waits until no message is streaming any more (abandoned ones
+// end canceled after the grace period) and returns each conversation's
+// whole log, checked dense and agreeing with the head.
+func waitSettled(t *testing.T, ctx context.Context, c *client.Client, ids []string) map[string][]parley.Event {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		logs := map[string][]parley.Event{}
+		streaming := ""
+		for _, id := range ids {
+			evs, head := readLog(t, ctx, c, id)
+			logs[id] = evs
+			if head != int64(len(evs)) {
+				// A write (an abandoned message ending canceled) came
+				// between the two reads: the log is read from the store,
+				// the head from the engine, which updates it just after.
+				streaming = fmt.Sprintf("%s (%d events, head %d)", id, len(evs), head)
+			}
+			for mid, m := range lastVersions(t, evs) {
+				if m.Status == parley.StatusStreaming {
+					streaming = mid
+				}
+			}
+		}
+		if streaming == "" {
+			return logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the load stopped, %s is still changing", streaming)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// readLog reads a conversation's whole log, checks that seq is dense, and
+// returns it with the head's last seq, read after it.
+func readLog(t *testing.T, ctx context.Context, c *client.Client, id string) ([]parley.Event, int64) {
+	t.Helper()
+	var all []parley.Event
+	for {
+		page, err := c.Events(ctx, id, int64(len(all)), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			if e.Seq != int64(len(all)+1) {
+				t.Fatalf("conversation %s: seq %d after %d: the log is not dense", id, e.Seq, len(all))
+			}
+			all = append(all, e)
+		}
+		if len(page) == 0 {
+			break
+		}
+	}
+	v, err := c.Conversation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, v.Head.LastSeq
+}
+
+// lastVersions returns each message as the last event that carried it
+// whole (message or message.updated) left it.
+func lastVersions(t *testing.T, evs []parley.Event) map[string]*parley.Message {
+	t.Helper()
+	out := map[string]*parley.Message{}
+	for _, e := range evs {
+		if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
+			var m parley.Message
+			if err := json.Unmarshal(e.Data, &m); err != nil {
+				t.Fatalf("event %d: %v", e.Seq, err)
+			}
+			out[m.ID] = &m
+		}
+	}
+	return out
+}
+
+// checkAcks checks that the event at each acknowledged seq is the write
+// that was acknowledged, and that no two acks share a seq.
+func checkAcks(t *testing.T, l *ledger, logs map[string][]parley.Event) {
+	t.Helper()
+	type key struct {
+		conv string
+		seq  int64
+	}
+	seen := map[key]ack{}
+	for _, a := range l.acks {
+		evs := logs[a.conv]
+		if a.seq < 1 || a.seq > int64(len(evs)) {
+			t.Fatalf("acknowledged %+v is not in the log of %d events: it was lost", a, len(evs))
+		}
+		if b, dup := seen[key{a.conv, a.seq}]; dup {
+			t.Fatalf("two writes were acknowledged at seq %d: %+v and %+v", a.seq, a, b)
+		}
+		seen[key{a.conv, a.seq}] = a
+		e := evs[a.seq-1]
+		var m parley.Message
+		var ch parley.Chunk
+		ok := false
+		switch a.kind {
+		case "message", "create":
+			ok = e.Type == parley.EventMessage && json.Unmarshal(e.Data, &m) == nil && m.ID == a.msgID &&
+				(a.kind == "create" && m.Status == parley.StatusStreaming || a.kind == "message" && m.Content == a.text)
+		case "chunk":
+			ok = e.Type == parley.EventChunk && json.Unmarshal(e.Data, &ch) == nil && ch.MessageID == a.msgID && ch.Content == a.text
+		case "tool":
+			ok = e.Type == parley.EventMessageUpdated && json.Unmarshal(e.Data, &m) == nil && m.ID == a.msgID
+			found := false
+			for _, p := range m.Parts {
+				found = found || p.Type == parley.PartToolCall && p.CallID == a.callID && p.Status == a.status
+			}
+			ok = ok && found
+		case "finalize":
+			ok = e.Type == parley.EventMessageUpdated && json.Unmarshal(e.Data, &m) == nil && m.ID == a.msgID && m.Status == parley.StatusComplete
+		}
+		if !ok {
+			t.Fatalf("acknowledged %s of %s at seq %d, but the log holds %s %s", a.kind, a.msgID, a.seq, e.Type, e.Data)
+		}
+	}
+}
+
+// checkMessages checks every runner message: it ended complete (its
+// runner finished it, across crashes) or canceled (its runner never came
+// back), its text is its chunks in log order and is whole deltas, and an
+// abandoned one ended canceled. It returns how many messages there are.
+func checkMessages(t *testing.T, l *ledger, logs map[string][]parley.Event) int {
+	t.Helper()
+	n := 0
+	for conv, evs := range logs {
+		last := lastVersions(t, evs)
+		text := map[string]*strings.Builder{}
+		for _, e := range evs {
+			if e.Type == parley.EventChunk {
+				var ch parley.Chunk
+				_ = json.Unmarshal(e.Data, &ch)
+				if text[ch.MessageID] == nil {
+					text[ch.MessageID] = &strings.Builder{}
+				}
+				text[ch.MessageID].WriteString(ch.Content)
+			}
+		}
+		for id, m := range last {
+			n++
+			if strings.HasPrefix(id, "writer-") {
+				continue // an HTTP writer's: checked by its ack
+			}
+			chunks := ""
+			if text[id] != nil {
+				chunks = text[id].String()
+			}
+			if m.Content != chunks || m.Content != deltas(strings.Count(m.Content, ";")) {
+				t.Errorf("%s/%s: content %q, chunks %q: not its deltas in order", conv, id, m.Content, chunks)
+			}
+			switch {
+			case m.Status == parley.StatusComplete:
+				for _, p := range m.Parts {
+					if p.Type == parley.PartToolCall && p.Status != parley.ToolCompleted {
+						t.Errorf("%s/%s is complete with tool call %s %s", conv, id, p.CallID, p.Status)
+					}
+				}
+			case m.Status == parley.StatusCanceled && strings.HasPrefix(id, "flaky-"):
+			default:
+				t.Errorf("%s/%s ended %s", conv, id, m.Status)
+			}
+		}
+	}
+	for _, a := range l.abandoned {
+		m := lastVersions(t, logs[a.conv])[a.msgID]
+		if m == nil || m.Status != parley.StatusCanceled {
+			t.Errorf("abandoned message %s/%s is %+v, want canceled", a.conv, a.msgID, m)
+		}
+	}
+	return n
+}
+
+// checkSubscriber checks that a subscriber saw exactly the log, and that
+// it resumed after every kill.
+func checkSubscriber(t *testing.T, s *subscriber, log []parley.Event, cycles int) {
+	t.Helper()
+	if len(s.events) != len(log) {
+		t.Fatalf("the %s subscriber of %s saw %d events; the log has %d", s.transport, s.conv, len(s.events), len(log))
+	}
+	for i, e := range s.events {
+		got, _ := json.Marshal(e)
+		want, _ := json.Marshal(log[i])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("the %s subscriber of %s saw\n%s\nwhere the log holds\n%s", s.transport, s.conv, got, want)
+		}
+	}
+	if s.resumes < cycles+1 {
+		t.Errorf("the %s subscriber of %s connected %d times over %d kills", s.transport, s.conv, s.resumes, cycles)
+	}
+}

@@ -8,17 +8,49 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// fuzzDecoder checks that a body decoder never panics and either refuses
-// the input with a client error (400 or 413) or returns a value that
-// encodes again and whose encoding decodes again.
-func fuzzDecoder[T any](f *testing.F, seeds ...string) {
-	for _, s := range append(seeds, ``, `null`, ` {}`, `{}{}`, `{"a":`, `"x"`, "\xff") {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(checkDecode[T])
+// bodyDecoders are the checks of every request body the API decodes, one
+// per body type; FuzzDecodeBody picks one with the input's first byte.
+var bodyDecoders = []struct {
+	name  string
+	check func(*testing.T, []byte)
+	seeds []string
+}{
+	{"message", checkDecode[messageRequest], []string{
+		`{"content":"hi","finality":"turn","precondition":{"expectTurn":1,"startingTurn":true}}`,
+		`{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"running","args":{"q":1}}],"replyTo":"m1"}`,
+		`{"content":`, `[]`, `{"x":1}`}},
+	{"trace", checkDecode[eventRequest], []string{`{"type":"trace","payload":{"a":[1,2]}}`, `{"type":"trace","finality":"turn"}`}},
+	{"conversation", checkDecode[createConversationRequest], []string{`{"title":"t","participants":["a","b"],"turnPolicy":"free","metadata":{"k":"v"}}`}},
+	{"claim", checkDecode[claimRequest], []string{`{"expectTurn":3,"ttlMs":1000}`, `{"expectTurn":"3"}`}},
+	{"reset", checkDecode[resetRequest], []string{`{"claim":true,"ttlMs":5}`}},
+	{"abort", checkDecode[abortRequest], []string{`{"reason":"stuck"}`}},
+	{"delegate", checkDecode[delegateRequest], []string{`{"to":"worker"}`}},
+	{"token", checkDecode[tokenRequest], []string{`{"kind":"agent","agentId":"a"}`}},
+	{"prompt", checkDecode[promptRequest], []string{`{"content":"later","mode":"collect","to":"bot","channel":{"type":"slack","id":"c1"}}`, `{"mode":1}`}},
+	{"prompt ref", checkDecode[promptRef], []string{`{"agentId":"alice"}`}},
+	{"revert", checkDecode[revertRequest], []string{`{"messageId":"m1"}`, `{"messageId":["m1"]}`}},
+	{"task", checkDecode[taskRequest], []string{`{"conversationId":"c","prompt":"daily","cron":"0 9 * * *"}`, `{"everyMs":"1000"}`}},
 }
 
-// checkDecode decodes data as a T and checks what fuzzDecoder promises.
+// FuzzDecodeBody feeds every request body decoder arbitrary bytes: the
+// first byte picks the decoder, the rest is the body. A decoder must never
+// panic; it refuses the input as a client error (400 or 413) or returns a
+// value that encodes again and whose encoding decodes again.
+func FuzzDecodeBody(f *testing.F) {
+	for i, d := range bodyDecoders {
+		for _, s := range append(d.seeds, ``, `null`, ` {}`, `{}{}`, `{"a":`, `"x"`, "\xff") {
+			f.Add(append([]byte{byte(i)}, s...))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		bodyDecoders[int(data[0])%len(bodyDecoders)].check(t, data[1:])
+	})
+}
+
+// checkDecode decodes data as a T and checks what FuzzDecodeBody promises.
 func checkDecode[T any](t *testing.T, data []byte) {
 	var v T
 	err := decodeJSON(bytes.NewReader(data), 1<<20, &v)
@@ -38,37 +70,4 @@ func checkDecode[T any](t *testing.T, data []byte) {
 		t.Fatalf("re-encoded value %s does not decode: %v", b, err)
 	}
 	_ = requestHash(&again)
-}
-
-func FuzzDecodeMessage(f *testing.F) {
-	fuzzDecoder[messageRequest](f, `{"content":"hi","finality":"turn","precondition":{"expectTurn":1,"startingTurn":true}}`,
-		`{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"running","args":{"q":1}}],"replyTo":"m1"}`, `{"content":`, `[]`, `{"x":1}`)
-}
-
-func FuzzDecodeTrace(f *testing.F) {
-	fuzzDecoder[eventRequest](f, `{"type":"trace","payload":{"a":[1,2]}}`, `{"type":"trace","finality":"turn"}`)
-}
-
-func FuzzDecodeConversation(f *testing.F) {
-	fuzzDecoder[createConversationRequest](f, `{"title":"t","participants":["a","b"],"turnPolicy":"free","metadata":{"k":"v"}}`)
-}
-
-func FuzzDecodeTurn(f *testing.F) {
-	fuzzDecoder[claimRequest](f, `{"expectTurn":3,"ttlMs":1000}`, `{"expectTurn":"3"}`)
-}
-
-func FuzzDecodeReset(f *testing.F) {
-	fuzzDecoder[resetRequest](f, `{"claim":true,"ttlMs":5}`)
-}
-
-func FuzzDecodeAbort(f *testing.F) {
-	fuzzDecoder[abortRequest](f, `{"reason":"stuck"}`)
-}
-
-func FuzzDecodeDelegate(f *testing.F) {
-	fuzzDecoder[delegateRequest](f, `{"to":"worker"}`)
-}
-
-func FuzzDecodeToken(f *testing.F) {
-	fuzzDecoder[tokenRequest](f, `{"kind":"agent","agentId":"a"}`)
 }

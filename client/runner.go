@@ -66,7 +66,7 @@ func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID stri
 		}
 		return nil, err
 	}
-	conn.SetReadLimit(32 << 20)
+	conn.SetReadLimit(maxFrame)
 	r := &Runner{conn: conn, pushes: make(chan Push, 64), replies: make(chan runnerReply, 1), done: make(chan struct{})}
 	go r.read()
 	return r, nil

@@ -258,16 +258,28 @@ func (s *Stream) connectSSE(ctx context.Context) error {
 		cancel()
 		return decodeError(resp.StatusCode, data)
 	}
-	s.conn = &sseReader{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), cancel: cancel}
+	s.conn = newSSEReader(resp.Body, cancel, maxFrame)
 	return nil
 }
 
+// maxFrame bounds one frame from the server, on either transport: an init
+// with its snapshot of messages is the largest.
+const maxFrame = 32 << 20
+
+// errFrameTooLarge ends a connection whose server sent a frame over the bound.
+var errFrameTooLarge = errors.New("a frame from the server is over the size limit")
+
 // sseReader parses text/event-stream: event and data fields, blank line ends
-// an event, comments are skipped.
+// an event, comments are skipped. One event is at most max bytes.
 type sseReader struct {
 	body   io.Closer
 	r      *bufio.Reader
 	cancel context.CancelFunc
+	max    int
+}
+
+func newSSEReader(body io.ReadCloser, cancel context.CancelFunc, max int) *sseReader {
+	return &sseReader{body: body, r: bufio.NewReaderSize(body, 64<<10), cancel: cancel, max: max}
 }
 
 func (r *sseReader) read(ctx context.Context) (string, []byte, error) {
@@ -276,7 +288,7 @@ func (r *sseReader) read(ctx context.Context) (string, []byte, error) {
 	var typ string
 	var data []byte
 	for {
-		line, err := r.r.ReadString('\n')
+		line, err := r.line(r.max - len(data))
 		if err != nil {
 			return "", nil, err
 		}
@@ -294,6 +306,21 @@ func (r *sseReader) read(ctx context.Context) (string, []byte, error) {
 				data = append(data, '\n')
 			}
 			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
+		}
+	}
+}
+
+// line reads one line of at most max bytes.
+func (r *sseReader) line(max int) (string, error) {
+	var b []byte
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		if len(b)+len(chunk) > max {
+			return "", errFrameTooLarge
+		}
+		b = append(b, chunk...)
+		if err != bufio.ErrBufferFull {
+			return string(b), err
 		}
 	}
 }
@@ -317,7 +344,7 @@ func (s *Stream) connectWS(ctx context.Context) error {
 		}
 		return err
 	}
-	conn.SetReadLimit(32 << 20)
+	conn.SetReadLimit(maxFrame)
 	s.conn = &wsReader{conn: conn}
 	return nil
 }

@@ -140,7 +140,7 @@ func pgCeiling(ctx context.Context, pgURL string, n, deltaBytes int, d time.Dura
 	if err := db.Close(); err != nil {
 		return res, err
 	}
-	conn, err := pgx.Connect(ctx, schemaURL)
+	conn, err := connectPG(ctx, schemaURL)
 	if err != nil {
 		return res, err
 	}

@@ -193,7 +193,9 @@ func TestRunStartsServer(t *testing.T) {
 }
 
 // TestRunPostgres starts a server on PostgreSQL (a schema the run makes and
-// drops), when PARLEY_TEST_POSTGRES_URL names a database.
+// drops), when PARLEY_TEST_POSTGRES_URL names a database. The URL carries a
+// pool setting, as a user tuning parley serve's pool would pass it: the
+// bench's own connections must not send it to the server.
 func TestRunPostgres(t *testing.T) {
 	base := os.Getenv("PARLEY_TEST_POSTGRES_URL")
 	if base == "" {
@@ -203,7 +205,11 @@ func TestRunPostgres(t *testing.T) {
 	cfg := smallConfig(TransportWS)
 	cfg.ServeCommand = []string{os.Args[0]}
 	cfg.Dir = t.TempDir()
-	cfg.Postgres = base
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	cfg.Postgres = base + sep + "pool_max_conns=8"
 	rep, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

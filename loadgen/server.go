@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "modernc.org/sqlite" // the "sqlite" driver, to checkpoint and measure the files
 )
 
@@ -232,7 +233,7 @@ type pgSizer struct {
 }
 
 func newPGSizer(ctx context.Context, pgURL, schema string) (*pgSizer, error) {
-	conn, err := pgx.Connect(ctx, pgURL)
+	conn, err := connectPG(ctx, pgURL)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
@@ -260,6 +261,18 @@ func (s *pgSizer) describe() string {
 
 func (s *pgSizer) close() { s.conn.Close(context.Background()) }
 
+// connectPG opens one connection to the database at pgURL. The URL may
+// carry pgxpool's settings (pool_max_conns and the like, for parley
+// serve's pool), which a single connection would send the server as
+// unknown parameters: they are parsed away.
+func connectPG(ctx context.Context, pgURL string) (*pgx.Conn, error) {
+	cfg, err := pgxpool.ParseConfig(pgURL)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg.ConnConfig)
+}
+
 // randomName returns prefix followed by 8 random hex digits.
 func randomName(prefix string) string {
 	b := make([]byte, 4)
@@ -270,7 +283,7 @@ func randomName(prefix string) string {
 // createSchema makes a new schema in the database at pgURL and returns its
 // name and a URL whose connections use it.
 func createSchema(ctx context.Context, pgURL, prefix string) (schema, schemaURL string, err error) {
-	conn, err := pgx.Connect(ctx, pgURL)
+	conn, err := connectPG(ctx, pgURL)
 	if err != nil {
 		return "", "", fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
@@ -293,7 +306,7 @@ func createSchema(ctx context.Context, pgURL, prefix string) (schema, schemaURL 
 func dropSchema(pgURL, schema string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, pgURL)
+	conn, err := connectPG(ctx, pgURL)
 	if err != nil {
 		return err
 	}

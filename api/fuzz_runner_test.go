@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,10 +26,13 @@ var runnerCodes = map[string]bool{
 
 // FuzzRunnerFrame feeds a runner connection's frame handler (decode, then
 // apply to a real engine on SQLite) sequences of up to 8 frames, one per
-// line, in a fresh conversation where alice streams message r1 and bob has
-// answered nothing. Every frame must be answered with an ack (whose seq is
-// one of the events it appended, or 0 when it appended none) or with an
+// line, in a fresh conversation where alice streams message r1. A frame
+// is alice's, or bob's (another runner of the conversation) when its line
+// starts with "bob:". Every frame must be answered with an ack (whose seq
+// is one of the events it appended, or 0 when it appended none) or with an
 // error of a documented code that appended nothing; the log stays dense.
+// Each input gets its own conversation so that a failing input reproduces
+// alone.
 func FuzzRunnerFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"message.part.text-delta","turnId":"r1","delta":"hi"}` + "\n" + `{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`,
@@ -39,6 +43,30 @@ func FuzzRunnerFrame(f *testing.F) {
 		`{"type":"message.create","turnId":"r2","replyTo":"r1"}` + "\n" + `{"type":"message.part.text-delta","turnId":"r2","delta":"x"}`,
 		`{"type":"message.create","turnId":"r1"}`, `{"type":"message.finalize","turnId":"r1","reason":"bored"}`,
 		`{"type":"message.create","turnId":"r 9"}`, `{"type":"teleport"}`, `{"type":`, `[]`, `{}`, "\x00\xff",
+		// The frames of TestBadRunnerFrames.
+		`hello`, ``, `[{"type":"complete"}]`, `{"type":"complete"} x`, "\x00\x01\xff",
+		`{"type":"message.create","turnId":"r9","colour":"red"}`, `{"type":"message.create","turnId":9}`,
+		`{"type":"message.part.tool-update","turnId":"r1","callId":"c","toolName":"t","status":"running","args":{"a":}}`,
+		`{"type":"reverted","messageIds":"r1"}`, `{"type":"message.create","turnId":"` + strings.Repeat("a", 129) + `"}`,
+		`{"type":"message.create","turnId":"r9","replyTo":"a b"}`, `{"type":"message.create","turnId":"r9","replyTo":"nope"}`,
+		`{"type":"message.create","turnId":"r9","replyTo":"r9"}`, `{"type":"message.create","turnId":"r9","retryOf":"r/1"}`,
+		`{"type":"message.create","turnId":"r9","channelType":"a b","channelId":"c"}`,
+		`{"type":"message.part.text-delta","turnId":"nope","delta":"x"}`, `{"type":"message.part.text-delta","turnId":"r1","delta":""}`,
+		`{"type":"message.part.tool-update","turnId":"nope","callId":"c","toolName":"t","status":"running"}`,
+		`{"type":"message.part.tool-update","turnId":"r1","toolName":"t","status":"running"}`,
+		`{"type":"message.part.tool-update","turnId":"r1","callId":"c","toolName":"t","status":"exploded"}`,
+		`{"type":"message.finalize","turnId":"nope","reason":"end_turn"}`,
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finality":"forever"}`,
+		`{"type":"message.state","turnId":"nope"}`, `{"type":"reverted","messageIds":["a b"]}`,
+		`bob:{"type":"message.part.text-delta","turnId":"r1","delta":"x"}`, `bob:{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`,
+		`bob:{"type":"aborted","turnId":"r1"}`, `bob:{"type":"message.state","turnId":"r1"}`,
+		// Good sequences.
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finalText":"done","finality":"turn"}` + "\n" + `{"type":"complete"}`,
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn"}` + "\n" + `{"type":"message.create","turnId":"r2","channelType":"slack","channelId":"c1","opencodeSessionId":"s"}` + "\n" +
+			`{"type":"message.part.text-delta","turnId":"r2","delta":"again"}` + "\n" + `{"type":"error","error":"boom"}` + "\n" + `{"type":"message.state","turnId":"r2"}`,
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn"}` + "\n" + `{"type":"message.create","turnId":"r3","retryOf":"r1"}` + "\n" + `{"type":"reverted","messageIds":["r1"]}`,
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finality":"turn"}` + "\n" + `bob:{"type":"message.create","turnId":"b1","replyTo":"r1"}` + "\n" +
+			`bob:{"type":"message.part.text-delta","turnId":"b1","delta":"mine"}` + "\n" + `{"type":"aborted","turnId":"b1"}` + "\n" + `bob:{"type":"aborted"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -61,10 +89,12 @@ func FuzzRunnerFrame(f *testing.F) {
 		}
 		id := v.Conversation.ID
 		defer eng.AttachRunner(id, "alice", func([]byte) {})()
+		defer eng.AttachRunner(id, "bob", func([]byte) {})()
 		if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: alice, ID: "r1", Role: parley.RoleAssistant, Streaming: true}); err != nil {
 			t.Fatal(err)
 		}
 		rs := &runnerSession{s: srv, conv: id, act: alice, active: "r1"}
+		bob := &runnerSession{s: srv, conv: id, act: conv.Actor{AgentID: "bob"}}
 		last := func() int64 {
 			v, err := eng.Conversation(ctx, id)
 			if err != nil {
@@ -77,10 +107,14 @@ func FuzzRunnerFrame(f *testing.F) {
 			before := last()
 			var reply struct {
 				Type  string
-				Seq   int64
+				Seq   *int64
 				Error *struct{ Code, Message string }
 			}
-			raw := rs.handle(ctx, frame)
+			session := rs
+			if b, ok := bytes.CutPrefix(frame, []byte("bob:")); ok {
+				session, frame = bob, b
+			}
+			raw := session.handle(ctx, frame)
 			if err := json.Unmarshal(raw, &reply); err != nil {
 				t.Fatalf("%q answered %q: %v", frame, raw, err)
 			}
@@ -93,9 +127,10 @@ func FuzzRunnerFrame(f *testing.F) {
 				if after != before {
 					t.Fatalf("%q was refused but the log went from %d to %d", frame, before, after)
 				}
-			case reply.Type == "ack":
-				if reply.Seq == 0 && after != before || reply.Seq != 0 && (reply.Seq <= before || reply.Seq > after) {
-					t.Fatalf("%q was acked at seq %d; the log went from %d to %d", frame, reply.Seq, before, after)
+			case reply.Type == "ack" && reply.Seq != nil:
+				seq := *reply.Seq
+				if seq < 0 || seq == 0 && after != before || seq != 0 && (seq <= before || seq > after) {
+					t.Fatalf("%q was acked at seq %d; the log went from %d to %d", frame, seq, before, after)
 				}
 			default:
 				t.Fatalf("%q answered %s", frame, raw)

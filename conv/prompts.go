@@ -92,7 +92,12 @@ type DispatchPrompt struct {
 type CompletePrompt struct{ Actor }
 
 // RequeuePrompt puts the prompt dispatched to Runner back at the front.
-type RequeuePrompt struct{ Runner string }
+type RequeuePrompt struct {
+	Runner string
+	// ID, if set, requeues only that prompt: the one a departed connection
+	// of the runner was given, which may have been answered since.
+	ID string
+}
 
 // WithdrawPrompt removes a waiting prompt.
 type WithdrawPrompt struct {
@@ -218,7 +223,7 @@ func (d *decider) complete(c CompletePrompt) error {
 
 func (d *decider) requeue(c RequeuePrompt) error {
 	a := d.s.Active()
-	if a == nil || a.Runner != c.Runner || d.s.Closed {
+	if a == nil || a.Runner != c.Runner || c.ID != "" && a.ID != c.ID || d.s.Closed {
 		return nil // nothing to put back, or closed: nothing is dispatched again
 	}
 	e := d.emit(EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: a.ID})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,11 +101,14 @@ func (e *Engine) abortActive(conversationID string, s conv.State) bool {
 	return false
 }
 
-// requeue puts a departed runner's prompt back at the front of the queue.
-func (e *Engine) requeue(conversationID, agentID string) {
+// requeue puts a departed runner's prompt (the prompt id, or with "" any)
+// back at the front of the queue.
+func (e *Engine) requeue(conversationID, agentID, promptID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return conv.RequeuePrompt{Runner: agentID}, nil }, nil)
+	_, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) {
+		return conv.RequeuePrompt{Runner: agentID, ID: promptID}, nil
+	}, nil)
 	if err != nil && parley.ErrorCode(err) != parley.EUNAVAILABLE {
 		e.opts.Logger.Warn("requeue failed", slog.String("conversation", conversationID), slog.Any("err", err))
 	}
@@ -154,6 +158,16 @@ func (e *Engine) dispatch(ctx context.Context, conversationID string) error {
 			}
 			frame, _ := json.Marshal(map[string]any{"type": "prompt", "messageId": a.ID, "content": content,
 				"messageFormat": s.Conversation.MessageFormat, "channel": a.Channel, "agentId": a.AgentID})
+			e.mu.Lock()
+			h.prompt = a.ID
+			attached := slices.Contains(e.runners[runnerKey{conversationID, h.agentID}], h)
+			e.mu.Unlock()
+			if !attached {
+				// It left while the prompt was being dispatched to it, and
+				// its detach did not know to put the prompt back.
+				e.requeue(conversationID, h.agentID, a.ID)
+				return nil
+			}
 			h.push(frame)
 			return nil
 		}

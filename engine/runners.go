@@ -27,6 +27,9 @@ type runnerHandle struct {
 	agentID string
 	// push hands the connection a frame to send (a prompt or an abort).
 	push func(frame []byte)
+	// prompt is the id of the last prompt dispatched to this connection
+	// (guarded by Engine.mu).
+	prompt string
 }
 
 // AttachRunner records that a runner of agentID is connected to a
@@ -49,14 +52,20 @@ func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []
 		}
 		done = true
 		e.runners[k] = slices.DeleteFunc(e.runners[k], func(x *runnerHandle) bool { return x == h })
-		left := len(e.runners[k])
+		left, held := len(e.runners[k]), h.prompt
 		if left == 0 {
 			delete(e.runners, k)
 		}
 		e.mu.Unlock()
-		if left == 0 {
-			e.requeue(conversationID, agentID)
+		switch {
+		case left == 0:
+			e.requeue(conversationID, agentID, "")
 			e.orphanTimer(conversationID, agentID)
+		case held != "":
+			// Another connection of the agent is here (it reconnected
+			// before this one was found dead): the prompt this one was
+			// given goes back to the queue and on to the newest one.
+			e.requeue(conversationID, agentID, held)
 		}
 	}
 }

@@ -104,3 +104,66 @@ func TestRecoverStreamsAfterRestart(t *testing.T) {
 		t.Fatalf("recovered orphan finalized as %+v", m)
 	}
 }
+
+// TestPromptFollowsAReconnectedRunner: a runner that reconnects before its
+// old connection is found dead gets the prompt the old one was given, once
+// the old one detaches; a connection that held no prompt leaves nothing
+// behind when it goes.
+func TestPromptFollowsAReconnectedRunner(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree)
+	pushes := func() (func([]byte), <-chan string) {
+		c := make(chan string, 8)
+		return func(f []byte) {
+			var p struct{ Type, MessageID string }
+			_ = json.Unmarshal(f, &p)
+			c <- p.Type + " " + p.MessageID
+		}, c
+	}
+	next := func(c <-chan string) string {
+		t.Helper()
+		select {
+		case s := <-c:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("no frame pushed in 10 s")
+			return ""
+		}
+	}
+	push1, got1 := pushes()
+	detach1 := b.eng.AttachRunner(id, "bot", push1)
+	if _, err := b.eng.EnqueuePrompt(b.ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if f := next(got1); f != "prompt p1" {
+		t.Fatalf("first connection got %q", f)
+	}
+	push2, got2 := pushes()
+	detach2 := b.eng.AttachRunner(id, "bot", push2) // the old one is not known dead yet
+	push3, got3 := pushes()
+	detach3 := b.eng.AttachRunner(id, "bot", push3)
+	detach1()
+	if f := next(got3); f != "prompt p1" {
+		t.Fatalf("after the old connection left, the newest got %q", f)
+	}
+	detach2() // held no prompt: nothing moves
+	if _, err := b.eng.CompletePrompt(b.ctx, id, conv.CompletePrompt{Actor: conv.Actor{AgentID: "bot"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f := <-got2:
+		t.Fatalf("a connection that left was pushed %q", f)
+	case f := <-got3:
+		t.Fatalf("after complete, %q", f)
+	case <-time.After(100 * time.Millisecond):
+	}
+	detach3()
+	q, err := b.eng.Prompts(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 0 {
+		t.Fatalf("queue after complete = %+v", q)
+	}
+}

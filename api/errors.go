@@ -67,10 +67,11 @@ const statusClientClosed = 499
 // writeErr answers with err's status and body. Internal errors are logged
 // and reach the client only as "internal error".
 func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
-	if errors.Is(err, context.Canceled) {
-		// The client went away mid-request (its context ended): there is
-		// nobody to answer and nothing went wrong here. The store either
-		// committed or rolled back; an idempotent retry finds out which.
+	if errors.Is(err, context.Canceled) || statusOf(parley.ErrorCode(err)) == http.StatusInternalServerError && clientGone(w) {
+		// The client went away mid-request (its context ended; a driver
+		// may report that as a closed connection): there is nobody to
+		// answer and nothing went wrong here. The store either committed
+		// or rolled back; an idempotent retry finds out which.
 		log.Debug("request canceled by the client", slog.Any("err", err))
 		w.WriteHeader(statusClientClosed)
 		return
@@ -80,6 +81,13 @@ func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
 		log.Error("internal error", slog.Any("err", err))
 	}
 	writeJSON(w, status, errorBody(err))
+}
+
+// clientGone reports whether the client of the request w answers went
+// away before the answer.
+func clientGone(w http.ResponseWriter) bool {
+	rec, ok := w.(*statusRecorder)
+	return ok && rec.ctx != nil && rec.ctx.Err() != nil
 }
 
 // writeJSON answers with status and v as JSON. It escapes HTML the way

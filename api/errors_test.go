@@ -36,4 +36,14 @@ func TestWriteErrLogsOnlyInternalErrors(t *testing.T) {
 			t.Errorf("an internal error reached the client: %s", rec.Body)
 		}
 	}
+	// A driver may report a client's cancellation as a closed connection:
+	// with the request's context done it is not an error of the server's.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var log bytes.Buffer
+	rec := httptest.NewRecorder()
+	writeErr(&statusRecorder{ResponseWriter: rec, ctx: ctx}, slog.New(slog.NewTextHandler(&log, nil)), fmt.Errorf("write failed: use of closed network connection"))
+	if rec.Code != 499 || log.Len() > 0 {
+		t.Errorf("a failure after the client left: status %d, log %q", rec.Code, log.String())
+	}
 }

@@ -130,7 +130,7 @@ func (s *Server) routes() {
 // Unknown paths and methods get JSON errors like everything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, ctx: r.Context()}
 	// Handler finds the route (for the metrics label and our JSON 404/405);
 	// the mux itself then serves it, which sets the path values.
 	if _, pattern := s.mux.Handler(r); pattern == "" {
@@ -183,6 +183,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	ctx    context.Context // the request's: done once its client went away
 }
 
 func (r *statusRecorder) WriteHeader(code int) {

@@ -225,6 +225,29 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	return nil
 }
 
+// resync rereads a conversation after a write whose outcome is unknown: the
+// store failed without a verdict (a lost connection to PostgreSQL, say),
+// and the write may have committed. What did commit is published, so that
+// the head, the log and the subscribers agree again. If the store cannot
+// be read now, the next command reloads. c.mu must be held.
+func (e *Engine) resync(c *conversation, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := c.state.LastSeq
+	if err := e.reload(ctx, c, id); err != nil {
+		c.loaded = false
+		return
+	}
+	for after := before; after < c.state.LastSeq; {
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: after, Limit: historyPage})
+		if err != nil || len(events) == 0 {
+			return // the subscribers read the rest from the log at the next event
+		}
+		e.hub.publish(id, events, c.state.Guidance(e.opts.Now()))
+		after = events[len(events)-1].Seq
+	}
+}
+
 // decide runs one command on a conversation: decide, append, evolve,
 // publish. build is called with the lock held and may read the store to fill
 // the command's look-ups. respond makes the JSON response stored for
@@ -260,6 +283,9 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 			return conv.Decision{}, c.state, parley.Errorf(parley.EBUSY, "conversation %s is changing too fast; retry", id)
 		}
 		if err != nil {
+			if parley.ErrorCode(err) == parley.EINTERNAL {
+				e.resync(c, id)
+			}
 			return conv.Decision{}, c.state, err
 		}
 		c.state = next

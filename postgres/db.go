@@ -104,8 +104,16 @@ func isUnique(err error) bool {
 
 // tx runs fn in a transaction that commits if fn returns nil.
 func (db *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	// A write once begun runs to its end even if the caller's context ends
+	// (a client that went away): cancelling mid-COMMIT would leave its
+	// outcome unknown. SQLite's writer does the same; writeTimeout bounds it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
 	return pgx.BeginFunc(ctx, db.pool, fn)
 }
+
+// writeTimeout bounds one write transaction.
+const writeTimeout = 30 * time.Second
 
 // tsArg turns a time into a query argument: NULL for the zero time.
 func tsArg(t parley.Time) any {

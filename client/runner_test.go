@@ -12,22 +12,34 @@ import (
 	"github.com/parleyhq/parley/client"
 )
 
-// TestRunnerStateAfterReconnect: a runner that lost its connection asks
-// State on a new one and learns what the server holds: the text of every
-// acknowledged delta and its tool calls; an unknown message is ENOTFOUND,
-// another agent's is EFORBIDDEN, and refusals carry the server's code.
-func TestRunnerStateAfterReconnect(t *testing.T) {
-	t.Parallel()
+// runnerSetup returns a client of a real server, a conversation in it and
+// a function that connects a runner of an agent to that conversation.
+func runnerSetup(t *testing.T) (*client.Client, context.Context, string, func(agent string) *client.Runner) {
+	t.Helper()
 	c, ctx := server(t)
 	v, err := c.CreateConversation(ctx, client.NewConversation{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := v.Conversation.ID
-	r, err := c.ConnectRunner(ctx, id, "bot")
-	if err != nil {
-		t.Fatal(err)
+	return c, ctx, id, func(agent string) *client.Runner {
+		t.Helper()
+		r, err := c.ConnectRunner(ctx, id, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
+}
+
+// TestRunnerStateAfterReconnect: a runner that lost its connection asks
+// State on a new one and learns what the server holds: the text of every
+// acknowledged delta and its tool calls; an unknown message is ENOTFOUND,
+// another agent's is EFORBIDDEN, and refusals carry the server's code.
+func TestRunnerStateAfterReconnect(t *testing.T) {
+	t.Parallel()
+	c, ctx, id, connect := runnerSetup(t)
+	r := connect("bot")
 	if _, err := r.Create(ctx, "m1"); err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +56,7 @@ func TestRunnerStateAfterReconnect(t *testing.T) {
 	}
 	r.Close()
 
-	r2, err := c.ConnectRunner(ctx, id, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := connect("bot")
 	defer r2.Close()
 	m, err := r2.State(ctx, "m1")
 	if err != nil {
@@ -59,10 +68,7 @@ func TestRunnerStateAfterReconnect(t *testing.T) {
 	if _, err := r2.State(ctx, "nope"); parley.ErrorCode(err) != parley.ENOTFOUND {
 		t.Fatalf("state of an unknown message: %v", err)
 	}
-	other, err := c.ConnectRunner(ctx, id, "other")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := connect("other")
 	defer other.Close()
 	if _, err := other.State(ctx, "m1"); parley.ErrorCode(err) != parley.EFORBIDDEN {
 		t.Fatalf("another agent's state: %v", err)
@@ -86,20 +92,8 @@ func TestRunnerStateAfterReconnect(t *testing.T) {
 // reconnects and carries on.)
 func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 	t.Parallel()
-	c, ctx := server(t)
-	v, err := c.CreateConversation(ctx, client.NewConversation{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.Conversation.ID
-	connect := func() *client.Runner {
-		r, err := c.ConnectRunner(ctx, id, "bot")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	r := connect()
+	c, ctx, id, connect := runnerSetup(t)
+	r := connect("bot")
 	if _, err := r.Create(ctx, "m1"); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +115,7 @@ func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 			// The connection was closed by a call whose reply was late.
 			closed++
 			r.Close()
-			r = connect()
+			r = connect("bot")
 		}
 	}
 	r.Close()

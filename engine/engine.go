@@ -82,6 +82,7 @@ type Engine struct {
 	mu      sync.Mutex
 	convs   map[string]*conversation
 	runners map[runnerKey][]*runnerHandle // attached runner connections
+	tokens  tokenCache
 	closed  bool
 	wg      sync.WaitGroup
 }

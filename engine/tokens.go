@@ -46,9 +46,14 @@ func (e *Engine) CreateToken(ctx context.Context, kind parley.TokenKind, agentID
 	return secret, t, nil
 }
 
-// RevokeToken revokes a token by id. It returns ENOTFOUND.
+// RevokeToken revokes a token by id; it stops working at once. It returns
+// ENOTFOUND.
 func (e *Engine) RevokeToken(ctx context.Context, id string) error {
-	return e.store.RevokeToken(ctx, id, parley.NewTime(e.opts.Now()))
+	// Forgotten after the revocation committed; the count drop keeps
+	// makes a request that read the token before that cache nothing.
+	err := e.store.RevokeToken(ctx, id, parley.NewTime(e.opts.Now()))
+	e.tokens.drop(id)
+	return err
 }
 
 // ListTokens returns every token (without secrets).
@@ -57,12 +62,27 @@ func (e *Engine) ListTokens(ctx context.Context) ([]*parley.Token, error) {
 }
 
 // Authenticate returns the identity of a bearer secret. It returns
-// EUNAUTHORIZED for an unknown, malformed or revoked token.
+// EUNAUTHORIZED for an unknown, malformed or revoked token. A token seen in
+// the last 10 s is not read from the store again (see tokenCacheTTL).
 func (e *Engine) Authenticate(ctx context.Context, secret string) (parley.Identity, error) {
 	if !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 128 {
 		return parley.Identity{}, parley.Errorf(parley.EUNAUTHORIZED, "the bearer token is not a Parley token")
 	}
-	t, err := e.store.TokenByHash(ctx, HashToken(secret))
+	hash, now := HashToken(secret), e.opts.Now()
+	who, ok, drops := e.tokens.get(hash, now)
+	if ok {
+		return who, nil
+	}
+	who, err := e.authenticate(ctx, hash)
+	if err == nil {
+		e.tokens.put(hash, who, now, drops)
+	}
+	return who, err
+}
+
+// authenticate reads a token from the store by its hash.
+func (e *Engine) authenticate(ctx context.Context, hash string) (parley.Identity, error) {
+	t, err := e.store.TokenByHash(ctx, hash)
 	switch {
 	case parley.ErrorCode(err) == parley.ENOTFOUND:
 		return parley.Identity{}, parley.Errorf(parley.EUNAUTHORIZED, "unknown bearer token")

@@ -214,6 +214,15 @@ func (r *runner) call(kind int, frame []byte) reply {
 func (r *runner) run(stop <-chan struct{}) {
 	cfg := r.b.cfg
 	pace := newPacer(cfg.Rate)
+	// Runners start together; left in step, every one would make its tool
+	// calls and its message boundaries (each rewrites the message's row and
+	// sends it whole) in the same instant, and the bench would measure the
+	// queue of that burst. A random first message length and tool phase
+	// spread them out, as independent agents are.
+	deltas := 1 + mrand.IntN(cfg.MessageDeltas)
+	if cfg.ToolEvery > 0 {
+		r.sent = mrand.IntN(cfg.ToolEvery)
+	}
 	for !closed(stop) {
 		if r.c.promptsSent.Load() > r.c.promptsRecv.Load() {
 			// A prompt is queued: let the server dispatch it before the next
@@ -237,7 +246,7 @@ func (r *runner) run(stop <-chan struct{}) {
 			continue
 		}
 		answering := res.prompts > r.c.promptsDone.Load()
-		if err := r.stream(id, pace, stop); err != nil {
+		if err := r.stream(id, deltas, pace, stop); err != nil {
 			r.b.fail(&r.b.cnt.runnerErrors, err)
 			return
 		}
@@ -251,13 +260,14 @@ func (r *runner) run(stop <-chan struct{}) {
 				r.c.promptBusy.Store(false)
 			}
 		}
+		deltas = cfg.MessageDeltas
 	}
 }
 
-// stream sends one message's deltas (and tool calls), paced.
-func (r *runner) stream(id string, pace *pacer, stop <-chan struct{}) error {
+// stream sends one message's n deltas (and tool calls), paced.
+func (r *runner) stream(id string, n int, pace *pacer, stop <-chan struct{}) error {
 	cfg := r.b.cfg
-	for range cfg.MessageDeltas {
+	for range n {
 		if !pace.wait(stop) {
 			return nil
 		}

@@ -94,9 +94,6 @@ type revertRequest struct {
 // revert removes a message and everything after it, and tells the runners.
 func (s *Server) revert(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	writeEndpoint(s, http.StatusOK, func(q *revertRequest) string { return q.AgentID }, func(r *http.Request, q *revertRequest, act conv.Actor) (*engine.RevertResult, error) {
-		if !parley.ValidID(q.MessageID) {
-			return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not a valid message id", q.MessageID)
-		}
 		return s.eng.Revert(r.Context(), r.PathValue("id"), act, true, q.MessageID)
 	})(w, r, who)
 }

@@ -177,11 +177,6 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 	case "message.state":
 		return rs.state(ctx, f.TurnID)
 	case "reverted":
-		for _, m := range f.MessageIDs {
-			if !parley.ValidID(m) {
-				return nil, parley.Errorf(parley.EINVALIDVALUE, "messageIds: %q is not a valid message id", m)
-			}
-		}
 		res, err := eng.Revert(ctx, id, rs.act, false, f.MessageIDs...)
 		if err != nil {
 			return nil, err

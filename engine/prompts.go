@@ -202,8 +202,14 @@ type RevertResult struct {
 
 // Revert removes the earliest of the named messages and every message after
 // it, and tells the attached runners when forward is set (a revert that came
-// from a runner is not sent back). Unknown ids revert nothing.
+// from a runner is not sent back). Unknown ids revert nothing; a malformed
+// one is EINVALIDVALUE.
 func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor, forward bool, messageIDs ...string) (*RevertResult, error) {
+	for _, id := range messageIDs {
+		if !parley.ValidID(id) {
+			return nil, parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", id)
+		}
+	}
 	var target *parley.Message
 	build := func(conv.State) (conv.Command, error) {
 		target = nil

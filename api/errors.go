@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -67,11 +66,11 @@ const statusClientClosed = 499
 // writeErr answers with err's status and body. Internal errors are logged
 // and reach the client only as "internal error".
 func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
-	if errors.Is(err, context.Canceled) || statusOf(parley.ErrorCode(err)) == http.StatusInternalServerError && clientGone(w) {
-		// The client went away mid-request (its context ended; a driver
-		// may report that as a closed connection): there is nobody to
-		// answer and nothing went wrong here. The store either committed
-		// or rolled back; an idempotent retry finds out which.
+	if statusOf(parley.ErrorCode(err)) == http.StatusInternalServerError && clientGone(w) {
+		// The client went away mid-request, and the failure came of it (a
+		// canceled context, or a driver's closed connection): there is
+		// nobody to answer and nothing went wrong here. The store either
+		// committed or rolled back; an idempotent retry finds out which.
 		log.Debug("request canceled by the client", slog.Any("err", err))
 		w.WriteHeader(statusClientClosed)
 		return

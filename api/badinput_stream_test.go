@@ -4,7 +4,6 @@ package api_test
 // positions, what stream clients send, and subscribers that never read.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -258,33 +257,6 @@ func TestClientWebSocketFrames(t *testing.T) {
 				t.Fatalf("after a message over 32 KiB: %v, want a close with 1009", err)
 			}
 			break
-		}
-	}
-}
-
-// sseFrames reads Server-Sent Events from rd, without a testing.T, for
-// readers that run in their own goroutine.
-func sseFrames(rd *bufio.Reader) func() (sseEvent, error) {
-	return func() (sseEvent, error) {
-		var ev sseEvent
-		for {
-			line, err := rd.ReadString('\n')
-			if err != nil {
-				return ev, err
-			}
-			line = strings.TrimRight(line, "\n")
-			switch {
-			case line == "" && ev.data != nil:
-				return ev, nil
-			case strings.HasPrefix(line, "id: "):
-				ev.id = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				ev.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				if err := json.Unmarshal([]byte(line[6:]), &ev.data); err != nil {
-					return ev, err
-				}
-			}
 		}
 	}
 }

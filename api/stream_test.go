@@ -38,30 +38,42 @@ func (b *bundle) openSSE(id, query string, header ...string) (func() sseEvent, *
 		b.t.Fatal(err)
 	}
 	b.t.Cleanup(func() { resp.Body.Close() })
-	rd := bufio.NewReader(resp.Body)
+	next := sseFrames(bufio.NewReader(resp.Body))
 	return func() sseEvent {
 		b.t.Helper()
+		ev, err := next()
+		if err != nil {
+			b.t.Fatalf("SSE read: %v", err)
+		}
+		return ev
+	}, resp
+}
+
+// sseFrames reads Server-Sent Events from rd, without a testing.T, for
+// readers that run in their own goroutine.
+func sseFrames(rd *bufio.Reader) func() (sseEvent, error) {
+	return func() (sseEvent, error) {
 		var ev sseEvent
 		for {
 			line, err := rd.ReadString('\n')
 			if err != nil {
-				b.t.Fatalf("SSE read: %v", err)
+				return ev, err
 			}
 			line = strings.TrimRight(line, "\n")
 			switch {
 			case line == "" && ev.data != nil:
-				return ev
+				return ev, nil
 			case strings.HasPrefix(line, "id: "):
 				ev.id = line[4:]
 			case strings.HasPrefix(line, "event: "):
 				ev.event = line[7:]
 			case strings.HasPrefix(line, "data: "):
 				if err := json.Unmarshal([]byte(line[6:]), &ev.data); err != nil {
-					b.t.Fatalf("SSE data %q: %v", line, err)
+					return ev, err
 				}
 			}
 		}
-	}, resp
+	}
 }
 
 func (b *bundle) post(id, token, content string, fin string) {

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
 )
 
 // binary is the parley binary built once for the package's tests.
@@ -178,4 +181,31 @@ func (p *proxy) cut() {
 	}
 	p.conns = nil
 	p.cuts++
+}
+
+// readLog reads a conversation's whole log, checks that seq is dense, and
+// returns it with the head's last seq, read after it.
+func readLog(t *testing.T, ctx context.Context, c *client.Client, id string) ([]parley.Event, int64) {
+	t.Helper()
+	var all []parley.Event
+	for {
+		page, err := c.Events(ctx, id, int64(len(all)), 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			if e.Seq != int64(len(all)+1) {
+				t.Fatalf("conversation %s: seq %d after %d: the log is not dense", id, e.Seq, len(all))
+			}
+			all = append(all, e)
+		}
+		if len(page) == 0 {
+			break
+		}
+	}
+	v, err := c.Conversation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, v.Head.LastSeq
 }

@@ -26,6 +26,12 @@ const (
 	ECONFLICT      = "conflict"             // internal: optimistic concurrency lost; the engine retries
 )
 
+// Error codes of the server's own protections (open mode, quotas).
+const (
+	EMEDIATYPE   = "unsupported_media_type" // 415: a body not sent as application/json to an open server
+	ERATELIMITED = "rate_limited"           // 429: over a per-token quota; retry after the Retry-After header
+)
+
 // Error is the error type of the domain. Code is one of the E* constants;
 // Message is written for the person or program that must act on it. Head, when
 // set, is the conversation's head at the time of a 409 so that the caller can

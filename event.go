@@ -24,9 +24,13 @@ const (
 	EventDelegation = "delegation"
 	// EventChunk is one text delta of a streaming message; Data is Chunk.
 	EventChunk = "chunk"
-	// EventMessageUpdated carries the whole message after a part boundary
-	// (a tool call changed) or after it was finalized.
+	// EventMessageUpdated carries the whole message after it was finalized.
+	// (Logs written before part.updated existed also have one after each
+	// change of a tool call of a streaming message.)
 	EventMessageUpdated = "message.updated"
+	// EventPartUpdated is one change of a tool call of a streaming message:
+	// the call's part, with what changed; Data is PartUpdate.
+	EventPartUpdated = "part.updated"
 	// EventMessagesRemoved records a revert: the messages it removed, a
 	// message and every one after it; Data is MessagesRemoved.
 	EventMessagesRemoved = "messages.removed"
@@ -74,6 +78,24 @@ type Chunk struct {
 	// chunk, so that the row is complete as of this event's seq.
 	Checkpoint bool `json:"checkpoint,omitempty"`
 }
+
+// PartUpdate is the data of a part.updated event: a tool call of a
+// streaming message was added or changed. Part is a tool-call part that
+// names the call (CallID) and its status and carries, of its tool name,
+// args, result and error, those that changed; apply it with
+// Message.ApplyTool.
+type PartUpdate struct {
+	MessageID string `json:"messageId"`
+	Part      Part   `json:"part"`
+	// Checkpoint is true when the message's row was rewritten with this
+	// event, so that the row is complete as of this event's seq.
+	Checkpoint bool `json:"checkpoint,omitempty"`
+}
+
+// MaxFrameBytes is the largest frame the server sends on a live stream or
+// a runner connection, and what the Go SDK accepts: the server's bounds on
+// messages and snapshots keep every frame under it.
+const MaxFrameBytes = 32 << 20
 
 // MessagesRemoved is the data of a messages.removed event.
 type MessagesRemoved struct {

@@ -108,6 +108,29 @@ type Message struct {
 	Legacy         *Legacy         `json:"legacy,omitempty"`
 	CreatedAt      Time            `json:"createdAt"`
 	UpdatedAt      Time            `json:"updatedAt"`
+	// Summarized is set on a copy of a message that leaves out its parts,
+	// content, metadata and legacy marks because the message is large (a
+	// stream's snapshot does so): fetch the whole message with
+	// GET …/messages/{id}. The message itself is never summarized.
+	Summarized *Summary `json:"summarized,omitempty"`
+}
+
+// Summary says what a summarized copy of a message left out.
+type Summary struct {
+	// Bytes is the size of the whole message in JSON.
+	Bytes int `json:"bytes"`
+}
+
+// Summarize returns a copy of m that keeps who wrote it, where it stands
+// and how it ends (id, seq, role, agent, status, turn, turnId, replyTo,
+// depth, finality, next, retryOf, channel, updatedSeq, times) but not its
+// parts, content, metadata or legacy marks; bytes is the whole message's
+// size in JSON.
+func (m *Message) Summarize(bytes int) *Message {
+	s := *m
+	s.Parts, s.Content, s.Metadata, s.Legacy = []Part{}, "", nil, nil
+	s.Summarized = &Summary{Bytes: bytes}
+	return &s
 }
 
 // Legacy marks a message imported from data that predates Parley's
@@ -121,6 +144,77 @@ type Legacy struct {
 	MadeID bool `json:"madeId,omitempty"`
 	// SeenBy are the agents whose memory held the message: its recipients.
 	SeenBy []string `json:"seenBy,omitempty"`
+}
+
+// AppendText applies a text delta to a streaming message: it extends the
+// last part if that is a streaming text part, and otherwise starts a new
+// streaming text part (as after a tool call). Content grows by the delta.
+// The server assembles messages with it, and clients fold chunk events
+// with it, so the two never disagree.
+func (m *Message) AppendText(delta string) {
+	if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == PartText && m.Parts[n-1].Streaming {
+		m.Parts[n-1].Text += delta
+	} else {
+		m.Parts = append(m.Parts, Part{Type: PartText, Text: delta, Streaming: true})
+	}
+	m.Content += delta
+}
+
+// ApplyTool applies a change of a tool call to a streaming message: p is a
+// tool-call part that names the call by CallID. If the message has that
+// call, its status becomes p's and its tool name, args, result and error
+// become p's where p sets them; otherwise p is added as a new part, which
+// closes the streaming text part, so that text after the tool starts a new
+// part. It reports whether the part is new. The server assembles messages
+// with it and clients fold part.updated events with it, so the two never
+// disagree.
+func (m *Message) ApplyTool(p Part) bool {
+	for i := range m.Parts {
+		q := &m.Parts[i]
+		if q.Type == PartToolCall && q.CallID == p.CallID {
+			if p.Status != "" {
+				q.Status = p.Status
+			}
+			if p.ToolName != "" {
+				q.ToolName = p.ToolName
+			}
+			if p.Args != nil {
+				q.Args = p.Args
+			}
+			if p.Result != nil {
+				q.Result = p.Result
+			}
+			if p.Error != "" {
+				q.Error = p.Error
+			}
+			return false
+		}
+	}
+	for i := range m.Parts {
+		m.Parts[i].Streaming = false
+	}
+	p.Type, p.Streaming = PartToolCall, false
+	m.Parts = append(m.Parts, p)
+	return true
+}
+
+// Size is what a message's size limit counts, in bytes: its text (its
+// content, or its text parts if they hold more), the args, results and
+// errors of its tool calls, the messages of its error parts, and its
+// metadata. Ids, names and times are bounded on their own and not counted.
+func (m *Message) Size() int {
+	text, n := 0, len(m.Metadata)
+	for i := range m.Parts {
+		text += len(m.Parts[i].Text)
+		n += PartBytes(m.Parts[i])
+	}
+	return n + max(text, len(m.Content))
+}
+
+// PartBytes is what a part adds to its message's Size besides text: its
+// args, result, error and message.
+func PartBytes(p Part) int {
+	return len(p.Args) + len(p.Result) + len(p.Error) + len(p.Message)
 }
 
 // TextContent returns the plain text of parts: its text parts, concatenated.
@@ -138,21 +232,30 @@ func TextContent(parts []Part) string {
 const MaxIDLen = 128
 
 // ValidID reports whether s is a valid client-chosen id: 1–128 characters of
-// A–Z a–z 0–9 . _ : -
+// A–Z a–z 0–9 . _ : -, and neither "." nor "..", which a URL path cannot
+// carry as a segment (clients and proxies resolve them as dot segments), so
+// that every id can be named in a path.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLen {
+	if len(s) == 0 || len(s) > MaxIDLen || s == "." || s == ".." {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == ':', c == '-':
-		default:
+		if !IDChar(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// IDChar reports whether c may appear in an id: A–Z a–z 0–9 . _ : -
+func IDChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	case c == '.', c == '_', c == ':', c == '-':
+		return true
+	}
+	return false
 }
 
 // Delivery is a finalized reply on its way to the channel its prompt came

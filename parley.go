@@ -49,12 +49,16 @@ func (p TurnPolicy) Valid() bool {
 }
 
 // Conversation is one log. Its epoch is random and changes only if its history
-// is replaced; a client holding another epoch must reload.
+// is replaced; a client holding another epoch must reload. Participants are
+// the agents the turn policy takes turns among; Members are agents (people,
+// tools) that take part too but whom the turn policy never names. Only they,
+// the agent that created the conversation, and admins read and write it.
 type Conversation struct {
 	ID            string          `json:"id"`
 	Epoch         string          `json:"epoch"`
 	Title         string          `json:"title,omitempty"`
 	Participants  []string        `json:"participants"`
+	Members       []string        `json:"members,omitempty"`
 	TurnPolicy    TurnPolicy      `json:"turnPolicy"`
 	MessageFormat string          `json:"messageFormat"`
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
@@ -97,6 +101,9 @@ type Head struct {
 	Claim         *Claim    `json:"claim"`
 	Closed        bool      `json:"closed"`
 	LastClosedSeq int64     `json:"lastClosedSeq"`
+	// LastEventAt is when the last event was written: the conversation's
+	// last activity.
+	LastEventAt Time `json:"lastEventAt"`
 }
 
 // GuidanceKind says whether the named agent should start a new turn or

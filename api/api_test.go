@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,13 @@ type bundle struct {
 
 func setup(t testing.TB, eopts engine.Options, aopts api.Options) *bundle {
 	t.Helper()
+	b, _ := setupServer(t, eopts, aopts)
+	return b
+}
+
+// setupServer is setup that also returns the API server.
+func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle, *api.Server) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
@@ -38,7 +47,8 @@ func setup(t testing.TB, eopts engine.Options, aopts api.Options) *bundle {
 		t.Fatal(err)
 	}
 	eng := engine.New(db, eopts)
-	srv := httptest.NewServer(api.New(eng, aopts))
+	handler := api.New(eng, aopts)
+	srv := httptest.NewServer(handler)
 	t.Cleanup(func() { srv.Close(); eng.Close(); db.Close() })
 	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
@@ -49,7 +59,7 @@ func setup(t testing.TB, eopts engine.Options, aopts api.Options) *bundle {
 		return s
 	}
 	b.admin, b.alice, b.bob, b.viewer = mk(parley.TokenAdmin, ""), mk(parley.TokenAgent, "alice"), mk(parley.TokenAgent, "bob"), mk(parley.TokenViewer, "")
-	return b
+	return b, handler
 }
 
 // response is an answer with its decoded JSON body.
@@ -88,7 +98,14 @@ func (b *bundle) do(method, path, token string, body any, header ...string) resp
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json") // as the Go client sends
+	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" { // sent as the request's Host, not a header
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -109,9 +126,18 @@ func (b *bundle) want(r response, status int, code string) {
 	}
 }
 
+// conversation makes a conversation of participants in which the agents of
+// the test tokens (alice, bob) that are not participants are members, so
+// that they may read and write it without the turn policy naming them.
 func (b *bundle) conversation(participants ...string) string {
 	b.t.Helper()
-	r := b.do("POST", "/v1/conversations", b.admin, map[string]any{"title": "t", "participants": participants})
+	members := []string{}
+	for _, a := range []string{"alice", "bob"} {
+		if !slices.Contains(participants, a) {
+			members = append(members, a)
+		}
+	}
+	r := b.do("POST", "/v1/conversations", b.admin, map[string]any{"title": "t", "participants": participants, "members": members})
 	b.want(r, 201, "")
 	return r.body["conversation"].(map[string]any)["id"].(string)
 }
@@ -156,7 +182,8 @@ func TestConversationsCreateGetList(t *testing.T) {
 	if len(r.body["conversations"].([]any)) != 1 {
 		t.Fatalf("second page = %s", r.raw)
 	}
-	b.want(b.do("GET", "/v1/conversations?limit=0", b.viewer, nil), 400, "invalid_request")
+	b.want(b.do("GET", "/v1/conversations?limit=0", b.viewer, nil), 422, "invalid_value")
+	b.want(b.do("GET", "/v1/conversations?limit=x", b.viewer, nil), 400, "invalid_request")
 }
 
 func TestIdentity(t *testing.T) {
@@ -188,7 +215,7 @@ func TestIdentity(t *testing.T) {
 	r = b.do("POST", "/v1/tokens", b.admin, map[string]any{"kind": "agent", "agentId": "carol"})
 	b.want(r, 201, "")
 	secret, tid := r.body["token"].(string), r.body["id"].(string)
-	b.want(b.do("GET", "/v1/conversations/"+id, secret, nil), 200, "")
+	b.want(b.do("GET", "/v1/conversations", secret, nil), 200, "") // carol takes part in none: an empty list
 	r = b.do("DELETE", "/v1/tokens/"+tid, b.admin, nil)
 	if r.status != 204 {
 		t.Fatalf("revoke: %d %s", r.status, r.raw)
@@ -275,8 +302,11 @@ func TestBadBodies(t *testing.T) {
 	if after := b.log(id); after != before {
 		t.Fatalf("a refused request wrote something:\n%s\n%s", before, after)
 	}
-	for _, p := range []string{"/messages?after=-1", "/messages?limit=5000", "/events?after=x", "/messages?limit=abc", "/events?limit=0", "/messages/x/replies?after=1.5"} {
+	for _, p := range []string{"/events?after=x", "/messages?limit=abc", "/messages/x/replies?after=1.5"} {
 		b.want(b.do("GET", "/v1/conversations/"+id+p, b.viewer, nil), 400, "invalid_request")
+	}
+	for _, p := range []string{"/messages?after=-1", "/messages?limit=5000", "/events?limit=0"} {
+		b.want(b.do("GET", "/v1/conversations/"+id+p, b.viewer, nil), 422, "invalid_value")
 	}
 	b.want(b.do("GET", "/v1/conversations?cursor=garbage!", b.viewer, nil), 400, "invalid_request")
 	r := b.do("PUT", "/v1/conversations/"+id, b.viewer, nil)
@@ -300,4 +330,37 @@ func TestReplyAcrossConversationsIsRefused(t *testing.T) {
 		t.Fatal("refused reply was written")
 	}
 	b.want(b.do("POST", "/v1/conversations/nope/messages", b.bob, map[string]any{"content": "a"}), 404, "not_found")
+}
+
+// TestListConversationsByTitle: ?title= lists the conversations whose
+// title contains it, case aside, within what the token may read; a filter
+// longer than 200 bytes is 422.
+func TestListConversationsByTitle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	mk := func(title string, participants ...string) string {
+		r := b.do("POST", "/v1/conversations", b.admin, map[string]any{"title": title, "participants": participants})
+		b.want(r, 201, "")
+		return r.body["conversation"].(map[string]any)["id"].(string)
+	}
+	alices := mk("Quarterly Plan", "alice")
+	bobs := mk("the plan of bob", "bob")
+	mk("lunch", "alice")
+	titles := func(token, query string) []string {
+		r := b.do("GET", "/v1/conversations?title="+url.QueryEscape(query), token, nil)
+		b.want(r, 200, "")
+		var ids []string
+		for _, v := range r.body["conversations"].([]any) {
+			ids = append(ids, v.(map[string]any)["conversation"].(map[string]any)["id"].(string))
+		}
+		return ids
+	}
+	if got := titles(b.viewer, "PLAN"); !slices.Equal(got, []string{bobs, alices}) {
+		t.Errorf("a viewer's PLAN: %v, want %v", got, []string{bobs, alices})
+	}
+	if got := titles(b.alice, "plan"); !slices.Equal(got, []string{alices}) {
+		t.Errorf("alice's plan: %v, want only hers, %v", got, alices)
+	}
+	r := b.do("GET", "/v1/conversations?title="+strings.Repeat("x", 201), b.viewer, nil)
+	b.want(r, 422, "invalid_value")
 }

@@ -21,7 +21,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			scheme, rest, ok := strings.Cut(a, " ")
 			secret = strings.TrimSpace(rest)
 			if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-				writeErr(w, s.log, parley.Errorf(parley.EUNAUTHORIZED, "the Authorization header must be \"Bearer <token>\""))
+				s.refuse(w, r, parley.Errorf(parley.EUNAUTHORIZED, "the Authorization header must be \"Bearer <token>\""))
 				return
 			}
 		} else if t := r.URL.Query().Get("token"); t != "" {
@@ -29,7 +29,11 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 		}
 		if secret == "" {
 			if !s.open.Load() {
-				writeErr(w, s.log, parley.Errorf(parley.EUNAUTHORIZED, "a bearer token is required: send \"Authorization: Bearer <token>\""))
+				s.refuse(w, r, parley.Errorf(parley.EUNAUTHORIZED, "a bearer token is required: send \"Authorization: Bearer <token>\""))
+				return
+			}
+			if err := s.checkOpen(r); err != nil {
+				s.refuse(w, r, err)
 				return
 			}
 			h(w, r, parley.Identity{Kind: parley.TokenAdmin, Open: true})
@@ -37,7 +41,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 		}
 		who, err := s.eng.Authenticate(r.Context(), secret)
 		if err != nil {
-			writeErr(w, s.log, err)
+			s.refuse(w, r, err)
 			return
 		}
 		h(w, r, who)
@@ -59,7 +63,7 @@ func actor(who parley.Identity, bodyAgent string) (conv.Actor, error) {
 			return conv.Actor{}, parley.Errorf(parley.EINVALIDVALUE, "agentId is required: an admin token (or an open server) writes as the agent the body names")
 		}
 		if !parley.ValidID(bodyAgent) {
-			return conv.Actor{}, parley.Errorf(parley.EINVALIDVALUE, "agentId %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", bodyAgent)
+			return conv.Actor{}, parley.Errorf(parley.EINVALIDVALUE, "agentId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", bodyAgent)
 		}
 		return conv.Actor{AgentID: bodyAgent, Admin: true}, nil
 	}

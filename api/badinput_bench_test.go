@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
 )
@@ -56,5 +57,26 @@ func BenchmarkWritesDuringBadInput(b *testing.B) {
 			}
 			b.ReportMetric(float64(bad.Load())/b.Elapsed().Seconds(), "bad/s")
 		})
+	}
+}
+
+// BenchmarkRevertedFrame measures the largest reverted frame a runner may
+// send (engine.MaxRevertIDs ids that name nothing; one op is one frame and
+// its answer), which holds its conversation while the ids are looked up.
+//
+//	go test ./api -run '^$' -bench RevertedFrame
+func BenchmarkRevertedFrame(b *testing.B) {
+	bb := setup(b, engine.Options{}, api.Options{})
+	id := bb.conversation()
+	bb.post(id, bb.alice, "kept", "none")
+	c := bb.runnerConn(id, bb.alice)
+	frame := []byte(`{"type":"reverted","messageIds":["` + strings.Join(manyIDs(engine.MaxRevertIDs), `","`) + `"]}`)
+	for b.Loop() {
+		if err := c.Write(bb.ctx, websocket.MessageText, frame); err != nil {
+			b.Fatal(err)
+		}
+		if ack := readFrame(b, bb.ctx, c); ack["type"] != "ack" {
+			b.Fatalf("answered %v", ack)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/parleyhq/parley/engine"
 )
 
 // runnerCase is one runner frame and the error code it must be answered with.
@@ -59,6 +60,10 @@ func TestBadRunnerFrames(t *testing.T) {
 		{"unknown type", bad, `{"type":"teleport"}`, "invalid_value", false},
 		{"overlong turnId", bad, `{"type":"message.create","turnId":"` + long + `"}`, "invalid_value", false},
 		{"malformed turnId", bad, `{"type":"message.create","turnId":"r 9"}`, "invalid_value", false},
+		{"dot turnId", bad, `{"type":"message.create","turnId":"."}`, "invalid_value", false},
+		{"dot-dot turnId", bad, `{"type":"message.create","turnId":".."}`, "invalid_value", false},
+		{"dot-dot prompt id", bad, `{"type":"complete","messageId":".."}`, "invalid_value", false},
+		{"reverted with a dot-dot id", bad, `{"type":"reverted","messageIds":[".."]}`, "invalid_value", false},
 		{"malformed replyTo", bad, `{"type":"message.create","turnId":"r9","replyTo":"a b"}`, "invalid_thread", false},
 		{"reply to an unknown message", bad, `{"type":"message.create","turnId":"r9","replyTo":"nope"}`, "invalid_thread", false},
 		{"reply to another conversation", bad, `{"type":"message.create","turnId":"r9","replyTo":"x1"}`, "invalid_thread", false},
@@ -68,8 +73,11 @@ func TestBadRunnerFrames(t *testing.T) {
 		{"taken id", bad, `{"type":"message.create","turnId":"r1"}`, "busy", false},
 		{"delta for an unknown message", bad, `{"type":"message.part.text-delta","turnId":"nope","delta":"x"}`, "not_found", false},
 		{"delta for a finished message", bad, `{"type":"message.part.text-delta","turnId":"x1","delta":"x"}`, "not_found", false},
-		{"empty delta", bad, `{"type":"message.part.text-delta","turnId":"r1","delta":""}`, "invalid_value", false},
 		{"oversized delta", bad, `{"type":"message.part.text-delta","turnId":"r1","delta":"` + strings.Repeat("d", badTextLimit) + `"}`, "too_large", false},
+		{"tool update over the message limit", bad, `{"type":"message.part.tool-update","turnId":"r1","callId":"c","toolName":"t","status":"running","args":"` + strings.Repeat("a", badSizeLimit) + `"}`, "too_large", false},
+		{"error text over the message limit", bad, `{"type":"error","turnId":"r1","error":"` + strings.Repeat("e", badSizeLimit) + `"}`, "too_large", false},
+		{"finalText over the text limit", bad, `{"type":"message.finalize","turnId":"r1","reason":"end_turn","finalText":"` + strings.Repeat("f", badTextLimit+1) + `"}`, "too_large", false},
+		{"one streaming message too many", bad, `{"type":"message.create","turnId":"r8"}`, "busy", false},
 		{"tool update for an unknown message", bad, `{"type":"message.part.tool-update","turnId":"nope","callId":"c","toolName":"t","status":"running"}`, "not_found", false},
 		{"tool update without a call id", bad, `{"type":"message.part.tool-update","turnId":"r1","toolName":"t","status":"running"}`, "invalid_value", false},
 		{"tool update with an overlong tool name", bad, `{"type":"message.part.tool-update","turnId":"r1","callId":"c","toolName":"` + long + `","status":"running"}`, "invalid_value", false},
@@ -77,10 +85,12 @@ func TestBadRunnerFrames(t *testing.T) {
 		{"finalize an unknown message", bad, `{"type":"message.finalize","turnId":"nope","reason":"end_turn"}`, "not_found", false},
 		{"finalize with an unknown reason", bad, `{"type":"message.finalize","turnId":"r1","reason":"bored"}`, "invalid_value", false},
 		{"finalize with an unknown finality", bad, `{"type":"message.finalize","turnId":"r1","reason":"end_turn","finality":"forever"}`, "invalid_value", false},
-		{"aborted with no message", bad, `{"type":"aborted"}`, "not_found", false},
+		{"malformed prompt id", bad, `{"type":"complete","messageId":"a b"}`, "invalid_value", false},
 		{"error with no message", bad, `{"type":"error","error":"boom"}`, "not_found", false},
 		{"state of an unknown message", bad, `{"type":"message.state","turnId":"nope"}`, "not_found", false},
 		{"reverted with a malformed id", bad, `{"type":"reverted","messageIds":["a b"]}`, "invalid_value", false},
+		{"reverted with too many ids", bad, `{"type":"reverted","messageIds":["` + strings.Join(manyIDs(engine.MaxRevertIDs+1), `","`) + `"]}`, "too_large", false},
+		{"reverted naming one id too often", bad, `{"type":"reverted","messageIds":["` + strings.Repeat(`r1","`, engine.MaxRevertIDs) + `r1"]}`, "too_large", false},
 		{"another agent's delta", bob, `{"type":"message.part.text-delta","turnId":"r1","delta":"x"}`, "forbidden", false},
 		{"another agent's finalize", bob, `{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`, "forbidden", false},
 		{"another agent's aborted", bob, `{"type":"aborted","turnId":"r1"}`, "forbidden", false},
@@ -105,7 +115,8 @@ func TestBadRunnerFrames(t *testing.T) {
 		}
 	}
 	// Frames that name nothing change nothing and are acknowledged so.
-	for _, fr := range []string{`{"type":"reverted","messageIds":["nope"]}`, `{"type":"complete"}`} {
+	for _, fr := range []string{`{"type":"reverted","messageIds":["nope"]}`,
+		`{"type":"reverted","messageIds":["` + strings.Join(manyIDs(engine.MaxRevertIDs), `","`) + `"]}`, `{"type":"complete"}`, `{"type":"aborted"}`, `{"type":"aborted","turnId":"nope"}`} {
 		if ack := send(t, f.bundle, bad, fr); ack["type"] != "ack" || ack["seq"] != 0.0 {
 			t.Errorf("%s answered %v, want an ack of seq 0", fr, ack)
 		}
@@ -129,6 +140,15 @@ func TestBadRunnerFrames(t *testing.T) {
 	}
 }
 
+// manyIDs returns n distinct well-formed message ids that name nothing.
+func manyIDs(n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%06d", i)
+	}
+	return ids
+}
+
 // dialError dials a stream that must be refused before the upgrade and
 // returns the status and the error code of the answer. It sends the
 // viewer's token unless the path has a token of its own.
@@ -149,37 +169,88 @@ func (b *bundle) dialError(path string, header ...string) (int, string) {
 	if resp == nil {
 		b.t.Fatalf("dial %s: %v", path, err)
 	}
+	return resp.StatusCode, errorCode(resp)
+}
+
+// errorCode reads the code of an error answer.
+func errorCode(resp *http.Response) string {
 	var body struct {
 		Error struct{ Code string } `json:"error"`
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(raw, &body)
-	return resp.StatusCode, body.Error.Code
+	return body.Error.Code
 }
 
-// TestBadResumePositions: a position that is not a whole number ≥ 0, or a
-// Last-Event-ID that is not epoch:seq, is 400 invalid_request on both
-// transports before any stream starts; a position in another epoch or ahead
-// of the log gets init with recovered false and a snapshot.
+// staleEpoch returns a well-formed epoch other than epoch: one of another
+// history.
+func staleEpoch(epoch string) string {
+	if epoch == "00000000" {
+		return "11111111"
+	}
+	return "00000000"
+}
+
+// TestBadResumePositions: a resume position is read exactly as the server
+// writes it: Last-Event-ID is "<epoch>:<seq>" and ?after=SEQ[&epoch=E],
+// where an epoch is 8 characters of 0-9 a-f and a seq is digits without
+// sign or leading zeros that fit in 64 bits. Anything else, a parameter
+// given twice or an epoch without after, is 400 invalid_request on both
+// transports before any stream starts; a well-formed position in another
+// epoch or ahead of the log gets init with recovered false and a snapshot.
 func TestBadResumePositions(t *testing.T) {
 	t.Parallel()
 	f := newBadFixture(t)
 	before := f.snapshot()
 	epoch := f.do("GET", "/v1/conversations/"+f.c, f.viewer, nil).body["head"].(map[string]any)["epoch"].(string)
+	stale := staleEpoch(epoch)
 	bad := []struct{ query, lastEventID string }{
 		{"?after=x", ""}, {"?after=-1", ""}, {"?after=1.5", ""}, {"?after=%201", ""}, {"?after=0x10", ""},
 		{"?after=99999999999999999999", ""}, {"?after=-0x1&epoch=" + epoch, ""},
+		{"?after=", ""}, {"?after=+5", ""}, {"?after=05", ""}, {"?after=00", ""}, {"?after=-0", ""}, {"?after=5%20", ""},
+		{"?after=1&after=2", ""}, {"?epoch=" + epoch, ""}, {"?after=1&epoch=", ""}, {"?after=1&epoch=stale", ""},
+		{"?after=1&epoch=" + strings.ToUpper(epoch) + "X", ""}, {"?after=1&epoch=" + epoch + "0", ""},
+		{"?after=1&epoch=" + epoch[:7], ""}, {"?after=1&epoch=" + epoch + "&epoch=" + epoch, ""},
+		{"?after=1&epoch=ABCDEF12", ""}, {"?after=1&epoch=0000000g", ""},
 		{"", "garbage"}, {"", epoch + ":-1"}, {"", epoch + ":"}, {"", epoch + ":x"}, {"", epoch + ":1:"},
+		{"", ":5"}, {"", "E:+5"}, {"", "E:05"}, {"", "E:5:6"}, {"", epoch + ":+5"}, {"", epoch + ":05"},
+		{"", epoch + ":5:6"}, {"", epoch + ": 5"}, {"", epoch + ":5\t6"},
+		{"", epoch + ":99999999999999999999"}, {"", "stale:2"}, {"", epoch + "0:2"}, {"", "5"},
 		{"?after=3", epoch + ":nope"}, // Last-Event-ID wins, and it is bad
+		{"?after=x", epoch + ":3"},    // Last-Event-ID wins, but the query is bad too
 	}
 	for _, c := range bad {
 		hdr := []string{}
 		if c.lastEventID != "" {
 			hdr = []string{"Last-Event-ID", c.lastEventID}
 		}
-		f.want(f.do("GET", "/v1/conversations/"+f.c+"/stream"+c.query, f.viewer, nil, hdr...), 400, "invalid_request")
+		// A stream that starts is not read: its status says enough.
+		_, resp := f.openSSE(f.c, c.query, hdr...)
+		var body struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		if resp.StatusCode != 200 {
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+		}
+		if resp.StatusCode != 400 || body.Error.Code != "invalid_request" {
+			t.Errorf("sse %q %q: %d %q, want 400 invalid_request", c.query, c.lastEventID, resp.StatusCode, body.Error.Code)
+			continue
+		}
 		if st, code := f.dialError("/v1/conversations/"+f.c+"/ws"+c.query, hdr...); st != 400 || code != "invalid_request" {
 			t.Errorf("ws %q %q: %d %q, want 400 invalid_request", c.query, c.lastEventID, st, code)
+		}
+	}
+	// Two Last-Event-ID headers are as ambiguous as two afters.
+	req, _ := http.NewRequestWithContext(f.ctx, "GET", f.url+"/v1/conversations/"+f.c+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+f.viewer)
+	req.Header.Add("Last-Event-ID", epoch+":1")
+	req.Header.Add("Last-Event-ID", epoch+":2")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("two Last-Event-ID headers: %d, want 400", resp.StatusCode)
 		}
 	}
 	if st, code := f.dialError("/v1/conversations/nope/ws?after=0"); st != 404 || code != "not_found" {
@@ -191,8 +262,8 @@ func TestBadResumePositions(t *testing.T) {
 	// Another epoch, or a seq past the end: a snapshot, not a resume.
 	last := f.lastSeq(f.c)
 	fresh := []struct{ query, lastEventID string }{
-		{"?after=2&epoch=stale", ""}, {"?after=999&epoch=" + epoch, ""}, {"?after=999", ""},
-		{"", "stale:2"}, {"", epoch + ":999"},
+		{"?after=2&epoch=" + stale, ""}, {"?after=999&epoch=" + epoch, ""}, {"?after=999", ""},
+		{"", stale + ":2"}, {"", epoch + ":999"}, {"", epoch + ":9223372036854775807"},
 	}
 	for _, c := range fresh {
 		check := func(transport string, in map[string]any) {
@@ -212,6 +283,17 @@ func TestBadResumePositions(t *testing.T) {
 			ws := f.dialWS(f.c, c.query)
 			check("ws", readFrame(t, f.ctx, ws))
 			ws.CloseNow()
+		}
+	}
+	// The positions the server writes resume, "0" included.
+	for _, c := range []struct{ query, lastEventID string }{{"?after=0", ""}, {"?after=0&epoch=" + epoch, ""}, {"", epoch + ":0"}, {"", epoch + ":1"}} {
+		var hdr []string
+		if c.lastEventID != "" {
+			hdr = []string{"Last-Event-ID", c.lastEventID}
+		}
+		next, _ := f.openSSE(f.c, c.query, hdr...)
+		if in := next().data; in["type"] != "init" || in["recovered"] != true {
+			t.Errorf("sse %q %q: init = %v, want a resume", c.query, c.lastEventID, in)
 		}
 	}
 	if after := f.snapshot(); after != before {

@@ -3,7 +3,8 @@ package api_test
 // The bad-input suite: every kind of request the server must refuse, sent
 // over loopback to a real server on a real SQLite file, each checked for the
 // status and error code docs/api.md promises and for having written nothing.
-// The runner, stream and slow-subscriber cases are in badinput_stream_test.go.
+// The runner, stream and slow-subscriber cases are in badinput_stream_test.go,
+// numbers and schedules in badinput_bounds_test.go.
 
 import (
 	"fmt"
@@ -20,15 +21,21 @@ import (
 const (
 	badBodyLimit = 64 << 10 // api.Options.MaxBodyBytes
 	badTextLimit = 4 << 10  // conv.Limits.MaxTextBytes
+	badSizeLimit = 8 << 10  // conv.Limits.MaxMessageBytes
 	badMetaLimit = 512      // conv.Limits.MaxMetadataBytes
 	badMaxParts  = 8        // conv.Limits.MaxParts
 	badMaxDepth  = 3        // conv.Limits.MaxThreadDepth: at most 2 ancestors
+	badMaxTasks  = 1        // engine.Options.MaxTasksPerAgent: alice has t1
+	badMaxQueued = 2        // conv.Limits.MaxQueuedPrompts
+	badStreaming = 1        // conv.Limits.MaxStreaming
 )
 
 // badLimits are the engine limits of the bad-input fixture.
 func badLimits() conv.Limits {
 	l := conv.DefaultLimits
 	l.MaxTextBytes, l.MaxMetadataBytes, l.MaxParts, l.MaxThreadDepth = badTextLimit, badMetaLimit, badMaxParts, badMaxDepth
+	l.MaxQueuedPrompts = badMaxQueued
+	l.MaxMessageBytes, l.MaxStreaming = badSizeLimit, badStreaming
 	return l
 }
 
@@ -45,7 +52,7 @@ type badFixture struct {
 
 func newBadFixture(t *testing.T) *badFixture {
 	t.Helper()
-	b := setup(t, engine.Options{Limits: badLimits()}, api.Options{MaxBodyBytes: badBodyLimit, MaxImportBytes: badBodyLimit})
+	b := setup(t, engine.Options{Limits: badLimits(), MaxTasksPerAgent: badMaxTasks}, api.Options{MaxBodyBytes: badBodyLimit, MaxImportBytes: badBodyLimit})
 	f := &badFixture{bundle: b, c: b.conversation("alice", "bob"), c2: b.conversation("alice"), c3: b.conversation()}
 	msg := func(conv, token string, body map[string]any) {
 		t.Helper()
@@ -249,6 +256,7 @@ func TestBadBodiesEveryEndpoint(t *testing.T) {
 		badCase{"empty prompt", "POST", "/v1/conversations/{c}/prompts", "alice", `{"content":""}`, nil, 422, "invalid_value", ""},
 		badCase{"unknown token kind", "POST", "/v1/tokens", "admin", `{"kind":"root"}`, nil, 422, "invalid_value", "root"},
 		badCase{"agent token without agent", "POST", "/v1/tokens", "admin", `{"kind":"agent"}`, nil, 422, "invalid_value", ""},
+		badCase{"agent token named like a kind of token", "POST", "/v1/tokens", "admin", `{"kind":"agent","agentId":"admin"}`, nil, 422, "invalid_value", "reserved"},
 		badCase{"bad schedule", "POST", "/v1/tasks", "alice", `{"conversationId":"{c}","prompt":"x","cron":"sometimes"}`, nil, 422, "invalid_value", "sometimes"},
 		badCase{"idempotency header and body differ", "POST", m, "alice", `{"content":"x","clientRequestId":"k1"}`, []string{"Idempotency-Key", "k2"}, 400, "invalid_request", "differ"},
 		badCase{"import not JSON", "POST", "/v1/conversations/import", "admin", `{"format":`, nil, 400, "invalid_request", ""},
@@ -258,23 +266,32 @@ func TestBadBodiesEveryEndpoint(t *testing.T) {
 }
 
 // TestBadSizes: values over the engine's limits are 413 too_large, though
-// the body itself is small enough.
+// the body itself is small enough; a prompt past the queue's limit is 409
+// busy (the queue drains: it is a "not now", not a "never").
 func TestBadSizes(t *testing.T) {
 	t.Parallel()
 	f := newBadFixture(t)
+	for i := range badMaxQueued { // c3's queue is full
+		f.want(f.do("POST", "/v1/conversations/"+f.c3+"/prompts", f.alice, map[string]any{"content": fmt.Sprint("queued ", i)}), 201, "")
+	}
 	m := "/v1/conversations/{c}/messages"
 	text := strings.Repeat("y", badTextLimit+1)
+	big := strings.Repeat("z", badSizeLimit-badTextLimit+1)
 	parts := strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"p"},`, badMaxParts+1), ",")
 	meta := `{"k":"` + strings.Repeat("m", badMetaLimit) + `"}`
 	many := strings.TrimSuffix(strings.Repeat(`"agent",`, 65), ",")
 	f.run(t, []badCase{
 		{"text over the limit", "POST", m, "bob", `{"content":"` + text + `"}`, nil, 413, "too_large", ""},
 		{"text part over the limit", "POST", m, "bob", `{"parts":[{"type":"text","text":"` + text + `"}]}`, nil, 413, "too_large", ""},
-		{"tool result over the limit", "POST", m, "bob", `{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"completed","result":"` + text + `"}]}`, nil, 413, "too_large", ""},
+		{"tool result over the message limit", "POST", m, "bob", `{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"completed","result":"` + text + big + `"}]}`, nil, 413, "too_large", "limit is 8192"},
+		{"text and tool args together over the message limit", "POST", m, "bob", `{"parts":[{"type":"text","text":"` + text[1:] + `"},{"type":"tool-call","callId":"c","toolName":"t","status":"completed","args":"` + big + `"}]}`, nil, 413, "too_large", "limit is 8192"},
+		{"text and error parts together over the message limit", "POST", m, "bob", `{"parts":[{"type":"text","text":"` + text[1:] + `"},{"type":"error","message":"` + big + `"}]}`, nil, 413, "too_large", "limit is 8192"},
 		{"too many parts", "POST", m, "bob", `{"parts":[` + parts + `]}`, nil, 413, "too_large", "parts"},
 		{"metadata over the limit", "POST", m, "bob", `{"content":"x","metadata":` + meta + `}`, nil, 413, "too_large", "metadata"},
 		{"trace payload over the limit", "POST", "/v1/conversations/{c}/events", "bob", `{"type":"trace","payload":` + meta + `}`, nil, 413, "too_large", "payload"},
 		{"prompt over the limit", "POST", "/v1/conversations/{c}/prompts", "alice", `{"content":"` + text + `"}`, nil, 413, "too_large", ""},
+		{"prompt past the queue's limit", "POST", "/v1/conversations/{c3}/prompts", "alice", `{"content":"x"}`, nil, 409, "busy", "queue"},
+		{"steer past the queue's limit", "POST", "/v1/conversations/{c3}/prompts", "alice", `{"content":"x","mode":"steer"}`, nil, 409, "busy", "full"},
 		{"task prompt over the limit", "POST", "/v1/tasks", "alice", `{"conversationId":"{c}","prompt":"` + text + `","everyMs":1000}`, nil, 413, "too_large", ""},
 		{"abort reason over 1024 bytes", "POST", "/v1/conversations/{c}/turns/abort", "bob", `{"reason":"` + strings.Repeat("r", 1025) + `"}`, nil, 413, "too_large", "reason"},
 		{"title over 512 bytes", "POST", "/v1/conversations", "alice", `{"title":"` + strings.Repeat("t", 513) + `"}`, nil, 413, "too_large", "title"},
@@ -283,16 +300,17 @@ func TestBadSizes(t *testing.T) {
 	})
 }
 
-// TestBadIDs: ids over 128 characters or with characters outside
-// A-Z a-z 0-9 . _ : - are 422 invalid_value wherever a client names one
-// (a malformed parent is 422 invalid_thread, as an unknown one); in a path
-// they name nothing, so they are 404.
+// TestBadIDs: ids over 128 characters, with characters outside
+// A-Z a-z 0-9 . _ : -, or "." and ".." (which no path can carry) are 422
+// invalid_value wherever a client names one (a malformed parent is 422
+// invalid_thread, as an unknown one); in a path they name nothing, so they
+// are 404.
 func TestBadIDs(t *testing.T) {
 	t.Parallel()
 	f := newBadFixture(t)
 	long := strings.Repeat("a", parley.MaxIDLen+1)
 	var cases []badCase
-	for _, id := range []string{long, "has space", "slash/id", "é", "semi;colon", `quote\"`, "tab\\t"} {
+	for _, id := range []string{long, "has space", "slash/id", "é", "semi;colon", `quote\"`, "tab\\t", ".", ".."} {
 		add := func(name, method, path, token, body string, status int, code string) {
 			cases = append(cases, badCase{name: name + " " + id, method: method, path: path, token: token, body: body, status: status, code: code})
 		}
@@ -320,6 +338,9 @@ func TestBadIDs(t *testing.T) {
 	cases = append(cases,
 		badCase{"import id", "POST", "/v1/conversations/import?id=bad%20id", "admin", `{}`, nil, 422, "invalid_value", ""},
 		badCase{"runner agentId", "GET", "/v1/conversations/{c}/runner?agentId=bad%20id", "admin", "", nil, 422, "invalid_value", ""},
+		badCase{"import id .", "POST", "/v1/conversations/import?id=.", "admin", `{}`, nil, 422, "invalid_value", ""},
+		badCase{"import id ..", "POST", "/v1/conversations/import?id=..", "admin", `{}`, nil, 422, "invalid_value", ""},
+		badCase{"runner agentId ..", "GET", "/v1/conversations/{c}/runner?agentId=..", "admin", "", nil, 422, "invalid_value", ""},
 	)
 	// In a path a malformed or overlong id names nothing.
 	for _, p := range []string{"/v1/conversations/" + long, "/v1/conversations/bad%20id/messages", "/v1/conversations/{c}/messages/" + long,

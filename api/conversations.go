@@ -2,9 +2,10 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 )
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {
@@ -22,7 +23,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 		createdBy = string(who.Kind)
 	}
 	v, err := s.eng.CreateConversation(r.Context(), parley.Conversation{
-		ID: req.ID, Title: req.Title, Participants: req.Participants, TurnPolicy: req.TurnPolicy,
+		ID: req.ID, Title: req.Title, Participants: req.Participants, Members: req.Members, TurnPolicy: req.TurnPolicy,
 		MessageFormat: req.MessageFormat, Metadata: req.Metadata, CreatedBy: createdBy,
 	})
 	if err != nil {
@@ -33,18 +34,21 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	writeJSON(w, http.StatusCreated, v)
 }
 
-func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+// listConversations lists what who may read: an agent, the conversations
+// it takes part in; admins and viewers, all; ?title= narrows them to the
+// titles that contain it.
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	q := r.URL.Query()
-	limit := 100
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			writeErr(w, s.log, parley.Errorf(parley.EINVALID, "limit must be a whole number from 1 to 1000, not %q", l))
-			return
-		}
-		limit = n
+	limit, err := pageLimit(q)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
 	}
-	views, next, err := s.eng.ListConversations(r.Context(), q.Get("cursor"), limit)
+	member := ""
+	if who.Kind == parley.TokenAgent {
+		member = who.AgentID
+	}
+	views, next, err := s.eng.ListConversations(r.Context(), store.ListConversationsParams{Member: member, Cursor: q.Get("cursor"), Limit: limit, Title: q.Get("title")})
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -56,11 +60,30 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, _ par
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
-	v, err := s.eng.Conversation(r.Context(), r.PathValue("id"))
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	err := s.readable(r, who)
+	var v *engine.View
+	if err == nil {
+		v, err = s.eng.Conversation(r.Context(), r.PathValue("id"))
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// deleteConversation serves DELETE /v1/conversations/{id}: admins only. The
+// conversation goes with everything in it; its streams and runners are
+// told and closed.
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	if !who.CanManage() {
+		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "only an admin token may delete a conversation"))
+		return
+	}
+	if err := s.eng.DeleteConversation(r.Context(), r.PathValue("id")); err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

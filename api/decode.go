@@ -8,13 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
 )
 
 // Request bodies. Unknown fields are refused so that a typo (replyToMessageId
@@ -24,6 +27,7 @@ type createConversationRequest struct {
 	ID            string            `json:"id,omitempty"`
 	Title         string            `json:"title,omitempty"`
 	Participants  []string          `json:"participants,omitempty"`
+	Members       []string          `json:"members,omitempty"`
 	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
 	MessageFormat string            `json:"messageFormat,omitempty"`
 	Metadata      json.RawMessage   `json:"metadata,omitempty"`
@@ -86,7 +90,11 @@ type tokenRequest struct {
 
 // decodeBody reads one JSON object of at most max bytes from the request.
 func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
-	return decodeJSON(http.MaxBytesReader(w, r.Body, max), max, v)
+	err := decodeJSON(http.MaxBytesReader(w, r.Body, max), max, v)
+	if err == nil {
+		bodyRead(w)
+	}
+	return err
 }
 
 // decodeJSON decodes exactly one JSON object from rd into v and turns every
@@ -126,6 +134,10 @@ func decodeJSON(rd io.Reader, max int64, v any) error {
 	case errors.As(err, &typ):
 		if typ.Field == "" {
 			return parley.Errorf(parley.EINVALID, "the body must be a JSON object, not %s", typ.Value)
+		}
+		if lit, ok := strings.CutPrefix(typ.Value, "number "); ok && isInt(typ.Type) && wholeNumber(strings.TrimPrefix(lit, "-")) {
+			// A whole number is well formed; it is out of range.
+			return parley.Errorf(parley.EINVALIDVALUE, "%s %s is out of range (at byte %d)", typ.Field, lit, typ.Offset)
 		}
 		return parley.Errorf(parley.EINVALID, "%s must be %s, not %s (at byte %d)", typ.Field, jsonKind(typ.Type), typ.Value, typ.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
@@ -175,8 +187,24 @@ func tooLarge(max int64) error {
 	return parley.Errorf(parley.ETOOLARGE, "the body is larger than %d bytes", max)
 }
 
+// isInt reports whether t is an integer type (or a pointer to one).
+func isInt(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
 // jsonKind names a Go type the way a JSON client thinks of it.
 func jsonKind(t reflect.Type) string {
+	if isInt(t) {
+		return "a whole number"
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"
@@ -186,9 +214,6 @@ func jsonKind(t reflect.Type) string {
 		return "an array"
 	case reflect.Struct, reflect.Map:
 		return "an object"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a whole number in range"
 	case reflect.Pointer:
 		return jsonKind(t.Elem())
 	}
@@ -226,55 +251,117 @@ func clientRequestID(r *http.Request, body string) (string, error) {
 		body = h
 	}
 	if body != "" && !parley.ValidID(body) {
-		return "", parley.Errorf(parley.EINVALIDVALUE, "clientRequestId must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+		return "", parley.Errorf(parley.EINVALIDVALUE, "clientRequestId must be 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)")
 	}
 	return body, nil
 }
 
-// page reads ?after=SEQ&limit=N: after defaults to 0, limit to 100 (at most 1000).
+// maxPageLimit is the largest page a list returns.
+const maxPageLimit = 1000
+
+// page reads ?after=SEQ&limit=N: after defaults to 0, limit to 100 (at most
+// maxPageLimit).
 func page(r *http.Request) (after int64, limit int, err error) {
 	q := r.URL.Query()
-	limit = 100
-	if s := q.Get("after"); s != "" {
-		after, err = strconv.ParseInt(s, 10, 64)
-		if err != nil || after < 0 {
-			return 0, 0, parley.Errorf(parley.EINVALID, "after must be a seq (a whole number, 0 or more), not %q", s)
-		}
+	after, err = queryInt(q, "after", 0, 0, math.MaxInt64)
+	if err != nil {
+		return 0, 0, err
 	}
-	if s := q.Get("limit"); s != "" {
-		limit, err = strconv.Atoi(s)
-		if err != nil || limit < 1 || limit > 1000 {
-			return 0, 0, parley.Errorf(parley.EINVALID, "limit must be a whole number from 1 to 1000, not %q", s)
-		}
-	}
-	return after, limit, nil
+	n, err := pageLimit(q)
+	return after, n, err
 }
 
-// position reads a resume position from Last-Event-ID ("epoch:seq") or
-// ?after=SEQ[&epoch=E]. nil means no position: start with a snapshot.
-func position(r *http.Request) (*parley.Position, error) {
-	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		i := strings.LastIndexByte(id, ':')
-		if i < 0 {
-			return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"epoch:seq\", not %q", id)
-		}
-		epoch := id[:i]
-		n, err := strconv.ParseInt(id[i+1:], 10, 64)
-		if err != nil || n < 0 {
-			return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"epoch:seq\", not %q", id)
-		}
-		return &parley.Position{Seq: n, Epoch: epoch}, nil
+// pageLimit reads ?limit=N: 1 to maxPageLimit, 100 by default.
+func pageLimit(q url.Values) (int, error) {
+	n, err := queryInt(q, "limit", 100, 1, maxPageLimit)
+	return int(n), err
+}
+
+// queryInt reads query parameter name as a whole number from min to max,
+// or def when it is absent. A value that is not a whole number written in
+// decimal digits (an optional minus sign, no leading zeros), or that is
+// given twice, is EINVALID; a whole number outside min..max, even one too
+// large for 64 bits, is EINVALIDVALUE. Nothing is clamped.
+func queryInt(q url.Values, name string, def, min, max int64) (int64, error) {
+	vs, ok := q[name]
+	switch {
+	case !ok:
+		return def, nil
+	case len(vs) > 1:
+		return 0, parley.Errorf(parley.EINVALID, "give %s once, not %d times", name, len(vs))
+	case !wholeNumber(strings.TrimPrefix(vs[0], "-")):
+		return 0, parley.Errorf(parley.EINVALID, "%s must be a whole number written in digits, not %q", name, vs[0])
 	}
-	q := r.URL.Query()
-	s := q.Get("after")
-	if s == "" {
-		return nil, nil
+	n, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil || n < min || n > max {
+		return 0, parley.Errorf(parley.EINVALIDVALUE, "%s must be from %d to %d, not %s", name, min, max, vs[0])
+	}
+	return n, nil
+}
+
+// wholeNumber reports whether s is decimal digits without a sign or leading
+// zeros ("0" itself is one).
+func wholeNumber(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSeq reads the seq of a resume position exactly as the server writes
+// it: a whole number without sign or leading zeros that fits in 64 bits.
+func parseSeq(s string) (int64, bool) {
+	if !wholeNumber(s) {
+		return 0, false
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return nil, parley.Errorf(parley.EINVALID, "after must be a seq (a whole number, 0 or more), not %q", s)
+	return n, err == nil
+}
+
+// position reads a resume position from Last-Event-ID or ?after=SEQ[&epoch=E],
+// exactly as the server writes them: "<epoch>:<seq>", where an epoch is
+// what the server makes (engine.ValidEpoch) and a seq is parseSeq's. The
+// header wins over the query, but both must be well formed; anything else,
+// a parameter given twice, or an epoch without after, is EINVALID. nil
+// means no position: start with a snapshot. An empty Last-Event-ID is none,
+// as a browser that has no id sends none.
+func position(r *http.Request) (*parley.Position, error) {
+	q := r.URL.Query()
+	afters, epochs, ids := q["after"], q["epoch"], r.Header.Values("Last-Event-ID")
+	if len(afters) > 1 || len(epochs) > 1 || len(ids) > 1 {
+		return nil, parley.Errorf(parley.EINVALID, "give after, epoch and Last-Event-ID at most once each")
 	}
-	return &parley.Position{Seq: n, Epoch: q.Get("epoch")}, nil
+	var from *parley.Position
+	switch {
+	case len(afters) == 1:
+		n, ok := parseSeq(afters[0])
+		if !ok {
+			return nil, parley.Errorf(parley.EINVALID, "after must be a seq (digits, no sign or leading zeros), not %q", afters[0])
+		}
+		from = &parley.Position{Seq: n}
+		if len(epochs) == 1 {
+			if !engine.ValidEpoch(epochs[0]) {
+				return nil, parley.Errorf(parley.EINVALID, "epoch must be %d characters of 0-9 a-f, as the server sends it, not %q", engine.EpochLen, epochs[0])
+			}
+			from.Epoch = epochs[0]
+		}
+	case len(epochs) == 1:
+		return nil, parley.Errorf(parley.EINVALID, "epoch is given without after")
+	}
+	if len(ids) == 0 || ids[0] == "" {
+		return from, nil
+	}
+	epoch, seq, _ := strings.Cut(ids[0], ":")
+	n, ok := parseSeq(seq)
+	if !ok || !engine.ValidEpoch(epoch) {
+		return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"<epoch>:<seq>\" as the server sent it, not %q", ids[0])
+	}
+	return &parley.Position{Seq: n, Epoch: epoch}, nil
 }
 
 // parts turns a message request's content or parts into parts.

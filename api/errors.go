@@ -30,6 +30,10 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case parley.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case parley.EMEDIATYPE:
+		return http.StatusUnsupportedMediaType
+	case parley.ERATELIMITED:
+		return http.StatusTooManyRequests
 	case parley.EINVALIDTHREAD, parley.EIDEMPOTENCY, parley.EINVALIDVALUE:
 		return http.StatusUnprocessableEntity
 	case parley.EUNAVAILABLE:
@@ -79,6 +83,7 @@ func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
 	if status == http.StatusInternalServerError {
 		log.Error("internal error", slog.Any("err", err))
 	}
+	setRetryAfter(w, err)
 	writeJSON(w, status, errorBody(err))
 }
 

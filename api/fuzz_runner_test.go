@@ -32,7 +32,8 @@ var runnerCodes = map[string]bool{
 // is one of the events it appended, or 0 when it appended none) or with an
 // error of a documented code that appended nothing; the log stays dense.
 // Each input gets its own conversation so that a failing input reproduces
-// alone.
+// alone. The limits are small (a message of at most 2 KiB, 1 KiB of text;
+// two streaming at once) so that refusals of size are within reach.
 func FuzzRunnerFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"message.part.text-delta","turnId":"r1","delta":"hi"}` + "\n" + `{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`,
@@ -58,8 +59,17 @@ func FuzzRunnerFrame(f *testing.F) {
 		`{"type":"message.finalize","turnId":"nope","reason":"end_turn"}`,
 		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finality":"forever"}`,
 		`{"type":"message.state","turnId":"nope"}`, `{"type":"reverted","messageIds":["a b"]}`,
+		`{"type":"reverted","messageIds":[".."]}`, `{"type":"message.create","turnId":"."}`,
+		`{"type":"reverted","messageIds":["r1"` + strings.Repeat(`,"r1"`, engine.MaxRevertIDs) + `]}`,
 		`bob:{"type":"message.part.text-delta","turnId":"r1","delta":"x"}`, `bob:{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`,
 		`bob:{"type":"aborted","turnId":"r1"}`, `bob:{"type":"message.state","turnId":"r1"}`,
+		// Over the size limits, and one streaming message too many.
+		`{"type":"message.part.tool-update","turnId":"r1","callId":"c","toolName":"t","status":"running","args":"` + strings.Repeat("a", 2048) + `"}`,
+		`{"type":"message.part.text-delta","turnId":"r1","delta":"` + strings.Repeat("d", 1000) + `"}` + "\n" +
+			`{"type":"message.part.tool-update","turnId":"r1","callId":"c","toolName":"t","status":"running","args":"` + strings.Repeat("<", 200) + `"}`,
+		`{"type":"error","turnId":"r1","error":"` + strings.Repeat("e", 2048) + `"}`,
+		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finalText":"` + strings.Repeat("f", 1025) + `"}`,
+		`{"type":"message.create","turnId":"r2"}` + "\n" + `bob:{"type":"message.create","turnId":"b1"}`,
 		// Good sequences.
 		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finalText":"done","finality":"turn"}` + "\n" + `{"type":"complete"}`,
 		`{"type":"message.finalize","turnId":"r1","reason":"end_turn"}` + "\n" + `{"type":"message.create","turnId":"r2","channelType":"slack","channelId":"c1","opencodeSessionId":"s"}` + "\n" +
@@ -77,19 +87,21 @@ func FuzzRunnerFrame(f *testing.F) {
 	}
 	defer db.Close()
 	// A long grace: no message ends canceled behind the handler's back.
-	eng := engine.New(db, engine.Options{RunnerGrace: time.Hour})
+	limits := conv.DefaultLimits
+	limits.MaxMessageBytes, limits.MaxTextBytes, limits.MaxStreaming = 2048, 1024, 2
+	eng := engine.New(db, engine.Options{RunnerGrace: time.Hour, Limits: limits})
 	defer eng.Close()
 	srv := New(eng, Options{})
 	alice := conv.Actor{AgentID: "alice"}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree})
+		v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"alice", "bob"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := v.Conversation.ID
-		defer eng.AttachRunner(id, "alice", func([]byte) {})()
-		defer eng.AttachRunner(id, "bob", func([]byte) {})()
+		defer eng.AttachRunner(id, "alice", func([]byte) {}, nil)()
+		defer eng.AttachRunner(id, "bob", func([]byte) {}, nil)()
 		if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: alice, ID: "r1", Role: parley.RoleAssistant, Streaming: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -17,25 +21,29 @@ var bodyDecoders = []struct {
 }{
 	{"message", checkDecode[messageRequest], []string{
 		`{"content":"hi","finality":"turn","precondition":{"expectTurn":1,"startingTurn":true}}`,
+		`{"precondition":{"expectTurn":99999999999999999999}}`,
 		`{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"running","args":{"q":1}}],"replyTo":"m1"}`,
 		`{"content":`, `[]`, `{"x":1}`}},
 	{"trace", checkDecode[eventRequest], []string{`{"type":"trace","payload":{"a":[1,2]}}`, `{"type":"trace","finality":"turn"}`}},
 	{"conversation", checkDecode[createConversationRequest], []string{`{"title":"t","participants":["a","b"],"turnPolicy":"free","metadata":{"k":"v"}}`}},
-	{"claim", checkDecode[claimRequest], []string{`{"expectTurn":3,"ttlMs":1000}`, `{"expectTurn":"3"}`}},
-	{"reset", checkDecode[resetRequest], []string{`{"claim":true,"ttlMs":5}`}},
+	{"claim", checkDecode[claimRequest], []string{`{"expectTurn":3,"ttlMs":1000}`, `{"expectTurn":"3"}`,
+		`{"ttlMs":99999999999999999999}`, `{"ttlMs":-9223372036854775809}`, `{"expectTurn":1e40}`, `{"ttlMs":1.5}`}},
+	{"reset", checkDecode[resetRequest], []string{`{"claim":true,"ttlMs":5}`, `{"ttlMs":18446744073710}`}},
 	{"abort", checkDecode[abortRequest], []string{`{"reason":"stuck"}`}},
 	{"delegate", checkDecode[delegateRequest], []string{`{"to":"worker"}`}},
 	{"token", checkDecode[tokenRequest], []string{`{"kind":"agent","agentId":"a"}`}},
 	{"prompt", checkDecode[promptRequest], []string{`{"content":"later","mode":"collect","to":"bot","channel":{"type":"slack","id":"c1"}}`, `{"mode":1}`}},
 	{"prompt ref", checkDecode[promptRef], []string{`{"agentId":"alice"}`}},
 	{"revert", checkDecode[revertRequest], []string{`{"messageId":"m1"}`, `{"messageId":["m1"]}`}},
-	{"task", checkDecode[taskRequest], []string{`{"conversationId":"c","prompt":"daily","cron":"0 9 * * *"}`, `{"everyMs":"1000"}`}},
+	{"task", checkDecode[taskRequest], []string{`{"conversationId":"c","prompt":"daily","cron":"0 9 * * *"}`, `{"everyMs":"1000"}`,
+		`{"everyMs":9223372036854775808}`, `{"everyMs":-0}`, `{"everyMs":1e3}`}},
 }
 
 // FuzzDecodeBody feeds every request body decoder arbitrary bytes: the
 // first byte picks the decoder, the rest is the body. A decoder must never
-// panic; it refuses the input as a client error (400 or 413) or returns a
-// value that encodes again and whose encoding decodes again.
+// panic; it refuses the input as a client error (400 or 413, or 422 for a
+// whole number too large for its field, which the input must hold) or
+// returns a value that encodes again and whose encoding decodes again.
 func FuzzDecodeBody(f *testing.F) {
 	for i, d := range bodyDecoders {
 		for _, s := range append(d.seeds, ``, `null`, ` {}`, `{}{}`, `{"a":`, `"x"`, "\xff") {
@@ -58,6 +66,15 @@ func checkDecode[T any](t *testing.T, data []byte) {
 		switch parley.ErrorCode(err) {
 		case parley.EINVALID, parley.ETOOLARGE:
 			return
+		case parley.EINVALIDVALUE:
+			// "field N is out of range": N is a whole number of the input
+			// that does not fit in 64 bits.
+			f := strings.Fields(parley.ErrorMessage(err))
+			if len(f) > 1 && strings.Contains(parley.ErrorMessage(err), "is out of range") && bytes.Contains(data, []byte(f[1])) {
+				if _, perr := strconv.ParseInt(f[1], 10, 64); perr != nil && wholeNumber(strings.TrimPrefix(f[1], "-")) {
+					return
+				}
+			}
 		}
 		t.Fatalf("decode error with code %q: %v", parley.ErrorCode(err), err)
 	}
@@ -70,4 +87,62 @@ func checkDecode[T any](t *testing.T, data []byte) {
 		t.Fatalf("re-encoded value %s does not decode: %v", b, err)
 	}
 	_ = requestHash(&again)
+}
+
+// FuzzPosition feeds the resume position reader and the query number reader
+// arbitrary values. Neither may panic; what they accept must be written
+// exactly as the server writes it: a Last-Event-ID or an after and epoch
+// accepted come back byte for byte from the position read, and a query
+// number accepted is the decimal form of the number read.
+func FuzzPosition(f *testing.F) {
+	for _, s := range [][3]string{
+		{"51294980:117", "", ""}, {"", "117", "51294980"}, {"", "0", ""}, {":5", "", ""}, {"E:+5", "", ""}, {"E:05", "", ""},
+		{"E:5:6", "", ""}, {"51294980:5:6", "", ""}, {"", "-1", ""}, {"", "05", ""}, {"", "99999999999999999999", ""},
+		{"", "5", "stale"}, {"", "", "51294980"}, {"51294980:9223372036854775807", "1", "ABCDEF01"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, lastEventID, after, epoch string) {
+		q := url.Values{}
+		if after != "" {
+			q.Set("after", after)
+		}
+		if epoch != "" {
+			q.Set("epoch", epoch)
+		}
+		r := httptest.NewRequest("GET", "/?"+q.Encode(), nil)
+		if lastEventID != "" {
+			r.Header["Last-Event-Id"] = []string{lastEventID}
+		}
+		pos, err := position(r)
+		switch {
+		case err != nil:
+			if parley.ErrorCode(err) != parley.EINVALID {
+				t.Fatalf("position refused with %v", err)
+			}
+		case lastEventID != "":
+			if pos == nil || pos.Epoch+":"+strconv.FormatInt(pos.Seq, 10) != lastEventID {
+				t.Fatalf("Last-Event-ID %q read as %+v", lastEventID, pos)
+			}
+		case after != "":
+			if pos == nil || strconv.FormatInt(pos.Seq, 10) != after || pos.Epoch != epoch {
+				t.Fatalf("after %q epoch %q read as %+v", after, epoch, pos)
+			}
+		case pos != nil || epoch != "":
+			t.Fatalf("no after, epoch %q: read as %+v", epoch, pos)
+		}
+		n, err := queryInt(url.Values{"n": {after}}, "n", 7, -5, 1000)
+		switch code := parley.ErrorCode(err); {
+		case err == nil:
+			if strconv.FormatInt(n, 10) != after && after != "-0" || n < -5 || n > 1000 {
+				t.Fatalf("query number %q read as %d", after, n)
+			}
+		case code == parley.EINVALIDVALUE:
+			if !wholeNumber(strings.TrimPrefix(after, "-")) {
+				t.Fatalf("query number %q: %v, but it is malformed", after, err)
+			}
+		case code != parley.EINVALID:
+			t.Fatalf("query number %q refused with %v", after, err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/parleyhq/parley"
@@ -87,7 +88,7 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Id
 		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "type %q cannot be posted; post \"trace\" here and messages to …/messages", req.Type))
 		return
 	case req.ID != "" && !parley.ValidID(req.ID):
-		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", req.ID))
+		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", req.ID))
 		return
 	}
 	res, err := s.eng.PostTrace(r.Context(), r.PathValue("id"), conv.PostTrace{
@@ -97,31 +98,41 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Id
 	s.created(w, err == nil && res.Replayed, res, err)
 }
 
-// knownConversation answers 404 for a conversation that does not exist, so
-// that an empty page is never mistaken for an empty conversation.
-func (s *Server) knownConversation(r *http.Request) error {
-	_, err := s.eng.Store().GetConversation(r.Context(), r.PathValue("id"))
-	return err
-}
-
-// writePage answers a list with where to continue when the page is full.
-func writePage[T any](w http.ResponseWriter, key string, items []T, limit int, seqOf func(T) int64) {
+// writePage answers a list with where to continue when the page is full,
+// by count or by size (a page the store ended at budget bytes).
+func writePage[T any](w http.ResponseWriter, key string, items []T, limit, budget int, seqOf func(T) int64) {
 	if items == nil {
 		items = []T{}
 	}
 	body := map[string]any{key: items}
-	if len(items) == limit {
+	if len(items) > 0 && (len(items) == limit || sizeOf(items) >= budget) {
 		body["nextAfter"] = seqOf(items[len(items)-1])
 	}
 	writeJSON(w, http.StatusOK, body)
 }
 
+// sizeOf is about what items take in JSON, as the store counts a page
+// (an event's data; a message row); it errs on the large side, so that a
+// page is never mistaken for the last.
+func sizeOf[T any](items []T) int {
+	n := 0
+	for _, it := range items {
+		if e, ok := any(it).(parley.Event); ok {
+			n += len(e.Data)
+			continue
+		}
+		b, _ := json.Marshal(it)
+		n += len(b)
+	}
+	return n
+}
+
 func messageSeq(m *parley.Message) int64 { return m.Seq }
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	after, limit, err := page(r)
 	if err == nil {
-		err = s.knownConversation(r)
+		err = s.readable(r, who)
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -129,18 +140,25 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, _ parley.I
 	}
 	q := r.URL.Query()
 	ms, err := s.eng.Store().ListMessages(r.Context(), store.ListMessagesParams{
-		ConversationID: r.PathValue("id"), After: after, Limit: limit, TurnID: q.Get("turnId"), AgentID: q.Get("agentId"),
+		ConversationID: r.PathValue("id"), After: after, Limit: limit, TurnID: q.Get("turnId"), AgentID: q.Get("agentId"), MaxBytes: s.opts.PageBytes,
 	})
+	if err == nil {
+		err = s.eng.Readable(r.Context(), r.PathValue("id"), ms)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	writePage(w, "messages", ms, limit, messageSeq)
+	writePage(w, "messages", ms, limit, s.opts.PageBytes, messageSeq)
 }
 
-func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	// A streaming message is its row plus the chunks after it.
-	m, err := s.eng.StreamingMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+	err := s.readable(r, who)
+	var m *parley.Message
+	if err == nil {
+		m, err = s.eng.StreamingMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -148,8 +166,11 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, _ parley.Ide
 	writeJSON(w, http.StatusOK, m)
 }
 
-func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	after, limit, err := page(r)
+	if err == nil {
+		err = s.readable(r, who) // an import in progress has rows, and is not known
+	}
 	if err == nil {
 		_, err = s.eng.Store().GetMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
 	}
@@ -158,21 +179,40 @@ func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, _ parley.Id
 		return
 	}
 	ms, err := s.eng.Store().ListReplies(r.Context(), store.ListRepliesParams{
-		ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit,
+		ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes,
 	})
+	if err == nil {
+		err = s.eng.Readable(r.Context(), r.PathValue("id"), ms)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	writePage(w, "messages", ms, limit, messageSeq)
+	writePage(w, "messages", ms, limit, s.opts.PageBytes, messageSeq)
 }
 
 // maxThread bounds the descendants a thread view returns.
 const maxThread = 1000
 
-func (s *Server) getThread(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+// maxSummarized is how many ancestors of a thread view may be shown whole
+// at the most size each: one over PageBytes/maxSummarized is summarized.
+const maxSummarized = 64
+
+// anc0 is a thread's root: its first ancestor, or the message itself.
+func anc0(anc []*parley.Message, m *parley.Message) *parley.Message {
+	if len(anc) > 0 {
+		return anc[0]
+	}
+	return m
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	ctx, id, mid := r.Context(), r.PathValue("id"), r.PathValue("mid")
-	m, err := s.eng.Store().GetMessage(ctx, id, mid)
+	err := s.readable(r, who)
+	var m *parley.Message
+	if err == nil {
+		m, err = s.eng.Store().GetMessage(ctx, id, mid)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -182,41 +222,50 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, _ parley.Iden
 		writeErr(w, s.log, err)
 		return
 	}
-	desc, err := s.eng.Store().Descendants(ctx, store.DescendantsParams{ConversationID: id, MessageID: mid, Limit: maxThread + 1})
+	desc, err := s.eng.Store().Descendants(ctx, store.DescendantsParams{ConversationID: id, MessageID: mid, Limit: maxThread + 1, MaxBytes: s.opts.PageBytes})
+	if err == nil {
+		// Streaming messages are shown assembled, wherever they stand.
+		all := append(append([]*parley.Message{m}, anc...), desc...)
+		err = s.eng.Readable(ctx, id, all)
+		m, anc, desc = all[0], all[1:1+len(anc)], all[1+len(anc):]
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	root := m
-	if len(anc) > 0 {
-		root = anc[0]
-	}
 	if anc == nil {
 		anc = []*parley.Message{}
 	}
-	truncated := len(desc) > maxThread
-	if truncated {
+	truncated := len(desc) > maxThread || sizeOf(desc) >= s.opts.PageBytes
+	if len(desc) > maxThread {
 		desc = desc[:maxThread]
 	}
 	if desc == nil {
 		desc = []*parley.Message{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"root": root, "ancestors": anc, "message": m, "descendants": desc, "truncated": truncated})
+	// Up to 99 ancestors of any size: a large one is summarized (fetch it
+	// by its id), so that the answer stays bounded.
+	for i, a := range anc {
+		if n := sizeOf([]*parley.Message{a}); a != m && n > s.opts.PageBytes/maxSummarized {
+			anc[i] = a.Summarize(n)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"root": anc0(anc, m), "ancestors": anc, "message": m, "descendants": desc, "truncated": truncated})
 }
 
-func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	after, limit, err := page(r)
 	if err == nil {
-		err = s.knownConversation(r)
+		err = s.readable(r, who)
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	es, err := s.eng.Store().ReadEvents(r.Context(), store.ReadEventsParams{ConversationID: r.PathValue("id"), After: after, Limit: limit})
+	es, err := s.eng.Store().ReadEvents(r.Context(), store.ReadEventsParams{ConversationID: r.PathValue("id"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes})
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	writePage(w, "events", es, limit, func(e parley.Event) int64 { return e.Seq })
+	writePage(w, "events", es, limit, s.opts.PageBytes, func(e parley.Event) int64 { return e.Seq })
 }

@@ -29,8 +29,12 @@ func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request, who parley.I
 	})(w, r, who)
 }
 
-func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
-	q, err := s.eng.Prompts(r.Context(), r.PathValue("id"))
+func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	err := s.readable(r, who)
+	var q []conv.QueuedPrompt
+	if err == nil {
+		q, err = s.eng.Prompts(r.Context(), r.PathValue("id"))
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -79,7 +83,7 @@ func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parle
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot abort", who.Kind))
 		return
 	}
-	if err := s.eng.AbortResponse(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.eng.AbortResponse(r.Context(), r.PathValue("id"), conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}

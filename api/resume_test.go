@@ -179,7 +179,8 @@ func TestWebSocketSnapshotAuthAndOrigin(t *testing.T) {
 	b.post(id, b.bob, "two", "none")   // seq 3
 
 	// Another epoch: a snapshot, recovered false, continuing after the head.
-	c := b.dialWS(id, "?after=1&epoch=stale")
+	epoch := b.do("GET", "/v1/conversations/"+id, b.viewer, nil).body["head"].(map[string]any)["epoch"].(string)
+	c := b.dialWS(id, "?after=1&epoch="+staleEpoch(epoch))
 	in := readFrame(t, b.ctx, c)
 	if in["type"] != "init" || in["recovered"] != false || in["position"].(map[string]any)["seq"] != 3.0 || len(in["messages"].([]any)) != 2 {
 		t.Fatalf("init = %v", in)

@@ -16,7 +16,7 @@ func TestRevertRemovesTheMessageAndAllAfter(t *testing.T) {
 	for _, m := range []string{"m1", "m2", "m3", "m4"} {
 		b.want(b.do("POST", base+"/messages", b.alice, map[string]any{"id": m, "content": m, "finality": "turn"}), 201, "")
 	}
-	run := b.runnerConn(id, b.bob)
+	run := b.runnerConn(id, b.alice)
 	before := b.lastSeq(id)
 	r := b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "nope"})
 	b.want(r, 200, "")
@@ -40,7 +40,8 @@ func TestRevertRemovesTheMessageAndAllAfter(t *testing.T) {
 	if ev["type"] != "messages.removed" || len(ev["data"].(map[string]any)["messageIds"].([]any)) != 3 {
 		t.Fatalf("revert event = %v", ev)
 	}
-	// A runner's own revert does the same and is not sent back to it.
+	// A runner's own revert (of its agent's message) does the same and is
+	// not sent back to it.
 	if ack := send(t, b, run, `{"type":"reverted","messageIds":["m1"]}`); ack["type"] != "ack" {
 		t.Fatalf("reverted: %v", ack)
 	}
@@ -52,3 +53,21 @@ func TestRevertRemovesTheMessageAndAllAfter(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestRevertIsBounded: a revert that would remove more messages than the
+// bound is 413 and removes nothing (its event would name them all).
+func TestRevertIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{MaxRevert: 3}, api.Options{})
+	id := b.conversation()
+	base := "/v1/conversations/" + id
+	for _, m := range []string{"m1", "m2", "m3", "m4"} {
+		b.want(b.do("POST", base+"/messages", b.alice, map[string]any{"id": m, "content": m, "finality": "turn"}), 201, "")
+	}
+	before := b.log(id)
+	b.want(b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "ops", "messageId": "m1"}), 413, "too_large")
+	if b.log(id) != before {
+		t.Fatal("a refused revert wrote something")
+	}
+	b.want(b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "ops", "messageId": "m2"}), 200, "")
+}

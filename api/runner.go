@@ -36,6 +36,9 @@ type runnerFrame struct {
 	Finality          parley.Finality `json:"finality,omitempty"`
 	MessageIDs        []string        `json:"messageIds,omitempty"`
 	RetryOf           string          `json:"retryOf,omitempty"`
+	// MessageID names a prompt (the messageId of the prompt and abort frames
+	// the server sends), so that complete and aborted end exactly it.
+	MessageID string `json:"messageId,omitempty"`
 }
 
 // maxRunnerFrame bounds one frame from a runner.
@@ -48,12 +51,19 @@ const maxRunnerFrame = 1 << 20
 func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	act, err := actor(who, r.URL.Query().Get("agentId"))
 	if err == nil {
-		_, err = s.eng.Conversation(r.Context(), r.PathValue("id"))
+		err = s.takesPart(r, r.PathValue("id"), act) // 404 unknown, 403 for an agent that takes no part
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
+	// Revoking the token ends the connection: an error frame, then close.
+	cut := newCutoff()
+	release, ok := s.connect(w, who, cut.end)
+	if !ok {
+		return
+	}
+	defer release()
 	// One writer sends both the replies and what the engine pushes (prompts,
 	// aborts, reverts), in order. A runner that cannot keep up is dropped.
 	out := make(chan []byte, 256)
@@ -74,7 +84,8 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 	// While it is attached it gets prompts and its agent's streaming
 	// messages wait for it; when it leaves, its prompt goes back to the
 	// queue and its messages wait the grace period, then end canceled.
-	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID, push)()
+	// Deleting the conversation pushes an error frame, then nil: close.
+	defer s.eng.AttachRunner(r.PathValue("id"), act.AgentID, push, func() { push(nil) })()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		return
@@ -85,6 +96,10 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 		for {
 			select {
 			case frame := <-out:
+				if frame == nil {
+					c.Close(statusDeleted, "conversation deleted")
+					return
+				}
 				wctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
 				err := c.Write(wctx, websocket.MessageText, frame)
 				cancel()
@@ -94,6 +109,9 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 				}
 			case <-overflow:
 				c.CloseNow()
+				return
+			case <-cut.c:
+				s.closeCut(c, cut.err)
 				return
 			case <-done:
 				return
@@ -107,17 +125,22 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 		if err != nil {
 			return // the runner went away; what it made durable stays
 		}
+		if cut.ended() {
+			continue // nothing more is applied; the writer is closing
+		}
 		push(rs.handle(ctx, data))
 	}
 }
 
-// runnerSession is one runner connection: who it is and which message it
-// is assembling (the target of aborted and error).
+// runnerSession is one runner connection: who it is, which message it is
+// assembling (the target of aborted and error), and the prompt its last
+// frame ended by aborting it (which a complete right after it is for).
 type runnerSession struct {
 	s      *Server
 	conv   string
 	act    conv.Actor
 	active string
+	ended  string
 }
 
 // handle applies one frame and returns the reply frame.
@@ -139,8 +162,13 @@ func (rs *runnerSession) handle(ctx context.Context, data []byte) []byte {
 }
 
 func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame) (*engine.MessageResult, error) {
+	ended := rs.ended
+	rs.ended = ""
 	if err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, f); err != nil {
 		return nil, err
+	}
+	if f.MessageID != "" && !parley.ValidID(f.MessageID) {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", f.MessageID)
 	}
 	eng, id := rs.s.eng, rs.conv
 	switch f.Type {
@@ -167,7 +195,7 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 	case "message.finalize":
 		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality)
 	case "aborted":
-		return rs.finalize(ctx, rs.target(f), parley.FinishCanceled, "", "", f.Finality)
+		return rs.aborted(ctx, f)
 	case "error":
 		msg := f.Error
 		if msg == "" {
@@ -183,7 +211,13 @@ func (rs *runnerSession) apply(ctx context.Context, data []byte, f *runnerFrame)
 		}
 		return &engine.MessageResult{Seq: res.Seq}, nil
 	case "complete":
-		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act})
+		prompt := f.MessageID
+		if prompt == "" {
+			// Right after an aborted that ended a prompt, a complete is for
+			// that prompt: it must never end the one dispatched next.
+			prompt = ended
+		}
+		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act, ID: prompt})
 		if err != nil {
 			return nil, err
 		}
@@ -202,11 +236,38 @@ func (rs *runnerSession) target(f *runnerFrame) string {
 }
 
 func (rs *runnerSession) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality) (*engine.MessageResult, error) {
-	res, err := rs.s.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason, Error: errText, FinalText: finalText, Finality: fin})
+	// A runner's canceled answer ends the prompt it answers.
+	res, err := rs.s.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason,
+		Error: errText, FinalText: finalText, Finality: fin, EndsPrompt: reason == parley.FinishCanceled})
 	if err == nil && messageID == rs.active {
 		rs.active = ""
 	}
+	if err == nil {
+		rs.ended = res.EndedPrompt
+	}
 	return res, err
+}
+
+// aborted answers an abort: the runner's message (the one named, else the
+// one it created last) ends canceled, and the prompt it was answering ends.
+// It is all a runner needs to send after an abort. A message that has
+// already ended (finalized, or reverted) is no error: the prompt still ends.
+func (rs *runnerSession) aborted(ctx context.Context, f *runnerFrame) (*engine.MessageResult, error) {
+	if target := rs.target(f); target != "" {
+		res, err := rs.finalize(ctx, target, parley.FinishCanceled, "", "", f.Finality)
+		if parley.ErrorCode(err) != parley.ENOTFOUND {
+			return res, err
+		}
+		if rs.active == target {
+			rs.active = ""
+		}
+	}
+	res, err := rs.s.eng.CompletePrompt(ctx, rs.conv, conv.CompletePrompt{Actor: rs.act, ID: f.MessageID, Aborted: true})
+	if err != nil {
+		return nil, err
+	}
+	rs.ended = res.EndedPrompt
+	return &engine.MessageResult{Seq: res.Seq}, nil
 }
 
 // state answers message.state: a reconnecting runner asks where its

@@ -34,7 +34,7 @@ func send(t *testing.T, b *bundle, c *websocket.Conn, frame string) map[string]a
 // TestRunnerStreamsOneMessage: text → tool (running, completed) → text →
 // finalize over the runner protocol gives one message with parts
 // [text, tool-call, text, finish], every frame acknowledged with its seq, and
-// subscribers see message, chunk and message.updated.
+// subscribers see message, chunk, part.updated and message.updated.
 func TestRunnerStreamsOneMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{})
@@ -72,7 +72,7 @@ func TestRunnerStreamsOneMessage(t *testing.T) {
 			seen = append(seen, f["type"].(string))
 		}
 	}
-	if strings.Join(seen, ",") != "message,chunk,message.updated,message.updated,chunk,message.updated" {
+	if strings.Join(seen, ",") != "message,chunk,part.updated,part.updated,chunk,message.updated" {
 		t.Fatalf("subscriber saw %v", seen)
 	}
 	// The next turn is open to others: the response closed alice's turn.

@@ -1,5 +1,5 @@
 // Package api serves Parley over HTTP: JSON endpoints, Server-Sent Events and
-// WebSocket streams. It reads through the engine's store and writes only
+// WebSocket streams, and the web UI (package webui) beside them. It reads through the engine's store and writes only
 // through the engine. Errors map to HTTP statuses in one place (errors.go).
 package api
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -21,12 +22,17 @@ import (
 type Options struct {
 	// Open makes every request without a token act as an admin. Only for
 	// loopback addresses with no tokens configured; it ends as soon as a
-	// token is created through this server.
+	// token is created through this server (or seen by WatchTokens). Such
+	// requests must pass the checks of Guards.
 	Open bool
 	// MaxBodyBytes bounds a request body (default 1 MiB).
 	MaxBodyBytes int64
 	// MaxImportBytes bounds the body of an import, which streams (default 4 GiB).
 	MaxImportBytes int64
+	// PageBytes bounds a page of messages or events (and a thread's
+	// descendants) by size as well as by count (default 8 MiB): past it
+	// the page ends early and says where to continue.
+	PageBytes int
 	// Logger receives one line per request and internal errors.
 	Logger *slog.Logger
 	// Gatherer serves /metrics (default prometheus.DefaultGatherer).
@@ -47,6 +53,8 @@ type Options struct {
 	// WriteTimeout bounds one batch of writes to a stream client that does not
 	// read (default 10s); past it the client is dropped.
 	WriteTimeout time.Duration
+	// Guards hold the protections of open mode, request bodies and quotas.
+	Guards
 }
 
 // Server is the HTTP handler of the API.
@@ -57,12 +65,16 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *httpMetrics
 	open    atomic.Bool
+	creates *rateLimiter // nil: no bound
 }
 
 // New returns the API over eng.
 func New(eng *engine.Engine, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.PageBytes <= 0 {
+		opts.PageBytes = 8 << 20
 	}
 	if opts.MaxImportBytes <= 0 {
 		opts.MaxImportBytes = 4 << 30
@@ -79,7 +91,9 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
-	s := &Server{eng: eng, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer)}
+	opts.Guards.setDefaults()
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
+		creates: newRateLimiter(opts.CreateRate, opts.CreateBurst)}
 	s.open.Store(opts.Open)
 	s.routes()
 	return s
@@ -87,13 +101,14 @@ func New(eng *engine.Engine, opts Options) *Server {
 
 func (s *Server) routes() {
 	m := s.mux
-	m.HandleFunc("GET /healthz", s.healthz)
-	m.HandleFunc("GET /readyz", s.readyz)
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}))
+	m.HandleFunc("GET /healthz", s.guarded(s.healthz))
+	m.HandleFunc("GET /readyz", s.guarded(s.readyz))
+	m.HandleFunc("GET /metrics", s.guarded(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}).ServeHTTP))
 
-	m.HandleFunc("POST /v1/conversations", s.authed(s.createConversation))
+	m.HandleFunc("POST /v1/conversations", s.authed(s.limited(s.createConversation)))
 	m.HandleFunc("GET /v1/conversations", s.authed(s.listConversations))
 	m.HandleFunc("GET /v1/conversations/{id}", s.authed(s.getConversation))
+	m.HandleFunc("DELETE /v1/conversations/{id}", s.authed(s.deleteConversation))
 	m.HandleFunc("GET /v1/conversations/{id}/export", s.authed(s.exportConversation))
 	m.HandleFunc("POST /v1/conversations/import", s.authed(s.importConversation))
 	m.HandleFunc("POST /v1/conversations/{id}/messages", s.authed(s.postMessage))
@@ -117,19 +132,28 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
 	m.HandleFunc("POST /v1/conversations/{id}/revert", s.authed(s.revert))
 
-	m.HandleFunc("POST /v1/tasks", s.authed(s.createTask))
+	m.HandleFunc("POST /v1/tasks", s.authed(s.limited(s.createTask)))
 	m.HandleFunc("GET /v1/tasks", s.authed(s.listTasks))
 	m.HandleFunc("DELETE /v1/tasks/{id}", s.authed(s.deleteTask))
 
+	m.HandleFunc("GET /v1/whoami", s.authed(s.whoami))
 	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
 	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))
 	m.HandleFunc("DELETE /v1/tokens/{id}", s.authed(s.revokeToken))
+
+	// The web UI: static files that need no token, but an open server
+	// answers them only as it answers everything else (checkOpen).
+	ui := webui.Embedded()
+	for _, p := range ui.Patterns() {
+		m.HandleFunc("GET "+p, webui.Secure(s.guarded(ui.ServeHTTP)))
+	}
 }
 
 // ServeHTTP implements http.Handler: it routes, logs and counts requests.
 // Unknown paths and methods get JSON errors like everything else.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	s.boundBody(w, r)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK, ctx: r.Context()}
 	// Handler finds the route (for the metrics label and our JSON 404/405);
 	// the mux itself then serves it, which sets the path values.
@@ -155,11 +179,11 @@ func (s *Server) notRouted(w http.ResponseWriter, r *http.Request) {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, p := s.mux.Handler(probe); p != "" {
-			writeErr(w, s.log, &parley.Error{Code: codeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
+			s.refuse(w, r, &parley.Error{Code: codeMethodNotAllowed, Message: r.Method + " is not allowed on " + r.URL.Path})
 			return
 		}
 	}
-	writeErr(w, s.log, parley.Errorf(parley.ENOTFOUND, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	s.refuse(w, r, parley.Errorf(parley.ENOTFOUND, "no such endpoint: %s %s", r.Method, r.URL.Path))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

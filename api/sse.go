@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,14 +14,25 @@ import (
 // streamSSE serves a conversation as Server-Sent Events. Each event's id is
 // "epoch:seq", so a browser's EventSource resumes by itself with
 // Last-Event-ID; guidance frames have no id and do not move it.
-func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
+	if err == nil {
+		err = s.readable(r, who)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
 	rc := http.NewResponseController(w)
 	id := r.PathValue("id")
+	// Revoking the token ends the stream with an error frame.
+	ctx, cut := context.WithCancelCause(r.Context())
+	defer cut(nil)
+	release, ok := s.connect(w, who, cut)
+	if !ok {
+		return
+	}
+	defer release()
 	sub, err := s.eng.Subscribe(r.Context(), id, from)
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -81,7 +93,7 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, _ parley.Iden
 	if frame(eventID(sub.Init.Position.Seq), "init", init) != nil || flush() != nil {
 		return
 	}
-	end := s.pumpStream(r.Context(), sub, func(it engine.Item) error {
+	end := s.pumpStream(ctx, sub, func(it engine.Item) error {
 		name, data, err := encodeItem(id, it)
 		if err != nil {
 			return err

@@ -79,7 +79,8 @@ func (s *Server) endFrame(conversationID string, err error) []byte {
 // pumpStream moves items from a subscription to a transport: it writes one
 // item, then every item already waiting, then flushes once, so that busy
 // streams send several events per flush. It pings when idle. It returns why
-// the stream ended: errClientGone, or the subscription's error.
+// the stream ended: errClientGone, the subscription's error, or the server's
+// reason for ending ctx (see cutOff).
 func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write func(engine.Item) error, flush, ping func() error) error {
 	t := time.NewTicker(s.opts.HeartbeatInterval)
 	defer t.Stop()
@@ -87,7 +88,7 @@ func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write
 		select {
 		case it, ok := <-sub.C:
 			if !ok {
-				return subEnd(sub)
+				return cutOff(ctx, subEnd(sub))
 			}
 			if err := write(it); err != nil {
 				return errClientGone
@@ -112,7 +113,7 @@ func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write
 				return errClientGone
 			}
 			if closed {
-				return subEnd(sub)
+				return cutOff(ctx, subEnd(sub))
 			}
 			t.Reset(s.opts.HeartbeatInterval)
 		case <-t.C:
@@ -120,7 +121,7 @@ func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write
 				return errClientGone
 			}
 		case <-ctx.Done():
-			return errClientGone
+			return cutOff(ctx, errClientGone)
 		}
 	}
 }

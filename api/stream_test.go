@@ -139,7 +139,7 @@ func TestSSEResumesFromLastEventID(t *testing.T) {
 	if ev := next3(); ev.data["seq"] != 6.0 {
 		t.Fatalf("?after=5 first event %v", ev.data["seq"])
 	}
-	next4, _ := b.openSSE(id, "?after=2&epoch=stale")
+	next4, _ := b.openSSE(id, "?after=2&epoch="+staleEpoch(epoch))
 	if in := next4(); in.data["recovered"] != false || in.data["position"].(map[string]any)["seq"] != 6.0 {
 		t.Fatalf("stale epoch init = %+v", in)
 	}

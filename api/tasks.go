@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -22,16 +23,27 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, who parley.I
 		if max := s.eng.Limits().MaxTextBytes; len(q.Prompt) > max {
 			return nil, parley.Errorf(parley.ETOOLARGE, "the prompt is %d bytes; the limit is %d", len(q.Prompt), max)
 		}
+		// A task queues prompts as its agent: that agent must take part.
+		if q.ConversationID != "" && parley.ValidID(q.ConversationID) {
+			if err := s.takesPart(r, q.ConversationID, act); err != nil {
+				return nil, err
+			}
+		}
 		return s.eng.CreateTask(r.Context(), parley.Task{ID: q.ID, ConversationID: q.ConversationID, AgentID: act.AgentID,
 			Prompt: q.Prompt, Cron: q.Cron, EveryMs: q.EveryMs})
 	})(w, r, who)
 }
 
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+// listTasks lists the tasks who may see: an agent, its own; admins and
+// viewers, all.
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	ts, err := s.eng.Tasks(r.Context())
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
+	}
+	if who.Kind == parley.TokenAgent {
+		ts = slices.DeleteFunc(ts, func(t *parley.Task) bool { return t.AgentID != who.AgentID })
 	}
 	if ts == nil {
 		ts = []*parley.Task{}
@@ -44,7 +56,21 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request, who parley.I
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot delete tasks", who.Kind))
 		return
 	}
-	if err := s.eng.DeleteTask(r.Context(), r.PathValue("id")); err != nil {
+	// A task is its agent's: it, the conversation's owner or an admin removes it.
+	act := conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}
+	t, err := s.eng.Store().GetTask(r.Context(), r.PathValue("id"))
+	if err == nil {
+		err = s.eng.Check(r.Context(), t.ConversationID, func(st conv.State) error {
+			if !st.CanManage(act, t.AgentID) {
+				return parley.Errorf(parley.EFORBIDDEN, "task %s is %s's; only it, the conversation's owner or an admin may delete it", t.ID, t.AgentID)
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = s.eng.DeleteTask(r.Context(), t.ID)
+	}
+	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}

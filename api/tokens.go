@@ -21,9 +21,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, who parley.
 		writeErr(w, s.log, err)
 		return
 	}
-	if s.open.Swap(false) {
-		s.log.Warn("a token was created: this server is no longer open and now requires tokens")
-	}
+	s.endOpen()
 	writeJSON(w, http.StatusCreated, createdToken{Secret: secret, Token: t})
 }
 
@@ -59,4 +57,11 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, who parley.
 type createdToken struct {
 	Secret string `json:"token"`
 	*parley.Token
+}
+
+// whoami answers who the request acts as: the token's kind and, for an
+// agent token, its agent; open is true on a server running without tokens
+// (every request acts as an admin). A client shows it, and what it may do.
+func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, who parley.Identity) {
+	writeJSON(w, http.StatusOK, map[string]any{"kind": who.Kind, "agentId": who.AgentID, "open": who.Open})
 }

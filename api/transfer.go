@@ -14,8 +14,11 @@ import (
 // exportConversation serves GET /v1/conversations/{id}/export?format=….
 // Any reader may export. The body is the export file; an error found before
 // the first byte is a JSON error as usual.
-func (s *Server) exportConversation(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) exportConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	f, err := transfer.ParseFormat(r.URL.Query().Get("format"))
+	if err == nil {
+		err = s.readable(r, who)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -62,10 +65,12 @@ func (s *Server) importConversation(w http.ResponseWriter, r *http.Request, who 
 		opts.Participants = strings.Split(p, ",")
 	}
 	if opts.ID != "" && !parley.ValidID(opts.ID) {
-		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", opts.ID))
+		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", opts.ID))
 		return
 	}
-	body := &bodyLimit{r: http.MaxBytesReader(w, r.Body, s.opts.MaxImportBytes), limit: s.opts.MaxImportBytes}
+	// An import may take long, but must keep coming: BodyTimeout bounds
+	// each wait for data instead of the whole body.
+	body := &bodyLimit{r: &idleReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxImportBytes), rc: http.NewResponseController(w), idle: s.opts.BodyTimeout}, limit: s.opts.MaxImportBytes}
 	res, err := transfer.Import(r.Context(), s.eng, body, opts)
 	if err != nil {
 		writeErr(w, s.log, err)

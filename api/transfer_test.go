@@ -5,9 +5,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 )
 
 // TestExportImportOverHTTP exports a conversation in each format, imports
@@ -72,3 +75,80 @@ func TestImportBodyLimit(t *testing.T) {
 var epochRE = regexp.MustCompile(`"epoch":"[^"]*"`)
 
 func withoutEpoch(b []byte) []byte { return epochRE.ReplaceAll(b, []byte(`"epoch":"-"`)) }
+
+// TestImportInvisibleUntilCommitted begins an import through the engine and
+// writes a batch: until Commit no endpoint shows the conversation or lets
+// anyone write to it, and its id is busy; after Commit it is an ordinary
+// conversation; an aborted import leaves nothing.
+func TestImportInvisibleUntilCommitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	begin := func(id string) *engine.Import {
+		im, err := b.eng.BeginImport(b.ctx, parley.Conversation{ID: id, Participants: []string{"alice"}, TurnPolicy: parley.PolicyFree, CreatedAt: parley.NewTime(time.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trace := parley.Event{Seq: 2, Type: parley.EventTrace, Turn: 1, AgentID: "alice", Finality: parley.FinalityNone, Time: parley.NewTime(time.Now()), Data: []byte(`{}`)}
+		m := &parley.Message{ID: "m1", Seq: 2, Role: parley.RoleUser, AgentID: "alice", Content: "hi", Parts: []parley.Part{{Type: parley.PartText, Text: "hi"}},
+			Status: parley.StatusComplete, Finality: parley.FinalityNone}
+		if err := im.Append(b.ctx, []parley.Event{trace}, []*parley.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	im := begin("imp")
+	path := "/v1/conversations/imp"
+	for _, p := range []string{"", "/events", "/messages", "/messages/m1", "/messages/m1/replies", "/messages/m1/thread", "/prompts", "/export", "/stream"} {
+		b.want(b.do("GET", path+p, b.viewer, nil), 404, "not_found")
+	}
+	if status, _ := b.dialError(path + "/ws"); status != 404 {
+		t.Fatalf("WebSocket to an import in progress: %d, want 404", status)
+	}
+	if status, _ := b.dialError(path+"/runner?agentId=alice", "Authorization", "Bearer "+b.admin); status != 404 {
+		t.Fatalf("runner to an import in progress: %d, want 404", status)
+	}
+	if listedIDs(b)["imp"] {
+		t.Fatal("an import in progress is listed")
+	}
+	b.want(b.do("POST", path+"/messages", b.alice, map[string]any{"content": "early"}), 404, "not_found")
+	b.want(b.do("DELETE", path, b.admin, nil), 404, "not_found")
+	r := b.do("POST", "/v1/conversations", b.admin, map[string]any{"id": "imp"})
+	b.want(r, 409, "busy")
+	if !strings.Contains(string(r.raw), "import of conversation imp is in progress") {
+		t.Fatalf("creating over an import in progress: %s", r.raw)
+	}
+	if _, err := b.eng.BeginImport(b.ctx, parley.Conversation{ID: "imp", CreatedAt: parley.NewTime(time.Now())}); parley.ErrorCode(err) != parley.EBUSY {
+		t.Fatalf("a second import of the same id: %v, want busy", err)
+	}
+
+	if err := im.Commit(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b.lastSeq("imp") != 2 || !listedIDs(b)["imp"] {
+		t.Fatal("a committed import is not visible")
+	}
+	b.want(b.do("GET", path+"/messages/m1/thread", b.viewer, nil), 200, "")
+	b.want(b.do("POST", path+"/messages", b.alice, map[string]any{"content": "now"}), 201, "")
+
+	gone := begin("gone")
+	if err := gone.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := b.db.ReadEvents(b.ctx, store.ReadEventsParams{ConversationID: "gone", Limit: 10})
+	if err != nil || len(evs) != 0 {
+		t.Fatalf("an aborted import left %d events (%v)", len(evs), err)
+	}
+	b.want(b.do("POST", "/v1/conversations", b.admin, map[string]any{"id": "gone"}), 201, "")
+}
+
+// listedIDs returns the ids of the first page of conversations.
+func listedIDs(b *bundle) map[string]bool {
+	b.t.Helper()
+	r := b.do("GET", "/v1/conversations?limit=1000", b.viewer, nil)
+	b.want(r, 200, "")
+	ids := map[string]bool{}
+	for _, v := range r.body["conversations"].([]any) {
+		ids[v.(map[string]any)["conversation"].(map[string]any)["id"].(string)] = true
+	}
+	return ids
+}

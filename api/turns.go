@@ -9,16 +9,19 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-func ttl(ms int64) (time.Duration, error) {
-	if ms < 0 {
-		return 0, parley.Errorf(parley.EINVALIDVALUE, "ttlMs must be positive")
+// ttl reads a claim's ttlMs: 0 (or left out) for the default, else 1 to
+// the longest claim the server allows, in milliseconds. It is compared in
+// milliseconds, before it becomes a Duration, so that no value wraps.
+func (s *Server) ttl(ms int64) (time.Duration, error) {
+	if max := s.eng.Limits().MaxClaimTTL.Milliseconds(); ms < 0 || ms > max {
+		return 0, parley.Errorf(parley.EINVALIDVALUE, "ttlMs must be from 1 to %d (or 0 or left out for the default), not %d", max, ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
 func (s *Server) claimTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	writeEndpoint(s, http.StatusOK, func(q *claimRequest) string { return q.AgentID }, func(r *http.Request, q *claimRequest, act conv.Actor) (*engine.TurnResult, error) {
-		d, err := ttl(q.TTLMs)
+		d, err := s.ttl(q.TTLMs)
 		if err != nil {
 			return nil, err
 		}
@@ -28,7 +31,7 @@ func (s *Server) claimTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 
 func (s *Server) resetTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	writeEndpoint(s, http.StatusOK, func(q *resetRequest) string { return q.AgentID }, func(r *http.Request, q *resetRequest, act conv.Actor) (*engine.TurnResult, error) {
-		d, err := ttl(q.TTLMs)
+		d, err := s.ttl(q.TTLMs)
 		if err != nil {
 			return nil, err
 		}

@@ -13,8 +13,11 @@ import (
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
 // same frames as SSE. The subscription is made before the upgrade, so an
 // unknown conversation is a plain 404.
-func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Identity) {
+func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
+	if err == nil {
+		err = s.readable(r, who)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -24,6 +27,15 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 	// ended by the read loop when the client goes away.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// Revoking the token ends the stream (not the reads, so that the error
+	// frame and the close still go out).
+	pctx, cut := context.WithCancelCause(ctx)
+	defer cut(nil)
+	release, ok := s.connect(w, who, cut)
+	if !ok {
+		return
+	}
+	defer release()
 	sub, err := s.eng.Subscribe(ctx, id, from)
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -77,7 +89,7 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 		return
 	}
 	_ = flush()
-	end := s.pumpStream(ctx, sub, func(it engine.Item) error {
+	end := s.pumpStream(pctx, sub, func(it engine.Item) error {
 		_, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
@@ -97,10 +109,20 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, _ parley.Ident
 		return
 	}
 	_ = flush()
-	status := websocket.StatusInternalError
+	status, reason := websocket.StatusInternalError, "resume from your last position"
 	switch parley.ErrorCode(end) {
 	case parley.EBUSY, parley.EUNAVAILABLE:
 		status = websocket.StatusTryAgainLater // slow or shutting down: resume later
+	case parley.ENOTFOUND:
+		status, reason = statusDeleted, "conversation deleted"
+	case parley.EUNAUTHORIZED:
+		status, reason = statusUnauthorized, "unauthorized"
 	}
-	c.Close(status, "resume from your last position")
+	c.Close(status, reason)
 }
+
+// statusDeleted closes the streams and runner connections of a deleted
+// conversation: a close code of the range for applications (4000-4999),
+// 4000 plus the HTTP status the conversation now answers, 404. Unlike the
+// other codes, it says that reconnecting cannot help.
+const statusDeleted websocket.StatusCode = 4404

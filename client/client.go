@@ -52,6 +52,7 @@ type NewConversation struct {
 	ID            string            `json:"id,omitempty"`
 	Title         string            `json:"title,omitempty"`
 	Participants  []string          `json:"participants,omitempty"`
+	Members       []string          `json:"members,omitempty"`
 	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
 	MessageFormat string            `json:"messageFormat,omitempty"`
 	Metadata      json.RawMessage   `json:"metadata,omitempty"`
@@ -101,41 +102,50 @@ type TurnResult struct {
 
 // CreateConversation creates a conversation.
 func (c *Client) CreateConversation(ctx context.Context, nc NewConversation) (*View, error) {
-	var v View
-	return &v, c.do(ctx, http.MethodPost, "/v1/conversations", nc, &v)
+	return call[View](ctx, c, http.MethodPost, "/v1/conversations", nc)
 }
 
 // Conversation returns a conversation's view.
 func (c *Client) Conversation(ctx context.Context, id string) (*View, error) {
-	var v View
-	return &v, c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(id), nil, &v)
+	return call[View](ctx, c, http.MethodGet, "/v1/conversations/"+url.PathEscape(id), nil)
+}
+
+// DeleteConversation removes a conversation with everything in it; its
+// live streams and runner connections end with a not_found error. It needs
+// an admin token.
+func (c *Client) DeleteConversation(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/conversations/"+url.PathEscape(id), nil, nil)
 }
 
 // PostMessage writes a message.
 func (c *Client) PostMessage(ctx context.Context, conversationID string, m Message) (*MessageResult, error) {
-	var r MessageResult
-	return &r, c.do(ctx, http.MethodPost, convPath(conversationID, "/messages"), m, &r)
+	return call[MessageResult](ctx, c, http.MethodPost, convPath(conversationID, "/messages"), m)
 }
 
 // Claim claims the next turn for agentID (empty: the token's agent).
 func (c *Client) Claim(ctx context.Context, conversationID, agentID string, expectTurn int) (*TurnResult, error) {
 	body := map[string]any{"agentId": agentID, "expectTurn": expectTurn}
-	var r TurnResult
-	return &r, c.do(ctx, http.MethodPost, convPath(conversationID, "/turns/claim"), omitEmpty(body), &r)
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/claim"), omitEmpty(body))
 }
 
 // Reset resets the agent's open turn; with claim, claims the next turn otherwise.
 func (c *Client) Reset(ctx context.Context, conversationID, agentID string, claim bool) (*TurnResult, error) {
 	body := map[string]any{"agentId": agentID, "claim": claim}
-	var r TurnResult
-	return &r, c.do(ctx, http.MethodPost, convPath(conversationID, "/turns/reset"), omitEmpty(body), &r)
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/reset"), omitEmpty(body))
 }
 
 // Abort gives up the agent's open turn.
 func (c *Client) Abort(ctx context.Context, conversationID, agentID, reason string) (*TurnResult, error) {
 	body := map[string]any{"agentId": agentID, "reason": reason}
-	var r TurnResult
-	return &r, c.do(ctx, http.MethodPost, convPath(conversationID, "/turns/abort"), omitEmpty(body), &r)
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/abort"), omitEmpty(body))
+}
+
+// Delegate lets the agent to write into agentID's open turn (empty
+// agentID: the token's agent), with that turn's turnId, until the turn
+// closes: a supervisor hands part of its work to a worker.
+func (c *Client) Delegate(ctx context.Context, conversationID, agentID, to string) (*TurnResult, error) {
+	body := map[string]any{"agentId": agentID, "to": to}
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/delegations"), omitEmpty(body))
 }
 
 // Prompt queues a prompt (mode followup, steer, collect or reject; empty:
@@ -150,17 +160,57 @@ func (c *Client) Prompt(ctx context.Context, conversationID, agentID, content, m
 
 // Message returns one message of a conversation.
 func (c *Client) Message(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
-	var m parley.Message
-	return &m, c.do(ctx, http.MethodGet, convPath(conversationID, "/messages/"+url.PathEscape(messageID)), nil, &m)
+	return call[parley.Message](ctx, c, http.MethodGet, convPath(conversationID, "/messages/"+url.PathEscape(messageID)), nil)
 }
 
-// Events reads up to limit events after seq after.
-func (c *Client) Events(ctx context.Context, conversationID string, after int64, limit int) ([]parley.Event, error) {
+// Messages returns up to limit messages with seq > after, oldest first
+// (limit 0: the server's default), and the seq to continue after (0 on the
+// last page). A message still streaming is shown with all its text so far.
+func (c *Client) Messages(ctx context.Context, conversationID string, after int64, limit int) ([]*parley.Message, int64, error) {
 	var r struct {
-		Events []parley.Event `json:"events"`
+		Messages  []*parley.Message `json:"messages"`
+		NextAfter int64             `json:"nextAfter"`
 	}
-	err := c.do(ctx, http.MethodGet, convPath(conversationID, fmt.Sprintf("/events?after=%d&limit=%d", after, limit)), nil, &r)
-	return r.Events, err
+	q := fmt.Sprintf("/messages?after=%d", after)
+	if limit > 0 {
+		q += fmt.Sprintf("&limit=%d", limit)
+	}
+	if err := c.do(ctx, http.MethodGet, convPath(conversationID, q), nil, &r); err != nil {
+		return nil, 0, err
+	}
+	return r.Messages, r.NextAfter, nil
+}
+
+// AllMessages reads every message of a conversation, oldest first, limit
+// to a page (0: the server's default); pages are also cut by bytes, so a
+// page of large messages stays small.
+func (c *Client) AllMessages(ctx context.Context, conversationID string, limit int) ([]*parley.Message, error) {
+	var all []*parley.Message
+	for after := int64(0); ; {
+		ms, next, err := c.Messages(ctx, conversationID, after, limit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ms...)
+		if next == 0 {
+			return all, nil
+		}
+		after = next
+	}
+}
+
+// Events reads up to limit events after seq after, oldest first, and the
+// seq to continue after (0 on the last page). A page of large events may
+// end before limit: continue while the seq to continue after is not 0.
+func (c *Client) Events(ctx context.Context, conversationID string, after int64, limit int) ([]parley.Event, int64, error) {
+	var r struct {
+		Events    []parley.Event `json:"events"`
+		NextAfter int64          `json:"nextAfter"`
+	}
+	if err := c.do(ctx, http.MethodGet, convPath(conversationID, fmt.Sprintf("/events?after=%d&limit=%d", after, limit)), nil, &r); err != nil {
+		return nil, 0, err
+	}
+	return r.Events, r.NextAfter, nil
 }
 
 func convPath(id, rest string) string { return "/v1/conversations/" + url.PathEscape(id) + rest }
@@ -172,6 +222,16 @@ func omitEmpty(m map[string]any) map[string]any {
 		}
 	}
 	return m
+}
+
+// call sends one request and decodes the JSON answer into a new T; on error
+// it returns nil with the error, never a half-filled result.
+func call[T any](ctx context.Context, c *Client, method, path string, body any) (*T, error) {
+	var out T
+	if err := c.do(ctx, method, path, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // do sends one request and decodes the JSON answer into out. A non-2xx answer

@@ -17,7 +17,8 @@ import (
 // out of order: an accepted event follows the position by exactly one, a
 // skipped one is a duplicate (at or before it), and a refused frame leaves
 // the position as it was; only an init moves the position elsewhere. No
-// frame is larger than the reader's bound.
+// frame is larger than the reader's bound. Every frame accepted is folded
+// into a Fold, which must hold no text of a summarized message.
 func FuzzStreamFrames(f *testing.F) {
 	ev := func(seq string) string {
 		return "id: e1:" + seq + "\nevent: message\ndata: {\"conversationId\":\"c\",\"seq\":" + seq + ",\"type\":\"message\",\"turn\":1,\"finality\":\"none\",\"ts\":\"2026-11-22T10:00:00Z\",\"data\":{}}\n\n"
@@ -31,6 +32,13 @@ func FuzzStreamFrames(f *testing.F) {
 		strings.ReplaceAll(init+ev("3"), "\n", "\r\n"),
 		"data: {\"type\":\"init\",\n" + "data: \"position\":{\"seq\":0}}\n\n" + ev("1"),
 		"data: [1,2\n\n", "event: init\ndata: null\n\n", "data: {\"seq\":-1}\n\n",
+		// A snapshot with a summarized message, and text and a tool call for it and another.
+		"event: init\ndata: {\"type\":\"init\",\"position\":{\"seq\":2,\"epoch\":\"e1\"},\"messages\":[" +
+			"{\"id\":\"r1\",\"seq\":2,\"status\":\"streaming\",\"parts\":[],\"updatedSeq\":2,\"summarized\":{\"bytes\":900000}}," +
+			"{\"id\":\"r2\",\"seq\":1,\"status\":\"streaming\",\"parts\":[],\"updatedSeq\":2}]}\n\n" +
+			"id: e1:3\nevent: chunk\ndata: {\"seq\":3,\"type\":\"chunk\",\"data\":{\"messageId\":\"r1\",\"content\":\"x\"}}\n\n" +
+			"id: e1:4\nevent: part.updated\ndata: {\"seq\":4,\"type\":\"part.updated\",\"data\":{\"messageId\":\"r2\",\"part\":{\"callId\":\"c\",\"status\":\"running\"}}}\n\n" +
+			"id: e1:5\nevent: part.updated\ndata: {\"seq\":5,\"type\":\"part.updated\",\"data\":{\"messageId\":\"r1\",\"part\":{\"callId\":\"c\",\"args\":{}}}}\n\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -38,6 +46,14 @@ func FuzzStreamFrames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := newSSEReader(io.NopCloser(bytes.NewReader(data)), func() {}, max)
 		s := &Stream{}
+		var fold Fold
+		defer func() {
+			for _, id := range fold.Missing() {
+				if m := fold.Message(id); m.Summarized == nil || m.Content != "" || len(m.Parts) != 0 {
+					t.Fatalf("summarized %s holds %q %v", id, m.Content, m.Parts)
+				}
+			}
+		}()
 		for range 64 {
 			typ, frame, err := r.read(context.Background())
 			if err != nil {
@@ -55,6 +71,9 @@ func FuzzStreamFrames(f *testing.F) {
 				before = &p
 			}
 			f, skip, err := s.accept(typ, frame)
+			if err == nil && !skip {
+				_ = fold.Apply(f)
+			}
 			switch {
 			case err != nil || skip:
 				if !samePos(before, s.pos) {

@@ -43,7 +43,7 @@ type OpenCodePart struct {
 }
 
 // OpenCodeAdapter turns one OpenCode session's events into the runner
-// protocol, as seed 001 describes: text snapshots become deltas (it
+// runner protocol: text snapshots become deltas (it
 // remembers what each text part has sent), newer message.part.delta events
 // pass through, a delta that arrives before its part is held until the part
 // appears, tool states map to statuses, session.idle finalizes, and Abort
@@ -92,9 +92,9 @@ func (a *OpenCodeAdapter) Handle(ctx context.Context, ev OpenCodeEvent) error {
 		return a.finish(ctx, parley.FinishEndTurn)
 	case "session.error":
 		if a.turnID == "" {
-			return nil
+			return nil // nothing to end: the session.idle that follows ends the prompt
 		}
-		_, err := a.Runner.do(ctx, map[string]any{"type": "error", "turnId": a.turnID, "error": errorText(p.Error)})
+		_, err := a.Runner.Fail(ctx, a.turnID, errorText(p.Error))
 		a.reset()
 		if err != nil {
 			return err
@@ -173,14 +173,18 @@ func (a *OpenCodeAdapter) create(ctx context.Context) error {
 	return err
 }
 
+// finish ends the response and the prompt it answers, even when nothing
+// was said (then there is no message to finalize, but the prompt must still
+// end, or the queue would wait for it).
 func (a *OpenCodeAdapter) finish(ctx context.Context, reason string) error {
-	if a.turnID == "" {
-		return nil // nothing was said: nothing to finalize
-	}
+	said := a.turnID != ""
 	var err error
-	if reason == parley.FinishCanceled {
-		_, err = a.Runner.Aborted(ctx)
-	} else {
+	switch {
+	case reason == parley.FinishCanceled:
+		_, err = a.Runner.Aborted(ctx) // ends the prompt too
+		a.reset()
+		return err
+	case said:
 		_, err = a.Runner.Finalize(ctx, a.turnID, reason, "")
 	}
 	a.reset()

@@ -40,7 +40,7 @@ func replay(t *testing.T, recorded string, abort bool) *parley.Message {
 			t.Fatal(err)
 		}
 	}
-	evs, err := c.Events(ctx, v.Conversation.ID, 0, 1000)
+	evs, _, err := c.Events(ctx, v.Conversation.ID, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +113,57 @@ func TestOpenCodeAbortFinalizesCanceled(t *testing.T) {
 `, true)
 	if m.Status != parley.StatusCanceled || kinds(m) != "text,tool-call,finish" || m.Parts[1].Status != parley.ToolError {
 		t.Fatalf("aborted message: parts %s, status %s, tool %s", kinds(m), m.Status, m.Parts[1].Status)
+	}
+}
+
+// TestOpenCodeEndsThePromptWhenNothingWasSaid: a session that goes idle, or
+// is aborted, before it said anything still ends the prompt it was given,
+// so the queue moves on.
+func TestOpenCodeEndsThePromptWhenNothingWasSaid(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	r, err := c.ConnectRunner(ctx, id, "opencode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := &client.OpenCodeAdapter{Runner: r, SessionID: "ses_1"}
+	for _, p := range []string{"first", "second"} {
+		if _, err := c.Prompt(ctx, id, "human", p, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := func(want string) {
+		t.Helper()
+		p, err := r.Next(ctx)
+		if err != nil || p.Type != "prompt" || p.Content != want {
+			t.Fatalf("runner got %+v, %v; want the prompt %q", p, err, want)
+		}
+	}
+	next("first")
+	if err := a.Handle(ctx, client.OpenCodeEvent{Type: "session.idle"}); err != nil {
+		t.Fatal(err)
+	}
+	next("second")
+	if err := a.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, _, err := c.Events(ctx, id, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []string
+	for _, e := range evs {
+		if e.Type == "prompt.completed" || e.Type == "prompt.canceled" {
+			ends = append(ends, e.Type)
+		}
+	}
+	if strings.Join(ends, " ") != "prompt.completed prompt.canceled" {
+		t.Fatalf("the prompts ended with %v", ends)
 	}
 }

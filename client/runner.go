@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -24,6 +23,9 @@ type Runner struct {
 	send    sync.Mutex // one frame awaits its reply at a time
 	done    chan struct{}
 	err     error
+
+	mu     sync.Mutex
+	prompt string // the last prompt Next returned
 }
 
 // Push is a frame the server sends a runner: Type is "prompt", "abort" or
@@ -55,22 +57,19 @@ func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID stri
 	if agentID != "" {
 		u += "?agentId=" + url.QueryEscape(agentID)
 	}
-	h := http.Header{}
-	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
-	}
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h})
+	conn, err := c.dialWS(ctx, u)
 	if err != nil {
-		if resp != nil && resp.StatusCode >= 400 {
-			return nil, &StatusError{Status: resp.StatusCode, Err: parley.Errorf(parley.EUNAVAILABLE, "runner connection refused: HTTP %d", resp.StatusCode)}
-		}
 		return nil, err
 	}
-	conn.SetReadLimit(maxFrame)
-	r := &Runner{conn: conn, pushes: make(chan Push, 64), replies: make(chan runnerReply, 1), done: make(chan struct{})}
+	r := &Runner{conn: conn, pushes: make(chan Push, maxPushes), replies: make(chan runnerReply, 1), done: make(chan struct{})}
 	go r.read()
 	return r, nil
 }
+
+// maxPushes bounds the prompts, aborts and reverts that wait for Next. A
+// runner that leaves more unread is closed: reading replies must never wait
+// for it.
+const maxPushes = 1024
 
 func (r *Runner) read() {
 	defer close(r.done)
@@ -95,8 +94,15 @@ func (r *Runner) read() {
 			r.replies <- reply
 		default:
 			var p Push
-			if json.Unmarshal(data, &p) == nil {
-				r.pushes <- p
+			if json.Unmarshal(data, &p) != nil {
+				continue
+			}
+			select {
+			case r.pushes <- p:
+			default:
+				r.err = fmt.Errorf("more than %d prompts, aborts and reverts were left unread (call Next)", maxPushes)
+				r.conn.CloseNow()
+				return
 			}
 		}
 	}
@@ -106,6 +112,11 @@ func (r *Runner) read() {
 func (r *Runner) Next(ctx context.Context) (Push, error) {
 	select {
 	case p := <-r.pushes:
+		if p.Type == "prompt" {
+			r.mu.Lock()
+			r.prompt = p.MessageID
+			r.mu.Unlock()
+		}
 		return p, nil
 	case <-r.done:
 		return Push{}, fmt.Errorf("runner connection closed: %w", r.err)
@@ -185,6 +196,21 @@ func (r *Runner) Create(ctx context.Context, turnID string) (int64, error) {
 	return r.do(ctx, map[string]any{"type": "message.create", "turnId": turnID})
 }
 
+// CreateOptions are what a message.create may say besides the message's id.
+type CreateOptions struct {
+	// ReplyTo is the message the response answers (empty: the prompt the
+	// runner was given).
+	ReplyTo string
+	// RetryOf names the failed message this one retries (a failover: see
+	// Failover).
+	RetryOf string
+}
+
+// CreateWith starts the assistant message with id turnID, as o says.
+func (r *Runner) CreateWith(ctx context.Context, turnID string, o CreateOptions) (int64, error) {
+	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "message.create", "turnId": turnID, "replyTo": o.ReplyTo, "retryOf": o.RetryOf}))
+}
+
 // Text appends a text delta.
 func (r *Runner) Text(ctx context.Context, turnID, delta string) (int64, error) {
 	return r.do(ctx, map[string]any{"type": "message.part.text-delta", "turnId": turnID, "delta": delta})
@@ -214,12 +240,54 @@ func (r *Runner) Finalize(ctx context.Context, turnID, reason, finalText string)
 	return r.do(ctx, f)
 }
 
-// Aborted reports that the runner stopped its current response.
-func (r *Runner) Aborted(ctx context.Context) (int64, error) {
-	return r.do(ctx, map[string]any{"type": "aborted"})
+// Fail ends the message with an error part (the runner's "error" frame):
+// its status becomes error. With turnID empty, the message the runner
+// created last on this connection.
+func (r *Runner) Fail(ctx context.Context, turnID, message string) (int64, error) {
+	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "error", "turnId": turnID, "error": message}))
 }
 
-// Complete reports that the runner finished its prompt.
+// Failover ends the message turnID with an error part, as Fail does, but
+// leaves the runner's turn open and its prompt with it: the retry that
+// follows (CreateWith with RetryOf naming turnID) continues the same turn.
+func (r *Runner) Failover(ctx context.Context, turnID, message string) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "error", "turnId": turnID, "error": message, "finality": parley.FinalityNone})
+}
+
+// Reverted reports that the runner reverted messages on its side: the
+// earliest of them and every message after it are removed.
+func (r *Runner) Reverted(ctx context.Context, messageIDs ...string) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "reverted", "messageIds": messageIDs})
+}
+
+// Aborted answers an abort: the runner stopped its response. Its current
+// message (the one it created last on this connection) ends canceled, and
+// the prompt it was answering (the last one Next returned) ends: nothing
+// more needs to be sent.
+func (r *Runner) Aborted(ctx context.Context) (int64, error) {
+	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "aborted", "messageId": r.answering()}))
+}
+
+// Complete reports that the runner finished answering the prompt Next
+// returned last. The frame names that prompt, so the server ends exactly
+// it, never one dispatched after it.
 func (r *Runner) Complete(ctx context.Context) (int64, error) {
-	return r.do(ctx, map[string]any{"type": "complete"})
+	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "complete", "messageId": r.answering()}))
+}
+
+// answering is the id of the last prompt Next returned.
+func (r *Runner) answering() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.prompt
+}
+
+// omitEmptyStrings drops the fields whose value is "".
+func omitEmptyStrings(f map[string]any) map[string]any {
+	for k, v := range f {
+		if v == "" {
+			delete(f, k)
+		}
+	}
+	return f
 }

@@ -119,7 +119,7 @@ func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 		}
 	}
 	r.Close()
-	events, err := c.Events(ctx, id, 0, 1000)
+	events, _, err := c.Events(ctx, id, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +132,97 @@ func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 	t.Logf("%d deltas acknowledged, %d connections closed by a late reply", len(acked), closed)
 	if len(acked) == 0 {
 		t.Fatal("no delta was acknowledged")
+	}
+}
+
+// TestFailoverAndDelegation: a runner's attempt that fails over ends with
+// an error but keeps its turn, the retry names it (RetryOf) in that same
+// turn, and a worker it delegates to writes into the turn with the
+// prompt's turnId. A task scheduled for the conversation is listed by its
+// id until it is deleted.
+func TestFailoverAndDelegation(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{Participants: []string{"sup"}, Members: []string{"worker", "human"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	r, err := c.ConnectRunner(ctx, id, "sup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	prompt, err := c.Prompt(ctx, id, "human", "hello", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.Next(ctx); err != nil || p.Type != "prompt" || p.MessageID != prompt {
+		t.Fatalf("next: %+v %v", p, err)
+	}
+	if _, err := r.Create(ctx, "try-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Text(ctx, "try-1", "Thinking"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Failover(ctx, "try-1", "the model went away"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Conversation(ctx, id); err != nil || v.Head.OpenTurn == nil || v.Head.OpenTurn.Owner != "sup" {
+		t.Fatalf("after a failover the turn is not sup's: %+v %v", v, err)
+	}
+	if _, err := r.CreateWith(ctx, "try-2", client.CreateOptions{RetryOf: "try-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delegate(ctx, id, "sup", "worker"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.PostMessage(ctx, id, client.Message{AgentID: "worker", Content: "done my part"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Text(ctx, "try-2", "Hello."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Finalize(ctx, "try-2", parley.FinishEndTurn, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Complete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := c.Messages(ctx, id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*parley.Message{}
+	for _, m := range msgs {
+		byID[m.ID] = m
+	}
+	first, retry, work := byID["try-1"], byID["try-2"], byID[w.Message.ID]
+	if first == nil || retry == nil || work == nil {
+		t.Fatalf("messages %v", msgs)
+	}
+	if first.Status != parley.StatusError || retry.Status != parley.StatusComplete || retry.RetryOf != "try-1" || first.RetryOf != "" {
+		t.Fatalf("attempt %s, retry %s retryOf %q", first.Status, retry.Status, retry.RetryOf)
+	}
+	for _, m := range []*parley.Message{first, retry, work} {
+		if m.Turn != first.Turn || m.TurnID != prompt {
+			t.Fatalf("%s (%s) is in turn %d, exchange %q; want turn %d, exchange %q", m.ID, m.AgentID, m.Turn, m.TurnID, first.Turn, prompt)
+		}
+	}
+
+	task, err := c.CreateTask(ctx, client.NewTask{ID: "every-second", ConversationID: id, AgentID: "human", Prompt: "tick", EveryMs: 1000})
+	if err != nil || task.ID != "every-second" || task.AgentID != "human" || task.NextRunAt.IsZero() {
+		t.Fatalf("task %+v %v", task, err)
+	}
+	if _, err := c.CreateTask(ctx, client.NewTask{ConversationID: id, AgentID: "human", Prompt: "tick", Cron: "@every 1s"}); parley.ErrorCode(err) != parley.EINVALIDVALUE {
+		t.Fatalf("a descriptor: %v, want invalid_value", err)
+	}
+	if err := c.DeleteTask(ctx, "every-second"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteTask(ctx, "every-second"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("deleting it again: %v, want not_found", err)
 	}
 }

@@ -262,9 +262,9 @@ func (s *Stream) connectSSE(ctx context.Context) error {
 	return nil
 }
 
-// maxFrame bounds one frame from the server, on either transport: an init
-// with its snapshot of messages is the largest.
-const maxFrame = 32 << 20
+// maxFrame bounds one frame from the server, on either transport (and on
+// the runner connection): the server keeps every frame under it.
+const maxFrame = parley.MaxFrameBytes
 
 // errFrameTooLarge ends a connection whose server sent a frame over the bound.
 var errFrameTooLarge = errors.New("a frame from the server is over the size limit")
@@ -332,21 +332,36 @@ func (s *Stream) connectWS(ctx context.Context) error {
 	if q := s.query().Encode(); q != "" {
 		u += "?" + q
 	}
-	h := http.Header{}
-	if s.c.token != "" {
-		h.Set("Authorization", "Bearer "+s.c.token)
-	}
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: s.c.http, HTTPHeader: h})
+	conn, err := s.c.dialWS(ctx, u)
 	if err != nil {
-		if resp != nil && resp.StatusCode >= 400 {
-			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			return decodeError(resp.StatusCode, data)
-		}
 		return err
 	}
-	conn.SetReadLimit(maxFrame)
 	s.conn = &wsReader{conn: conn}
 	return nil
+}
+
+// dialWS opens a WebSocket to u with the client's token. A refused
+// handshake returns the server's error (its status, code and message), so
+// that a bad token or an unknown conversation is not taken for a network
+// failure worth retrying.
+func (c *Client) dialWS(ctx context.Context, u string) (*websocket.Conn, error) {
+	h := http.Header{}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.http, HTTPHeader: h})
+	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			var data []byte
+			if resp.Body != nil {
+				data, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			}
+			return nil, decodeError(resp.StatusCode, data)
+		}
+		return nil, err
+	}
+	conn.SetReadLimit(maxFrame)
+	return conn, nil
 }
 
 type wsReader struct{ conn *websocket.Conn }

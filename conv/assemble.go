@@ -1,6 +1,7 @@
 package conv
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -8,7 +9,9 @@ import (
 )
 
 // The assembly rules of seed 001: how a streamed assistant response becomes
-// one message with typed parts. They change a message in place and are used
+// one message with typed parts (a text delta is parley.Message.AppendText
+// and a tool update parley.Message.ApplyTool, both shared with the
+// clients' fold). They change a message in place and are used
 // both when deciding and when rebuilding an in-progress message from its last
 // row and the chunks after it, so the two can never disagree.
 
@@ -22,44 +25,39 @@ type ToolUpdate struct {
 	Error    string          `json:"error,omitempty"`
 }
 
-// AppendText applies a text delta: it extends the last part if that is a
-// streaming text part, and otherwise starts a new streaming text part (as
-// after a tool call). Content grows by the delta.
-func AppendText(m *parley.Message, delta string) {
-	if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == parley.PartText && m.Parts[n-1].Streaming {
-		m.Parts[n-1].Text += delta
-	} else {
-		m.Parts = append(m.Parts, parley.Part{Type: parley.PartText, Text: delta, Streaming: true})
-	}
-	m.Content += delta
+// Part is the update as a tool-call part, as parley.Message.ApplyTool
+// takes it.
+func (u ToolUpdate) Part() parley.Part {
+	return parley.Part{Type: parley.PartToolCall, CallID: u.CallID, ToolName: u.ToolName, Status: u.Status, Args: u.Args, Result: u.Result, Error: u.Error}
 }
 
-// ApplyTool adds a tool-call part or updates the one with the same callId. A
-// new tool call closes the streaming text part, so that text after the tool
-// starts a new part. It reports whether the part is new.
-func ApplyTool(m *parley.Message, u ToolUpdate) bool {
-	for i := range m.Parts {
-		p := &m.Parts[i]
-		if p.Type == parley.PartToolCall && p.CallID == u.CallID {
-			p.Status = u.Status
-			if u.ToolName != "" {
-				p.ToolName = u.ToolName
-			}
-			if u.Args != nil {
-				p.Args = u.Args
-			}
-			if u.Result != nil {
-				p.Result = u.Result
-			}
-			if u.Error != "" {
-				p.Error = u.Error
-			}
-			return false
+// changes returns the part a tool update writes to the log: the call's id
+// and status, and of its tool name, args, result and error those that
+// differ from what the message holds (all of them for a new call). Applied
+// with parley.Message.ApplyTool, it changes the message as the whole
+// update would, and what the log holds of a call stays linear in what
+// changed.
+func changes(m *parley.Message, u ToolUpdate) parley.Part {
+	p := u.Part()
+	for _, old := range m.Parts {
+		if old.Type != parley.PartToolCall || old.CallID != u.CallID {
+			continue
 		}
+		if p.ToolName == old.ToolName {
+			p.ToolName = ""
+		}
+		if p.Args != nil && bytes.Equal(p.Args, old.Args) {
+			p.Args = nil
+		}
+		if p.Result != nil && bytes.Equal(p.Result, old.Result) {
+			p.Result = nil
+		}
+		if p.Error == old.Error {
+			p.Error = ""
+		}
+		break
 	}
-	closeText(m)
-	m.Parts = append(m.Parts, parley.Part{Type: parley.PartToolCall, CallID: u.CallID, ToolName: u.ToolName, Status: u.Status, Args: u.Args, Result: u.Result, Error: u.Error})
-	return true
+	return p
 }
 
 // Finalize ends a message: text parts stop streaming, tool calls still pending

@@ -35,19 +35,19 @@ func equalKinds(a []string, b ...string) bool {
 func TestAssemblyTextToolTextFinalize(t *testing.T) {
 	t.Parallel()
 	m := &parley.Message{}
-	conv.AppendText(m, "I'll search ")
-	conv.AppendText(m, "for that.")
+	m.AppendText("I'll search ")
+	m.AppendText("for that.")
 	if k := partKinds(m); !equalKinds(k, "text*") || m.Parts[0].Text != "I'll search for that." {
 		t.Fatalf("after deltas: %v %q", k, m.Parts[0].Text)
 	}
-	if !conv.ApplyTool(m, conv.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolRunning, Args: json.RawMessage(`{"q":"x"}`)}) {
+	if !m.ApplyTool(conv.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolRunning, Args: json.RawMessage(`{"q":"x"}`)}.Part()) {
 		t.Fatal("first update of a call must add a part")
 	}
-	if conv.ApplyTool(m, conv.ToolUpdate{CallID: "c1", Status: parley.ToolCompleted, Result: json.RawMessage(`"found"`)}) {
+	if m.ApplyTool(conv.ToolUpdate{CallID: "c1", Status: parley.ToolCompleted, Result: json.RawMessage(`"found"`)}.Part()) {
 		t.Fatal("second update of the same call must not add a part")
 	}
-	conv.AppendText(m, "The results ")
-	conv.AppendText(m, "show it.")
+	m.AppendText("The results ")
+	m.AppendText("show it.")
 	if k := partKinds(m); !equalKinds(k, "text", "tool-call", "text*") {
 		t.Fatalf("text after a tool must start a new part: %v", k)
 	}
@@ -66,9 +66,9 @@ func TestAssemblyTextToolTextFinalize(t *testing.T) {
 func TestFinalizeMarksUnfinishedToolsAsErrors(t *testing.T) {
 	t.Parallel()
 	m := &parley.Message{}
-	conv.ApplyTool(m, conv.ToolUpdate{CallID: "a", ToolName: "t", Status: parley.ToolPending})
-	conv.ApplyTool(m, conv.ToolUpdate{CallID: "b", ToolName: "t", Status: parley.ToolRunning})
-	conv.ApplyTool(m, conv.ToolUpdate{CallID: "c", ToolName: "t", Status: parley.ToolCompleted})
+	m.ApplyTool(conv.ToolUpdate{CallID: "a", ToolName: "t", Status: parley.ToolPending}.Part())
+	m.ApplyTool(conv.ToolUpdate{CallID: "b", ToolName: "t", Status: parley.ToolRunning}.Part())
+	m.ApplyTool(conv.ToolUpdate{CallID: "c", ToolName: "t", Status: parley.ToolCompleted}.Part())
 	conv.Finalize(m, parley.FinishEndTurn, "", "")
 	for i, want := range []string{parley.ToolError, parley.ToolError, parley.ToolCompleted} {
 		if got := m.Parts[i].Status; got != want {
@@ -93,7 +93,7 @@ func TestFinalizeReasons(t *testing.T) {
 	}
 	for _, c := range cases {
 		m := &parley.Message{}
-		conv.AppendText(m, "partial")
+		m.AppendText("partial")
 		conv.Finalize(m, c.reason, c.errText, "")
 		if k := partKinds(m); !equalKinds(k, c.kinds...) || m.Status != c.status {
 			t.Fatalf("%s/%q: parts %v status %s", c.reason, c.errText, k, m.Status)
@@ -108,13 +108,13 @@ func TestFinalizeReasons(t *testing.T) {
 func TestFinalTextWinsOnlyWhenLonger(t *testing.T) {
 	t.Parallel()
 	m := &parley.Message{}
-	conv.AppendText(m, "abc")
+	m.AppendText("abc")
 	conv.Finalize(m, parley.FinishEndTurn, "", "abcdef")
 	if m.Content != "abcdef" {
 		t.Fatalf("content %q, want the longer finalText", m.Content)
 	}
 	m = &parley.Message{}
-	conv.AppendText(m, "abcdef")
+	m.AppendText("abcdef")
 	conv.Finalize(m, parley.FinishEndTurn, "", "ab")
 	if m.Content != "abcdef" {
 		t.Fatalf("content %q, want the assembled text", m.Content)

@@ -14,8 +14,17 @@ type Limits struct {
 	MaxThreadDepth int
 	// MaxParts bounds the parts of one message.
 	MaxParts int
-	// MaxTextBytes bounds the text of one message (all of its parts).
+	// MaxTextBytes bounds the text of one message (its content).
 	MaxTextBytes int
+	// MaxMessageBytes bounds the whole of one message, as parley.Message.Size
+	// counts it (text, tool calls' args, results and errors, error parts,
+	// metadata), on every path that writes one: a posted message, a text
+	// delta, a tool update and a finalize. With MaxTextBytes it bounds what
+	// any frame carrying one message weighs (see MaxMessageJSON).
+	MaxMessageBytes int
+	// MaxStreaming bounds the messages that stream at once in one
+	// conversation: starting one more is refused (409 busy) until one ends.
+	MaxStreaming int
 	// MaxMetadataBytes bounds a message's metadata and a trace's payload.
 	MaxMetadataBytes int
 	// ClaimTTL is how long a claim lasts when the command names no TTL.
@@ -29,6 +38,11 @@ type Limits struct {
 	// last write, or after as many as the row already holds if that is more.
 	CheckpointChunks int
 	CheckpointBytes  int
+	// MaxQueuedPrompts bounds a conversation's prompt queue: the prompts
+	// waiting or being answered, each prompt merged into a collect prompt
+	// counted as one more. A prompt past it is refused (busy), and a task's
+	// firing is skipped. Zero means DefaultLimits' value.
+	MaxQueuedPrompts int
 }
 
 // DefaultLimits are the limits used when none are configured.
@@ -36,12 +50,28 @@ var DefaultLimits = Limits{
 	MaxThreadDepth:   100,
 	MaxParts:         512,
 	MaxTextBytes:     512 << 10,
+	MaxMessageBytes:  1 << 20,
+	MaxStreaming:     32,
 	MaxMetadataBytes: 16 << 10,
 	ClaimTTL:         30 * time.Second,
 	MaxClaimTTL:      10 * time.Minute,
 	MaxParticipants:  64,
 	CheckpointChunks: 64,
 	CheckpointBytes:  16 << 10,
+	MaxQueuedPrompts: 256,
+}
+
+// MaxMessageJSON is the most a message within these limits can weigh in
+// JSON: its text twice (the text parts and the content), every byte of
+// text and of the rest escaped at worst to six (\u003c), and each part's
+// fixed fields (type, status, a call id and a tool name of at most 128
+// bytes, escaped). Frames that carry a message (message and
+// message.updated events, a runner's message.state) stay under it plus
+// their envelope, which must stay under parley.MaxFrameBytes.
+func (l Limits) MaxMessageJSON() int {
+	const perPart = 64 + 2*6*parley.MaxIDLen
+	const envelope = 16 << 10 // ids, times, channel, turn fields, escaped
+	return 2*6*l.MaxTextBytes + 6*(l.MaxMessageBytes-min(l.MaxTextBytes, l.MaxMessageBytes)) + l.MaxParts*perPart + envelope
 }
 
 // Env is what a decision depends on besides state and command.
@@ -203,4 +233,7 @@ type Result struct {
 	Seq int64 `json:"seq"`
 	// Message is the message written by PostMessage.
 	Message *parley.Message `json:"-"`
+	// EndedPrompt is the prompt the command ended (complete, or canceled
+	// by its runner's aborted), if any.
+	EndedPrompt string `json:"-"`
 }

@@ -24,13 +24,15 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 	}
 	switch {
 	case !parley.ValidID(c.ID):
-		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "conversation id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "conversation id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
 	case !c.TurnPolicy.Valid():
 		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "turnPolicy %q is not one of round-robin, free, next", c.TurnPolicy)
 	case c.MessageFormat != "v1" && c.MessageFormat != "v2":
 		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "messageFormat %q is not one of v1, v2", c.MessageFormat)
 	case len(c.Participants) > env.Limits.MaxParticipants:
 		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d participants", env.Limits.MaxParticipants)
+	case len(c.Members) > env.Limits.MaxParticipants:
+		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d members besides its participants", env.Limits.MaxParticipants)
 	case len(c.Title) > 512:
 		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "title is %d bytes; the limit is 512", len(c.Title))
 	case len(c.Metadata) > env.Limits.MaxMetadataBytes:
@@ -44,6 +46,16 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 		}
 		if slices.Index(c.Participants, p) != i {
 			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "participant %q is listed twice", p)
+		}
+	}
+	for i, m := range c.Members {
+		switch {
+		case !parley.ValidID(m):
+			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "members[%d] %q is not a valid agent id", i, m)
+		case slices.Index(c.Members, m) != i:
+			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "member %q is listed twice", m)
+		case slices.Contains(c.Participants, m):
+			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "member %q is a participant already", m)
 		}
 	}
 	c.CreatedAt = parley.NewTime(env.Now)

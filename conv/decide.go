@@ -58,6 +58,8 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 		err = d.withdraw(c)
 	case PromotePrompt:
 		err = d.promote(c)
+	case AbortPrompt:
+		err = d.abortPrompt(c)
 	default:
 		err = parley.Errorf(parley.EINVALID, "unknown command %T", cmd)
 	}
@@ -223,9 +225,9 @@ func (d *decider) postTrace(c PostTrace) error {
 	case c.Finality != "" && c.Finality != parley.FinalityNone:
 		return parley.Errorf(parley.EINVALID, "a trace cannot have finality %q: only messages close turns or conversations", c.Finality)
 	case !parley.ValidID(c.ID):
-		return parley.Errorf(parley.EINVALIDVALUE, "trace id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+		return parley.Errorf(parley.EINVALIDVALUE, "trace id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
 	case !parley.ValidID(c.AgentID):
-		return parley.Errorf(parley.EINVALIDVALUE, "agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.AgentID)
+		return parley.Errorf(parley.EINVALIDVALUE, "agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.AgentID)
 	case c.TurnID != "" && !parley.ValidID(c.TurnID):
 		return parley.Errorf(parley.EINVALIDVALUE, "turnId %q is not a valid id", c.TurnID)
 	case len(c.Payload) > 0 && !json.Valid(c.Payload):
@@ -251,6 +253,9 @@ func (d *decider) postTrace(c PostTrace) error {
 }
 
 func (d *decider) claim(a Actor, expect int, ttl time.Duration) error {
+	if expect < 0 {
+		return parley.Errorf(parley.EINVALIDVALUE, "expectTurn must be 1 or more (or 0 or left out for the next turn), not %d", expect)
+	}
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -265,10 +270,10 @@ func (d *decider) claim(a Actor, expect int, ttl time.Duration) error {
 		return d.conflict(parley.ECLAIMCONFLICT, "turn %d is claimed by %s until %s", next, c.AgentID, c.ExpiresAt.Format(parley.TimeLayout))
 	}
 	switch {
-	case ttl <= 0:
+	case ttl == 0:
 		ttl = d.env.Limits.ClaimTTL
-	case ttl > d.env.Limits.MaxClaimTTL:
-		return parley.Errorf(parley.EINVALIDVALUE, "claim ttl %s is over the limit of %s", ttl, d.env.Limits.MaxClaimTTL)
+	case ttl < 0 || ttl > d.env.Limits.MaxClaimTTL:
+		return parley.Errorf(parley.EINVALIDVALUE, "claim ttl %s is not from 0 to %s", ttl, d.env.Limits.MaxClaimTTL)
 	}
 	claim := parley.Claim{AgentID: a.AgentID, Turn: next, ExpiresAt: parley.NewTime(d.env.Now.Add(ttl))}
 	e := d.emit(parley.EventTurnClaimed, next, "", a.AgentID, parley.FinalityNone, claim)
@@ -319,7 +324,7 @@ func (d *decider) abort(c AbortTurn) error {
 
 func (d *decider) delegate(c Delegate) error {
 	if !parley.ValidID(c.To) {
-		return parley.Errorf(parley.EINVALIDVALUE, "delegate agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.To)
+		return parley.Errorf(parley.EINVALIDVALUE, "delegate agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.To)
 	}
 	if err := d.checkOpen(); err != nil {
 		return err

@@ -19,6 +19,8 @@ func FuzzDecide(f *testing.F) {
 			return
 		}
 		sc := newScript(t, policies[int(data[0])%3], agents[:3+int(data[0]/3)%2]...)
+		sc.env.Limits = randomLimits(uint64(data[0] / 6))
+		sc.env.Limits.MaxQueuedPrompts = smallQueue
 		pos := 1
 		next := func(n int) int {
 			if pos >= len(data) {

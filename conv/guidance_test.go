@@ -139,3 +139,31 @@ func TestGuidanceAlwaysCarriesItsTurn(t *testing.T) {
 	}
 	checkInvariants(sc)
 }
+
+// TestGuidanceFollowsThePromptQueue: with a prompt waiting, guidance names
+// the agent the dispatcher will hand it to, not whom the turn policy would
+// name; once it is dispatched, the runner answering it.
+func TestGuidanceFollowsThePromptQueue(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyRoundRobin, "alice", "bob")
+	sc.ok(say("alice", parley.FinalityTurn))
+	wantGuidance(t, sc, "bob", parley.GuidanceStartTurn, 2)
+	sc.ok(enqueue("p1", ""))
+	wantGuidance(t, sc, "bob", parley.GuidanceStartTurn, 2) // no runner known: the policy's choice
+	if g := sc.s.GuidanceFor(sc.now, []string{"alice"}); g.NextAgentID != "alice" || g.Kind != parley.GuidanceStartTurn || g.Turn != 2 {
+		t.Fatalf("with alice's runner attached, guidance = %+v", g)
+	}
+	p := enqueue("p2", "")
+	p.To = "carol"
+	sc.ok(p)
+	if g := sc.s.GuidanceFor(sc.now, nil); g.NextAgentID != "carol" {
+		t.Fatalf("a prompt addressed to carol waits; guidance = %+v", g)
+	}
+	if g := sc.s.GuidanceFor(sc.now, []string{"alice", "carol"}); g.NextAgentID != "alice" {
+		t.Fatalf("p1 goes to the first runner; guidance = %+v", g)
+	}
+	sc.ok(conv.DispatchPrompt{Runner: "alice", Content: "do p1"}) // the asker's message takes turn 2
+	wantGuidance(t, sc, "alice", parley.GuidanceStartTurn, 3)
+	sc.ok(conv.ClaimTurn{Actor: actor("bob")})
+	wantGuidance(t, sc, "bob", parley.GuidanceStartTurn, 3) // a claim holds the floor over the queue
+}

@@ -33,6 +33,10 @@ type script struct {
 	// fold and foldCreate are the stored log folded event by event, from
 	// nothing and from the Create state.
 	fold, foldCreate conv.State
+	// snapshot and queue are the state as the engine stores it: the
+	// snapshot rewritten by every write, the queue only by the writes whose
+	// events change it (conv.EncodeStored).
+	snapshot, queue []byte
 }
 
 var epoch0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -51,6 +55,7 @@ func newScript(t *testing.T, policy parley.TurnPolicy, participants ...string) *
 	sc.s, sc.start, sc.foldCreate = s, s, s
 	sc.tr = newTracker(s.Conversation)
 	sc.store(events)
+	sc.keep(events)
 	return sc
 }
 
@@ -174,6 +179,11 @@ func (sc *script) do(cmd conv.Command) (conv.Decision, error) {
 	env.Now = sc.now
 	before := sc.s
 	beforeJSON := mustJSON(before)
+	// Who may issue it is decided apart (the engine asks first); whatever
+	// the command, it is an answer or a 403, never a panic.
+	if err := conv.Authorize(before, cmd); err != nil && parley.ErrorCode(err) != parley.EFORBIDDEN {
+		t.Fatalf("Authorize(%T) = %v, want nil or forbidden", cmd, err)
+	}
 	d, err := conv.Decide(before, cmd, env)
 	if mustJSON(before) != beforeJSON {
 		t.Fatalf("Decide(%T) changed the state it was given", cmd)
@@ -225,6 +235,9 @@ func (sc *script) do(cmd conv.Command) (conv.Decision, error) {
 		t.Fatal("the conversation opened again")
 	}
 	sc.store(d.Events)
+	if len(d.Events) > 0 {
+		sc.keep(d.Events)
+	}
 	sc.project(d)
 	if key, agent, hash := requestKey(cmd); key != "" && d.Replay == nil && len(d.Events) > 0 {
 		sc.prior[agent+"/"+key] = conv.Prior{RequestHash: hash, Response: []byte(mustJSON(d.Result))}
@@ -257,6 +270,20 @@ func (sc *script) store(events []parley.Event) {
 		if back.Seq > 1 {
 			sc.foldCreate = conv.Evolve(sc.foldCreate, back)
 		}
+	}
+}
+
+// keep stores the state after events as the engine does: the snapshot
+// always, the queue only if one of the events changes it.
+func (sc *script) keep(events []parley.Event) {
+	sc.t.Helper()
+	snapshot, queue, err := conv.EncodeStored(sc.s, events...)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	sc.snapshot = snapshot
+	if queue != nil {
+		sc.queue = queue
 	}
 }
 

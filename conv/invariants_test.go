@@ -39,7 +39,7 @@ func newTracker(c parley.Conversation) tracker {
 
 // turnEvents are the event types that belong to a turn when Turn > 0.
 var turnEvents = map[string]bool{
-	parley.EventMessage: true, parley.EventTrace: true, parley.EventChunk: true, parley.EventMessageUpdated: true,
+	parley.EventMessage: true, parley.EventTrace: true, parley.EventChunk: true, parley.EventPartUpdated: true, parley.EventMessageUpdated: true,
 	parley.EventTurnReset: true, parley.EventDelegation: true, parley.EventTurnAborted: true,
 }
 
@@ -145,7 +145,7 @@ func (tr *tracker) feed(t *testing.T, e parley.Event) {
 				tr.next = m.Next
 			}
 		}
-	case turnEvents[e.Type] && e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated && e.Type != parley.EventChunk:
+	case turnEvents[e.Type] && e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated && e.Type != parley.EventChunk && e.Type != parley.EventPartUpdated:
 		fail("a turn event in turn 0")
 	case e.Turn == 0 && e.Finality == parley.FinalityTurn:
 		fail("turn 0 closes a turn")
@@ -158,14 +158,17 @@ func (tr *tracker) feed(t *testing.T, e parley.Event) {
 	}
 }
 
-// guidance is who the tracker says should act next, at now.
-func (tr *tracker) guidance(now time.Time) (agent string, kind parley.GuidanceKind, turn int) {
+// guidance is who the tracker says should act next, at now; answerer is
+// the agent the prompt queue names (the queue is checked elsewhere).
+func (tr *tracker) guidance(now time.Time, answerer string) (agent string, kind parley.GuidanceKind, turn int) {
 	if tr.open != 0 {
 		return tr.owner[tr.open], parley.GuidanceContinueTurn, tr.open
 	}
 	switch {
 	case tr.claim != nil && now.Before(tr.claim.ExpiresAt.Time):
 		agent = tr.claim.AgentID
+	case answerer != "":
+		agent = answerer
 	case tr.next != "":
 		agent = tr.next
 	case tr.conv.TurnPolicy == parley.PolicyRoundRobin && len(tr.conv.Participants) > 0:
@@ -207,6 +210,18 @@ func checkState(sc *script, full bool) {
 		t.Fatalf("state does not survive JSON (%v):\n%s\n%s", err, mustJSON(round), want)
 	}
 	round.Conversation = s.Conversation // the store keeps it beside the snapshot
+	stored, err := conv.DecodeStored(sc.snapshot, sc.queue)
+	stored.Conversation = s.Conversation
+	if err != nil || mustJSON(stored) != want {
+		t.Fatalf("the state as stored (the queue written only by prompt events) reads back as another state (%v):\n%s\nwant\n%s", err, mustJSON(stored), want)
+	}
+	queued, limit := 0, sc.env.Limits.MaxQueuedPrompts
+	for _, p := range s.Queue {
+		queued += len(p.Parts)
+	}
+	if queued > limit {
+		t.Fatalf("the queue holds %d prompts, past its limit of %d", queued, limit)
+	}
 	for _, at := range []time.Time{sc.now, sc.now.Add(time.Hour), epoch0} {
 		if mustJSON(round.Head(at)) != mustJSON(s.Head(at)) || mustJSON(round.Guidance(at)) != mustJSON(s.Guidance(at)) {
 			t.Fatal("the state read back from JSON gives another head or guidance")
@@ -231,6 +246,51 @@ func checkState(sc *script, full bool) {
 	if s.Closed && (s.Open != nil || s.Claim != nil) {
 		t.Fatalf("closed with open turn %+v claim %+v", s.Open, s.Claim)
 	}
+	checkRebuilds(sc)
+}
+
+// checkRebuilds checks that every streaming message is what a reader
+// rebuilds from what is stored: its row, then the chunk and part.updated
+// events after the row's updatedSeq (as the engine does after a restart,
+// and clients do with a message read over HTTP); that it is within its
+// size limit; and that the state streams exactly those messages.
+func checkRebuilds(sc *script) {
+	t := sc.t
+	t.Helper()
+	if len(sc.live) != len(sc.s.Streams) {
+		t.Fatalf("%d messages stream, the state has %d streams", len(sc.live), len(sc.s.Streams))
+	}
+	for id, live := range sc.live {
+		if _, ok := sc.s.Streams[id]; !ok {
+			t.Fatalf("message %s streams, the state has no stream of it", id)
+		}
+		row := sc.msgs[id]
+		m := *row
+		m.Parts = slices.Clone(row.Parts)
+		for _, e := range sc.log[row.UpdatedSeq:] {
+			switch e.Type {
+			case parley.EventChunk:
+				var c parley.Chunk
+				if _ = json.Unmarshal(e.Data, &c); c.MessageID == id {
+					m.AppendText(c.Content)
+				}
+			case parley.EventPartUpdated:
+				var u parley.PartUpdate
+				if _ = json.Unmarshal(e.Data, &u); u.MessageID == id {
+					m.ApplyTool(u.Part)
+				}
+			}
+		}
+		if got, want := mustJSON(&m), mustJSON(live); got != want {
+			t.Fatalf("message %s rebuilt from its row (as of %d) and the log:\n%s\nassembled when written:\n%s", id, row.UpdatedSeq, got, want)
+		}
+		if m.Size() > sc.env.Limits.MaxMessageBytes || len(m.Content) > sc.env.Limits.MaxTextBytes {
+			t.Fatalf("message %s is %d bytes, %d of text; the limits are %d and %d", id, m.Size(), len(m.Content), sc.env.Limits.MaxMessageBytes, sc.env.Limits.MaxTextBytes)
+		}
+	}
+	if n := len(sc.s.Streams); n > sc.env.Limits.MaxStreaming {
+		t.Fatalf("%d messages stream; the limit is %d", n, sc.env.Limits.MaxStreaming)
+	}
 }
 
 func checkHead(t *testing.T, s conv.State, tr *tracker, at time.Time) {
@@ -252,7 +312,7 @@ func checkHead(t *testing.T, s conv.State, tr *tracker, at time.Time) {
 	if g == nil {
 		t.Fatal("no guidance in an open conversation")
 	}
-	agent, kind, turn := tr.guidance(at)
+	agent, kind, turn := tr.guidance(at, s.Answerer(nil))
 	if g.Turn < 1 || g.AfterSeq != s.LastSeq || g.NextAgentID != agent || g.Kind != kind || g.Turn != turn {
 		t.Fatalf("guidance at %v = %+v, the log says %q %s turn %d after seq %d", at, g, agent, kind, turn, s.LastSeq)
 	}

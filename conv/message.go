@@ -1,7 +1,9 @@
 package conv
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 
 	"github.com/parleyhq/parley"
 )
@@ -35,8 +37,14 @@ func (d *decider) postMessage(c PostMessage) error {
 	if err != nil {
 		return err
 	}
+	c.Parts = asStored(c.Parts)
 	if err := checkMessageLimits(c, d.env.Limits); err != nil {
 		return err
+	}
+	if c.Streaming {
+		if err := d.checkStreaming(); err != nil {
+			return err
+		}
 	}
 	now := parley.NewTime(d.env.Now)
 	m := &parley.Message{
@@ -125,9 +133,9 @@ func (d *decider) threadDepth(c PostMessage) (int, error) {
 func checkMessageShape(c PostMessage) error {
 	switch {
 	case !parley.ValidID(c.ID):
-		return parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+		return parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
 	case !parley.ValidID(c.AgentID):
-		return parley.Errorf(parley.EINVALIDVALUE, "agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.AgentID)
+		return parley.Errorf(parley.EINVALIDVALUE, "agent id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.AgentID)
 	case !c.Role.Valid():
 		return parley.Errorf(parley.EINVALIDVALUE, "role %q is not one of user, assistant, system, tool", c.Role)
 	case c.Finality != "" && !c.Finality.Valid():
@@ -185,7 +193,8 @@ func CheckPart(p parley.Part) error {
 	return parley.Errorf(parley.EINVALIDVALUE, "unknown part type %q (known: text, tool-call, finish, error)", p.Type)
 }
 
-// checkMessageLimits bounds the size of a message.
+// checkMessageLimits bounds the size of a message: its parts, metadata,
+// text and whole size (parley.Message.Size).
 func checkMessageLimits(c PostMessage, l Limits) error {
 	if len(c.Parts) > l.MaxParts {
 		return parley.Errorf(parley.ETOOLARGE, "a message may have at most %d parts; it has %d", l.MaxParts, len(c.Parts))
@@ -193,12 +202,59 @@ func checkMessageLimits(c PostMessage, l Limits) error {
 	if len(c.Metadata) > l.MaxMetadataBytes {
 		return parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), l.MaxMetadataBytes)
 	}
-	size := 0
-	for _, p := range c.Parts {
-		size += len(p.Text) + len(p.Args) + len(p.Result) + len(p.Error) + len(p.Message)
+	m := parley.Message{Parts: c.Parts, Content: parley.TextContent(c.Parts), Metadata: c.Metadata}
+	if len(m.Content) > l.MaxTextBytes {
+		return parley.Errorf(parley.ETOOLARGE, "the message's text is %d bytes; the limit is %d", len(m.Content), l.MaxTextBytes)
 	}
-	if size > l.MaxTextBytes {
-		return parley.Errorf(parley.ETOOLARGE, "the message's parts hold %d bytes; the limit is %d", size, l.MaxTextBytes)
+	return checkSize(c.ID, m.Size(), l)
+}
+
+// asStored returns parts with their tool calls' args and results as the
+// log stores them (compact JSON, with <, > and & escaped), so that a
+// message's size is the same whether it was posted whole or streamed.
+func asStored(parts []parley.Part) []parley.Part {
+	var out []parley.Part
+	for i, p := range parts {
+		args, errA := stored(p.Args)
+		result, errR := stored(p.Result)
+		if errA != nil || errR != nil || (bytes.Equal(args, p.Args) && bytes.Equal(result, p.Result)) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(parts)
+		}
+		out[i].Args, out[i].Result = args, result
+	}
+	if out == nil {
+		return parts
+	}
+	return out
+}
+
+// stored is raw JSON as the log stores it.
+func stored(raw json.RawMessage) (json.RawMessage, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	return json.Marshal(raw)
+}
+
+// checkSize refuses a message whose size (parley.Message.Size) would pass
+// MaxMessageBytes.
+func checkSize(id string, size int, l Limits) error {
+	if size > l.MaxMessageBytes {
+		return parley.Errorf(parley.ETOOLARGE, "message %s would be %d bytes (text, tool calls, errors and metadata); the limit is %d", id, size, l.MaxMessageBytes).
+			With("maxMessageBytes", l.MaxMessageBytes)
+	}
+	return nil
+}
+
+// checkStreaming refuses to start one more streaming message when
+// MaxStreaming already stream in the conversation.
+func (d *decider) checkStreaming() error {
+	if n, max := len(d.s.Streams), d.env.Limits.MaxStreaming; n >= max {
+		return parley.Errorf(parley.EBUSY, "%d messages are streaming in this conversation, the most there may be at once; finalize one first", n).
+			With("maxStreaming", max).WithHead(d.base.Head(d.env.Now))
 	}
 	return nil
 }

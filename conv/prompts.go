@@ -30,6 +30,21 @@ const (
 	EventPromptCanceled   = "prompt.canceled"
 	EventPromptRequeued   = "prompt.requeued"
 	EventPromptPromoted   = "prompt.promoted"
+	// EventPromptAborted marks the prompt being answered as aborted (by a
+	// steer, a stop, or a revert of its answer): its runner was told to stop,
+	// and the prompt ends when the runner answers or leaves; it is never
+	// dispatched again.
+	EventPromptAborted = "prompt.aborted"
+)
+
+// Why a prompt was aborted or canceled (the reason of prompt.aborted and
+// prompt.canceled events).
+const (
+	ReasonSteered   = "steered"   // a steer prompt took its place
+	ReasonStopped   = "stopped"   // someone stopped its answer
+	ReasonReverted  = "reverted"  // its answer (or its own message) was reverted
+	ReasonAborted   = "aborted"   // its runner answered it with aborted (or a canceled finalize)
+	ReasonWithdrawn = "withdrawn" // its asker took it back before it was dispatched
 )
 
 // QueuedPrompt is a prompt in the queue, waiting or dispatched.
@@ -50,6 +65,21 @@ type QueuedPrompt struct {
 	// TurnID is the exchange its message starts: a task run's id, or empty
 	// for the message's own id.
 	TurnID string `json:"turnId,omitempty"`
+	// Bytes is the length of its text (its parts joined by blank lines).
+	Bytes int `json:"bytes,omitempty"`
+	// Aborted is true once the prompt being answered was aborted: it ends
+	// when its runner answers (aborted, complete) or leaves, and is never
+	// dispatched again.
+	Aborted bool `json:"aborted,omitempty"`
+}
+
+// Exchange is the turnId of the exchange the prompt starts: its task run's,
+// or its own id.
+func (p QueuedPrompt) Exchange() string {
+	if p.TurnID != "" {
+		return p.TurnID
+	}
+	return p.ID
 }
 
 // promptEvent is the data of the prompt events.
@@ -88,8 +118,23 @@ type DispatchPrompt struct {
 	Content string
 }
 
-// CompletePrompt marks the prompt dispatched to the actor complete.
-type CompletePrompt struct{ Actor }
+// CompletePrompt ends the prompt dispatched to the actor: complete, or
+// canceled when Aborted (the runner answered it with aborted). With ID set
+// it ends only that prompt, so that a late complete for a prompt that has
+// already ended can never end the next one.
+type CompletePrompt struct {
+	Actor
+	ID      string
+	Aborted bool
+}
+
+// AbortPrompt aborts the prompt being answered (a stop): it is marked
+// aborted, and the engine tells its runner to stop. Reason says why
+// (ReasonStopped when empty).
+type AbortPrompt struct {
+	Actor
+	Reason string
+}
 
 // RequeuePrompt puts the prompt dispatched to Runner back at the front.
 type RequeuePrompt struct {
@@ -117,6 +162,7 @@ func (CompletePrompt) command() {}
 func (RequeuePrompt) command()  {}
 func (WithdrawPrompt) command() {}
 func (PromotePrompt) command()  {}
+func (AbortPrompt) command()    {}
 
 // Active returns the dispatched prompt, if any.
 func (s State) Active() *QueuedPrompt {
@@ -158,7 +204,7 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 	}
 	switch {
 	case !parley.ValidID(c.ID):
-		return parley.Errorf(parley.EINVALIDVALUE, "prompt id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", c.ID)
+		return parley.Errorf(parley.EINVALIDVALUE, "prompt id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
 	case mode != ModeFollowup && mode != ModeSteer && mode != ModeCollect && mode != ModeReject:
 		return parley.Errorf(parley.EINVALIDVALUE, "mode %q is not one of followup, steer, collect, reject", mode)
 	case c.Content == "":
@@ -172,19 +218,87 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 	case mode == ModeReject && len(d.s.Queue) > 0:
 		return d.conflict(parley.EBUSY, "the conversation is busy with %d prompt(s); mode reject refuses to queue", len(d.s.Queue))
 	}
+	if n, limit, ok := d.queueRoom(); !ok {
+		return parley.Errorf(parley.EBUSY, "the prompt queue of conversation %s is full: it holds %d prompts, the most it may; queue again once some are answered or withdrawn",
+			d.s.Conversation.ID, n).With("queueLength", n).With("maxQueueLength", limit).WithHead(d.base.Head(d.env.Now))
+	}
 	ev := promptEvent{ID: c.ID, Content: c.Content, Mode: mode, To: c.To, Channel: c.Channel}
 	if mode == ModeCollect {
 		ev.Until = parley.NewTime(d.env.Now.Add(c.Window))
 		if n := len(d.s.Queue); n > 0 {
 			last := d.s.Queue[n-1]
-			if last.Mode == ModeCollect && last.Runner == "" && last.AgentID == c.AgentID && d.env.Now.Before(last.Until.Time) {
+			// Merged, the texts are joined by a blank line; a merge that
+			// would make the prompt's message too large starts a new prompt
+			// (the message could never be written, and the queue would wait
+			// behind it for ever).
+			fits := last.Bytes+2+len(c.Content) <= d.env.Limits.MaxTextBytes
+			if last.Mode == ModeCollect && last.Runner == "" && last.AgentID == c.AgentID && d.env.Now.Before(last.Until.Time) && fits {
 				ev.Into = last.ID // merged into the prompt still collecting
 			}
 		}
 	}
 	e := d.emit(EventPromptQueued, 0, "", c.AgentID, parley.FinalityNone, ev)
 	d.out.Result = Result{Seq: e.Seq}
+	if mode == ModeSteer {
+		// The steer goes next; the prompt being answered is aborted and
+		// never dispatched again.
+		d.abortActive(c.AgentID, ReasonSteered)
+	}
 	return nil
+}
+
+// queueRoom reports whether the queue may take one more prompt, with its
+// length (a collect prompt counting once per prompt merged into it) and
+// its limit.
+func (d *decider) queueRoom() (n, limit int, ok bool) {
+	limit = d.env.Limits.MaxQueuedPrompts
+	if limit <= 0 {
+		limit = DefaultLimits.MaxQueuedPrompts
+	}
+	for _, p := range d.s.Queue {
+		n += len(p.Parts)
+	}
+	return n, limit, n < limit
+}
+
+// abortActive marks the prompt being answered aborted, unless it is already;
+// it reports whether there is one.
+func (d *decider) abortActive(agent, reason string) bool {
+	a := d.s.Active()
+	if a == nil {
+		return false
+	}
+	if !a.Aborted {
+		d.emit(EventPromptAborted, 0, "", agent, parley.FinalityNone, promptEvent{ID: a.ID, Runner: a.Runner, Reason: reason})
+	}
+	return true
+}
+
+func (d *decider) abortPrompt(c AbortPrompt) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = ReasonStopped
+	}
+	if !d.abortActive(c.AgentID, reason) {
+		return parley.Errorf(parley.ENOTFOUND, "no prompt is being answered in conversation %s", d.s.Conversation.ID)
+	}
+	d.out.Result = Result{Seq: d.s.LastSeq}
+	return nil
+}
+
+// endPrompt ends the prompt a that its runner answered: complete, or
+// canceled when the answer was aborted. The result names the prompt.
+func (d *decider) endPrompt(a *QueuedPrompt, runner string, aborted bool) {
+	id := a.ID
+	if aborted {
+		d.emit(EventPromptCanceled, 0, "", runner, parley.FinalityNone, promptEvent{ID: id, Reason: ReasonAborted})
+	} else {
+		d.emit(EventPromptCompleted, 0, "", runner, parley.FinalityNone, promptEvent{ID: id})
+	}
+	d.out.Result.EndedPrompt = id
 }
 
 func (d *decider) dispatch(c DispatchPrompt) error {
@@ -211,13 +325,14 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 
 func (d *decider) complete(c CompletePrompt) error {
 	a := d.s.Active()
-	if a == nil || a.Runner != c.AgentID || d.s.Closed {
+	if a == nil || a.Runner != c.AgentID || c.ID != "" && a.ID != c.ID || d.s.Closed {
 		// Nothing dispatched to this runner (a repeated complete does
-		// nothing), or the conversation is closed and takes no more events.
+		// nothing), another prompt than the one named, or the conversation
+		// is closed and takes no more events.
 		return nil
 	}
-	e := d.emit(EventPromptCompleted, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: a.ID})
-	d.out.Result = Result{Seq: e.Seq}
+	d.endPrompt(a, c.AgentID, c.Aborted || a.Aborted)
+	d.out.Result.Seq = d.s.LastSeq
 	return nil
 }
 
@@ -225,6 +340,13 @@ func (d *decider) requeue(c RequeuePrompt) error {
 	a := d.s.Active()
 	if a == nil || a.Runner != c.Runner || c.ID != "" && a.ID != c.ID || d.s.Closed {
 		return nil // nothing to put back, or closed: nothing is dispatched again
+	}
+	if a.Aborted {
+		// Its runner left without answering the abort: the prompt ends;
+		// someone had asked for it to stop.
+		d.endPrompt(a, c.Runner, true)
+		d.out.Result.Seq = d.s.LastSeq
+		return nil
 	}
 	e := d.emit(EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: a.ID})
 	d.out.Result = Result{Seq: e.Seq}
@@ -251,7 +373,7 @@ func (d *decider) withdraw(c WithdrawPrompt) error {
 	if err := d.waiting(c.ID); err != nil {
 		return err
 	}
-	e := d.emit(EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID, Reason: "withdrawn"})
+	e := d.emit(EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID, Reason: ReasonWithdrawn})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -278,9 +400,10 @@ func applyPrompt(s State, e parley.Event) State {
 		if p.Into != "" && i >= 0 {
 			q[i].Parts = append(slices.Clone(q[i].Parts), e.Seq)
 			q[i].Until = p.Until
+			q[i].Bytes += 2 + len(p.Content)
 			break
 		}
-		np := QueuedPrompt{ID: p.ID, Mode: p.Mode, AgentID: e.AgentID, To: p.To, Channel: p.Channel, Parts: []int64{e.Seq}, Until: p.Until, TurnID: p.TurnID}
+		np := QueuedPrompt{ID: p.ID, Mode: p.Mode, AgentID: e.AgentID, To: p.To, Channel: p.Channel, Parts: []int64{e.Seq}, Until: p.Until, TurnID: p.TurnID, Bytes: len(p.Content)}
 		if p.Mode == ModeSteer {
 			q = slices.Insert(q, firstWaiting(q), np)
 		} else {
@@ -289,6 +412,10 @@ func applyPrompt(s State, e parley.Event) State {
 	case EventPromptDispatched:
 		if i >= 0 {
 			q[i].Runner, q[i].Written = p.Runner, true
+		}
+	case EventPromptAborted:
+		if i >= 0 {
+			q[i].Aborted = true
 		}
 	case EventPromptCompleted, EventPromptCanceled:
 		if i >= 0 {
@@ -325,7 +452,9 @@ const EventTaskRun = "task.run"
 
 // RunTask records a firing of a scheduled task and queues its prompt. Due is
 // false when the task no longer runs at Task.NextRunAt (it fired already):
-// then nothing is written.
+// then nothing is written. While the prompt queue is full the firing is
+// skipped: the decision only moves the task to Next (Decision.Task, no
+// events).
 type RunTask struct {
 	Task     parley.Task
 	RunID    string
@@ -340,9 +469,16 @@ func (d *decider) runTask(c RunTask) error {
 	if !c.Due || d.s.Closed {
 		return nil
 	}
+	advance := &parley.TaskAdvance{TaskID: c.Task.ID, From: c.Task.NextRunAt, To: c.Next}
+	if _, _, ok := d.queueRoom(); !ok {
+		// The queue is full: this firing is skipped, and the task moves on
+		// to its next run without writing an event.
+		d.out.Task = advance
+		return nil
+	}
 	d.emit(EventTaskRun, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, map[string]string{"taskId": c.Task.ID, "runId": c.RunID})
 	e := d.emit(EventPromptQueued, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, promptEvent{ID: c.PromptID, Content: c.Task.Prompt, Mode: ModeFollowup, TurnID: c.RunID})
-	d.out.Task = &parley.TaskAdvance{TaskID: c.Task.ID, From: c.Task.NextRunAt, To: c.Next}
+	d.out.Task = advance
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }

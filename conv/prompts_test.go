@@ -1,6 +1,7 @@
 package conv_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,9 @@ func queueIDs(s conv.State) []string {
 		id := p.ID
 		if p.Runner != "" {
 			id += "*"
+		}
+		if p.Aborted {
+			id += "!"
 		}
 		ids = append(ids, id)
 	}
@@ -67,19 +71,24 @@ func TestPromptModes(t *testing.T) {
 	sc.ok(enqueue("b", ""))
 	sc.fail(enqueue("r", conv.ModeReject), parley.EBUSY)
 	sc.ok(enqueue("s", conv.ModeSteer))
-	wantQueue(t, sc, "a*", "s", "b") // steer goes first among the waiting
+	wantQueue(t, sc, "a*!", "s", "b") // steer goes first among the waiting, and aborts a
 	sc.ok(conv.PromotePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "b"})
-	wantQueue(t, sc, "a*", "b", "s")
+	wantQueue(t, sc, "a*!", "b", "s")
 	sc.ok(conv.WithdrawPrompt{Actor: conv.Actor{AgentID: "human"}, ID: "s"})
-	wantQueue(t, sc, "a*", "b")
+	wantQueue(t, sc, "a*!", "b")
 	sc.fail(conv.WithdrawPrompt{Actor: conv.Actor{AgentID: "human"}, ID: "a"}, parley.EBUSY)
 	sc.fail(conv.WithdrawPrompt{Actor: conv.Actor{AgentID: "human"}, ID: "zz"}, parley.ENOTFOUND)
 	sc.fail(enqueue("b", ""), parley.EBUSY)
 	sc.fail(enqueue("x", "shout"), parley.EINVALIDVALUE)
-	// A runner that disconnects puts its prompt back first; the user message is not written twice.
+	// The steer aborted a: its runner leaving ends it instead of putting it back.
 	sc.ok(conv.RequeuePrompt{Runner: "bot"})
-	wantQueue(t, sc, "a", "b")
-	if d := sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do a"}); types(d.Events) != "prompt.dispatched" {
+	wantQueue(t, sc, "b")
+	// A runner that disconnects puts its prompt back first; the user message is not written twice.
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do b"})
+	sc.ok(enqueue("c", ""))
+	sc.ok(conv.RequeuePrompt{Runner: "bot"})
+	wantQueue(t, sc, "b", "c")
+	if d := sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do b"}); types(d.Events) != "prompt.dispatched" {
 		t.Fatalf("re-dispatch wrote %s", types(d.Events))
 	}
 	checkInvariants(sc)
@@ -156,4 +165,155 @@ func TestAResponseAnswersItsPrompt(t *testing.T) {
 	if _, err := sc.do(other); err == nil {
 		t.Fatal("alice wrote into bot's open turn")
 	}
+}
+
+// TestSteerAbortsTheAnswer: a steer aborts the prompt being answered; the
+// runner's aborted (a canceled finalize of its answer) ends that prompt, the
+// steer goes next, and a late complete naming the old prompt changes nothing.
+func TestSteerAbortsTheAnswer(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	sc.ok(enqueue("p1", ""))
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p1"})
+	st := startStream(t, sc, "bot", "r1")
+	if st.msg.ReplyTo != "p1" {
+		t.Fatalf("the answer replies to %q", st.msg.ReplyTo)
+	}
+	st.text("Let me")
+	if d := sc.ok(enqueue("p2", conv.ModeSteer)); types(d.Events) != "prompt.queued prompt.aborted" {
+		t.Fatalf("steer wrote %s", types(d.Events))
+	}
+	wantQueue(t, sc, "p1*!", "p2")
+	if d := sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p2"}); len(d.Events) != 0 {
+		t.Fatal("the steer was dispatched before the aborted answer ended")
+	}
+	d := sc.ok(conv.FinalizeMessage{Actor: actor("bot"), MessageID: "r1", Reason: parley.FinishCanceled, EndsPrompt: true, Known: st.known()})
+	if types(d.Events) != "message.updated prompt.canceled" {
+		t.Fatalf("aborted wrote %s", types(d.Events))
+	}
+	wantQueue(t, sc, "p2")
+	wantGuidance(t, sc, "", parley.GuidanceStartTurn, sc.s.LastTurn+1) // free policy, no runner known to the rules
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p2"})
+	wantQueue(t, sc, "p2*")
+	if d := sc.ok(conv.CompletePrompt{Actor: actor("bot"), ID: "p1"}); len(d.Events) != 0 {
+		t.Fatalf("a late complete of p1 wrote %s", types(d.Events))
+	}
+	wantQueue(t, sc, "p2*")
+	if d := sc.ok(conv.CompletePrompt{Actor: actor("bot"), ID: "p2"}); types(d.Events) != "prompt.completed" {
+		t.Fatalf("complete of p2 wrote %s", types(d.Events))
+	}
+	checkInvariants(sc)
+}
+
+// TestAbortPrompt: a stop marks the answer aborted once; an aborted answer
+// ends with aborted (even with no message), or canceled when its runner
+// leaves, and is never dispatched again.
+func TestAbortPrompt(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	sc.fail(conv.AbortPrompt{Actor: actor("human")}, parley.ENOTFOUND)
+	sc.ok(enqueue("p1", ""))
+	sc.ok(enqueue("p2", ""))
+	sc.fail(conv.AbortPrompt{Actor: actor("human")}, parley.ENOTFOUND) // waiting is not answering
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p1"})
+	if d := sc.ok(conv.AbortPrompt{Actor: actor("human")}); types(d.Events) != "prompt.aborted" {
+		t.Fatalf("stop wrote %s", types(d.Events))
+	}
+	if d := sc.ok(conv.AbortPrompt{Actor: actor("human")}); len(d.Events) != 0 {
+		t.Fatalf("a second stop wrote %s", types(d.Events))
+	}
+	if d := sc.ok(conv.CompletePrompt{Actor: actor("bot"), Aborted: true}); types(d.Events) != "prompt.canceled" {
+		t.Fatalf("aborted with no message wrote %s", types(d.Events))
+	}
+	wantQueue(t, sc, "p2")
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p2"})
+	sc.ok(conv.AbortPrompt{Actor: actor("human")})
+	if d := sc.ok(conv.RequeuePrompt{Runner: "bot"}); types(d.Events) != "prompt.canceled" {
+		t.Fatalf("the runner of an aborted prompt left: %s", types(d.Events))
+	}
+	wantQueue(t, sc)
+	checkInvariants(sc)
+}
+
+// TestRevertAbortsTheAnswer: reverting an answer while it streams aborts the
+// prompt it answers and closes the turn, so the queue and the floor move on.
+func TestRevertAbortsTheAnswer(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	sc.ok(enqueue("p1", ""))
+	sc.ok(enqueue("p2", ""))
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p1"})
+	st := startStream(t, sc, "bot", "r1")
+	st.text("half an answer")
+	d := sc.ok(conv.Revert{Actor: actor("human"), MessageID: "r1", Known: []string{"r1"}})
+	if types(d.Events) != "messages.removed prompt.aborted turn.aborted" || sc.s.Open != nil {
+		t.Fatalf("revert wrote %s, open %+v", types(d.Events), sc.s.Open)
+	}
+	// The runner answers the abort; its message is gone, so nothing else changes.
+	if d := sc.ok(conv.CompletePrompt{Actor: actor("bot"), Aborted: true}); types(d.Events) != "prompt.canceled" {
+		t.Fatalf("aborted wrote %s", types(d.Events))
+	}
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p2"})
+	wantQueue(t, sc, "p2*")
+	checkInvariants(sc)
+}
+
+// TestPromptQueueIsBounded: the queue holds at most MaxQueuedPrompts
+// prompts, waiting or being answered, a collect prompt counting once per
+// prompt merged into it. Past it every mode is refused with busy, saying
+// how long the queue is, and a task's firing is skipped (the task moves on,
+// nothing is written); once a prompt ends there is room again.
+func TestPromptQueueIsBounded(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	sc.env.Limits.MaxQueuedPrompts = 3
+	sc.ok(enqueue("p1", ""))
+	sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p1"})
+	sc.ok(enqueue("c1", conv.ModeCollect))
+	sc.ok(enqueue("c2", conv.ModeCollect)) // merged into c1: one entry, two prompts
+	wantQueue(t, sc, "p1*", "c1")
+	for _, mode := range []string{"", conv.ModeFollowup, conv.ModeSteer, conv.ModeCollect} {
+		e := sc.fail(enqueue("p9", mode), parley.EBUSY)
+		if e.Details["queueLength"] != 3 || e.Details["maxQueueLength"] != 3 || !strings.Contains(e.Message, "full") {
+			t.Fatalf("mode %q past the limit: %+v", mode, e)
+		}
+	}
+	task := parley.Task{ID: "t1", AgentID: "cron", Prompt: "daily", NextRunAt: parley.NewTime(epoch0)}
+	next := parley.NewTime(epoch0.Add(time.Hour))
+	d := sc.ok(conv.RunTask{Task: task, RunID: "run-1", PromptID: "tp1", Next: next, Due: true})
+	if len(d.Events) != 0 || d.Task == nil || d.Task.TaskID != "t1" || !d.Task.From.Equal(epoch0) || !d.Task.To.Equal(next.Time) {
+		t.Fatalf("a firing into a full queue: %s, advance %+v", types(d.Events), d.Task)
+	}
+	sc.ok(conv.CompletePrompt{Actor: conv.Actor{AgentID: "bot"}})
+	sc.ok(enqueue("p2", ""))
+	wantQueue(t, sc, "c1", "p2")
+	sc.fail(enqueue("p3", ""), parley.EBUSY)
+	checkInvariants(sc)
+}
+
+// TestCollectNeverMergesPastTheTextLimit: collect prompts whose texts
+// together would be too large for one message start a new prompt instead,
+// so that every prompt can be written and the queue never stalls.
+func TestCollectNeverMergesPastTheTextLimit(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	sc.env.Limits.MaxTextBytes = 100
+	big := func(id string, n int) conv.EnqueuePrompt {
+		p := enqueue(id, conv.ModeCollect)
+		p.Content = strings.Repeat("x", n)
+		return p
+	}
+	sc.ok(big("c1", 60))
+	sc.ok(big("c2", 30)) // 60 + 2 + 30 = 92: merged
+	wantQueue(t, sc, "c1")
+	sc.ok(big("c3", 30)) // 92 + 2 + 30 = 124: a new prompt
+	wantQueue(t, sc, "c1", "c3")
+	if sc.s.Queue[0].Bytes != 92 || sc.s.Queue[1].Bytes != 30 {
+		t.Fatalf("sizes %d, %d", sc.s.Queue[0].Bytes, sc.s.Queue[1].Bytes)
+	}
+	sc.advance(2 * time.Second)
+	if d := sc.ok(conv.DispatchPrompt{Runner: "bot", Content: strings.Repeat("x", 92)}); types(d.Events) != "message prompt.dispatched" {
+		t.Fatalf("the merged prompt was not dispatched: %s", types(d.Events))
+	}
+	checkInvariants(sc)
 }

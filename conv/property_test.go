@@ -2,6 +2,7 @@ package conv_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -144,15 +145,45 @@ func (g *gen) stream() conv.Command {
 	}
 	switch g.next(4) {
 	case 0:
-		return conv.StreamTool{Actor: a, MessageID: id, Tool: conv.ToolUpdate{CallID: fmt.Sprintf("call%d", g.next(3)), ToolName: "search", Status: []string{"running", "completed", "bogus"}[g.next(3)]}}
+		u := conv.ToolUpdate{CallID: fmt.Sprintf("call%d", g.next(3)), ToolName: "search", Status: []string{"running", "completed", "bogus"}[g.next(3)]}
+		if g.chance(2) {
+			u.Args = quoted(2 + g.next(3)*150) // the same args again, or others
+		}
+		if g.chance(3) {
+			u.Result = quoted(2 + g.next(3)*100)
+		}
+		if g.chance(4) {
+			u.ToolName = "" // an update of a known call may leave it out
+		}
+		return conv.StreamTool{Actor: a, MessageID: id, Tool: u}
 	case 1:
 		fin := []parley.Finality{"", "", parley.FinalityNone, parley.FinalityTurn, parley.FinalityConversation}[g.next(5)]
 		if fin == parley.FinalityConversation && !g.chance(10) {
 			fin = ""
 		}
-		return conv.FinalizeMessage{Actor: a, MessageID: id, Reason: []string{parley.FinishEndTurn, parley.FinishCanceled, parley.FinishError}[g.next(3)], Finality: fin}
+		f := conv.FinalizeMessage{Actor: a, MessageID: id, Reason: []string{parley.FinishEndTurn, parley.FinishCanceled, parley.FinishError}[g.next(3)], Finality: fin, EndsPrompt: g.chance(2)}
+		if g.chance(6) {
+			f.Error = strings.Repeat("e", 1+g.next(3)*150)
+		}
+		if g.chance(6) {
+			f.FinalText = strings.Repeat("f", 1+g.next(3)*250)
+		}
+		return f
 	}
-	return conv.StreamText{Actor: a, MessageID: id, Delta: "x"}
+	return conv.StreamText{Actor: a, MessageID: id, Delta: []string{"x", "x", "x", strings.Repeat("y", 120)}[g.next(4)]}
+}
+
+// randomLimits are the limits of a random sequence: the defaults for even
+// seeds; for odd ones, small bounds on a message's size and on the messages
+// streaming at once, and frequent checkpoints, so that refusals of size
+// and rows rewritten by chunk and part.updated events are common.
+func randomLimits(seed uint64) conv.Limits {
+	l := conv.DefaultLimits
+	if seed%2 == 1 {
+		l.MaxMessageBytes, l.MaxTextBytes, l.MaxStreaming = 300, 200, 2
+		l.CheckpointChunks, l.CheckpointBytes = 3, 100
+	}
+	return l
 }
 
 func (g *gen) prompt() conv.Command {
@@ -161,18 +192,30 @@ func (g *gen) prompt() conv.Command {
 		ids = append(ids, p.ID)
 	}
 	ids = append(ids, "p-ghost")
-	switch g.next(7) {
-	case 0:
+	runner := g.pick(agents) // mostly the runner of the prompt being answered
+	if a := g.sc.s.Active(); a != nil && !g.chance(4) {
+		runner = a.Runner
+	}
+	switch g.next(10) {
+	case 0, 8:
 		return conv.DispatchPrompt{Runner: g.pick(agents), Content: "do it"}
+	case 6:
+		return conv.AbortPrompt{Actor: actor("human")}
+	case 7:
+		c := conv.CompletePrompt{Actor: actor(runner), Aborted: g.chance(2)}
+		if g.chance(2) {
+			c.ID = g.pick(ids)
+		}
+		return c
 	case 5:
 		g.sc.ids++
 		task := parley.Task{ID: "task-1", AgentID: "cron", Prompt: "report", NextRunAt: parley.NewTime(g.sc.now)}
 		return conv.RunTask{Task: task, RunID: fmt.Sprintf("run%d", g.sc.ids), PromptID: fmt.Sprintf("p%d", g.sc.ids),
 			Next: parley.NewTime(g.sc.now.Add(time.Minute)), Due: !g.chance(4)}
 	case 1:
-		return conv.CompletePrompt{Actor: actor(g.pick(agents))}
+		return conv.CompletePrompt{Actor: actor(runner)}
 	case 2:
-		return conv.RequeuePrompt{Runner: g.pick(agents)}
+		return conv.RequeuePrompt{Runner: runner}
 	case 3:
 		return conv.WithdrawPrompt{Actor: actor("human"), ID: g.pick(ids)}
 	case 4:
@@ -238,6 +281,10 @@ func (g *gen) step() {
 	checkState(g.sc, g.fullEvery <= 1 || g.steps%g.fullEvery == 0)
 }
 
+// smallQueue is the prompt queue's limit in random sequences: small, so
+// that they fill it.
+const smallQueue = 2
+
 var policies = []parley.TurnPolicy{parley.PolicyRoundRobin, parley.PolicyFree, parley.PolicyNext}
 
 // TestRandomCommandSequences runs many seeded random sequences. After every
@@ -258,6 +305,8 @@ func TestRandomCommandSequences(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, seed*7919+1))
 			sc := newScript(t, policies[seed%3], agents[:3+seed%2]...)
+			sc.env.Limits = randomLimits(seed)
+			sc.env.Limits.MaxQueuedPrompts = smallQueue
 			g := &gen{sc: sc, next: rng.IntN}
 			for range steps {
 				g.step()
@@ -272,10 +321,12 @@ func TestRandomCommandSequences(t *testing.T) {
 func TestRandomSequencesReachEveryRule(t *testing.T) {
 	t.Parallel()
 	events, codes := map[string]int{}, map[string]int{}
-	replays, closed := 0, 0
-	for seed := range uint64(60) {
+	replays, closed, full, skipped := 0, 0, 0, 0
+	for seed := range uint64(120) {
 		rng := rand.New(rand.NewPCG(seed, seed*7919+1))
 		sc := newScript(t, policies[seed%3], agents[:3+seed%2]...)
+		sc.env.Limits = randomLimits(seed)
+		sc.env.Limits.MaxQueuedPrompts = smallQueue
 		g := &gen{sc: sc, next: rng.IntN}
 		for range 160 {
 			cmd := g.command()
@@ -287,6 +338,13 @@ func TestRandomSequencesReachEveryRule(t *testing.T) {
 			if d.Replay != nil {
 				replays++
 			}
+			var e *parley.Error
+			if errors.As(err, &e) && e.Details["queueLength"] == smallQueue {
+				full++
+			}
+			if d.Task != nil && len(d.Events) == 0 {
+				skipped++ // a task's firing, while the queue was full
+			}
 			for _, e := range d.Events {
 				events[e.Type]++
 			}
@@ -296,20 +354,21 @@ func TestRandomSequencesReachEveryRule(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{parley.EventMessage, parley.EventTrace, parley.EventTurnClaimed, parley.EventClaimExpired, parley.EventTurnReset,
-		parley.EventTurnAborted, parley.EventDelegation, parley.EventChunk, parley.EventMessageUpdated, parley.EventMessagesRemoved,
-		conv.EventPromptQueued, conv.EventPromptDispatched, conv.EventTaskRun} {
+		parley.EventTurnAborted, parley.EventDelegation, parley.EventChunk, parley.EventPartUpdated, parley.EventMessageUpdated, parley.EventMessagesRemoved,
+		conv.EventPromptQueued, conv.EventPromptDispatched, conv.EventPromptAborted, conv.EventPromptCanceled, conv.EventPromptCompleted,
+		conv.EventTaskRun} {
 		if events[typ] == 0 {
 			t.Errorf("no %s event in any sequence", typ)
 		}
 	}
 	for _, code := range []string{"", parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY,
-		parley.EINVALIDTHREAD, parley.EIDEMPOTENCY, parley.EINVALIDVALUE, parley.EINVALID, parley.EFORBIDDEN} {
+		parley.EINVALIDTHREAD, parley.EIDEMPOTENCY, parley.EINVALIDVALUE, parley.EINVALID, parley.EFORBIDDEN, parley.ETOOLARGE} {
 		if codes[code] == 0 {
 			t.Errorf("no decision with code %q in any sequence", code)
 		}
 	}
-	if replays == 0 || closed == 0 {
-		t.Errorf("%d replays, %d closed conversations", replays, closed)
+	if replays == 0 || closed == 0 || full == 0 || skipped == 0 {
+		t.Errorf("%d replays, %d closed conversations, %d prompts refused and %d task firings skipped for a full queue", replays, closed, full, skipped)
 	}
-	t.Logf("events %v\ncodes %v\nreplays %d, closed %d of 60", events, codes, replays, closed)
+	t.Logf("events %v\ncodes %v\nreplays %d, closed %d of 120", events, codes, replays, closed)
 }

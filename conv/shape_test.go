@@ -83,7 +83,7 @@ func TestMessageShapeRules(t *testing.T) {
 			m.Parts = textParts(2, conv.DefaultLimits.MaxTextBytes/2+1)
 		}, parley.ETOOLARGE},
 		{"too much in tool args and results", func(m *conv.PostMessage) {
-			big := json.RawMessage(`"` + strings.Repeat("x", conv.DefaultLimits.MaxTextBytes/2) + `"`)
+			big := json.RawMessage(`"` + strings.Repeat("x", conv.DefaultLimits.MaxMessageBytes/2) + `"`)
 			m.Parts = []parley.Part{{Type: parley.PartToolCall, CallID: "c", ToolName: "t", Status: parley.ToolCompleted, Args: big, Result: big}}
 		}, parley.ETOOLARGE},
 		{"too much metadata", func(m *conv.PostMessage) {

@@ -13,18 +13,21 @@ import (
 )
 
 // State is everything the rules need to know about one conversation. It is
-// small (it never holds the messages) and is stored as a JSON snapshot beside
-// the log; folding the log with Evolve must always give the same value.
+// small (it never holds the messages) and is stored beside the log as two
+// JSON documents, the snapshot and the queue (EncodeStored); folding the log
+// with Evolve must always give the same value.
 type State struct {
 	// Conversation is not part of the stored snapshot (the store keeps it
 	// beside it, and it never changes); the engine sets it on load.
-	Conversation  parley.Conversation `json:"-"`
-	LastSeq       int64               `json:"lastSeq"`
-	LastTurn      int                 `json:"lastTurn"`
-	Open          *parley.OpenTurn    `json:"open,omitempty"`
-	Claim         *parley.Claim       `json:"claim,omitempty"`
-	Closed        bool                `json:"closed,omitempty"`
-	LastClosedSeq int64               `json:"lastClosedSeq,omitempty"`
+	Conversation parley.Conversation `json:"-"`
+	LastSeq      int64               `json:"lastSeq"`
+	// LastAt is the time of the last event.
+	LastAt        parley.Time      `json:"lastAt"`
+	LastTurn      int              `json:"lastTurn"`
+	Open          *parley.OpenTurn `json:"open,omitempty"`
+	Claim         *parley.Claim    `json:"claim,omitempty"`
+	Closed        bool             `json:"closed,omitempty"`
+	LastClosedSeq int64            `json:"lastClosedSeq,omitempty"`
 	// LastOwner owned the most recently closed turn (round-robin starts after it).
 	LastOwner string `json:"lastOwner,omitempty"`
 	// Next is the agent the most recent closing message named, until a turn opens.
@@ -56,7 +59,7 @@ func Evolve(s State, events ...parley.Event) State {
 }
 
 func apply(s State, e parley.Event) State {
-	s.LastSeq = e.Seq
+	s.LastSeq, s.LastAt = e.Seq, e.Time
 	switch e.Type {
 	case parley.EventConversationCreated:
 		// Into a new value: decoding into s.Conversation would reuse the
@@ -64,7 +67,7 @@ func apply(s State, e parley.Event) State {
 		var c parley.Conversation
 		_ = json.Unmarshal(e.Data, &c)
 		s.Conversation = c
-	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventMessageUpdated:
+	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventPartUpdated, parley.EventMessageUpdated:
 		var head messageHead
 		if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
 			_ = json.Unmarshal(e.Data, &head) // once: it is the costly part of Evolve
@@ -103,8 +106,6 @@ func apply(s State, e parley.Event) State {
 		s.LastAbort = &AbortMark{AgentID: e.AgentID, Turn: e.Turn, Seq: e.Seq}
 	case parley.EventMessagesRemoved:
 		s = applyStream(s, e, messageHead{})
-	case EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled, EventPromptRequeued, EventPromptPromoted:
-		s = applyPrompt(s, e)
 	case parley.EventDelegation:
 		var d parley.Delegation
 		_ = json.Unmarshal(e.Data, &d)
@@ -112,6 +113,10 @@ func apply(s State, e parley.Event) State {
 			open := *s.Open
 			open.Delegates = append(slices.Clone(open.Delegates), d.To)
 			s.Open = &open
+		}
+	default:
+		if queueEvents[e.Type] {
+			s = applyPrompt(s, e) // the only events that change the queue
 		}
 	}
 	return s
@@ -180,6 +185,7 @@ func (s State) Head(now time.Time) parley.Head {
 		LastTurn:      s.LastTurn,
 		Closed:        s.Closed,
 		LastClosedSeq: s.LastClosedSeq,
+		LastEventAt:   s.LastAt,
 	}
 	if s.Open != nil {
 		open := *s.Open
@@ -194,10 +200,16 @@ func (s State) Head(now time.Time) parley.Head {
 }
 
 // Guidance derives who should act next, or nil once the conversation is
-// closed. An open turn is continued by its owner; otherwise the next turn goes
-// to the holder of an active claim, to the agent the closing message named, or
-// to whom the turn policy names (empty: anyone).
-func (s State) Guidance(now time.Time) *parley.Guidance {
+// closed, knowing of no attached runner (GuidanceFor knows them).
+func (s State) Guidance(now time.Time) *parley.Guidance { return s.GuidanceFor(now, nil) }
+
+// GuidanceFor derives who should act next, or nil once the conversation is
+// closed; runners are the agents with a runner attached, sorted. An open
+// turn is continued by its owner. Otherwise the next turn goes to the holder
+// of an active claim; else to the agent the prompt queue says answers next,
+// as the dispatcher will hand it out; else to the agent the closing message
+// named; else to whom the turn policy names (empty: anyone).
+func (s State) GuidanceFor(now time.Time, runners []string) *parley.Guidance {
 	if s.Closed {
 		return nil
 	}
@@ -208,12 +220,37 @@ func (s State) Guidance(now time.Time) *parley.Guidance {
 	switch c := s.activeClaim(now); {
 	case c != nil && c.Turn == g.Turn:
 		g.NextAgentID = c.AgentID
+	case s.Answerer(runners) != "":
+		g.NextAgentID = s.Answerer(runners)
 	case s.Next != "":
 		g.NextAgentID = s.Next
 	case s.Conversation.TurnPolicy == parley.PolicyRoundRobin || s.Conversation.TurnPolicy == "":
 		g.NextAgentID = roundRobin(s.Conversation.Participants, s.LastOwner)
 	}
 	return g
+}
+
+// Answerer is the agent the prompt queue has act next: the runner answering
+// the prompt dispatched, else the runner the dispatcher will hand the next
+// prompt to (the first of runners, sorted, that a waiting prompt may go
+// to), else the agent a waiting prompt is addressed to; "" if none.
+func (s State) Answerer(runners []string) string {
+	if a := s.Active(); a != nil {
+		return a.Runner
+	}
+	for _, r := range runners {
+		for _, p := range s.Queue {
+			if p.To == "" || p.To == r {
+				return r
+			}
+		}
+	}
+	for _, p := range s.Queue {
+		if p.To != "" {
+			return p.To
+		}
+	}
+	return ""
 }
 
 // roundRobin names the participant after last, the first one if last is not a

@@ -9,12 +9,14 @@ import (
 )
 
 // Streaming messages (seed 001). A message started with PostMessage{Streaming}
-// grows by StreamText (one small chunk event per delta), StreamTool and
-// FinalizeMessage (a message.updated event with the whole message each). Writing
-// costs O(delta): the message's row is rewritten only at part boundaries, at
-// finalize, and at checkpoints whose interval doubles as the message grows.
-// An in-progress message is its row plus the chunks after the row's
-// UpdatedSeq; the engine keeps it assembled in memory and rebuilds it so.
+// grows by StreamText (one small chunk event per delta) and StreamTool (one
+// part.updated event per change of a tool call, carrying what changed), and
+// ends with FinalizeMessage (a message.updated event with the whole
+// message). Writing costs O(delta): the message's row is rewritten only at
+// finalize and at checkpoints whose interval doubles as the message grows.
+// An in-progress message is its row plus the chunk and part.updated events
+// after the row's UpdatedSeq; the engine keeps it assembled in memory and
+// rebuilds it so.
 
 // Stream is what the rules keep of a message that is still streaming.
 type Stream struct {
@@ -23,10 +25,11 @@ type Stream struct {
 	TurnID  string `json:"turnId,omitempty"`
 	// RowSeq is the seq as of which the stored row is complete.
 	RowSeq int64 `json:"rowSeq"`
-	// Chunks and Bytes count the chunks and text after RowSeq.
+	// Chunks and Bytes count the chunk and part.updated events after RowSeq
+	// and the bytes they carry (text, and tool calls' args, results, errors).
 	Chunks int `json:"chunks,omitempty"`
 	Bytes  int `json:"bytes,omitempty"`
-	// RowChunks and RowBytes count the chunks and text the row holds.
+	// RowChunks and RowBytes count the events and bytes the row holds.
 	RowChunks int `json:"rowChunks,omitempty"`
 	RowBytes  int `json:"rowBytes,omitempty"`
 }
@@ -73,7 +76,12 @@ type FinalizeMessage struct {
 	Error     string
 	FinalText string
 	Finality  parley.Finality
-	Known     StreamLookups
+	// EndsPrompt is set when the writer's runner ends its answer with this
+	// finalize (its aborted, or a finalize with reason canceled): the prompt
+	// dispatched to the writer ends with it, canceled, if the message
+	// answers that prompt or the prompt was aborted (a steer, a stop).
+	EndsPrompt bool
+	Known      StreamLookups
 }
 
 // stream checks that the actor may write to a streaming message and returns
@@ -120,15 +128,20 @@ func (d *decider) streamText(c StreamText) error {
 	if err := d.checkStreamTurn(st, c.MessageID); err != nil {
 		return err
 	}
-	switch {
-	case c.Delta == "":
-		return parley.Errorf(parley.EINVALIDVALUE, "a text delta must not be empty")
-	case len(m.Content)+len(c.Delta) > d.env.Limits.MaxTextBytes:
+	if c.Delta == "" {
+		// Model APIs stream empty deltas: accepted, and nothing to write.
+		d.out.Result = Result{Turn: st.Turn, Claimed: true, Message: m}
+		return nil
+	}
+	if len(m.Content)+len(c.Delta) > d.env.Limits.MaxTextBytes {
 		return parley.Errorf(parley.ETOOLARGE, "message %s would hold more than %d bytes of text", c.MessageID, d.env.Limits.MaxTextBytes)
+	}
+	if err := checkSize(c.MessageID, m.Size()+len(c.Delta), d.env.Limits); err != nil {
+		return err
 	}
 	checkpoint := st.checkpointDue(len(c.Delta), d.env.Limits)
 	e := d.emit(parley.EventChunk, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, parley.Chunk{MessageID: c.MessageID, Content: c.Delta, Checkpoint: checkpoint})
-	AppendText(m, c.Delta)
+	m.AppendText(c.Delta)
 	if checkpoint {
 		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
 		d.out.Messages = append(d.out.Messages, m)
@@ -154,11 +167,29 @@ func (d *decider) streamTool(c StreamTool) error {
 	if err := CheckPart(check); err != nil {
 		return err
 	}
-	if len(m.Parts) >= d.env.Limits.MaxParts {
+	if !known && len(m.Parts) >= d.env.Limits.MaxParts {
 		return parley.Errorf(parley.ETOOLARGE, "message %s has %d parts; the limit is %d", c.MessageID, len(m.Parts), d.env.Limits.MaxParts)
 	}
-	ApplyTool(m, u)
-	return d.rewrite(st, m, parley.FinalityNone, c.AgentID)
+	// The event carries what changed, as the log stores it (compact JSON),
+	// and the message is changed by exactly that, as readers change it.
+	raw, err := json.Marshal(parley.PartUpdate{MessageID: c.MessageID, Part: changes(m, u)})
+	if err != nil {
+		return parley.Errorf(parley.EINVALID, "tool update: %v", err)
+	}
+	var pu parley.PartUpdate
+	_ = json.Unmarshal(raw, &pu)
+	m.ApplyTool(pu.Part)
+	if err := checkSize(c.MessageID, m.Size(), d.env.Limits); err != nil {
+		return err
+	}
+	pu.Checkpoint = st.checkpointDue(parley.PartBytes(pu.Part), d.env.Limits)
+	e := d.emit(parley.EventPartUpdated, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, pu)
+	if pu.Checkpoint {
+		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
+		d.out.Messages = append(d.out.Messages, m)
+	}
+	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	return nil
 }
 
 func (d *decider) finalize(c FinalizeMessage) error {
@@ -198,10 +229,23 @@ func (d *decider) finalize(c FinalizeMessage) error {
 			return err
 		}
 	}
+	// What the writer adds must fit (the notes the server adds to tool
+	// calls left running, and the finish part, always do: a message can
+	// always be ended).
+	if len(c.FinalText) > d.env.Limits.MaxTextBytes {
+		return parley.Errorf(parley.ETOOLARGE, "finalText is %d bytes; the limit is %d", len(c.FinalText), d.env.Limits.MaxTextBytes)
+	}
+	if added := len(c.Error) + max(0, len(c.FinalText)-len(m.Content)); added > 0 {
+		if err := checkSize(c.MessageID, m.Size()+added, d.env.Limits); err != nil {
+			return err
+		}
+	}
 	Finalize(m, c.Reason, c.Error, c.FinalText)
 	m.Finality = fin
-	if err := d.rewrite(st, m, fin, c.AgentID); err != nil {
-		return err
+	d.rewrite(st, m, fin, c.AgentID)
+	if a := d.s.Active(); c.EndsPrompt && c.Reason == parley.FinishCanceled && a != nil && a.Runner == c.AgentID && !d.s.Closed &&
+		(a.Aborted || m.ReplyTo == a.ID || m.TurnID == a.Exchange()) {
+		d.endPrompt(a, c.AgentID, true) // the runner aborted its answer: the prompt ends
 	}
 	if m.Channel != nil && m.Status == parley.StatusComplete {
 		// The reply goes back to the channel its prompt came from, at least
@@ -214,12 +258,11 @@ func (d *decider) finalize(c FinalizeMessage) error {
 }
 
 // rewrite writes the whole message as a message.updated event and its row.
-func (d *decider) rewrite(st Stream, m *parley.Message, fin parley.Finality, agent string) error {
+func (d *decider) rewrite(st Stream, m *parley.Message, fin parley.Finality, agent string) {
 	m.UpdatedSeq, m.UpdatedAt = d.s.LastSeq+1, parley.NewTime(d.env.Now)
 	e := d.emit(parley.EventMessageUpdated, st.Turn, st.TurnID, agent, fin, m)
 	d.out.Messages = append(d.out.Messages, m)
 	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
-	return nil
 }
 
 // applyStream keeps the Streams of s up to date with one event; m is the
@@ -251,25 +294,37 @@ func applyStream(s State, e parley.Event, m messageHead) State {
 				delete(s.Streams, id)
 			}
 		}
-	case parley.EventChunk:
-		var c parley.Chunk
-		_ = json.Unmarshal(e.Data, &c)
-		st, ok := s.Streams[c.MessageID]
+	case parley.EventChunk, parley.EventPartUpdated:
+		id, bytes, checkpoint := streamDelta(e)
+		st, ok := s.Streams[id]
 		if !ok {
 			return s
 		}
-		if c.Checkpoint {
+		if checkpoint {
 			st.RowChunks += st.Chunks + 1
-			st.RowBytes += st.Bytes + len(c.Content)
+			st.RowBytes += st.Bytes + bytes
 			st.RowSeq, st.Chunks, st.Bytes = e.Seq, 0, 0
 		} else {
 			st.Chunks++
-			st.Bytes += len(c.Content)
+			st.Bytes += bytes
 		}
 		s.Streams = maps.Clone(s.Streams)
-		s.Streams[c.MessageID] = st
+		s.Streams[id] = st
 	}
 	return s
+}
+
+// streamDelta reads a chunk or part.updated event: the message it adds
+// to, the bytes it carries, and whether the row was rewritten with it.
+func streamDelta(e parley.Event) (id string, bytes int, checkpoint bool) {
+	if e.Type == parley.EventChunk {
+		var c parley.Chunk
+		_ = json.Unmarshal(e.Data, &c)
+		return c.MessageID, len(c.Content), c.Checkpoint
+	}
+	var u parley.PartUpdate
+	_ = json.Unmarshal(e.Data, &u)
+	return u.MessageID, parley.PartBytes(u.Part), u.Checkpoint
 }
 
 // Revert removes a message and every message after it (seed 001). An
@@ -280,6 +335,8 @@ type Revert struct {
 	// Known: the ids of the message and of every message after it, oldest
 	// first, as the engine read them; empty if the message does not exist.
 	Known []string
+	// Authors are the agents that wrote them, in the same order.
+	Authors []string
 }
 
 func (d *decider) revert(c Revert) error {
@@ -289,8 +346,32 @@ func (d *decider) revert(c Revert) error {
 	if len(c.Known) == 0 {
 		return nil // an unknown id does nothing
 	}
+	var removed []Stream // the streaming messages it removes
+	for _, id := range c.Known {
+		if st, ok := d.s.Streams[id]; ok {
+			removed = append(removed, st)
+		}
+	}
 	e := d.emit(parley.EventMessagesRemoved, 0, "", c.AgentID, parley.FinalityNone, parley.MessagesRemoved{MessageIDs: c.Known})
 	d.out.Removed = c.Known
 	d.out.Result = Result{Seq: e.Seq}
+	// A reverted answer stops: the prompt it answered (or whose own message
+	// was reverted) is aborted, so that its runner is told and the queue
+	// moves on.
+	if a := d.s.Active(); a != nil && (slices.Contains(c.Known, a.ID) || slices.ContainsFunc(removed, func(st Stream) bool { return st.TurnID == a.Exchange() })) {
+		d.abortActive(c.AgentID, ReasonReverted)
+	}
+	// The open turn that a removed message was streaming in closes, unless
+	// another message still streams in it: nobody is left to close it.
+	open := d.s.Open
+	if open == nil || !slices.ContainsFunc(removed, func(st Stream) bool { return st.Turn == open.Turn }) {
+		return nil
+	}
+	for _, st := range d.s.Streams {
+		if st.Turn == open.Turn {
+			return nil
+		}
+	}
+	d.emit(parley.EventTurnAborted, open.Turn, open.TurnID, c.AgentID, parley.FinalityTurn, parley.TurnRef{Turn: open.Turn, Reason: ReasonReverted})
 	return nil
 }

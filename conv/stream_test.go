@@ -58,10 +58,19 @@ func TestStreamingMessageAssembly(t *testing.T) {
 		t.Fatalf("chunk = %+v in turn %d", ch, d.Events[0].Turn)
 	}
 	d = st.tool(conv.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolRunning, Args: json.RawMessage(`{"q":"go"}`)})
-	if types(d.Events) != "message.updated" || len(d.Messages) != 1 || d.Messages[0].UpdatedSeq != d.Events[0].Seq {
-		t.Fatalf("tool update wrote %s, rows %d", types(d.Events), len(d.Messages))
+	if types(d.Events) != "part.updated" || len(d.Messages) != 0 {
+		t.Fatalf("tool update wrote %s, rows %d; want one part.updated and no row", types(d.Events), len(d.Messages))
 	}
-	st.tool(conv.ToolUpdate{CallID: "c1", Status: parley.ToolCompleted, Result: json.RawMessage(`"found"`)})
+	var pu parley.PartUpdate
+	_ = json.Unmarshal(d.Events[0].Data, &pu)
+	if pu.MessageID != "r1" || pu.Part.CallID != "c1" || pu.Part.ToolName != "search" || string(pu.Part.Args) != `{"q":"go"}` || pu.Part.Status != parley.ToolRunning {
+		t.Fatalf("part.updated = %+v", pu)
+	}
+	// The runner sends the args again with the result: only what changed is written.
+	d = st.tool(conv.ToolUpdate{CallID: "c1", ToolName: "search", Status: parley.ToolCompleted, Args: json.RawMessage(`{"q":"go"}`), Result: json.RawMessage(`"found"`)})
+	if pu = (parley.PartUpdate{}); json.Unmarshal(d.Events[0].Data, &pu) != nil || pu.Part.Args != nil || pu.Part.ToolName != "" || string(pu.Part.Result) != `"found"` {
+		t.Fatalf("the second update wrote %s; want the status and the result only", d.Events[0].Data)
+	}
 	st.text("Found it.")
 	d = sc.ok(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: parley.FinishEndTurn, Finality: parley.FinalityTurn, Known: st.known()})
 	m := lastMessage(t, d)
@@ -123,7 +132,10 @@ func TestStreamingRules(t *testing.T) {
 	st := startStream(t, sc, "bot", "r1")
 	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "other"}, MessageID: "r1", Delta: "x", Known: st.known()}, parley.EFORBIDDEN)
 	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "nope", Delta: "x"}, parley.ENOTFOUND)
-	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "", Known: st.known()}, parley.EINVALIDVALUE)
+	if d := sc.ok(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "", Known: st.known()}); len(d.Events) != 0 || d.Result.Seq != 0 {
+		t.Fatalf("an empty delta wrote %s (seq %d); model APIs stream them, and they change nothing", types(d.Events), d.Result.Seq)
+	}
+	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "other"}, MessageID: "r1", Delta: "", Known: st.known()}, parley.EFORBIDDEN)
 	sc.fail(conv.StreamTool{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Tool: conv.ToolUpdate{CallID: "c", Status: "running"}, Known: st.known()}, parley.EINVALIDVALUE)
 	sc.fail(conv.FinalizeMessage{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Reason: "bored", Known: st.known()}, parley.EINVALIDVALUE)
 	sc.fail(say("other", parley.FinalityNone), parley.ETURNCONFLICT) // the streaming message holds the turn
@@ -156,10 +168,28 @@ func TestRevertDropsStreamingMessages(t *testing.T) {
 	}
 	st := startStream(t, sc, "bot", "r1")
 	st.text("x")
+	// Reverting the message its turn was streaming closes that turn: its
+	// writer can no longer finalize it, and nobody else could write.
 	d := sc.ok(conv.Revert{Actor: conv.Actor{AgentID: "a"}, MessageID: "r1", Known: []string{"r1"}})
-	if types(d.Events) != "messages.removed" || len(d.Removed) != 1 || len(sc.s.Streams) != 0 {
-		t.Fatalf("revert: %s, removed %v, streams %v", types(d.Events), d.Removed, sc.s.Streams)
+	if types(d.Events) != "messages.removed turn.aborted" || len(d.Removed) != 1 || len(sc.s.Streams) != 0 || sc.s.Open != nil {
+		t.Fatalf("revert: %s, removed %v, streams %v, open %+v", types(d.Events), d.Removed, sc.s.Streams, sc.s.Open)
 	}
 	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "y", Known: st.known()}, parley.ENOTFOUND)
+	sc.ok(say("other", parley.FinalityTurn)) // the floor is free
+	checkInvariants(sc)
+}
+
+// TestRevertKeepsATurnThatStillStreams: a revert closes the turn only when
+// no message streams in it any more.
+func TestRevertKeepsATurnThatStillStreams(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	startStream(t, sc, "bot", "r1")
+	sc.ok(conv.Delegate{Actor: conv.Actor{AgentID: "bot"}, To: "worker"})
+	startStream(t, sc, "worker", "w1")
+	d := sc.ok(conv.Revert{Actor: conv.Actor{AgentID: "a"}, MessageID: "w1", Known: []string{"w1"}})
+	if types(d.Events) != "messages.removed" || sc.s.Open == nil || len(sc.s.Streams) != 1 {
+		t.Fatalf("revert: %s, open %+v, streams %v", types(d.Events), sc.s.Open, sc.s.Streams)
+	}
 	checkInvariants(sc)
 }

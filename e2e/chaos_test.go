@@ -154,9 +154,29 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	// Joiners subscribe with no position while messages stream, one per
+	// cycle in each runner's conversation, and fold what they are sent. Each
+	// lives through one kill and is stopped when the next one joins, so
+	// that they add one subscriber to each conversation, not one per cycle.
+	var joiners []*joiner
+	live := map[string]*joiner{}
+	join := func() {
+		for i, id := range ids {
+			if i%3 == 2 {
+				continue // the HTTP writers' conversations stream nothing
+			}
+			if j := live[id]; j != nil {
+				j.halt()
+			}
+			j := &joiner{conv: id, transport: []client.Transport{client.SSE, client.WebSocket}[len(joiners)%2]}
+			joiners, live[id] = append(joiners, j), j
+			j.start(subCtx, c)
+		}
+	}
 	for range cycles {
 		// Kill at a random moment once the load is running again.
 		progress(50)
+		join()
 		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
 		srv.kill()
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
@@ -170,16 +190,24 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 	logs := waitSettled(t, ctx, c, ids)
 	// Every subscriber catches up with the log, then stops.
 	for _, s := range subscribers {
-		want := int64(len(logs[s.conv]))
-		for deadline := time.Now().Add(30 * time.Second); s.last() < want; {
-			if time.Now().After(deadline) {
-				t.Fatalf("the %s subscriber of %s saw %d of %d events", s.transport, s.conv, s.last(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		catchUp(t, "the "+s.transport+" subscriber of "+s.conv, s.last, int64(len(logs[s.conv])))
+	}
+	for _, j := range live {
+		catchUp(t, "the "+string(j.transport)+" joiner of "+j.conv, j.position, int64(len(logs[j.conv])))
+		j.halt()
 	}
 	stopSubs()
 	subs.Wait()
+	streamingJoins := 0
+	for _, j := range joiners {
+		checkJoiner(t, j, logs[j.conv])
+		if j.streaming > 0 {
+			streamingJoins++
+		}
+	}
+	if streamingJoins == 0 {
+		t.Errorf("none of %d joiners joined while a message streamed", len(joiners))
+	}
 
 	if len(l.errs) > 0 {
 		t.Fatalf("the load failed:\n%s", strings.Join(l.errs, "\n"))
@@ -203,9 +231,21 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 		kinds[a.kind]++
 	}
 	t.Logf("%d kills: %d acknowledged writes (%d deltas, %d tool updates, %d creates, %d finalizes, %d HTTP messages), all in the log; "+
-		"%d events; %d messages, %d continued after a crash, %d abandoned and ended canceled; %d subscribers resumed %d times with no gap or duplicate",
+		"%d events; %d messages, %d continued after a crash, %d abandoned and ended canceled; %d subscribers resumed %d times with no gap or duplicate; "+
+		"%d joined with no position (%d while a message streamed) and showed the stored messages where they joined and where they left",
 		cycles, len(l.acks), kinds["chunk"], kinds["tool"], kinds["create"], kinds["finalize"], kinds["message"],
-		events, messages, l.continued, len(l.abandoned), len(subscribers), resumes(subscribers))
+		events, messages, l.continued, len(l.abandoned), len(subscribers), resumes(subscribers), len(joiners), streamingJoins)
+}
+
+// catchUp waits up to 30 s until at() reaches seq want.
+func catchUp(t *testing.T, who string, at func() int64, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); at() < want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s saw up to seq %d of %d", who, at(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func resumes(subs []*subscriber) int {
@@ -295,12 +335,9 @@ func checkAcks(t *testing.T, l *ledger, logs map[string][]parley.Event) {
 		case "chunk":
 			ok = e.Type == parley.EventChunk && json.Unmarshal(e.Data, &ch) == nil && ch.MessageID == a.msgID && ch.Content == a.text
 		case "tool":
-			ok = e.Type == parley.EventMessageUpdated && json.Unmarshal(e.Data, &m) == nil && m.ID == a.msgID
-			found := false
-			for _, p := range m.Parts {
-				found = found || p.Type == parley.PartToolCall && p.CallID == a.callID && p.Status == a.status
-			}
-			ok = ok && found
+			var u parley.PartUpdate
+			ok = e.Type == parley.EventPartUpdated && json.Unmarshal(e.Data, &u) == nil && u.MessageID == a.msgID &&
+				u.Part.Type == parley.PartToolCall && u.Part.CallID == a.callID && u.Part.Status == a.status
 		case "finalize":
 			ok = e.Type == parley.EventMessageUpdated && json.Unmarshal(e.Data, &m) == nil && m.ID == a.msgID && m.Status == parley.StatusComplete
 		}

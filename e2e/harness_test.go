@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 // server is one running parley process.
 type server struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	url  string
 	mu   sync.Mutex
@@ -56,12 +56,12 @@ var servingRE = regexp.MustCompile(`msg="parley serving" addr=(\S+)`)
 
 // startServer runs "parley serve" on a free loopback port with the database
 // at db and waits until it serves.
-func startServer(t *testing.T, db string, args ...string) *server {
+func startServer(t testing.TB, db string, args ...string) *server {
 	t.Helper()
 	return startServerAt(t, db, "127.0.0.1:0", args...)
 }
 
-func startServerAt(t *testing.T, db, addr string, args ...string) *server {
+func startServerAt(t testing.TB, db, addr string, args ...string) *server {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve", "-db", db, "-addr", addr}, args...)...)
 	stderr, err := cmd.StderrPipe()
@@ -189,7 +189,7 @@ func readLog(t *testing.T, ctx context.Context, c *client.Client, id string) ([]
 	t.Helper()
 	var all []parley.Event
 	for {
-		page, err := c.Events(ctx, id, int64(len(all)), 1000)
+		page, _, err := c.Events(ctx, id, int64(len(all)), 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func TestAlternatingAgentsWithResumingSubscribers(t *testing.T) {
 		}
 	}
 
-	log, err := admin.Events(ctx, id, 0, 1000)
+	log, _, err := admin.Events(ctx, id, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

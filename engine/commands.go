@@ -24,6 +24,8 @@ type MessageResult struct {
 	// Replayed is true when this is the stored result of an earlier request
 	// with the same client request id.
 	Replayed bool `json:"-"`
+	// EndedPrompt is the prompt a runner's finalize ended, if any.
+	EndedPrompt string `json:"-"`
 }
 
 // TraceResult is the answer to PostTrace.
@@ -53,15 +55,28 @@ func (e *Engine) CreateConversation(ctx context.Context, c parley.Conversation) 
 	if err != nil {
 		return nil, err
 	}
-	state, err := json.Marshal(s)
+	state, queue, err := conv.EncodeStored(s, events...)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.store.CreateConversation(ctx, store.CreateConversationParams{Conversation: s.Conversation, Events: events, State: state}); err != nil {
+	if err := e.store.CreateConversation(ctx, store.CreateConversationParams{Conversation: s.Conversation, Members: conv.Members(s.Conversation), Events: events, State: state, Queue: queue}); err != nil {
 		return nil, err
 	}
-	e.hub.publish(c.ID, events, s.Guidance(e.opts.Now()))
+	e.hub.publish(c.ID, events, e.guidance(c.ID, s))
 	return e.view(s), nil
+}
+
+// Check applies a rule of who may do what (conv.State.CanRead, say) to a
+// conversation's current state. It returns ENOTFOUND for an unknown
+// conversation, or the rule's error.
+func (e *Engine) Check(ctx context.Context, id string, rule func(conv.State) error) error {
+	c, err := e.lockLoaded(ctx, id)
+	if err != nil {
+		return err
+	}
+	s := c.state
+	c.mu.Unlock()
+	return rule(s)
 }
 
 // Conversation returns a conversation's view. It returns ENOTFOUND.
@@ -75,9 +90,17 @@ func (e *Engine) Conversation(ctx context.Context, id string) (*View, error) {
 	return e.view(s), nil
 }
 
-// ListConversations pages over conversations, newest first.
-func (e *Engine) ListConversations(ctx context.Context, cursor string, limit int) ([]*View, string, error) {
-	recs, next, err := e.store.ListConversations(ctx, store.ListConversationsParams{Cursor: cursor, Limit: limit})
+// MaxTitleFilter is the longest title a list may be filtered by, in bytes.
+const MaxTitleFilter = 200
+
+// ListConversations pages over conversations, newest first: those
+// p.Member takes part in (all of them without one), whose title contains
+// p.Title if given.
+func (e *Engine) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*View, string, error) {
+	if len(p.Title) > MaxTitleFilter {
+		return nil, "", parley.Errorf(parley.EINVALIDVALUE, "title filter is %d bytes; at most %d", len(p.Title), MaxTitleFilter)
+	}
+	recs, next, err := e.store.ListConversations(ctx, p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -93,8 +116,7 @@ func (e *Engine) ListConversations(ctx context.Context, cursor string, limit int
 }
 
 func (e *Engine) view(s conv.State) *View {
-	now := e.opts.Now()
-	return &View{Conversation: s.Conversation, Head: s.Head(now), Guidance: s.Guidance(now)}
+	return &View{Conversation: s.Conversation, Head: s.Head(e.opts.Now()), Guidance: e.guidance(s.Conversation.ID, s)}
 }
 
 // PostMessage writes a whole message. A message without an id gets a UUIDv7.
@@ -185,7 +207,7 @@ func (e *Engine) turnCommand(ctx context.Context, id string, cmd conv.Command) (
 	for _, ev := range d.Events {
 		written = written || ev.Type != parley.EventClaimExpired
 	}
-	return &TurnResult{Result: d.Result, Written: written, Head: s.Head(now), Guidance: s.Guidance(now)}, nil
+	return &TurnResult{Result: d.Result, Written: written, Head: s.Head(now), Guidance: e.guidance(id, s)}, nil
 }
 
 // lookups reads what the rules need from the store: an earlier write with the

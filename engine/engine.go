@@ -7,7 +7,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -27,11 +26,25 @@ type Options struct {
 	// Logger receives background failures (claim expiry writes).
 	Logger *slog.Logger
 	// SubscriberBuffer bounds the live events queued for one subscriber while
-	// it catches up or reads slowly; past it the subscriber is disconnected.
+	// it catches up or reads slowly; past it the subscriber is disconnected
+	// (default 4096).
 	SubscriberBuffer int
+	// SubscriberBufferBytes bounds the same queue in bytes (default 16 MiB):
+	// past it, a subscriber that still holds events is disconnected too. A
+	// subscriber that holds none takes any one write, however large.
+	SubscriberBufferBytes int
 	// SnapshotMessages is how many of the latest messages a fresh subscriber's
-	// snapshot carries.
+	// snapshot carries (default 100).
 	SnapshotMessages int
+	// SnapshotBytes bounds the messages a snapshot carries, in JSON: once
+	// they reach it, older finished messages are left out and older
+	// streaming ones summarized (default 4 MiB). Messages still streaming
+	// are always in it.
+	SnapshotBytes int
+	// SnapshotMessageBytes is the most one message may weigh in a snapshot
+	// (JSON); a larger one is summarized, and its readers fetch it whole
+	// when they need it (default 128 KiB).
+	SnapshotMessageBytes int
 	// MaxCached bounds the conversations whose state is kept in memory.
 	MaxCached int
 	// Metrics, if set, is updated by the engine.
@@ -41,6 +54,17 @@ type Options struct {
 	RunnerGrace time.Duration
 	// CollectWindow is how long a collect prompt waits for more (default 2s).
 	CollectWindow time.Duration
+	// MaxRevert bounds the messages one revert removes, all of which its
+	// messages.removed event names (default 10,000).
+	MaxRevert int
+	// MaxTasksPerAgent bounds the scheduled tasks of one agent (default
+	// DefaultMaxTasksPerAgent); CreateTask over it is EBUSY.
+	MaxTasksPerAgent int
+	// ImportLease is how long an import in progress is kept after its last
+	// sign of life (default 1m): an import renews it with every batch and
+	// every third of it, so an import is removed (by SweepImports) this long
+	// after its server died.
+	ImportLease time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -56,8 +80,17 @@ func (o *Options) setDefaults() {
 	if o.SubscriberBuffer <= 0 {
 		o.SubscriberBuffer = 4096
 	}
+	if o.SubscriberBufferBytes <= 0 {
+		o.SubscriberBufferBytes = 16 << 20
+	}
 	if o.SnapshotMessages <= 0 {
 		o.SnapshotMessages = 100
+	}
+	if o.SnapshotBytes <= 0 {
+		o.SnapshotBytes = 4 << 20
+	}
+	if o.SnapshotMessageBytes <= 0 {
+		o.SnapshotMessageBytes = 128 << 10
 	}
 	if o.MaxCached <= 0 {
 		o.MaxCached = 100_000
@@ -71,6 +104,15 @@ func (o *Options) setDefaults() {
 	if o.CollectWindow <= 0 {
 		o.CollectWindow = 2 * time.Second
 	}
+	if o.MaxRevert <= 0 {
+		o.MaxRevert = 10_000
+	}
+	if o.ImportLease <= 0 {
+		o.ImportLease = time.Minute
+	}
+	if o.MaxTasksPerAgent <= 0 {
+		o.MaxTasksPerAgent = DefaultMaxTasksPerAgent
+	}
 }
 
 // Engine decides and applies commands. It is safe for concurrent use.
@@ -81,10 +123,15 @@ type Engine struct {
 
 	mu      sync.Mutex
 	convs   map[string]*conversation
-	runners map[runnerKey][]*runnerHandle // attached runner connections
+	runners map[string]map[string][]*runnerHandle // attached runner connections by conversation and agent
 	tokens  tokenCache
+	conns   conns // live connections by token: see Connect
 	closed  bool
+	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
+
+	// owner tells this engine's imports from those of other processes.
+	owner string
 }
 
 // conversation is one cached conversation; mu makes it one writer at a time.
@@ -95,12 +142,20 @@ type conversation struct {
 	timer  *time.Timer
 	// streams holds the streaming messages assembled so far, by id.
 	streams map[string]*parley.Message
+	// guided is the guidance last published: a new one is published only
+	// when who, kind or turn changes.
+	guided *parley.Guidance
+	// wanted is the newest seq other nodes said they wrote and catching
+	// whether a catch-up runs (see Notified); both guarded by Engine.mu.
+	wanted   int64
+	catching bool
 }
 
 // New returns an Engine over s.
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
-	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[runnerKey][]*runnerHandle)}
+	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[string]map[string][]*runnerHandle),
+		done: make(chan struct{}), owner: NewID()}
 }
 
 // Store returns the engine's store, for reads. Writes must go through the engine.
@@ -109,10 +164,14 @@ func (e *Engine) Store() store.Store { return e.store }
 // Limits returns the limits the engine applies.
 func (e *Engine) Limits() conv.Limits { return e.opts.Limits }
 
-// Close stops claim timers and ends every subscription; later commands and
-// subscriptions get EUNAVAILABLE. It does not close the store.
+// Close stops claim timers, the renewal of imports' leases and the import
+// sweeper, and ends every subscription; later commands and subscriptions
+// get EUNAVAILABLE. It does not close the store.
 func (e *Engine) Close() {
 	e.mu.Lock()
+	if !e.closed {
+		close(e.done)
+	}
 	e.closed = true
 	convs := make([]*conversation, 0, len(e.convs))
 	for _, c := range e.convs {
@@ -136,13 +195,22 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
+// track counts a background goroutine that Close waits for, unless the
+// engine is closed already (then it must not start).
+func (e *Engine) track() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	return true
+}
+
 func (e *Engine) env() conv.Env { return conv.Env{Now: e.opts.Now(), Limits: e.opts.Limits} }
 
 // NewID returns a new server-made id: a UUIDv7, time-ordered.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// newEpoch returns a random epoch string.
-func newEpoch() string { return uuid.NewString()[:8] }
 
 // entry returns the cache entry of a conversation, creating an unloaded one.
 func (e *Engine) entry(id string) *conversation {
@@ -198,6 +266,9 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 	}
 	e.scheduleClaimExpiry(c, id) // a claim read from the store lapses on time too
 	e.watchOrphans(id, c.state)  // and streams whose runner is gone end after the grace period
+	if c.guided == nil {
+		c.guided = e.guidance(id, c.state) // what every subscriber has seen
+	}
 	return c, nil
 }
 
@@ -244,7 +315,7 @@ func (e *Engine) resync(c *conversation, id string) {
 		if err != nil || len(events) == 0 {
 			return // the subscribers read the rest from the log at the next event
 		}
-		e.hub.publish(id, events, c.state.Guidance(e.opts.Now()))
+		e.publish(c, id, events)
 		after = events[len(events)-1].Seq
 	}
 }
@@ -259,24 +330,41 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 		return conv.Decision{}, conv.State{}, err
 	}
 	defer c.mu.Unlock()
+	fresh := false // whether c.state was checked against the log's head since the last decision
 	for attempt := 0; ; attempt++ {
 		cmd, err := build(c.state)
-		if err != nil {
-			return conv.Decision{}, c.state, err
+		if err == nil {
+			err = conv.Authorize(c.state, cmd) // who may: on the same state as the rules
 		}
-		d, err := conv.Decide(c.state, cmd, e.env())
-		if err != nil || d.Replay != nil || len(d.Events) == 0 {
-			return d, c.state, err
+		var d conv.Decision
+		if err == nil {
+			d, err = conv.Decide(c.state, cmd, e.env())
+		}
+		if err != nil || d.Replay != nil || (len(d.Events) == 0 && d.Task == nil) {
+			// A refusal is made on state as fresh as an acceptance: another
+			// node may have written since this one cached the conversation.
+			if err != nil && !fresh && attempt < 5 {
+				fresh = true
+				if moved, cerr := e.catchUp(ctx, c, id); cerr == nil && moved {
+					continue
+				}
+			}
+			return d, c.state, err // (a task's skipped firing writes no event, only the task)
 		}
 		next := conv.Evolve(c.state, d.Events...)
 		err = e.append(ctx, c.state, next, d, respond)
 		// Another writer (another node, or a racing duplicate id or
-		// idempotency key) got there first: reload and decide again, which
-		// turns a duplicate into its proper answer (a replay or a 409).
+		// idempotency key) got there first: catch up (publishing what the
+		// other wrote) or reload, and decide again, which turns a
+		// duplicate into its proper answer (a replay or a 409).
 		if code := parley.ErrorCode(err); (code == parley.ECONFLICT || code == parley.EBUSY) && attempt < 5 {
-			if err := e.reload(ctx, c, id); err != nil {
-				return conv.Decision{}, c.state, err
+			moved, cerr := e.catchUp(ctx, c, id)
+			if cerr != nil || !moved {
+				if err := e.reload(ctx, c, id); err != nil {
+					return conv.Decision{}, c.state, err
+				}
 			}
+			fresh = true
 			continue
 		}
 		if parley.ErrorCode(err) == parley.ECONFLICT {
@@ -294,7 +382,8 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 		for _, removed := range d.Removed {
 			delete(c.streams, removed)
 		}
-		e.hub.publish(id, d.Events, next.Guidance(e.opts.Now()))
+		e.publish(c, id, d.Events)
+		e.tellRunners(id, d.Events)
 		if len(next.Queue) > 0 && next.Active() == nil {
 			e.kickDispatch(id) // a prompt waits and the floor may be free now
 		}
@@ -303,8 +392,52 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 	}
 }
 
+// publish hands a conversation's subscribers its new events and, if it
+// changed, the guidance of its state; c.mu must be held and c.state current.
+func (e *Engine) publish(c *conversation, id string, events []parley.Event) {
+	g := e.guidance(id, c.state)
+	if sameGuidance(g, c.guided) {
+		g = nil
+	} else {
+		c.guided = g
+	}
+	if len(events) > 0 || g != nil {
+		e.hub.publish(id, events, g)
+	}
+}
+
+// reguide publishes a cached conversation's guidance if it changed without
+// an event (a runner came or went).
+func (e *Engine) reguide(id string) {
+	e.mu.Lock()
+	c := e.convs[id]
+	e.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded {
+		e.publish(c, id, nil)
+	}
+}
+
+// guidance derives who should act next in a conversation, knowing which
+// agents have a runner attached to it.
+func (e *Engine) guidance(id string, s conv.State) *parley.Guidance {
+	return s.GuidanceFor(e.opts.Now(), e.runnerAgents(id))
+}
+
+// sameGuidance reports whether two guidances name the same agent, kind and turn.
+func sameGuidance(a, b *parley.Guidance) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.NextAgentID == b.NextAgentID && a.Kind == b.Kind && a.Turn == b.Turn
+}
+
 func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
-	state, err := json.Marshal(next)
+	state, queue, err := conv.EncodeStored(next, d.Events...)
 	if err != nil {
 		return err
 	}
@@ -317,6 +450,7 @@ func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decis
 		Deliveries:     d.Deliveries,
 		Task:           d.Task,
 		State:          state,
+		Queue:          queue, // nil unless the events change the queue
 	}
 	if respond != nil {
 		if p.Idempotency, err = respond(d); err != nil {
@@ -360,16 +494,17 @@ func (e *Engine) scheduleClaimExpiry(c *conversation, id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_, _, err := e.decide(ctx, id, func(conv.State) (conv.Command, error) { return conv.ExpireClaim{}, nil }, nil)
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil && !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND { // deleted meanwhile
 			e.opts.Logger.Warn("claim expiry failed", slog.String("conversation", id), slog.Any("err", err))
 		}
 	})
 }
 
-// stateOf reads a stored state snapshot and puts its conversation back.
+// stateOf reads a stored state (its snapshot and its queue) and puts its
+// conversation back.
 func stateOf(rec *store.ConversationRecord) (conv.State, error) {
-	var s conv.State
-	if err := json.Unmarshal(rec.State, &s); err != nil {
+	s, err := conv.DecodeStored(rec.State, rec.Queue)
+	if err != nil {
 		return s, err
 	}
 	s.Conversation = rec.Conversation

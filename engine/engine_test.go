@@ -37,8 +37,15 @@ func setup(t *testing.T, opts engine.Options) *bundle {
 	return &bundle{db: db, eng: eng, ctx: ctx}
 }
 
+// testAgents take part in every free conversation these tests make without
+// naming participants: only the agents of a conversation may write to it.
+var testAgents = []string{"a", "b", "c", "alice", "bob", "bot", "human", "worker", "writer"}
+
 func (b *bundle) conversation(t *testing.T, policy parley.TurnPolicy, participants ...string) string {
 	t.Helper()
+	if len(participants) == 0 && policy == parley.PolicyFree {
+		participants = testAgents
+	}
 	v, err := b.eng.CreateConversation(b.ctx, parley.Conversation{Participants: participants, TurnPolicy: policy})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +169,7 @@ func TestConcurrentWritersKeepSeqDense(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 25; i++ {
 				id := ids[(w+i)%len(ids)]
-				if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: fmt.Sprintf("w%d", w)}, Role: parley.RoleAssistant, Parts: text("x"), Finality: parley.FinalityTurn}); err != nil {
+				if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: fmt.Sprintf("w%d", w), Admin: true}, Role: parley.RoleAssistant, Parts: text("x"), Finality: parley.FinalityTurn}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -262,8 +269,12 @@ func TestConcurrentClaimsOneWins(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
 	for round := 0; round < 20; round++ {
-		id := b.conversation(t, parley.PolicyFree)
 		const n = 8
+		agents := make([]string, n)
+		for i := range agents {
+			agents[i] = fmt.Sprintf("agent-%d", i)
+		}
+		id := b.conversation(t, parley.PolicyFree, agents...)
 		errs := make(chan error, n)
 		var wg sync.WaitGroup
 		for i := 0; i < n; i++ {

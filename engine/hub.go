@@ -21,6 +21,12 @@ var ErrSlow = parley.Errorf(parley.EBUSY, "subscriber too slow: its buffer fille
 // errClosed ends subscriptions when the engine closes.
 var errClosed = parley.Errorf(parley.EUNAVAILABLE, "server is shutting down; resume from the last position")
 
+// errDeleted ends the subscriptions and runner connections of a deleted
+// conversation.
+func errDeleted(id string) *parley.Error {
+	return parley.Errorf(parley.ENOTFOUND, "conversation %s was deleted", id)
+}
+
 // hub holds the live subscribers of each conversation and hands them what the
 // engine publishes, without ever blocking the writer.
 type hub struct {
@@ -31,20 +37,33 @@ type hub struct {
 
 func newHub(m *Metrics) *hub { return &hub{metrics: m, subs: make(map[string]map[*sub]struct{})} }
 
-// sub is one subscriber's bounded queue of live items.
+// sub is one subscriber's queue of live items, bounded in items and in
+// bytes: bytes counts what was queued and not yet handed to its reader
+// (the items in the queue and those its pump took and still holds).
 type sub struct {
 	conversationID string
 	limit          int
+	maxBytes       int
 	notify         chan struct{}
 	dead           chan struct{} // closed when err is set
 
 	mu    sync.Mutex
 	queue []Item
+	bytes int
 	err   error
 }
 
-func (h *hub) add(conversationID string, limit int) *sub {
-	s := &sub{conversationID: conversationID, limit: limit, notify: make(chan struct{}, 1), dead: make(chan struct{})}
+// itemBytes is about what an item holds in memory: an event's data and
+// its fields, or a guidance.
+func itemBytes(it Item) int {
+	if it.Event != nil {
+		return len(it.Event.Data) + 256
+	}
+	return 256
+}
+
+func (h *hub) add(conversationID string, limit, maxBytes int) *sub {
+	s := &sub{conversationID: conversationID, limit: limit, maxBytes: maxBytes, notify: make(chan struct{}, 1), dead: make(chan struct{})}
 	h.mu.Lock()
 	m := h.subs[conversationID]
 	if m == nil {
@@ -90,6 +109,15 @@ func (h *hub) publish(conversationID string, events []parley.Event, g *parley.Gu
 	}
 }
 
+// end fails every subscriber of a conversation with err.
+func (h *hub) end(conversationID string, err error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.subs[conversationID] {
+		s.fail(err)
+	}
+}
+
 func (h *hub) closeAll() {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -100,22 +128,40 @@ func (h *hub) closeAll() {
 	}
 }
 
-// push appends items; it reports false if that overflowed the queue.
+// push appends items; it reports false if that overflowed the queue: more
+// items than its limit, or more bytes than its maxBytes while it still
+// holds some (a subscriber that holds nothing takes any one batch, so that
+// a large event never drops a reader that keeps up).
 func (s *sub) push(items []Item) bool {
+	size := 0
+	for _, it := range items {
+		size += itemBytes(it)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return true
 	}
-	if len(s.queue)+len(items) > s.limit {
-		s.queue = nil
+	if len(s.queue)+len(items) > s.limit || (s.bytes > 0 && s.bytes+size > s.maxBytes) {
+		s.queue, s.bytes = nil, 0
 		s.err = ErrSlow
 		close(s.dead)
 		return false
 	}
 	s.queue = append(s.queue, items...)
+	s.bytes += size
 	s.wake()
 	return true
+}
+
+// handed notes that an item taken from the queue reached the reader (or
+// was skipped): what it holds no longer counts against the queue's bytes.
+func (s *sub) handed(it Item) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.bytes -= itemBytes(it)
+	}
+	s.mu.Unlock()
 }
 
 func (s *sub) fail(err error) {

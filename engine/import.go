@@ -2,7 +2,8 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -11,24 +12,31 @@ import (
 )
 
 // Import writes a conversation's whole history in batches (parley import).
-// It holds the conversation from BeginImport to Commit or Abort, so other
-// writers to that id wait; readers see the part written so far.
+// Until Commit the conversation is an import in progress: readers and other
+// writers do not see it (ENOTFOUND), and its id is taken (EBUSY). If the
+// server dies first, SweepImports removes it, so that a conversation is
+// imported whole or not at all. The import holds no lock between batches:
+// it does not keep the store's writer for the whole upload.
 //
 // The state is derived as the engine always derives it, by folding the
 // imported events with conv.Evolve; the message rows are written as given.
 // Checking that the rows agree with the events is the importer's job.
 type Import struct {
 	e     *Engine
-	c     *conversation
 	id    string
 	state conv.State
 	done  bool
+	// stop ends the lease's renewal; renewed is closed when it has ended.
+	stop, renewed chan struct{}
 }
 
-// BeginImport creates conversation c with a new epoch and its
-// conversation.created event (seq 1, at c.CreatedAt), and returns the import
-// that appends the rest. It returns EINVALID (or EINVALIDVALUE, ETOOLARGE)
-// for a conversation the rules refuse and EBUSY if the id is taken.
+// BeginImport creates conversation c, as an import in progress, with a new
+// epoch and its conversation.created event (seq 1, at c.CreatedAt), and
+// returns the import that appends the rest. It returns EINVALID (or
+// EINVALIDVALUE, ETOOLARGE) for a conversation the rules refuse and EBUSY
+// if the id is taken, by a conversation or by an import in progress. An
+// import that holds the id but whose importer is gone (a server that died
+// mid-import) is removed first.
 func (e *Engine) BeginImport(ctx context.Context, c parley.Conversation) (*Import, error) {
 	if e.isClosed() {
 		return nil, errClosed
@@ -38,18 +46,68 @@ func (e *Engine) BeginImport(ctx context.Context, c parley.Conversation) (*Impor
 	if err != nil {
 		return nil, err
 	}
-	entry := e.entry(c.ID)
-	entry.mu.Lock()
-	im := &Import{e: e, c: entry, id: c.ID, state: s}
-	state, err := json.Marshal(s)
-	if err == nil {
-		err = e.store.CreateConversation(ctx, store.CreateConversationParams{Conversation: s.Conversation, Events: events, State: state})
-	}
+	state, queue, err := conv.EncodeStored(s, events...)
 	if err != nil {
-		im.release()
 		return nil, err
 	}
+	create := func() error {
+		return e.store.CreateConversation(ctx, store.CreateConversationParams{Conversation: s.Conversation, Members: conv.Members(s.Conversation), Events: events, State: state, Queue: queue, Import: e.lease()})
+	}
+	err = create()
+	if parley.ErrorCode(err) == parley.EBUSY {
+		removed, serr := e.store.SweepImports(ctx, store.SweepImportsParams{Owner: e.owner, Now: parley.NewTime(e.opts.Now()), ConversationID: c.ID})
+		if serr != nil {
+			return nil, serr
+		}
+		if len(removed) > 0 {
+			e.opts.Logger.Info("removed an unfinished import to import it again", slog.String("conversation", c.ID))
+			err = create()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	im := &Import{e: e, id: c.ID, state: s, stop: make(chan struct{}), renewed: make(chan struct{})}
+	if e.track() {
+		go im.renew()
+	} else {
+		close(im.renewed)
+	}
 	return im, nil
+}
+
+// lease is this engine's import lease as of now.
+func (e *Engine) lease() *store.ImportLease {
+	return &store.ImportLease{Owner: e.owner, Expires: parley.NewTime(e.opts.Now().Add(e.opts.ImportLease))}
+}
+
+// renew renews the import's lease every third of it, so that an import
+// whose batches come slowly (a slow upload) is not taken for dead, until
+// the import ends or the engine closes.
+func (im *Import) renew() {
+	defer im.e.wg.Done()
+	defer close(im.renewed)
+	every := im.e.opts.ImportLease / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-im.stop:
+			return
+		case <-im.e.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := im.e.store.RenewImport(ctx, store.RenewImportParams{ConversationID: im.id, Lease: *im.e.lease()})
+		cancel()
+		if err != nil {
+			im.e.opts.Logger.Warn("renewing an import's lease failed", slog.String("conversation", im.id), slog.Any("err", err))
+			if parley.ErrorCode(err) == parley.EBUSY {
+				return // the import was swept; its next batch says so
+			}
+		}
+	}
 }
 
 // Conversation is the conversation being imported, with its new epoch.
@@ -62,8 +120,9 @@ func (im *Import) LastSeq() int64 { return im.state.LastSeq }
 func (im *Import) State() conv.State { return im.state }
 
 // Append writes events, which must carry the seqs after LastSeq, and message
-// rows (inserted, or replacing the row with the same id) in one transaction.
-// The events' conversation id is set to the import's.
+// rows (inserted, or replacing the row with the same id) in one transaction,
+// and renews the import's lease. The events' conversation id is set to the
+// import's. It returns EBUSY if the import was swept (its lease ended).
 func (im *Import) Append(ctx context.Context, events []parley.Event, messages []*parley.Message) error {
 	if im.done {
 		return parley.Errorf(parley.EINTERNAL, "import of %s has ended", im.id)
@@ -75,11 +134,11 @@ func (im *Import) Append(ctx context.Context, events []parley.Event, messages []
 		m.ConversationID = im.id
 	}
 	next := conv.Evolve(im.state, events...)
-	state, err := json.Marshal(next)
+	state, queue, err := conv.EncodeStored(next, events...)
 	if err != nil {
 		return err
 	}
-	err = im.e.store.Append(ctx, store.AppendParams{ConversationID: im.id, ExpectSeq: im.state.LastSeq, Events: events, Messages: messages, State: state})
+	err = im.e.store.Append(ctx, store.AppendParams{ConversationID: im.id, ExpectSeq: im.state.LastSeq, Events: events, Messages: messages, State: state, Queue: queue, Import: im.e.lease()})
 	if err != nil {
 		return err
 	}
@@ -87,19 +146,27 @@ func (im *Import) Append(ctx context.Context, events []parley.Event, messages []
 	return nil
 }
 
-// Commit ends the import: the conversation is served from the store from
-// now on, its claim lapses on time, and its streaming messages are finalized
+// Commit ends the import: the conversation becomes visible and writable,
+// its claim lapses on time, and its streaming messages are finalized
 // canceled after the runner grace period unless their runner comes back.
+// If the import cannot be finished, what it wrote is removed.
 func (im *Import) Commit(ctx context.Context) error {
 	if im.done {
 		return nil
 	}
-	defer im.release()
-	if err := im.e.reload(ctx, im.c, im.id); err != nil {
+	im.end()
+	if err := im.e.store.FinishImport(ctx, im.id, im.e.owner); err != nil {
+		// If the outcome is unknown and it did finish, this removes nothing.
+		if aerr := im.abort(); aerr != nil {
+			err = fmt.Errorf("%w (and removing the import failed: %v)", err, aerr)
+		}
 		return err
 	}
-	im.e.scheduleClaimExpiry(im.c, im.id)
-	im.e.watchOrphans(im.id, im.c.state)
+	c, err := im.e.lockLoaded(ctx, im.id) // loading arms the claim's expiry and the orphans' grace period
+	if err != nil {
+		return err
+	}
+	c.mu.Unlock()
 	return nil
 }
 
@@ -108,25 +175,72 @@ func (im *Import) Abort() error {
 	if im.done {
 		return nil
 	}
-	defer im.release()
+	im.end()
+	return im.abort()
+}
+
+// abort removes the import from the store, unless it is gone already.
+func (im *Import) abort() error {
 	// The caller's context may be what failed; the clean-up must still run.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return im.e.store.DeleteConversation(ctx, im.id)
+	err := im.e.store.AbortImport(ctx, im.id, im.e.owner)
+	if parley.ErrorCode(err) == parley.ENOTFOUND {
+		return nil // swept already, or finished after all
+	}
+	return err
 }
 
-// release unlocks the conversation; an entry that was never loaded is
-// dropped so that the next user loads it (or learns it does not exist).
-func (im *Import) release() {
+// end marks the import ended and stops renewing its lease.
+func (im *Import) end() {
 	im.done = true
-	if !im.c.loaded {
-		im.e.mu.Lock()
-		if im.e.convs[im.id] == im.c {
-			delete(im.e.convs, im.id)
+	close(im.stop)
+	<-im.renewed
+}
+
+// SweepImports removes the imports in progress whose importer is gone, by
+// the store's rule (on SQLite, which one server owns, every import that
+// another run of the server left; on PostgreSQL, those whose lease ended),
+// and returns how many it removed. The server calls it as it starts.
+func (e *Engine) SweepImports(ctx context.Context) (int, error) {
+	const page = 100
+	n := 0
+	for {
+		removed, err := e.sweep(ctx, parley.NewTime(e.opts.Now()), page)
+		n += len(removed)
+		if err != nil || len(removed) < page {
+			return n, err
 		}
-		im.e.mu.Unlock()
 	}
-	im.c.mu.Unlock()
+}
+
+// SweepImportsEvery removes dead imports at every interval until ctx ends or
+// the engine closes, so that the imports of a server that died are removed
+// once their lease ends (on PostgreSQL, where servers may share the store).
+func (e *Engine) SweepImportsEvery(ctx context.Context, every time.Duration) {
+	if !e.track() {
+		return
+	}
+	defer e.wg.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-e.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	pollDue(ctx, e, every, "unfinished imports", e.sweep, func(string) {})
+}
+
+// sweep removes up to limit dead imports as of now, saying which.
+func (e *Engine) sweep(ctx context.Context, now parley.Time, limit int) ([]string, error) {
+	removed, err := e.store.SweepImports(ctx, store.SweepImportsParams{Owner: e.owner, Now: now, Limit: limit})
+	for _, id := range removed {
+		e.opts.Logger.Info("removed an unfinished import", slog.String("conversation", id))
+	}
+	return removed, err
 }
 
 // Snapshot calls fn with the conversation's write lock held and its state:

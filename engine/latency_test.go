@@ -37,7 +37,7 @@ func BenchmarkDeltaLatency(b *testing.B) {
 	var lat []time.Duration
 	var received atomic.Int64
 	for i := range ids {
-		v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree})
+		v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{fmt.Sprintf("bot%d", i)}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -46,6 +46,22 @@ func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
 // pollDue reads what is due at every tick until ctx ends and hands each item
 // to do; a failed read is logged and tried again at the next tick.
 func pollDue[T any](ctx context.Context, e *Engine, every time.Duration, what string, due func(context.Context, parley.Time, int) ([]T, error), do func(T)) {
+	tick(ctx, every, func() {
+		items, err := due(ctx, parley.NewTime(e.opts.Now()), 100)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.opts.Logger.Warn("reading "+what+" failed", slog.Any("err", err))
+			}
+			return
+		}
+		for _, it := range items {
+			do(it)
+		}
+	})
+}
+
+// tick calls fn every interval until ctx ends.
+func tick(ctx context.Context, every time.Duration, fn func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -54,16 +70,7 @@ func pollDue[T any](ctx context.Context, e *Engine, every time.Duration, what st
 			return
 		case <-t.C:
 		}
-		items, err := due(ctx, parley.NewTime(e.opts.Now()), 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.opts.Logger.Warn("reading "+what+" failed", slog.Any("err", err))
-			}
-			continue
-		}
-		for _, it := range items {
-			do(it)
-		}
+		fn()
 	}
 }
 

@@ -35,9 +35,6 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 	if err != nil {
 		return nil, err
 	}
-	if p.Mode == conv.ModeSteer {
-		e.abortActive(conversationID, s)
-	}
 	if p.Mode == conv.ModeCollect {
 		time.AfterFunc(p.Window+time.Millisecond, func() { e.kickDispatch(conversationID) })
 	}
@@ -70,45 +67,62 @@ func (e *Engine) CompletePrompt(ctx context.Context, conversationID string, c co
 	return e.turnCommand(ctx, conversationID, c)
 }
 
-// AbortResponse asks the runner answering the active prompt to stop; it answers
-// with "aborted". It returns ENOTFOUND when no prompt is being answered.
-func (e *Engine) AbortResponse(ctx context.Context, conversationID string) error {
-	c, err := e.lockLoaded(ctx, conversationID)
+// AbortResponse stops the answer to the prompt being answered: the prompt
+// is marked aborted (it is never dispatched again) and its runner is told to
+// stop; it answers with "aborted". It returns ENOTFOUND when no prompt is
+// being answered.
+func (e *Engine) AbortResponse(ctx context.Context, conversationID string, a conv.Actor) error {
+	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return conv.AbortPrompt{Actor: a}, nil }, nil)
 	if err != nil {
 		return err
 	}
-	s := c.state
-	c.mu.Unlock()
-	if !e.abortActive(conversationID, s) {
-		return parley.Errorf(parley.ENOTFOUND, "no prompt is being answered in conversation %s", conversationID)
+	if p := s.Active(); len(d.Events) == 0 && p != nil {
+		e.pushAbort(conversationID, p.ID, p.Runner) // stopped before: tell the runner again
 	}
 	return nil
 }
 
-// abortActive sends abort to the runner of the active prompt.
-func (e *Engine) abortActive(conversationID string, s conv.State) bool {
-	a := s.Active()
-	if a == nil {
-		return false
-	}
-	frame, _ := json.Marshal(map[string]string{"type": "abort", "messageId": a.ID})
-	for _, h := range e.runnersOf(conversationID) {
-		if h.agentID == a.Runner {
-			h.push(frame)
-			return true
+// tellRunners sends the runners what a decision asks of them: an abort to
+// the runner of each prompt it aborted.
+func (e *Engine) tellRunners(conversationID string, events []parley.Event) {
+	for _, ev := range events {
+		if ev.Type != conv.EventPromptAborted {
+			continue
+		}
+		var p struct {
+			ID     string `json:"id"`
+			Runner string `json:"runner"`
+		}
+		if json.Unmarshal(ev.Data, &p) == nil {
+			e.pushAbort(conversationID, p.ID, p.Runner)
 		}
 	}
-	return false
+}
+
+// pushAbort asks the newest connection of runner to stop answering prompt id.
+func (e *Engine) pushAbort(conversationID, promptID, runner string) {
+	frame, _ := json.Marshal(map[string]string{"type": "abort", "messageId": promptID})
+	for _, h := range e.runnersOf(conversationID) {
+		if h.agentID == runner {
+			h.push(frame)
+			return
+		}
+	}
 }
 
 // requeue puts a departed runner's prompt (the prompt id, or with "" any)
-// back at the front of the queue.
+// back at the front of the queue. A prompt that was aborted ends instead,
+// and so does the answer its runner left streaming: nobody will finish it,
+// and the prompt after it must not wait the grace period for the floor.
 func (e *Engine) requeue(conversationID, agentID, promptID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) {
+	d, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) {
 		return conv.RequeuePrompt{Runner: agentID, ID: promptID}, nil
 	}, nil)
+	if err == nil && d.Result.EndedPrompt != "" {
+		err = e.cancelStreams(ctx, conversationID, agentID)
+	}
 	if err != nil && parley.ErrorCode(err) != parley.EUNAVAILABLE {
 		e.opts.Logger.Warn("requeue failed", slog.String("conversation", conversationID), slog.Any("err", err))
 	}
@@ -160,7 +174,7 @@ func (e *Engine) dispatch(ctx context.Context, conversationID string) error {
 				"messageFormat": s.Conversation.MessageFormat, "channel": a.Channel, "agentId": a.AgentID})
 			e.mu.Lock()
 			h.prompt = a.ID
-			attached := slices.Contains(e.runners[runnerKey{conversationID, h.agentID}], h)
+			attached := e.attached(conversationID, h)
 			e.mu.Unlock()
 			if !attached {
 				// It left while the prompt was being dispatched to it, and
@@ -200,14 +214,23 @@ type RevertResult struct {
 	Seq     int64    `json:"seq"`
 }
 
+// MaxRevertIDs bounds the message ids one revert names: each is looked up
+// while the conversation waits, and only the earliest counts.
+const MaxRevertIDs = 100
+
 // Revert removes the earliest of the named messages and every message after
 // it, and tells the attached runners when forward is set (a revert that came
 // from a runner is not sent back). Unknown ids revert nothing; a malformed
-// one is EINVALIDVALUE.
+// one is EINVALIDVALUE, more than MaxRevertIDs ETOOLARGE.
 func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor, forward bool, messageIDs ...string) (*RevertResult, error) {
+	if len(messageIDs) > MaxRevertIDs {
+		return nil, parley.Errorf(parley.ETOOLARGE, "a revert names at most %d message ids, not %d", MaxRevertIDs, len(messageIDs))
+	}
+	// Each id is read once, however often it is named.
+	messageIDs = slices.Compact(slices.Sorted(slices.Values(messageIDs)))
 	for _, id := range messageIDs {
 		if !parley.ValidID(id) {
-			return nil, parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : -", id)
+			return nil, parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", id)
 		}
 	}
 	var target *parley.Message
@@ -230,9 +253,12 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 			return cmd, nil
 		}
 		cmd.MessageID = target.ID
-		ms, err := e.store.ListMessages(ctx, store.ListMessagesParams{ConversationID: conversationID, After: target.Seq - 1})
+		ms, err := e.store.ListMessages(ctx, store.ListMessagesParams{ConversationID: conversationID, After: target.Seq - 1, Limit: e.opts.MaxRevert + 1})
+		if len(ms) > e.opts.MaxRevert {
+			return nil, parley.Errorf(parley.ETOOLARGE, "reverting %s would remove more than %d messages; revert from a later one", target.ID, e.opts.MaxRevert)
+		}
 		for _, m := range ms {
-			cmd.Known = append(cmd.Known, m.ID)
+			cmd.Known, cmd.Authors = append(cmd.Known, m.ID), append(cmd.Authors, m.AgentID)
 		}
 		return cmd, err
 	}

@@ -49,7 +49,7 @@ func TestWriteWithALostAnswerIsPublished(t *testing.T) {
 	st := &lostAnswerStore{Store: db}
 	eng := engine.New(st, engine.Options{})
 	defer eng.Close()
-	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree})
+	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}

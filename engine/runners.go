@@ -20,47 +20,63 @@ import (
 // one to come back and are then finalized canceled (seed 001's orphan
 // clean-up). A runner that returns in time continues the same message.
 
-type runnerKey struct{ conversationID, agentID string }
-
 // runnerHandle is one attached runner connection.
 type runnerHandle struct {
 	agentID string
 	// push hands the connection a frame to send (a prompt or an abort).
 	push func(frame []byte)
+	// end, if set, closes the connection after the frames pushed before.
+	end func()
 	// prompt is the id of the last prompt dispatched to this connection
 	// (guarded by Engine.mu).
 	prompt string
+	// dropped is set when its conversation was deleted (guarded by Engine.mu).
+	dropped bool
 }
 
 // AttachRunner records that a runner of agentID is connected to a
-// conversation; push sends it frames (prompts, aborts). Call the returned
-// function when it disconnects: its prompt goes back to the queue and its
-// streaming messages wait the grace period for it.
-func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []byte)) (detach func()) {
-	k := runnerKey{conversationID, agentID}
-	h := &runnerHandle{agentID: agentID, push: push}
+// conversation; push sends it frames (prompts, aborts). end, if not nil, is
+// called when the conversation is deleted, after push was given an error
+// frame saying so: the connection must then send what it was pushed and
+// close. Call the returned function when it disconnects: its prompt goes
+// back to the queue and its streaming messages wait the grace period for it
+// (unless the conversation was deleted).
+func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []byte), end func()) (detach func()) {
+	h := &runnerHandle{agentID: agentID, push: push, end: end}
 	e.mu.Lock()
-	e.runners[k] = append(e.runners[k], h)
+	byAgent := e.runners[conversationID]
+	if byAgent == nil {
+		byAgent = make(map[string][]*runnerHandle)
+		e.runners[conversationID] = byAgent
+	}
+	byAgent[agentID] = append(byAgent[agentID], h)
 	e.mu.Unlock()
 	e.kickDispatch(conversationID)
+	e.reguide(conversationID)
 	done := false
 	return func() {
 		e.mu.Lock()
-		if done {
+		if done || h.dropped {
+			done = true
 			e.mu.Unlock()
 			return
 		}
 		done = true
-		e.runners[k] = slices.DeleteFunc(e.runners[k], func(x *runnerHandle) bool { return x == h })
-		left, held := len(e.runners[k]), h.prompt
+		byAgent := e.runners[conversationID]
+		byAgent[agentID] = slices.DeleteFunc(byAgent[agentID], func(x *runnerHandle) bool { return x == h })
+		left, held := len(byAgent[agentID]), h.prompt
 		if left == 0 {
-			delete(e.runners, k)
+			delete(byAgent, agentID)
+			if len(byAgent) == 0 {
+				delete(e.runners, conversationID)
+			}
 		}
 		e.mu.Unlock()
 		switch {
 		case left == 0:
 			e.requeue(conversationID, agentID, "")
 			e.orphanTimer(conversationID, agentID)
+			e.reguide(conversationID)
 		case held != "":
 			// Another connection of the agent is here (it reconnected
 			// before this one was found dead): the prompt this one was
@@ -70,24 +86,56 @@ func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []
 	}
 }
 
+// dropRunners forgets every runner connection of a deleted conversation
+// and returns them; e.mu must be held.
+func (e *Engine) dropRunners(conversationID string) []*runnerHandle {
+	var hs []*runnerHandle
+	for _, list := range e.runners[conversationID] {
+		for _, h := range list {
+			h.dropped = true
+		}
+		hs = append(hs, list...)
+	}
+	delete(e.runners, conversationID)
+	return hs
+}
+
 func (e *Engine) runnerAttached(conversationID, agentID string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.runners[runnerKey{conversationID, agentID}]) > 0
+	return len(e.runners[conversationID][agentID]) > 0
 }
 
-// runnersOf returns the attached runners of a conversation, by agent id.
+// attached reports whether h is still attached; e.mu must be held.
+func (e *Engine) attached(conversationID string, h *runnerHandle) bool {
+	return slices.Contains(e.runners[conversationID][h.agentID], h)
+}
+
+// runnersOf returns the attached runners of a conversation, the newest
+// connection of each agent, by agent id.
 func (e *Engine) runnersOf(conversationID string) []*runnerHandle {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var hs []*runnerHandle
-	for k, list := range e.runners {
-		if k.conversationID == conversationID && len(list) > 0 {
-			hs = append(hs, list[len(list)-1]) // the newest connection of each agent
+	byAgent := e.runners[conversationID]
+	hs := make([]*runnerHandle, 0, len(byAgent))
+	for _, list := range byAgent {
+		if len(list) > 0 {
+			hs = append(hs, list[len(list)-1])
 		}
 	}
 	slices.SortFunc(hs, func(a, b *runnerHandle) int { return strings.Compare(a.agentID, b.agentID) })
 	return hs
+}
+
+// runnerAgents returns the agents with a runner attached to a conversation, sorted.
+func (e *Engine) runnerAgents(conversationID string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	byAgent := e.runners[conversationID]
+	if len(byAgent) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(byAgent))
 }
 
 // watchOrphans starts the grace period for every agent that has streaming
@@ -121,7 +169,8 @@ func (e *Engine) orphanTimer(conversationID, agentID string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := e.cancelStreams(ctx, conversationID, agentID); err != nil && !errors.Is(err, context.Canceled) {
+		err := e.cancelStreams(ctx, conversationID, agentID)
+		if err != nil && !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND { // deleted meanwhile: nothing to finalize
 			e.opts.Logger.Warn("finalizing orphaned messages failed", slog.String("conversation", conversationID), slog.Any("err", err))
 		}
 	})

@@ -45,7 +45,7 @@ func TestOrphanedStreamEndsCanceledAfterGrace(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{RunnerGrace: 50 * time.Millisecond})
 	id := b.conversation(t, parley.PolicyFree)
-	detach := b.eng.AttachRunner(id, "bot", func([]byte) {})
+	detach := b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)
 	startStreaming(t, b, b.eng, id)
 	sub, err := b.eng.Subscribe(b.ctx, id, nil)
 	if err != nil {
@@ -66,11 +66,11 @@ func TestRunnerBackWithinGraceContinues(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{RunnerGrace: 200 * time.Millisecond})
 	id := b.conversation(t, parley.PolicyFree)
-	detach := b.eng.AttachRunner(id, "bot", func([]byte) {})
+	detach := b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)
 	startStreaming(t, b, b.eng, id)
 	detach()
-	defer b.eng.AttachRunner(id, "bot", func([]byte) {})() // back before the grace period ends
-	time.Sleep(400 * time.Millisecond)                     // past it: the timer must have found the runner back
+	defer b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)() // back before the grace period ends
+	time.Sleep(400 * time.Millisecond)                          // past it: the timer must have found the runner back
 	res, err := b.eng.StreamText(b.ctx, id, conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "wer"})
 	if err != nil {
 		t.Fatalf("the returning runner cannot continue: %v", err)
@@ -86,7 +86,7 @@ func TestRecoverStreamsAfterRestart(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
 	id := b.conversation(t, parley.PolicyFree)
-	defer b.eng.AttachRunner(id, "bot", func([]byte) {})() // attached to the old engine: the new one knows nothing of it
+	defer b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)() // attached to the old engine: the new one knows nothing of it
 	startStreaming(t, b, b.eng, id)
 
 	next := engine.New(b.db, engine.Options{RunnerGrace: 50 * time.Millisecond})
@@ -132,7 +132,7 @@ func TestPromptFollowsAReconnectedRunner(t *testing.T) {
 		}
 	}
 	push1, got1 := pushes()
-	detach1 := b.eng.AttachRunner(id, "bot", push1)
+	detach1 := b.eng.AttachRunner(id, "bot", push1, nil)
 	if _, err := b.eng.EnqueuePrompt(b.ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "q"}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +140,9 @@ func TestPromptFollowsAReconnectedRunner(t *testing.T) {
 		t.Fatalf("first connection got %q", f)
 	}
 	push2, got2 := pushes()
-	detach2 := b.eng.AttachRunner(id, "bot", push2) // the old one is not known dead yet
+	detach2 := b.eng.AttachRunner(id, "bot", push2, nil) // the old one is not known dead yet
 	push3, got3 := pushes()
-	detach3 := b.eng.AttachRunner(id, "bot", push3)
+	detach3 := b.eng.AttachRunner(id, "bot", push3, nil)
 	detach1()
 	if f := next(got3); f != "prompt p1" {
 		t.Fatalf("after the old connection left, the newest got %q", f)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -12,7 +13,8 @@ import (
 // Streaming messages (seed 001): start one with PostMessage{Streaming: true},
 // then StreamText, StreamTool and FinalizeMessage. The engine keeps each
 // in-progress message assembled in memory; after a restart (or on another
-// node) it rebuilds it from its row and the chunk events after the row.
+// node) it rebuilds it from its row and the chunk and part.updated events
+// after the row.
 
 // StreamText appends a text delta to a streaming message. It returns the
 // errors of conv.Decide and ENOTFOUND for an unknown conversation.
@@ -39,7 +41,7 @@ func (e *Engine) streamCommand(ctx context.Context, convID, messageID string, wi
 	if err != nil {
 		return nil, err
 	}
-	return &MessageResult{Message: d.Result.Message, Seq: d.Result.Seq, Turn: d.Result.Turn}, nil
+	return &MessageResult{Message: d.Result.Message, Seq: d.Result.Seq, Turn: d.Result.Turn, EndedPrompt: d.Result.EndedPrompt}, nil
 }
 
 // assembled returns a streaming message as assembled so far, from the cache
@@ -57,24 +59,65 @@ func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State)
 	if err != nil {
 		return nil, err
 	}
-	for after := m.UpdatedSeq; after < s.LastSeq; {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: convID, After: after, Limit: historyPage})
-		if err != nil {
-			return nil, err
-		}
-		if len(events) == 0 {
-			break
-		}
-		for _, ev := range events {
-			var ch parley.Chunk
-			if ev.Type == parley.EventChunk && json.Unmarshal(ev.Data, &ch) == nil && ch.MessageID == id {
-				conv.AppendText(m, ch.Content)
-			}
-		}
-		after = events[len(events)-1].Seq
+	if err := AssembleMessage(ctx, e.store, m, s.LastSeq); err != nil {
+		return nil, err
 	}
 	c.remember(m)
 	return m, nil
+}
+
+// AssembleMessage brings a streaming message's row m up to seq upTo by
+// applying its chunk events (text) and part.updated events (tool calls)
+// after the row's UpdatedSeq: while a message streams, its row is rewritten
+// only now and then, and the events after it hold the rest. It reads the
+// log from store st, a page of at most about historyPageBytes at a time.
+func AssembleMessage(ctx context.Context, st store.Store, m *parley.Message, upTo int64) error {
+	for after := m.UpdatedSeq; after < upTo; {
+		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: m.ConversationID, After: after,
+			Limit: min(historyPage, int(upTo-after)), MaxBytes: historyPageBytes})
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		for _, ev := range events {
+			ApplyStreamEvent(m, ev)
+		}
+		after = events[len(events)-1].Seq
+	}
+	return nil
+}
+
+// ApplyStreamEvent applies a chunk or part.updated event to the streaming
+// message m if the event is of m: its text, or its change of a tool call.
+// It reports whether it changed m. Other events change nothing.
+func ApplyStreamEvent(m *parley.Message, ev parley.Event) bool {
+	switch ev.Type {
+	case parley.EventChunk:
+		var ch parley.Chunk
+		if json.Unmarshal(ev.Data, &ch) == nil && ch.MessageID == m.ID {
+			m.AppendText(ch.Content)
+			return true
+		}
+	case parley.EventPartUpdated:
+		var u parley.PartUpdate
+		if json.Unmarshal(ev.Data, &u) == nil && u.MessageID == m.ID {
+			m.ApplyTool(u.Part)
+			return true
+		}
+	}
+	return false
+}
+
+// forReaders returns a copy of an assembled streaming message for readers:
+// its UpdatedSeq is the seq it is complete as of, so that a client applies
+// only the chunks after it.
+func forReaders(m *parley.Message, asOf int64) *parley.Message {
+	r := *m
+	r.Parts = slices.Clone(m.Parts)
+	r.UpdatedSeq = asOf
+	return &r
 }
 
 // remember keeps a streaming message's assembly, or drops it once final.
@@ -102,8 +145,48 @@ func (e *Engine) StreamingMessage(ctx context.Context, conversationID, messageID
 	}
 	defer c.mu.Unlock()
 	m, err := e.assembled(ctx, conversationID, messageID, c.state)
-	if err != nil || m != nil {
-		return m, err
+	if err != nil {
+		return nil, err
+	}
+	if m != nil {
+		return forReaders(m, c.state.LastSeq), nil
 	}
 	return e.store.GetMessage(ctx, conversationID, messageID)
+}
+
+// Readable makes a list of messages read from the store show what readers
+// should see: each message that was streaming when it was read is replaced
+// by its assembly (or, if it has ended since, by its row as it is now), so
+// that no message is ever shown behind its own chunks. ms is changed in place.
+func (e *Engine) Readable(ctx context.Context, conversationID string, ms []*parley.Message) error {
+	if !slices.ContainsFunc(ms, func(m *parley.Message) bool { return m.Status == parley.StatusStreaming }) {
+		return nil
+	}
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	for i, m := range ms {
+		if m.Status != parley.StatusStreaming {
+			continue
+		}
+		a, err := e.assembled(ctx, conversationID, m.ID, c.state)
+		switch {
+		case err != nil:
+			return err
+		case a != nil:
+			ms[i] = forReaders(a, c.state.LastSeq)
+			continue
+		}
+		now, err := e.store.GetMessage(ctx, conversationID, m.ID)
+		switch parley.ErrorCode(err) {
+		case "":
+			ms[i] = now
+		case parley.ENOTFOUND: // reverted since: the row read is all there is
+		default:
+			return err
+		}
+	}
+	return nil
 }

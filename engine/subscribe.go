@@ -1,9 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"slices"
+	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -41,8 +46,21 @@ func (sub *Subscription) Err() error {
 // Close ends the subscription.
 func (sub *Subscription) Close() { sub.cancel() }
 
-// historyPage is how many events one history read returns.
-const historyPage = 500
+// historyPage is how many events one history read returns, and
+// historyPageBytes about how many bytes of events: a page of large events
+// is cut short, so that a subscriber catching up holds little at a time.
+const (
+	historyPage      = 500
+	historyPageBytes = 1 << 20
+)
+
+// handoffItems and handoffBytes bound what waits between a subscription's
+// pump and its reader (the transport's writer): many small events, so that
+// the writer writes them in one batch, but few large ones.
+const (
+	handoffItems = 64
+	handoffBytes = 1 << 20
+)
 
 // Subscribe starts a stream of a conversation. With from set and in the
 // current epoch (or with no epoch), the stream resumes right after from.Seq; otherwise Init
@@ -50,29 +68,11 @@ const historyPage = 500
 // and history and live events are merged by seq, so there is no gap and no
 // duplicate. It returns ENOTFOUND for an unknown conversation.
 func (e *Engine) Subscribe(ctx context.Context, conversationID string, from *parley.Position) (*Subscription, error) {
-	s := e.hub.add(conversationID, e.opts.SubscriberBuffer)
-	c, err := e.lockLoaded(ctx, conversationID) // EUNAVAILABLE once the engine is closed
+	s := e.hub.add(conversationID, e.opts.SubscriberBuffer, e.opts.SubscriberBufferBytes)
+	init, err := e.join(ctx, conversationID, from)
 	if err != nil {
 		e.hub.remove(s)
 		return nil, err
-	}
-	state := c.state
-	c.mu.Unlock()
-
-	now := e.opts.Now()
-	init := Init{Conversation: state.Conversation, Head: state.Head(now), Guidance: state.Guidance(now)}
-	epoch := state.Conversation.Epoch
-	if from != nil && (from.Epoch == epoch || from.Epoch == "") && from.Seq >= 0 && from.Seq <= state.LastSeq {
-		init.Recovered = true
-		init.Position = parley.Position{Seq: from.Seq, Epoch: epoch}
-	} else {
-		init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
-		msgs, err := e.latestMessages(ctx, conversationID, state.LastSeq)
-		if err != nil {
-			e.hub.remove(s)
-			return nil, err
-		}
-		init.Messages = msgs
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -82,37 +82,201 @@ func (e *Engine) Subscribe(ctx context.Context, conversationID string, from *par
 		}
 		cancel()
 	}()
-	out := make(chan Item, 64)
-	sub := &Subscription{Init: init, C: out, s: s, cancel: cancel, done: make(chan struct{})}
+	out := &handoff{out: make(chan Item, handoffItems)}
+	sub := &Subscription{Init: init, C: out.out, s: s, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		sub.err = e.pump(pctx, s, init.Position.Seq+1, out)
 		e.hub.remove(s)
-		close(out)
+		close(out.out)
 		close(sub.done)
 		cancel()
 	}()
 	return sub, nil
 }
 
-// latestMessages returns up to SnapshotMessages of the newest messages with
-// seq <= upTo, oldest first.
-func (e *Engine) latestMessages(ctx context.Context, id string, upTo int64) ([]*parley.Message, error) {
-	n := e.opts.SnapshotMessages
-	ms, err := e.store.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, Limit: n, Latest: true})
+// join makes a subscriber's Init. It holds the conversation's write lock
+// while it reads a snapshot, so that the snapshot is exactly the state at
+// Init.Position: every message as of that seq, streaming ones assembled up
+// to it. It returns EUNAVAILABLE once the engine is closed.
+func (e *Engine) join(ctx context.Context, id string, from *parley.Position) (Init, error) {
+	c, err := e.lockLoaded(ctx, id)
 	if err != nil {
-		return nil, err
+		return Init{}, err
 	}
-	kept := ms[:0]
-	for _, m := range ms {
-		if m.Seq <= upTo {
-			kept = append(kept, m)
+	defer c.mu.Unlock()
+	state := c.state
+	init := Init{Conversation: state.Conversation, Head: state.Head(e.opts.Now()), Guidance: e.guidance(id, state)}
+	epoch := state.Conversation.Epoch
+	if from != nil && (from.Epoch == epoch || from.Epoch == "") && from.Seq >= 0 && from.Seq <= state.LastSeq {
+		init.Recovered = true
+		init.Position = parley.Position{Seq: from.Seq, Epoch: epoch}
+		return init, nil
+	}
+	init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
+	init.Messages, err = e.snapshot(ctx, id, state)
+	return init, err
+}
+
+// snapshot returns the messages a fresh subscriber starts from, oldest
+// first: the newest SnapshotMessages and, before them, every older message
+// still streaming, assembled up to state.LastSeq. Its size in JSON is
+// bounded whatever the conversation holds: a message over
+// SnapshotMessageBytes is summarized (parley.Message.Summarize: the
+// client fetches it whole with GET …/messages/{id}), and once the messages
+// taken reach SnapshotBytes, older finished messages are left out (a client
+// pages back with GET …/messages) and older streaming ones summarized. So
+// the messages weigh less than SnapshotBytes + SnapshotMessageBytes plus a
+// summary of at most a few KiB per message counted. The conversation's
+// lock must be held.
+func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*parley.Message, error) {
+	budget := e.opts.SnapshotBytes
+	var kept []*parley.Message
+	held := make(map[string]bool)
+	// take adds m, the next older message, as the bounds allow; size is its
+	// size in JSON (0 for one still streaming, assembled here).
+	take := func(m *parley.Message, size int) error {
+		held[m.ID] = true
+		streaming := m.Status == parley.StatusStreaming
+		if streaming {
+			a, err := e.assembled(ctx, id, m.ID, state)
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				m = forReaders(a, state.LastSeq)
+			} else if m, err = e.store.GetMessage(ctx, id, m.ID); err != nil { // it ended: as stored
+				return err
+			}
+			size = jsonSize(m)
+		}
+		switch {
+		case m.Summarized != nil:
+		case size > e.opts.SnapshotMessageBytes || (streaming && budget <= 0):
+			m = m.Summarize(size)
+		case budget <= 0:
+			return nil // over the byte budget: older finished messages are paged with GET …/messages
+		}
+		if m.Summarized != nil {
+			size = jsonSize(m)
+		}
+		budget -= size
+		kept = append(kept, m)
+		return nil
+	}
+	// The newest messages, newest first, about snapshotPageBytes of rows at
+	// a time (a few rows first, then as many as rows of their size fill):
+	// a large row is summarized before the next are read, and its text is
+	// never decoded.
+	before, page := int64(0), snapshotPage
+	for left := e.opts.SnapshotMessages; left > 0 && budget > 0; {
+		limit := min(left, page)
+		rows, err := e.store.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, Limit: limit, Latest: true, Before: before})
+		if err != nil {
+			return nil, err
+		}
+		read := 0
+		for i := range rows {
+			read += len(rows[i].Data)
+		}
+		if len(rows) > 0 {
+			page = max(1, snapshotPageBytes/max(1, read/len(rows)))
+		}
+		for i := len(rows) - 1; i >= 0; i-- {
+			m, size, err := e.readRow(rows[i].Data)
+			rows[i].Data = nil // read: let it go
+			if err == nil {
+				err = take(m, size)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if len(rows) < limit {
+			break // the conversation's first message
+		}
+		left, before = left-len(rows), rows[0].Seq
+	}
+	// Every message still streaming, however old.
+	var older []*parley.Message
+	for mid := range state.Streams {
+		if !held[mid] {
+			m, err := e.store.GetMessage(ctx, id, mid)
+			if err != nil {
+				return nil, err
+			}
+			older = append(older, m)
 		}
 	}
+	slices.SortFunc(older, func(a, b *parley.Message) int { return cmp.Compare(b.Seq, a.Seq) })
+	for _, m := range older {
+		if err := take(m, 0); err != nil {
+			return nil, err
+		}
+	}
+	slices.Reverse(kept)
 	return kept, nil
 }
 
+// snapshotPage is how many rows a snapshot reads first, and
+// snapshotPageBytes about how many bytes of rows it reads at a time after.
+const (
+	snapshotPage      = 8
+	snapshotPageBytes = 4 << 20
+)
+
+// readRow decodes a message row for a snapshot: a finished row over
+// SnapshotMessageBytes as its summary (without decoding its text), a
+// streaming one as its head (it is assembled), others whole. size is the
+// row's size, which is the message's in JSON.
+func (e *Engine) readRow(data []byte) (*parley.Message, int, error) {
+	if len(data) <= e.opts.SnapshotMessageBytes {
+		var m parley.Message
+		err := json.Unmarshal(data, &m)
+		return &m, len(data), err
+	}
+	var head rowHead
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, 0, err
+	}
+	if head.Status == parley.StatusStreaming {
+		return &head.Message, 0, nil
+	}
+	return head.Summarize(len(data)), len(data), nil
+}
+
+// rowHead is a message row read without its parts, content, metadata and
+// legacy marks: what a summary keeps, read without decoding a large text.
+type rowHead struct {
+	parley.Message
+	Parts    skipped `json:"parts"`
+	Content  skipped `json:"content"`
+	Metadata skipped `json:"metadata"`
+	Legacy   skipped `json:"legacy"`
+}
+
+// skipped is a JSON value read past.
+type skipped struct{}
+
+// UnmarshalJSON implements json.Unmarshaler: it keeps nothing.
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
+// jsonSize is the size of v in JSON, as a frame carries it.
+func jsonSize(v any) int {
+	var n byteCounter
+	_ = json.NewEncoder(&n).Encode(v)
+	return int(n) - 1 // Encode ends with a newline
+}
+
+// byteCounter counts what is written to it.
+type byteCounter int
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	*c += byteCounter(len(p))
+	return len(p), nil
+}
+
 // pump sends history from seq next on, then live items, to out.
-func (e *Engine) pump(ctx context.Context, s *sub, next int64, out chan<- Item) error {
+func (e *Engine) pump(ctx context.Context, s *sub, next int64, out *handoff) error {
 	var err error
 	if next, err = e.history(ctx, s, next, 0, out); err != nil {
 		return err
@@ -125,6 +289,7 @@ func (e *Engine) pump(ctx context.Context, s *sub, next int64, out chan<- Item) 
 		for _, it := range items {
 			if ev := it.Event; ev != nil {
 				if ev.Seq < next {
+					s.handed(it)
 					continue // already sent from history
 				}
 				if ev.Seq > next { // a gap: read it from the log
@@ -138,11 +303,20 @@ func (e *Engine) pump(ctx context.Context, s *sub, next int64, out chan<- Item) 
 				}
 				next = ev.Seq + 1
 			} else if it.Guidance.AfterSeq < next-1 {
-				continue // stale: newer events were sent already
+				// Newer events were sent already (from the log, while this
+				// waited). It is still the newest guidance change this
+				// subscriber has: any change after it follows in the queue.
+				// It holds after the events sent, so it is sent as of them
+				// (dropping it would leave the subscriber on an older one
+				// until the next change, which may never come).
+				g := *it.Guidance
+				g.AfterSeq = next - 1
+				it = Item{Guidance: &g}
 			}
-			if err := send(ctx, s, out, it); err != nil {
+			if err := out.send(ctx, s, it); err != nil {
 				return err
 			}
+			s.handed(it)
 			e.opts.Metrics.Delivered.Inc()
 		}
 	}
@@ -150,7 +324,7 @@ func (e *Engine) pump(ctx context.Context, s *sub, next int64, out chan<- Item) 
 
 // history sends events with seq >= next (and <= upTo, if upTo > 0) from the
 // store and returns the seq after the last one sent.
-func (e *Engine) history(ctx context.Context, s *sub, next, upTo int64, out chan<- Item) (int64, error) {
+func (e *Engine) history(ctx context.Context, s *sub, next, upTo int64, out *handoff) (int64, error) {
 	for {
 		limit := historyPage
 		if upTo > 0 && upTo-next+1 < int64(limit) {
@@ -159,31 +333,74 @@ func (e *Engine) history(ctx context.Context, s *sub, next, upTo int64, out chan
 		if limit <= 0 {
 			return next, nil
 		}
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.conversationID, After: next - 1, Limit: limit})
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.conversationID, After: next - 1, Limit: limit, MaxBytes: historyPageBytes})
 		if err != nil {
 			return next, err
 		}
+		size := 0
 		for i := range events {
-			if err := send(ctx, s, out, Item{Event: &events[i]}); err != nil {
+			ev := events[i]
+			events[i] = parley.Event{} // the reader holds its own copy: the page keeps nothing it sent
+			size += len(ev.Data)
+			if err := out.send(ctx, s, Item{Event: &ev}); err != nil {
 				return next, err
 			}
-			next = events[i].Seq + 1
+			next = ev.Seq + 1
 		}
-		if len(events) < limit {
-			return next, nil
+		if len(events) < limit && size < historyPageBytes {
+			return next, nil // the end of the log, not a page cut short
 		}
 	}
 }
 
+// handoff is the channel from a subscription's pump to its reader,
+// bounded in items (its capacity) and in bytes: an item waits while the
+// items the reader has not taken yet would, with it, pass handoffBytes (an
+// item larger than that goes alone). So a reader that stops reading holds
+// at most about handoffBytes here, whatever the events weigh.
+type handoff struct {
+	out   chan Item
+	sizes [handoffItems]int // the sizes of the items sent, the last ones at sent-1, sent-2, …
+	sent  int
+}
+
 // send hands one item to the reader; it gives up when the subscription
 // fails (a full queue while the reader is stuck) or ends.
-func send(ctx context.Context, s *sub, out chan<- Item, it Item) error {
+func (h *handoff) send(ctx context.Context, s *sub, it Item) error {
+	n := itemBytes(it)
+	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		waiting := len(h.out)
+		if waiting == 0 || h.pending(waiting)+n <= handoffBytes {
+			break
+		}
+		t := time.NewTimer(wait) // the reader takes large items slowly: look again soon
+		select {
+		case <-t.C:
+		case <-s.dead:
+			t.Stop()
+			return s.failure()
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 	select {
-	case out <- it:
+	case h.out <- it:
+		h.sizes[h.sent%handoffItems] = n
+		h.sent++
 		return nil
 	case <-s.dead:
 		return s.failure()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// pending is what the last k items sent weigh.
+func (h *handoff) pending(k int) int {
+	total := 0
+	for j := h.sent - k; j < h.sent; j++ {
+		total += h.sizes[j%handoffItems]
+	}
+	return total
 }

@@ -1,12 +1,16 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 )
 
 // TestResumeMergesHistoryAndLive subscribes from an old position while a
@@ -109,5 +113,86 @@ func TestSlowSubscriberIsDisconnectedNotWaitedFor(t *testing.T) {
 	}
 	if err := slow.Err(); !errors.Is(err, engine.ErrSlow) {
 		t.Fatalf("slow subscriber ended with %v, want ErrSlow", err)
+	}
+}
+
+// gatedStore holds the first read of history made after arm until open
+// is closed, so that a write can land while a subscriber catches up.
+type gatedStore struct {
+	store.Store
+	armed atomic.Bool
+	held  chan struct{} // closed when a read is held
+	open  chan struct{}
+}
+
+func (g *gatedStore) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.held)
+		<-g.open
+	}
+	return g.Store.ReadEvents(ctx, p)
+}
+
+// TestGuidanceOvertakenByHistoryIsNotLost: a subscriber catching up from
+// the log reads past a guidance change that waits in its live queue; the
+// change still reaches it (as of the events sent), instead of being dropped
+// as stale and leaving the subscriber on the guidance of its init.
+func TestGuidanceOvertakenByHistoryIsNotLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	gs := &gatedStore{Store: b.db, held: make(chan struct{}), open: make(chan struct{})}
+	eng := engine.New(gs, engine.Options{})
+	defer eng.Close()
+	v, err := eng.CreateConversation(b.ctx, parley.Conversation{TurnPolicy: parley.PolicyRoundRobin, Participants: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	say := func(agent string) {
+		t.Helper()
+		if _, err := eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: agent}, Role: parley.RoleAssistant, Parts: text("x"), Finality: parley.FinalityTurn}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	say("a") // guidance: b starts turn 2
+	gs.armed.Store(true)
+	sub, err := eng.Subscribe(b.ctx, id, &parley.Position{Seq: 1, Epoch: v.Conversation.Epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if g := sub.Init.Guidance; g.NextAgentID != "b" {
+		t.Fatalf("init guidance %+v", g)
+	}
+	<-gs.held // the subscriber reads its history now
+	say("b")  // guidance: a starts turn 3, queued behind the event
+	// A note that changes no guidance, so that the log read goes past it.
+	if _, err := eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "ops", Admin: true}, Role: parley.RoleSystem, Parts: text("note")}); err != nil {
+		t.Fatal(err)
+	}
+	close(gs.open)
+	var last *parley.Guidance
+	for seen := 0; seen < 3; {
+		it := <-sub.C
+		if it.Event != nil {
+			seen++
+		}
+		if it.Guidance != nil {
+			last = it.Guidance
+		}
+	}
+	deadline := time.After(5 * time.Second)
+	for last == nil || last.NextAgentID != "a" {
+		select {
+		case it := <-sub.C:
+			if it.Guidance != nil {
+				last = it.Guidance
+			}
+		case <-deadline:
+			t.Fatalf("the subscriber's guidance is %+v; b's message made it a's turn", last)
+		}
+	}
+	if last.Turn != 3 || last.AfterSeq != 4 {
+		t.Fatalf("guidance %+v, want a to start turn 3, as of seq 4 (the note)", last)
 	}
 }

@@ -87,3 +87,52 @@ func TestTaskFiresOnceAcrossEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTaskScheduleKeepsItsPace: an interval counts from when a run was due,
+// not from when it fired, so a late round does not push the schedule back;
+// runs missed (a server that was down) fire once, and the next is the
+// first on the schedule after now.
+func TestTaskScheduleKeepsItsPace(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	clk := &clock{now: t0}
+	b := setup(t, engine.Options{Now: clk.Now})
+	id := b.conversation(t, parley.PolicyFree)
+	task, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "report", EveryMs: 60_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() time.Time {
+		t.Helper()
+		got, err := b.db.GetTask(b.ctx, task.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.NextRunAt.Time
+	}
+	runs := func() int {
+		n := 0
+		for _, e := range b.events(t, id) {
+			if e.Type == conv.EventTaskRun {
+				n++
+			}
+		}
+		return n
+	}
+	clk.add(61 * time.Second) // a round a second late
+	if err := b.eng.FireDueTasks(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, at := runs(), next(); n != 1 || !at.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("after a late round: %d runs, next at %s; want 1 and %s", n, at, t0.Add(2*time.Minute))
+	}
+	clk.add(10*time.Minute + 30*time.Second) // down for ten minutes
+	for range 3 {
+		if err := b.eng.FireDueTasks(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, at := runs(), next(); n != 2 || !at.Equal(t0.Add(12*time.Minute)) {
+		t.Fatalf("after ten minutes down: %d runs, next at %s; want 2 and %s", n, at, t0.Add(12*time.Minute))
+	}
+}

@@ -10,7 +10,8 @@ import (
 // tokenCacheTTL is how long an authenticated token is trusted without
 // reading the store again. A token revoked through this engine stops
 // working at once; one revoked elsewhere (another node, or parley token
-// revoke on the file) within this time.
+// revoke on the file) at the next RecheckTokens, and at the latest within
+// this time.
 const tokenCacheTTL = 10 * time.Second
 
 // tokenCacheMax bounds the cache; when it is full, expired entries go
@@ -82,4 +83,15 @@ func (c *tokenCache) drop(tokenID string) {
 			delete(c.m, h)
 		}
 	}
+}
+
+// ids returns the token ids of the cached identities.
+func (c *tokenCache) ids() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.m))
+	for _, e := range c.m {
+		out = append(out, e.who.TokenID)
+	}
+	return out
 }

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
 )
 
 // tokenPrefix starts every secret, so that a leaked token is easy to recognise.
@@ -28,7 +30,11 @@ func (e *Engine) CreateToken(ctx context.Context, kind parley.TokenKind, agentID
 	case !kind.Valid():
 		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "token kind %q is not one of agent, viewer, admin", kind)
 	case kind == parley.TokenAgent && !parley.ValidID(agentID):
-		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "an agent token needs an agent id of 1-128 characters of A-Z a-z 0-9 . _ : -")
+		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "an agent token needs an agent id of 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)")
+	case kind == parley.TokenAgent && slices.Contains(conv.ReservedAgentIDs, agentID):
+		// A conversation an admin made names "admin" as its creator: an
+		// agent of that name would own them all.
+		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "agent id %q is reserved: it names a kind of token", agentID)
 	case kind != parley.TokenAgent && agentID != "":
 		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "only agent tokens name an agent")
 	case len(name) > 256:
@@ -46,13 +52,17 @@ func (e *Engine) CreateToken(ctx context.Context, kind parley.TokenKind, agentID
 	return secret, t, nil
 }
 
-// RevokeToken revokes a token by id; it stops working at once. It returns
+// RevokeToken revokes a token by id; it stops working at once, and its
+// live connections on this engine end with ErrRevoked. It returns
 // ENOTFOUND.
 func (e *Engine) RevokeToken(ctx context.Context, id string) error {
 	// Forgotten after the revocation committed; the count drop keeps
 	// makes a request that read the token before that cache nothing.
 	err := e.store.RevokeToken(ctx, id, parley.NewTime(e.opts.Now()))
 	e.tokens.drop(id)
+	if err == nil {
+		e.EndConnections(id, ErrRevoked)
+	}
 	return err
 }
 

@@ -2,15 +2,18 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx driver of database/sql, for goose
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/postgres/pgtest"
 	"github.com/parleyhq/parley/store"
 	"github.com/parleyhq/parley/store/storetest"
+	"github.com/pressly/goose/v3/database"
 )
 
 func open(t *testing.T, url string) *postgres.DB {
@@ -29,7 +32,7 @@ func open(t *testing.T, url string) *postgres.DB {
 // against one PostgreSQL schema shared by all of them.
 func TestConformance(t *testing.T) {
 	db := open(t, pgtest.Schema(t))
-	storetest.Exercise(t, func(*testing.T) store.Store { return db })
+	storetest.Exercise(t, func(*testing.T) store.Store { return db }, storetest.Backend{})
 }
 
 // TestManyNodesMigrateAtOnce opens the same fresh schema from several
@@ -65,7 +68,7 @@ func TestUpgradeKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv := `{"id":"c1","epoch":"e","participants":[],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	conv := `{"id":"c1","epoch":"e","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdBy":"boss","createdAt":"2026-01-01T00:00:00.000Z"}`
 	for _, q := range []string{
 		`INSERT INTO conversations VALUES ('c1', now(), '` + conv + `', 1, '{}')`,
 		`INSERT INTO events VALUES ('c1', 1, 'conversation.created', 0, '', '', 'none', now(), '` + conv + `')`,
@@ -83,4 +86,26 @@ func TestUpgradeKeepsData(t *testing.T) {
 	if n, err := db.CountTokens(ctx); err != nil || n != 0 {
 		t.Fatalf("tokens table after upgrade: %d, %v", n, err)
 	}
+	// Its participants and its creator take part in it; nobody else does.
+	for agent, want := range map[string]int{"a": 1, "boss": 1, "b": 0, "admin": 0} {
+		if recs, _, err := db.ListConversations(ctx, store.ListConversationsParams{Member: agent}); err != nil || len(recs) != want {
+			t.Fatalf("conversations of %s after upgrade: %d, %v; want %d", agent, len(recs), err, want)
+		}
+	}
+}
+
+// TestUpgradeMovesQueues: a schema whose state snapshots hold their prompt
+// queues is opened with the current code, which moves each queue to its own
+// table (storetest.UpgradeMovesQueues), and back down.
+func TestUpgradeMovesQueues(t *testing.T) {
+	url := pgtest.Schema(t)
+	if err := postgres.MigrateTo(context.Background(), url, storetest.QueuedVersion); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeMovesQueues(t, raw, database.DialectPostgres, postgres.Migrations(), func() store.Store { return open(t, url) })
 }

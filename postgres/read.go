@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ func clampLimit(n int) int {
 func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
 	var data []byte
 	rec := &store.ConversationRecord{}
-	err := db.pool.QueryRow(ctx, `SELECT data, last_seq, state FROM conversations WHERE id = $1`, id).Scan(&data, &rec.LastSeq, &rec.State)
+	err := db.pool.QueryRow(ctx, `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
+		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = $1 AND c.import_owner IS NULL`, id).Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 	}
@@ -38,12 +40,38 @@ func (db *DB) GetConversation(ctx context.Context, id string) (*store.Conversati
 	return rec, json.Unmarshal(data, &rec.Conversation)
 }
 
+// LastSeq implements store.Store.
+func (db *DB) LastSeq(ctx context.Context, id string) (int64, error) {
+	var seq int64
+	err := db.pool.QueryRow(ctx, `SELECT last_seq FROM conversations WHERE id = $1 AND import_owner IS NULL`, id).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+	}
+	return seq, err
+}
+
 // ListConversations implements store.Store; the cursor holds the
 // (created_at, id) of the previous page's last row.
 func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
 	limit := clampLimit(p.Limit)
-	q := `SELECT data, last_seq, state, created_at, id FROM conversations`
+	q := `SELECT c.data, c.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
+		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
+	key, order := `(c.created_at, c.id)`, `c.created_at DESC, c.id DESC`
 	args := []any{}
+	if p.Member != "" {
+		// The member's rows, newest first from their index, each joined to its conversation.
+		q = `SELECT c.data, c.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
+			JOIN conversations c ON c.id = m.conversation_id LEFT JOIN queues q ON q.conversation_id = c.id
+			WHERE m.agent_id = $1 AND c.import_owner IS NULL`
+		key, order = `(m.created_at, m.conversation_id)`, `m.created_at DESC, m.conversation_id DESC`
+		args = append(args, p.Member)
+	}
+	if p.Title != "" {
+		// ILIKE ignores case as the locale has it; SQLite ignores only
+		// ASCII letters' (store.ListConversationsParams says the least).
+		q += fmt.Sprintf(` AND convert_from(c.data, 'UTF8')::jsonb->>'title' ILIKE $%d ESCAPE '\'`, len(args)+1)
+		args = append(args, "%"+store.LikeEscape(p.Title)+"%")
+	}
 	if p.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
 		at, id, ok := strings.Cut(string(raw), "|")
@@ -51,10 +79,10 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 		if err != nil || !ok || terr != nil {
 			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
 		}
-		q += ` WHERE (created_at, id) < ($1, $2)`
+		q += fmt.Sprintf(` AND %s < ($%d, $%d)`, key, len(args)+1, len(args)+2)
 		args = append(args, t, id)
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + strconv.Itoa(limit)
+	q += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(limit)
 	rows, err := db.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", err
@@ -66,7 +94,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	for rows.Next() {
 		var data []byte
 		rec := &store.ConversationRecord{}
-		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &lastAt, &lastID); err != nil {
+		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue, &lastAt, &lastID); err != nil {
 			return nil, "", err
 		}
 		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
@@ -93,6 +121,7 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	}
 	defer rows.Close()
 	var events []parley.Event
+	size := 0
 	for rows.Next() {
 		e := parley.Event{ConversationID: p.ConversationID}
 		var fin string
@@ -103,13 +132,16 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 		}
 		e.Finality, e.Time, e.Data = parley.Finality(fin), fromTS(ts), data
 		events = append(events, e)
+		if size += len(data); p.MaxBytes > 0 && size >= p.MaxBytes {
+			break // the rest of the page waits for the next read
+		}
 	}
 	return events, rows.Err()
 }
 
 // GetMessage implements store.Store.
 func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
-	ms, err := db.queryMessages(ctx, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
+	ms, err := db.queryMessages(ctx, 0, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +172,10 @@ func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) (
 		args = append(args, p.AgentID)
 		q += ` AND agent_id = $` + strconv.Itoa(len(args))
 	}
+	if p.Before > 0 {
+		args = append(args, p.Before)
+		q += ` AND seq < $` + strconv.Itoa(len(args))
+	}
 	args = append(args, clampLimit(p.Limit))
 	limit := ` LIMIT $` + strconv.Itoa(len(args))
 	if p.Latest {
@@ -153,12 +189,16 @@ func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) (
 	}
 	defer rows.Close()
 	var out []store.RawMessage
+	size := 0
 	for rows.Next() {
 		var r store.RawMessage
 		if err := rows.Scan(&r.Data, &r.Seq); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
+		if size += len(r.Data); p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
+			break // the rest of the page waits for the next read
+		}
 	}
 	return out, rows.Err()
 }
@@ -186,7 +226,7 @@ const (
 
 // ListReplies implements store.Store.
 func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	return db.queryMessages(ctx, p.MaxBytes, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
 }
 
 // Ancestors implements store.Store: one primary-key probe per level.
@@ -194,21 +234,22 @@ func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) (
 	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
 		return nil, err
 	}
-	return db.queryMessages(ctx, ancestorsQuery, conversationID, messageID)
+	return db.queryMessages(ctx, 0, ancestorsQuery, conversationID, messageID)
 }
 
 // Descendants implements store.Store: the replyTo index, level by level.
 func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
 }
 
-func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parley.Message, error) {
+func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
 	rows, err := db.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*parley.Message
+	size := 0
 	for rows.Next() {
 		var data []byte
 		if err := rows.Scan(&data); err != nil {
@@ -219,6 +260,9 @@ func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parl
 			return nil, err
 		}
 		out = append(out, m)
+		if size += len(data); maxBytes > 0 && size >= maxBytes {
+			break // the rest waits for the next read
+		}
 	}
 	return out, rows.Err()
 }

@@ -6,20 +6,38 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
 )
 
-// CreateTask implements store.Store.
-func (db *DB) CreateTask(ctx context.Context, t *parley.Task) error {
+// CreateTask implements store.Store. Creations for one agent take turns
+// (a transaction-scoped advisory lock on the agent), so that two cannot both
+// count the same tasks and pass the bound together.
+func (db *DB) CreateTask(ctx context.Context, p store.CreateTaskParams) error {
+	t := p.Task
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	_, err = db.pool.Exec(ctx, `INSERT INTO tasks (id, conversation_id, data, next_run_at, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		t.ID, t.ConversationID, string(data), t.NextRunAt.Time, t.CreatedAt.Time)
-	if isUnique(err) {
-		return parley.Errorf(parley.EBUSY, "task %s exists", t.ID)
-	}
-	return err
+	return db.tx(ctx, func(tx pgx.Tx) error {
+		if p.MaxPerAgent > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('parley.tasks.agent:' || $1, 0))`, t.AgentID); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE (data::jsonb ->> 'agentId') = $1`, t.AgentID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= p.MaxPerAgent {
+				return store.TooManyTasks(t.AgentID, p.MaxPerAgent)
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO tasks (id, conversation_id, data, next_run_at, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			t.ID, t.ConversationID, string(data), t.NextRunAt.Time, t.CreatedAt.Time)
+		if isUnique(err) {
+			return parley.Errorf(parley.EBUSY, "task %s exists", t.ID)
+		}
+		return err
+	})
 }
 
 // GetTask implements store.Store.
@@ -39,9 +57,21 @@ func (db *DB) ListTasks(ctx context.Context) ([]*parley.Task, error) {
 	return db.queryTasks(ctx, `SELECT data FROM tasks ORDER BY created_at, id`)
 }
 
-// DueTasks implements store.Store.
-func (db *DB) DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error) {
-	return db.queryTasks(ctx, `SELECT data FROM tasks WHERE next_run_at <= $1 ORDER BY next_run_at, id LIMIT $2`, now.Time, clampLimit(limit))
+// DueTasks implements store.Store: of the due tasks, the longest overdue
+// PerAgent of each agent, then of those the longest overdue PerConversation
+// of each conversation, then the longest overdue Limit.
+func (db *DB) DueTasks(ctx context.Context, p store.DueTasksParams) ([]*parley.Task, error) {
+	return db.queryTasks(ctx, `
+SELECT data FROM (
+	SELECT data, id, next_run_at,
+		ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
+	FROM (
+		SELECT data, id, next_run_at, conversation_id,
+			ROW_NUMBER() OVER (PARTITION BY (data::jsonb ->> 'agentId') ORDER BY next_run_at, id) AS of_agent
+		FROM tasks WHERE next_run_at <= $1
+	) AS due WHERE of_agent <= $2
+) AS fair WHERE in_conversation <= $3
+ORDER BY next_run_at, id LIMIT $4`, p.Now.Time, store.NoBound(p.PerAgent), store.NoBound(p.PerConversation), clampLimit(p.Limit))
 }
 
 // DeleteTask implements store.Store.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
 )
@@ -15,18 +17,41 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	if err := store.CheckDense(p.Events, 0); err != nil {
 		return err
 	}
+	if err := store.CheckLease(p.Import); err != nil {
+		return err
+	}
 	data, err := json.Marshal(p.Conversation)
 	if err != nil {
 		return err
 	}
+	var owner, expires any // NULL: an ordinary conversation
+	if p.Import != nil {
+		owner, expires = p.Import.Owner, p.Import.Expires.Time
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES ($1, $2, $3, $4, $5)`,
-			p.Conversation.ID, p.Conversation.CreatedAt.Time, data, int64(len(p.Events)), p.State)
-		if isUnique(err) {
-			return parley.Errorf(parley.EBUSY, "conversation %s already exists", p.Conversation.ID)
-		}
+		tag, err := tx.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
+			p.Conversation.ID, p.Conversation.CreatedAt.Time, data, int64(len(p.Events)), p.State, owner, expires)
 		if err != nil {
 			return err
+		}
+		if tag.RowsAffected() == 0 {
+			var importing bool
+			if err := tx.QueryRow(ctx, `SELECT import_owner IS NOT NULL FROM conversations WHERE id = $1`, p.Conversation.ID).Scan(&importing); err != nil {
+				return err
+			}
+			return store.ErrTaken(p.Conversation.ID, importing)
+		}
+		for _, m := range p.Members {
+			if _, err := tx.Exec(ctx, `INSERT INTO conversation_members (agent_id, created_at, conversation_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+				m, p.Conversation.CreatedAt.Time, p.Conversation.ID); err != nil {
+				return err
+			}
+		}
+		if p.Queue != nil {
+			if _, err := tx.Exec(ctx, upsertQueue, p.Conversation.ID, p.Queue); err != nil {
+				return err
+			}
 		}
 		return insertEvents(ctx, tx, p.Conversation.ID, p.Events)
 	})
@@ -39,22 +64,34 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckDense(p.Events, p.ExpectSeq); err != nil {
 		return err
 	}
+	if err := store.CheckLease(p.Import); err != nil {
+		return err
+	}
 	last := p.ExpectSeq + int64(len(p.Events))
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2 WHERE id = $3 AND last_seq = $4`, last, p.State, p.ConversationID, p.ExpectSeq)
+		var tag pgconn.CommandTag
+		var err error
+		if im := p.Import; im != nil {
+			tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2, import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
+				last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
+		} else {
+			tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2 WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL`,
+				last, p.State, p.ConversationID, p.ExpectSeq)
+		}
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			var seq int64
-			err := tx.QueryRow(ctx, `SELECT last_seq FROM conversations WHERE id = $1`, p.ConversationID).Scan(&seq)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", p.ConversationID)
-			}
-			if err != nil {
+			var owner *string
+			err := tx.QueryRow(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = $1`, p.ConversationID).Scan(&seq, &owner)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
 			}
-			return parley.Errorf(parley.ECONFLICT, "conversation %s is at seq %d, not %d", p.ConversationID, seq, p.ExpectSeq)
+			if owner == nil {
+				owner = new(string)
+			}
+			return store.AppendMiss(p, err == nil, seq, *owner)
 		}
 		if err := insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
 			return err
@@ -65,6 +102,9 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 			}
 		}
 		batch := &pgx.Batch{}
+		if p.Queue != nil {
+			batch.Queue(upsertQueue, p.ConversationID, p.Queue)
+		}
 		for _, m := range p.Messages {
 			data, err := json.Marshal(m)
 			if err != nil {
@@ -97,6 +137,10 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 		if batch.Len() == 0 {
 			return nil
 		}
+		// Other nodes learn of the write from one notification per
+		// commit; it carries only (conversation, seq): they read the
+		// events from the table (see Listen).
+		batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, p.ConversationID+" "+strconv.FormatInt(last, 10))
 		err = tx.SendBatch(ctx, batch).Close()
 		if isUnique(err) {
 			return parley.Errorf(parley.EBUSY, "client request id %q was already used", p.Idempotency.Key)
@@ -105,8 +149,14 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	})
 }
 
+// upsertQueue replaces a conversation's prompt queue ($1, $2).
+const upsertQueue = `INSERT INTO queues (conversation_id, queue) VALUES ($1, $2) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`
+
 // insertEvents copies events into the log in one round trip.
 func insertEvents(ctx context.Context, tx pgx.Tx, convID string, events []parley.Event) error {
+	if len(events) == 0 {
+		return nil // a task's skipped firing
+	}
 	rows := make([][]any, len(events))
 	for i, e := range events {
 		rows[i] = []any{convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), tsArg(e.Time), []byte(e.Data)}
@@ -143,18 +193,26 @@ func (db *DB) RevokeToken(ctx context.Context, id string, at parley.Time) error 
 // DeleteConversation implements store.Store.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `DELETE FROM conversations WHERE id = $1`, id)
-		if err != nil {
-			return err
+		n, err := deleteConversation(ctx, tx, id, ``)
+		if err == nil && n == 0 {
+			err = parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 		}
-		if tag.RowsAffected() == 0 {
-			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
-		}
-		for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks"} {
-			if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE conversation_id = $1`, id); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
+}
+
+// deleteConversation removes conversation id ($1), if its row matches the
+// condition cond (SQL over the conversations row, with args as $2, …),
+// with everything of it. It returns how many conversations it removed.
+func deleteConversation(ctx context.Context, tx pgx.Tx, id, cond string, args ...any) (int64, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM conversations WHERE id = $1`+cond, append([]any{id}, args...)...)
+	if err != nil || tag.RowsAffected() == 0 {
+		return 0, err
+	}
+	for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
+		if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE conversation_id = $1`, id); err != nil {
+			return 0, err
+		}
+	}
+	return tag.RowsAffected(), nil
 }

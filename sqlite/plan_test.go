@@ -80,3 +80,22 @@ func TestThreadWalksUseIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestConversationReadsProbeTheQueue checks that reading a conversation
+// with its prompt queue (kept in a table of its own) is one probe of each
+// table, and that a page of conversations walks the newest-first index
+// without sorting.
+func TestConversationReadsProbeTheQueue(t *testing.T) {
+	t.Parallel()
+	db := openPlanDB(t)
+	get := strings.Join(queryPlan(t, db, getConversationQuery, "c"), "; ")
+	page := strings.Join(queryPlan(t, db, listConversationsQuery+` AND (c.created_at, c.id) < (?, ?) ORDER BY c.created_at DESC, c.id DESC LIMIT ?`, "t", "c", 10), "; ")
+	for name, plan := range map[string]string{"GetConversation": get, "ListConversations": page} {
+		if !strings.Contains(plan, "SEARCH q USING INDEX sqlite_autoindex_queues_1 (conversation_id=?)") || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q does not probe the queue by its key (or sorts)", name, plan)
+		}
+	}
+	if !strings.Contains(get, "sqlite_autoindex_conversations_1 (id=?)") || !strings.Contains(page, "INDEX conversations_newest") {
+		t.Errorf("plans %q and %q do not find the conversations by their indexes", get, page)
+	}
+}

@@ -24,7 +24,7 @@ func clampLimit(n int) int {
 
 // GetConversation implements store.Store.
 func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
-	row := db.r.QueryRowContext(ctx, `SELECT data, last_seq, state FROM conversations WHERE id = ?`, id)
+	row := db.r.QueryRowContext(ctx, getConversationQuery, id)
 	rec, err := scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
@@ -32,10 +32,30 @@ func (db *DB) GetConversation(ctx context.Context, id string) (*store.Conversati
 	return rec, err
 }
 
+// LastSeq implements store.Store.
+func (db *DB) LastSeq(ctx context.Context, id string) (int64, error) {
+	var seq int64
+	err := db.r.QueryRowContext(ctx, `SELECT last_seq FROM conversations WHERE id = ? AND import_owner IS NULL`, id).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+	}
+	return seq, err
+}
+
+// getConversationQuery reads a conversation with its state and its prompt
+// queue, kept apart in queues.
+const getConversationQuery = `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
+	LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = ? AND c.import_owner IS NULL`
+
+// listConversationsQuery is ListConversations' query before its cursor
+// condition and order.
+const listConversationsQuery = `SELECT c.data, c.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
+	LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
+
 func scanConversation(row interface{ Scan(...any) error }) (*store.ConversationRecord, error) {
 	var data []byte
 	rec := &store.ConversationRecord{}
-	if err := row.Scan(&data, &rec.LastSeq, &rec.State); err != nil {
+	if err := row.Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue); err != nil {
 		return nil, err
 	}
 	return rec, json.Unmarshal(data, &rec.Conversation)
@@ -45,18 +65,38 @@ func scanConversation(row interface{ Scan(...any) error }) (*store.ConversationR
 // (created_at, id) of the last row of the previous page.
 func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
 	limit := clampLimit(p.Limit)
-	q := `SELECT data, last_seq, state, created_at, id FROM conversations`
+	q := listConversationsQuery
 	args := []any{}
+	if p.Member != "" {
+		// The member's rows, newest first from their index, each joined to its conversation.
+		q = `SELECT c.data, c.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
+			JOIN conversations c ON c.id = m.conversation_id LEFT JOIN queues q ON q.conversation_id = c.id
+			WHERE m.agent_id = ? AND c.import_owner IS NULL`
+		args = append(args, p.Member)
+	}
+	if p.Title != "" {
+		// SQLite's LIKE ignores the case of ASCII letters.
+		q += ` AND json_extract(c.data, '$.title') LIKE ? ESCAPE '\'`
+		args = append(args, "%"+store.LikeEscape(p.Title)+"%")
+	}
 	if p.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
 		at, id, ok := strings.Cut(string(raw), "|")
 		if err != nil || !ok {
 			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
 		}
-		q += ` WHERE (created_at, id) < (?, ?)`
+		if p.Member != "" {
+			q += ` AND (m.created_at, m.conversation_id) < (?, ?)`
+		} else {
+			q += ` AND (c.created_at, c.id) < (?, ?)`
+		}
 		args = append(args, at, id)
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	if p.Member != "" {
+		q += ` ORDER BY m.created_at DESC, m.conversation_id DESC LIMIT ?`
+	} else {
+		q += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
+	}
 	args = append(args, limit)
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -68,7 +108,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	for rows.Next() {
 		var data []byte
 		rec := &store.ConversationRecord{}
-		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &lastAt, &lastID); err != nil {
+		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue, &lastAt, &lastID); err != nil {
 			return nil, "", err
 		}
 		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
@@ -95,6 +135,7 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	}
 	defer rows.Close()
 	var events []parley.Event
+	size := 0
 	for rows.Next() {
 		e := parley.Event{ConversationID: p.ConversationID}
 		var fin, ts string
@@ -107,6 +148,9 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 			return nil, err
 		}
 		events = append(events, e)
+		if size += len(data); p.MaxBytes > 0 && size >= p.MaxBytes {
+			break // the rest of the page waits for the next read
+		}
 	}
 	return events, rows.Err()
 }
@@ -146,6 +190,10 @@ func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) (
 		q += ` AND agent_id = ?`
 		args = append(args, p.AgentID)
 	}
+	if p.Before > 0 {
+		q += ` AND seq < ?`
+		args = append(args, p.Before)
+	}
 	if p.Latest {
 		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
 	} else {
@@ -158,19 +206,23 @@ func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) (
 	}
 	defer rows.Close()
 	var out []store.RawMessage
+	size := 0
 	for rows.Next() {
 		var r store.RawMessage
 		if err := rows.Scan(&r.Data, &r.Seq); err != nil {
 			return nil, err
 		}
 		out = append(out, r)
+		if size += len(r.Data); p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
+			break // the rest of the page waits for the next read
+		}
 	}
 	return out, rows.Err()
 }
 
 // ListReplies implements store.Store.
 func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND reply_to = ? AND seq > ? ORDER BY seq LIMIT ?`,
+	return db.queryMessages(ctx, p.MaxBytes, `SELECT data FROM messages WHERE conversation_id = ? AND reply_to = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
 }
 
@@ -181,22 +233,23 @@ func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) (
 	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
 		return nil, err
 	}
-	return db.queryMessages(ctx, ancestorsQuery, conversationID, messageID)
+	return db.queryMessages(ctx, 0, ancestorsQuery, conversationID, messageID)
 }
 
 // Descendants implements store.Store: it walks replies downwards over the
 // replyTo index.
 func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
 }
 
-func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parley.Message, error) {
+func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*parley.Message
+	size := 0
 	for rows.Next() {
 		var data []byte
 		if err := rows.Scan(&data); err != nil {
@@ -207,6 +260,9 @@ func (db *DB) queryMessages(ctx context.Context, q string, args ...any) ([]*parl
 			return nil, err
 		}
 		out = append(out, m)
+		if size += len(data); maxBytes > 0 && size >= maxBytes {
+			break // the rest waits for the next read
+		}
 	}
 	return out, rows.Err()
 }

@@ -31,11 +31,11 @@ func open(t testing.TB) *sqlite.DB {
 // and once more with every test sharing one file, as a busy server would.
 func TestConformance(t *testing.T) {
 	t.Run("own file", func(t *testing.T) {
-		storetest.Exercise(t, func(t *testing.T) store.Store { return open(t) })
+		storetest.Exercise(t, func(t *testing.T) store.Store { return open(t) }, storetest.Backend{OneProcess: true})
 	})
 	t.Run("shared file", func(t *testing.T) {
 		shared := open(t)
-		storetest.Exercise(t, func(*testing.T) store.Store { return shared })
+		storetest.Exercise(t, func(*testing.T) store.Store { return shared }, storetest.Backend{OneProcess: true})
 	})
 }
 
@@ -68,7 +68,7 @@ func TestUpgradeKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv := `{"id":"c1","epoch":"e","participants":["a"],"turnPolicy":"round-robin","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	conv := `{"id":"c1","epoch":"e","participants":["a"],"turnPolicy":"round-robin","messageFormat":"v2","createdBy":"boss","createdAt":"2026-01-01T00:00:00.000Z"}`
 	msg := `{"id":"m1","conversationId":"c1","seq":2,"role":"user","agentId":"a","parts":[{"type":"text","text":"hi"}],"content":"hi","status":"complete","turn":1,"turnId":"m1","depth":0,"finality":"turn","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}`
 	for _, q := range []string{
 		`INSERT INTO conversations VALUES ('c1', '2026-01-01T00:00:00.000Z', '` + conv + `', 2, '{"lastSeq":2}')`,
@@ -101,6 +101,12 @@ func TestUpgradeKeepsData(t *testing.T) {
 	events, err := db.ReadEvents(ctx, store.ReadEventsParams{ConversationID: "c1", Limit: 10})
 	if err != nil || len(events) != 2 {
 		t.Fatalf("old events after upgrade: %d, %v", len(events), err)
+	}
+	// Its participants and its creator take part in it; nobody else does.
+	for agent, want := range map[string]int{"a": 1, "boss": 1, "b": 0, "admin": 0} {
+		if recs, _, err := db.ListConversations(ctx, store.ListConversationsParams{Member: agent}); err != nil || len(recs) != want {
+			t.Fatalf("conversations of %s after upgrade: %d, %v; want %d", agent, len(recs), err, want)
+		}
 	}
 	// The new tables work on the upgraded file.
 	k := &store.Idempotency{ConversationID: "c1", AgentID: "a", Key: "k", RequestHash: "h", Seq: 3, Response: []byte(`{}`), Time: parley.NewTime(time.Now())}

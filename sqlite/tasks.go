@@ -7,15 +7,27 @@ import (
 	"errors"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
 )
 
-// CreateTask implements store.Store.
-func (db *DB) CreateTask(ctx context.Context, t *parley.Task) error {
+// CreateTask implements store.Store. The count and the insert run in the
+// one writer's transaction, so no other creation comes between them.
+func (db *DB) CreateTask(ctx context.Context, p store.CreateTaskParams) error {
+	t := p.Task
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if p.MaxPerAgent > 0 {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE json_extract(data, '$.agentId') = ?`, t.AgentID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= p.MaxPerAgent {
+				return store.TooManyTasks(t.AgentID, p.MaxPerAgent)
+			}
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, conversation_id, data, next_run_at, created_at) VALUES (?, ?, ?, ?, ?)`,
 			t.ID, t.ConversationID, data, formatTime(t.NextRunAt), formatTime(t.CreatedAt))
 		if isUnique(err) {
@@ -42,9 +54,21 @@ func (db *DB) ListTasks(ctx context.Context) ([]*parley.Task, error) {
 	return db.queryTasks(ctx, `SELECT data FROM tasks ORDER BY created_at, id`)
 }
 
-// DueTasks implements store.Store.
-func (db *DB) DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error) {
-	return db.queryTasks(ctx, `SELECT data FROM tasks WHERE next_run_at <= ? ORDER BY next_run_at, id LIMIT ?`, formatTime(now), clampLimit(limit))
+// DueTasks implements store.Store: of the due tasks, the longest overdue
+// PerAgent of each agent, then of those the longest overdue PerConversation
+// of each conversation, then the longest overdue Limit.
+func (db *DB) DueTasks(ctx context.Context, p store.DueTasksParams) ([]*parley.Task, error) {
+	return db.queryTasks(ctx, `
+SELECT data FROM (
+	SELECT data, id, next_run_at,
+		ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
+	FROM (
+		SELECT data, id, next_run_at, conversation_id,
+			ROW_NUMBER() OVER (PARTITION BY json_extract(data, '$.agentId') ORDER BY next_run_at, id) AS of_agent
+		FROM tasks WHERE next_run_at <= ?
+	) WHERE of_agent <= ?
+) WHERE in_conversation <= ?
+ORDER BY next_run_at, id LIMIT ?`, formatTime(p.Now), store.NoBound(p.PerAgent), store.NoBound(p.PerConversation), clampLimit(p.Limit))
 }
 
 // DeleteTask implements store.Store.

@@ -14,8 +14,8 @@ import (
 
 // statements are the writer's prepared statements.
 type statements struct {
-	insertEvent, upsertMessage, bumpConversation, insertIdempotency *sql.Stmt
-	savepoint, release, rollbackTo                                  *sql.Stmt
+	insertEvent, upsertMessage, bumpConversation, bumpImport, insertIdempotency, upsertQueue *sql.Stmt
+	savepoint, release, rollbackTo                                                           *sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -32,7 +32,9 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
-	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = ? WHERE id = ? AND last_seq = ?`)
+	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = ? WHERE id = ? AND last_seq = ? AND import_owner IS NULL`)
+	s.bumpImport = prep(`UPDATE conversations SET last_seq = ?, state = ?, import_expires = ? WHERE id = ? AND last_seq = ? AND import_owner = ?`)
+	s.upsertQueue = prep(`INSERT INTO queues (conversation_id, queue) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`)
 	s.insertIdempotency = prep(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	s.savepoint = prep(`SAVEPOINT w`)
 	s.release = prep(`RELEASE w`)
@@ -41,7 +43,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (s *statements) close() {
-	for _, st := range []*sql.Stmt{s.insertEvent, s.upsertMessage, s.bumpConversation, s.insertIdempotency, s.savepoint, s.release, s.rollbackTo} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.upsertMessage, s.bumpConversation, s.bumpImport, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}
@@ -67,14 +69,38 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	if err := store.CheckDense(p.Events, 0); err != nil {
 		return err
 	}
+	if err := store.CheckLease(p.Import); err != nil {
+		return err
+	}
+	var owner, expires any // NULL: an ordinary conversation
+	if p.Import != nil {
+		owner, expires = p.Import.Owner, formatTime(p.Import.Expires)
+	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		last := int64(len(p.Events))
-		_, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES (?, ?, ?, ?, ?)`,
-			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, last, p.State)
-		if isUnique(err) {
-			return parley.Errorf(parley.EBUSY, "conversation %s already exists", p.Conversation.ID)
-		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, last, p.State, owner, expires)
 		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return err
+			}
+			var importing bool
+			if err := tx.QueryRowContext(ctx, `SELECT import_owner IS NOT NULL FROM conversations WHERE id = ?`, p.Conversation.ID).Scan(&importing); err != nil {
+				return err
+			}
+			return store.ErrTaken(p.Conversation.ID, importing)
+		}
+		for _, m := range p.Members {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO conversation_members (agent_id, created_at, conversation_id) VALUES (?, ?, ?)`,
+				m, formatTime(p.Conversation.CreatedAt), p.Conversation.ID); err != nil {
+				return err
+			}
+		}
+		if err := db.writeQueue(ctx, tx, p.Conversation.ID, p.Queue); err != nil {
 			return err
 		}
 		return db.insertEvents(ctx, tx, p.Conversation.ID, p.Events)
@@ -86,9 +112,18 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckDense(p.Events, p.ExpectSeq); err != nil {
 		return err
 	}
+	if err := store.CheckLease(p.Import); err != nil {
+		return err
+	}
 	last := p.ExpectSeq + int64(len(p.Events))
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq)
+		var res sql.Result
+		var err error
+		if im := p.Import; im != nil {
+			res, err = tx.StmtContext(ctx, db.stmts.bumpImport).ExecContext(ctx, last, p.State, formatTime(im.Expires), p.ConversationID, p.ExpectSeq, im.Owner)
+		} else {
+			res, err = tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq)
+		}
 		if err != nil {
 			return err
 		}
@@ -97,16 +132,17 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 				return err
 			}
 			var seq int64
-			err := tx.QueryRowContext(ctx, `SELECT last_seq FROM conversations WHERE id = ?`, p.ConversationID).Scan(&seq)
-			if errors.Is(err, sql.ErrNoRows) {
-				return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", p.ConversationID)
-			}
-			if err != nil {
+			var owner sql.NullString
+			err := tx.QueryRowContext(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = ?`, p.ConversationID).Scan(&seq, &owner)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			return parley.Errorf(parley.ECONFLICT, "conversation %s is at seq %d, not %d", p.ConversationID, seq, p.ExpectSeq)
+			return store.AppendMiss(p, err == nil, seq, owner.String)
 		}
 		if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
+			return err
+		}
+		if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
 			return err
 		}
 		upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
@@ -157,6 +193,15 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	})
 }
 
+// writeQueue replaces a conversation's prompt queue, unless queue is nil.
+func (db *DB) writeQueue(ctx context.Context, tx *sql.Tx, convID string, queue []byte) error {
+	if queue == nil {
+		return nil
+	}
+	_, err := tx.StmtContext(ctx, db.stmts.upsertQueue).ExecContext(ctx, convID, queue)
+	return err
+}
+
 func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event) error {
 	ins := tx.StmtContext(ctx, db.stmts.insertEvent)
 	for _, e := range events {
@@ -194,18 +239,30 @@ func parseTime(s string) (parley.Time, error) {
 // DeleteConversation implements store.Store.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`, id)
-		if err != nil {
-			return err
+		n, err := deleteConversation(ctx, tx, id, ``)
+		if err == nil && n == 0 {
+			err = parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
-		}
-		for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks"} {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE conversation_id = ?`, id); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
+}
+
+// deleteConversation removes conversation id, if its row matches the
+// condition cond (SQL over the conversations row, with args), with
+// everything of it. It returns how many conversations it removed: 0 or 1.
+func deleteConversation(ctx context.Context, tx *sql.Tx, id, cond string, args ...any) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`+cond, append([]any{id}, args...)...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE conversation_id = ?`, id); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

@@ -3,13 +3,15 @@
 // conformance suite in store/storetest runs the same tests against each.
 //
 // A store knows nothing of the rules or of HTTP: it persists what the engine
-// decided, atomically, and answers reads. The conversation state snapshot is an
-// opaque JSON document owned by package conv.
+// decided, atomically, and answers reads. The conversation state snapshot and
+// its prompt queue, kept apart, are opaque JSON documents owned by package
+// conv.
 package store
 
 import (
 	"context"
 	"encoding/json"
+	"math"
 
 	"github.com/parleyhq/parley"
 )
@@ -19,27 +21,68 @@ import (
 // method; any other error is an internal failure.
 type Store interface {
 	// CreateConversation writes a new conversation with its first events and
-	// state. It returns EBUSY if a conversation with that id exists.
+	// state; with Import set, as an import in progress (see ImportLease). It
+	// returns EBUSY if a conversation with that id exists, saying so when it
+	// is an import in progress.
 	CreateConversation(ctx context.Context, p CreateConversationParams) error
 
-	// GetConversation returns a conversation with its last seq and state.
-	// It returns ENOTFOUND if there is none with that id.
+	// GetConversation returns a conversation with its last seq, state and
+	// prompt queue.
+	// It returns ENOTFOUND if there is none with that id, or if it is an
+	// import in progress.
 	GetConversation(ctx context.Context, id string) (*ConversationRecord, error)
 
-	// ListConversations pages over conversations, newest first. The returned
-	// cursor is "" on the last page.
+	// LastSeq returns the seq of a conversation's last event: a cheap check
+	// of whether a cached state is current. It returns ENOTFOUND as
+	// GetConversation does.
+	LastSeq(ctx context.Context, id string) (int64, error)
+
+	// ListConversations pages over conversations, newest first, leaving out
+	// imports in progress. The returned cursor is "" on the last page.
 	ListConversations(ctx context.Context, p ListConversationsParams) ([]*ConversationRecord, string, error)
 
 	// Append atomically appends events, upserts message rows, writes the
-	// idempotency record (if any) and replaces the state snapshot. Events must
-	// carry seqs ExpectSeq+1, ExpectSeq+2, … It returns ECONFLICT if the
+	// idempotency record (if any) and replaces the state snapshot (and the
+	// prompt queue, if given). Events must carry seqs ExpectSeq+1,
+	// ExpectSeq+2, …; there may be none (a task's skipped firing only
+	// advances the task). It returns ECONFLICT if the
 	// conversation's last seq is not ExpectSeq (another writer won), ENOTFOUND
-	// if the conversation does not exist, and EBUSY if a message id or
-	// idempotency key is already taken. On error nothing is written.
+	// if the conversation does not exist (or is an import in progress and
+	// Import is nil), and EBUSY if a message id or idempotency key is already
+	// taken. With Import set, the append is a batch of that import: it renews
+	// the import's lease, and returns EBUSY (see ErrImportLost) unless the
+	// conversation is an import in progress of Import.Owner. On error nothing
+	// is written.
 	Append(ctx context.Context, p AppendParams) error
 
-	// ReadEvents returns up to Limit events with seq > After, in seq order.
-	// An unknown conversation yields an empty list.
+	// RenewImport moves the end of an import's lease to p.Lease.Expires. It
+	// returns EBUSY (ErrImportLost) unless the conversation is an import in
+	// progress of p.Lease.Owner.
+	RenewImport(ctx context.Context, p RenewImportParams) error
+
+	// FinishImport ends an import: the conversation becomes an ordinary one,
+	// visible to readers and open to every writer. It returns EBUSY
+	// (ErrImportLost) unless the conversation is an import in progress of
+	// owner.
+	FinishImport(ctx context.Context, conversationID, owner string) error
+
+	// AbortImport removes an import in progress of owner with everything it
+	// wrote, in one transaction. It returns ENOTFOUND if there is no such
+	// import (it finished, or was swept).
+	AbortImport(ctx context.Context, conversationID, owner string) error
+
+	// SweepImports removes imports in progress whose importer is gone, each
+	// with everything it wrote in one transaction, and returns their ids.
+	// Which importers are gone is the backend's rule: a store that one
+	// process owns (SQLite) removes every import of another owner and every
+	// import whose lease ended by p.Now; a store that several processes may
+	// share (PostgreSQL) removes only those whose lease ended by p.Now.
+	SweepImports(ctx context.Context, p SweepImportsParams) ([]string, error)
+
+	// ReadEvents returns up to Limit events with seq > After, in seq order;
+	// with MaxBytes, it stops after the event that brings the events' data
+	// to MaxBytes or more (so it returns at least one event, if there is
+	// one). An unknown conversation yields an empty list.
 	ReadEvents(ctx context.Context, p ReadEventsParams) ([]parley.Event, error)
 
 	// GetMessage returns one message. It returns ENOTFOUND if the conversation
@@ -95,8 +138,11 @@ type Store interface {
 	// attempt is due at now, oldest first.
 	DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error)
 
-	// CreateTask stores a scheduled task. It returns EBUSY if the id exists.
-	CreateTask(ctx context.Context, t *parley.Task) error
+	// CreateTask stores a scheduled task. It returns EBUSY if the id exists,
+	// or if the task's agent has p.MaxPerAgent tasks already (0: no bound);
+	// the count and the insert are one step, so that racing creations cannot
+	// pass the bound together.
+	CreateTask(ctx context.Context, p CreateTaskParams) error
 
 	// GetTask returns a task. It returns ENOTFOUND.
 	GetTask(ctx context.Context, id string) (*parley.Task, error)
@@ -107,13 +153,19 @@ type Store interface {
 	// DeleteTask removes a task. It returns ENOTFOUND.
 	DeleteTask(ctx context.Context, id string) error
 
-	// DueTasks returns up to limit tasks whose next run is due at now.
-	DueTasks(ctx context.Context, now parley.Time, limit int) ([]*parley.Task, error)
+	// DueTasks returns the tasks of one round of the scheduler: those due
+	// at p.Now, longest overdue first, at most p.PerAgent of one agent and
+	// then p.PerConversation of one conversation (0: no bound), p.Limit in
+	// all. However many tasks one agent or conversation has, a task of
+	// another comes in the next round it is due, or soon after when more
+	// than p.Limit agents and conversations have tasks overdue.
+	DueTasks(ctx context.Context, p DueTasksParams) ([]*parley.Task, error)
 
 	// DeleteConversation removes a conversation with its events, messages,
-	// idempotency records, outbox rows and tasks, in one transaction. It
-	// returns ENOTFOUND if there is none with that id. Only a failed import
-	// uses it: a conversation's log is otherwise append-only.
+	// idempotency records, outbox rows, tasks and prompt queue, in one
+	// transaction: an admin's DELETE. It returns ENOTFOUND if
+	// there is none with that id. A conversation's log is otherwise
+	// append-only.
 	DeleteConversation(ctx context.Context, id string) error
 
 	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
@@ -130,14 +182,61 @@ type ConversationRecord struct {
 	LastSeq      int64
 	// State is the JSON state snapshot as of LastSeq, owned by package conv.
 	State []byte
+	// Queue is the prompt queue as of LastSeq (JSON owned by package conv):
+	// the last one a CreateConversation or Append wrote, or nil if none did.
+	Queue []byte
 }
 
 // CreateConversationParams are the arguments of Store.CreateConversation.
 type CreateConversationParams struct {
 	Conversation parley.Conversation
+	// Members are the agents that take part (the rules say who): the
+	// conversation is listed for each of them (ListConversationsParams.Member).
+	Members []string
 	// Events are the first events, with seqs 1, 2, …
 	Events []parley.Event
 	State  []byte
+	// Queue, if not nil, is the conversation's first prompt queue.
+	Queue []byte
+	// Import, if set, creates the conversation as an import in progress.
+	Import *ImportLease
+}
+
+// ImportLease marks a conversation as an import in progress: it is invisible
+// to readers (GetConversation, ListConversations) and to every writer but
+// its importer until FinishImport, and SweepImports removes it once its
+// importer is gone. The importer renews the lease as it goes.
+type ImportLease struct {
+	// Owner identifies the importing process: a random id per engine.
+	Owner string
+	// Expires is when the import counts as abandoned unless renewed.
+	Expires parley.Time
+}
+
+// RenewImportParams are the arguments of Store.RenewImport.
+type RenewImportParams struct {
+	ConversationID string
+	Lease          ImportLease
+}
+
+// SweepImportsParams are the arguments of Store.SweepImports.
+type SweepImportsParams struct {
+	// Owner is the sweeping process's owner id.
+	Owner string
+	// Now is the time a lease must have ended by to count as expired.
+	Now parley.Time
+	// ConversationID, if set, limits the sweep to that one conversation.
+	ConversationID string
+	// Limit bounds the imports removed by one call (default 100).
+	Limit int
+}
+
+// Bound returns the Limit to apply: 100 unless Limit is positive.
+func (p SweepImportsParams) Bound() int {
+	if p.Limit <= 0 {
+		return 100
+	}
+	return p.Limit
 }
 
 // ListConversationsParams are the arguments of Store.ListConversations.
@@ -145,6 +244,12 @@ type ListConversationsParams struct {
 	// Cursor is "" for the first page, else the cursor a previous page returned.
 	Cursor string
 	Limit  int
+	// Member, if set, lists only the conversations this agent is one of the
+	// members of (CreateConversationParams.Members).
+	Member string
+	// Title, if set, lists only the conversations whose title contains it,
+	// ignoring the case of ASCII letters (%, _ and \ are plain characters).
+	Title string
 }
 
 // AppendParams are the arguments of Store.Append.
@@ -163,6 +268,14 @@ type AppendParams struct {
 	Task        *parley.TaskAdvance
 	Idempotency *Idempotency
 	State       []byte
+	// Queue, if not nil, replaces the conversation's prompt queue; nil
+	// leaves it as it is. It is kept apart from State so that the appends
+	// that do not change the queue (text deltas, messages, claims: all but
+	// the prompt events) cost the same whatever it holds.
+	Queue []byte
+	// Import, if set, makes the append a batch of the import of
+	// Import.Owner, whose lease it renews to Import.Expires.
+	Import *ImportLease
 }
 
 // ReadEventsParams are the arguments of Store.ReadEvents.
@@ -170,6 +283,9 @@ type ReadEventsParams struct {
 	ConversationID string
 	After          int64
 	Limit          int
+	// MaxBytes, if set, bounds a page by the size of its events' data, so
+	// that a page of large events is not held whole in memory.
+	MaxBytes int
 }
 
 // ListMessagesParams are the arguments of Store.ListMessages.
@@ -182,6 +298,13 @@ type ListMessagesParams struct {
 	// Latest, when true, returns the newest Limit messages (still oldest
 	// first) instead of the first Limit after After.
 	Latest bool
+	// Before, if set, keeps only messages with seq < Before: with Latest,
+	// pages back from the newest.
+	Before int64
+	// MaxBytes, if set (and not with Latest), ends the page after the row
+	// that brings the rows' stored size to it, so that a page of large
+	// messages is not held whole in memory.
+	MaxBytes int
 }
 
 // RawMessage is a stored message row: its seq and the message as JSON.
@@ -196,6 +319,8 @@ type ListRepliesParams struct {
 	MessageID      string
 	After          int64
 	Limit          int
+	// MaxBytes bounds the page by the rows' stored size, as for ListMessages.
+	MaxBytes int
 }
 
 // DescendantsParams are the arguments of Store.Descendants.
@@ -203,6 +328,35 @@ type DescendantsParams struct {
 	ConversationID string
 	MessageID      string
 	Limit          int
+	// MaxBytes bounds the list by the rows' stored size, as for ListMessages.
+	MaxBytes int
+}
+
+// CreateTaskParams are the arguments of Store.CreateTask.
+type CreateTaskParams struct {
+	Task        *parley.Task
+	MaxPerAgent int
+}
+
+// DueTasksParams are the arguments of Store.DueTasks.
+type DueTasksParams struct {
+	Now             parley.Time
+	Limit           int
+	PerAgent        int
+	PerConversation int
+}
+
+// TooManyTasks is the EBUSY of a task whose agent has max tasks already.
+func TooManyTasks(agentID string, max int) error {
+	return parley.Errorf(parley.EBUSY, "agent %s has %d scheduled tasks, the most it may have: delete one first", agentID, max)
+}
+
+// NoBound stands for a bound of 0 (none) in a query that needs a number.
+func NoBound(n int) int {
+	if n <= 0 {
+		return math.MaxInt32
+	}
+	return n
 }
 
 // Idempotency records the result of a write made with a client request id, so
@@ -218,6 +372,60 @@ type Idempotency struct {
 	// Response is the JSON result returned to the original request.
 	Response []byte
 	Time     parley.Time
+}
+
+// CheckLease returns EINVALID for a lease without an owner: an owner is
+// what tells an import in progress from an ordinary conversation.
+func CheckLease(l *ImportLease) error {
+	if l != nil && l.Owner == "" {
+		return parley.Errorf(parley.EINVALID, "an import lease needs an owner")
+	}
+	return nil
+}
+
+// ErrTaken is CreateConversation's EBUSY for an id that is taken: by a
+// conversation, or by an import in progress.
+func ErrTaken(id string, importing bool) error {
+	if importing {
+		return parley.Errorf(parley.EBUSY, "an import of conversation %s is in progress; try again once it has ended", id)
+	}
+	return parley.Errorf(parley.EBUSY, "conversation %s already exists", id)
+}
+
+// ErrImportLost is the EBUSY of a write by an importer whose import is no
+// longer in progress under its owner: it was swept after its lease ended.
+func ErrImportLost(id string) error {
+	return parley.Errorf(parley.EBUSY, "the import of conversation %s was removed: its lease ended before it was renewed; import it again", id)
+}
+
+// AppendMiss explains why an Append's conditional update of the
+// conversation's head matched no row, from that row as it is now: found
+// false if there is none, importOwner "" unless it is an import in progress.
+func AppendMiss(p AppendParams, found bool, lastSeq int64, importOwner string) error {
+	switch {
+	case p.Import != nil && (!found || importOwner != p.Import.Owner):
+		return ErrImportLost(p.ConversationID)
+	case !found || (p.Import == nil && importOwner != ""):
+		return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", p.ConversationID)
+	}
+	return parley.Errorf(parley.ECONFLICT, "conversation %s is at seq %d, not %d", p.ConversationID, lastSeq, p.ExpectSeq)
+}
+
+// RemoveEach calls remove for each id in turn and returns the ids it
+// removed (remove reports false for one it left alone), stopping at the
+// first error: SweepImports removes each import in its own transaction.
+func RemoveEach(ids []string, remove func(id string) (bool, error)) ([]string, error) {
+	var removed []string
+	for _, id := range ids {
+		ok, err := remove(id)
+		if err != nil {
+			return removed, err
+		}
+		if ok {
+			removed = append(removed, id)
+		}
+	}
+	return removed, nil
 }
 
 // CheckDense returns EINVALID unless the events' seqs are after+1, after+2, …

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 	"github.com/parleyhq/parley/transfer"
 )
 
@@ -56,9 +57,11 @@ func TestBadImports(t *testing.T) {
 			return ls
 		})},
 		{"a bad id", parley.EINVALIDVALUE, "valid id", replace(msgLine("c1"), `"id":"c1"`, `"id":"c 1"`)},
+		{"a dot-dot id", parley.EINVALIDVALUE, "valid id", replace(msgLine("c1"), `"id":"c1"`, `"id":".."`)},
 		{"a wrong type", parley.EINVALID, "row 10", replace(9, `"seq":9`, `"seq":"nine"`)},
 		{"a line with two things", parley.EINVALID, "one", replace(5, `{"event":{`, `{"message":{},"event":{`)},
 		{"garbage legacy rows", parley.EINVALID, "row 1", []byte(`[1, 2, 3]`)},
+		{"a message over the size limit", parley.ETOOLARGE, `message "c1"`, replace(msgLine("c1"), `"text":"Agreed."`, `"text":"Agreed.`+strings.Repeat("x", 1<<20)+`"`)},
 		{"a value over the limit", parley.ETOOLARGE, "bytes", append(append([]byte(`{"content":"`), bytes.Repeat([]byte("x"), transfer.MaxValueBytes+1<<20)...), `"}`...)},
 	}
 	for _, tc := range cases {
@@ -78,7 +81,7 @@ func TestBadImports(t *testing.T) {
 }
 
 func listAll(eng *engine.Engine) ([]*engine.View, error) {
-	vs, _, err := eng.ListConversations(ctxTBackground(), "", 100)
+	vs, _, err := eng.ListConversations(ctxTBackground(), store.ListConversationsParams{Limit: 100})
 	return vs, err
 }
 

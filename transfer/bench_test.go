@@ -21,7 +21,7 @@ import (
 func threadedConversation(b *testing.B, eng *engine.Engine, n, depth int) string {
 	b.Helper()
 	id := fmt.Sprintf("bench-%d-%d", n, depth)
-	must[*engine.View](b)(eng.CreateConversation(ctxT(b), parley.Conversation{ID: id, Participants: []string{"a", "b"}}))
+	must[*engine.View](b)(eng.CreateConversation(ctxT(b), parley.Conversation{ID: id, Participants: []string{"a", "b"}, Members: []string{"alice", "human"}}))
 	prev := ""
 	for i := range n {
 		agent := []string{"a", "b"}[i%2]

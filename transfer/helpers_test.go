@@ -86,10 +86,10 @@ func richConversation(t testing.TB, eng *engine.Engine) string {
 	t.Helper()
 	ctx := ctxT(t)
 	id := "rich"
-	must[*engine.View](t)(eng.CreateConversation(ctx, parley.Conversation{ID: id, Title: "Everything", Participants: []string{"a", "b", "c"}}))
+	must[*engine.View](t)(eng.CreateConversation(ctx, parley.Conversation{ID: id, Title: "Everything", Participants: []string{"a", "b", "c"}, Members: []string{"alice", "human"}}))
 
 	// alice asks; the prompt goes to a's runner, which streams its answer.
-	detach := eng.AttachRunner(id, "a", func([]byte) {})
+	detach := eng.AttachRunner(id, "a", func([]byte) {}, nil)
 	must[*engine.PromptResult](t)(eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: actor("alice"), ID: "q1", Content: "What is 6 x 7?"}))
 	waitFor(t, func() bool {
 		_, err := eng.Store().GetMessage(ctx, id, "q1")
@@ -132,6 +132,11 @@ func richConversation(t testing.TB, eng *engine.Engine) string {
 	for range 70 {
 		must[*engine.MessageResult](t)(eng.StreamText(ctx, id, conv.StreamText{Actor: actor("a"), MessageID: "a4", Delta: "thinking "}))
 	}
+	// Its row holds 64 deltas: the rest, a tool call and more text are in
+	// the events after it.
+	must[*engine.MessageResult](t)(eng.StreamTool(ctx, id, conv.StreamTool{Actor: actor("a"), MessageID: "a4",
+		Tool: conv.ToolUpdate{CallID: "call-2", ToolName: "search", Status: parley.ToolRunning, Args: json.RawMessage(`{"q":"more"}`)}}))
+	must[*engine.MessageResult](t)(eng.StreamText(ctx, id, conv.StreamText{Actor: actor("a"), MessageID: "a4", Delta: "still looking"}))
 	return id
 }
 

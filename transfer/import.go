@@ -100,9 +100,10 @@ const (
 // Import reads a Parley export (JSON or JSONL) or legacy message rows (a JSON
 // array or JSON Lines of seed 004's agent memory rows) from r and writes the
 // conversation through the engine, in batches: memory stays bounded whatever
-// the size of r. A failed import removes what it wrote. It returns EINVALID
-// (saying where) for input it cannot read and EBUSY if the conversation id
-// is taken.
+// the size of r. Until it commits, the conversation is seen by no reader;
+// a failed import removes what it wrote, and one cut short by a crash is
+// removed by engine.SweepImports. It returns EINVALID (saying where) for
+// input it cannot read and EBUSY if the conversation id is taken.
 func Import(ctx context.Context, eng *engine.Engine, r io.Reader, opts ImportOptions) (*ImportResult, error) {
 	in := &input{r: r}
 	br := bufio.NewReaderSize(in, 256<<10)
@@ -133,8 +134,11 @@ func Import(ctx context.Context, eng *engine.Engine, r io.Reader, opts ImportOpt
 		}
 		return nil, err
 	}
+	if err := imp.im.Commit(ctx); err != nil {
+		return nil, err
+	}
 	res.Conversation = imp.im.Conversation()
-	return res, imp.im.Commit(ctx)
+	return res, nil
 }
 
 // isExport reports whether the input starts with an export header: an
@@ -216,6 +220,20 @@ func (imp *importer) next(v any) error {
 func (imp *importer) flush(ctx context.Context) error {
 	if len(imp.events) == 0 && len(imp.msgs) == 0 {
 		return nil
+	}
+	// What a server writes, an import writes too: no message over the
+	// size limit, so that no frame that carries one is over what clients
+	// accept.
+	l := imp.eng.Limits()
+	for _, m := range imp.msgs {
+		if n := m.Size(); n > l.MaxMessageBytes {
+			return parley.Errorf(parley.ETOOLARGE, "message %q is %d bytes (text, tool calls, errors and metadata); the limit is %d", m.ID, n, l.MaxMessageBytes)
+		}
+	}
+	for _, e := range imp.events {
+		if n := len(e.Data); n > l.MaxMessageJSON() {
+			return parley.Errorf(parley.ETOOLARGE, "event %d is %d bytes; the limit is %d", e.Seq, n, l.MaxMessageJSON())
+		}
 	}
 	if err := imp.im.Append(ctx, imp.events, imp.msgs); err != nil {
 		return err
@@ -402,7 +420,7 @@ func (imp *importer) array(ctx context.Context, key string) error {
 var knownEvents = map[string]bool{
 	parley.EventConversationCreated: true, parley.EventMessage: true, parley.EventTrace: true,
 	parley.EventTurnClaimed: true, parley.EventClaimExpired: true, parley.EventTurnReset: true,
-	parley.EventTurnAborted: true, parley.EventDelegation: true, parley.EventChunk: true,
+	parley.EventTurnAborted: true, parley.EventDelegation: true, parley.EventChunk: true, parley.EventPartUpdated: true,
 	parley.EventMessageUpdated: true, parley.EventMessagesRemoved: true, conv.EventTaskRun: true,
 	conv.EventPromptQueued: true, conv.EventPromptDispatched: true, conv.EventPromptCompleted: true,
 	conv.EventPromptCanceled: true, conv.EventPromptRequeued: true, conv.EventPromptPromoted: true,

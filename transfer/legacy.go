@@ -147,16 +147,19 @@ func scanAgents(head []byte) []string {
 }
 
 // agentID makes a legacy name a Parley id: characters outside A–Z a–z 0–9
-// . _ : - become '-'.
+// . _ : - become '-', and so do the dots of "." and "..", which are no ids.
 func agentID(name string) string {
 	var b strings.Builder
 	for i := 0; i < len(name) && b.Len() < parley.MaxIDLen; i++ {
 		c := name[i]
-		if parley.ValidID(string(c)) {
+		if parley.IDChar(c) {
 			b.WriteByte(c)
 		} else {
 			b.WriteByte('-')
 		}
+	}
+	if s := b.String(); s == "." || s == ".." {
+		return strings.Repeat("-", len(s))
 	}
 	return b.String()
 }

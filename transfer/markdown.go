@@ -13,6 +13,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -79,6 +80,12 @@ func learn(ctx context.Context, st store.Store, s conv.State) (*thread, error) {
 		return nil, err
 	}
 	for _, m := range th.rows {
+		if m.Status == parley.StatusStreaming {
+			// Its row is behind its chunks: show all its text so far.
+			if err := engine.AssembleMessage(ctx, st, m, s.LastSeq); err != nil {
+				return nil, err
+			}
+		}
 		switch to, dispatched := th.dispatched[m.ID]; {
 		case m.Legacy != nil:
 			// Legacy data says who saw a message: the memories that held it.

@@ -25,7 +25,7 @@ func labels(t *testing.T, md []byte) []string {
 
 func newConv(t *testing.T, eng *engine.Engine, id string, participants ...string) {
 	t.Helper()
-	must[*engine.View](t)(eng.CreateConversation(ctxT(t), parley.Conversation{ID: id, Participants: participants}))
+	must[*engine.View](t)(eng.CreateConversation(ctxT(t), parley.Conversation{ID: id, Participants: participants, Members: []string{"alice", "human"}}))
 }
 
 func turnMsg(agent, id, replyTo string) conv.PostMessage {
@@ -74,7 +74,7 @@ func TestMarkdownLabels(t *testing.T) {
 		}, []string{"From: HUMAN (alice) · To: a " + transfer.NoReply, "Agent: a"}},
 
 		{"free turns deliver to every other agent", func(t *testing.T, eng *engine.Engine, id string) {
-			must[*engine.View](t)(eng.CreateConversation(ctxT(t), parley.Conversation{ID: id, Participants: []string{"a", "b", "c"}, TurnPolicy: parley.PolicyFree}))
+			must[*engine.View](t)(eng.CreateConversation(ctxT(t), parley.Conversation{ID: id, Participants: []string{"a", "b", "c"}, Members: []string{"alice", "human"}, TurnPolicy: parley.PolicyFree}))
 			post(t, eng, id, turnMsg("a", "m1", ""))
 			post(t, eng, id, turnMsg("c", "m2", "m1"))
 		}, []string{"Agent: b, c (message from a)", "Agent: c (reply to a)"}},
@@ -130,7 +130,9 @@ func TestMarkdownParts(t *testing.T) {
 		"> turn 3 aborted by b: handing over",
 		"> turn 4 reset by c",
 		"> reverted: a3 removed",
-		"_(still streaming)_",
+		strings.Repeat("thinking ", 70) + "\n   ```\n", // every delta, though the row holds 64
+		"- tool call `search` · running · call `call-2`\n     - args: `{\"q\":\"more\"}`", // after the row too
+		"still looking\n   ```\n   _(still streaming)_",
 		"8 messages in 5 turns.",
 	} {
 		if !strings.Contains(md, want) {

@@ -27,7 +27,7 @@ func TestRoundTrip(t *testing.T) {
 					src := mkFrom(t)
 					id := richConversation(t, src)
 					first := export(t, src, id, f)
-					for _, typ := range []string{"chunk", "message.updated", "messages.removed", "turn.claimed", "delegation", "turn.aborted", "turn.reset", "trace", "prompt.dispatched"} {
+					for _, typ := range []string{"chunk", "part.updated", "message.updated", "messages.removed", "turn.claimed", "delegation", "turn.aborted", "turn.reset", "trace", "prompt.dispatched"} {
 						if !bytes.Contains(first, []byte(`"type":"`+typ+`"`)) {
 							t.Fatalf("the conversation has no %s event to carry", typ)
 						}

@@ -52,7 +52,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("finding this binary to start a server: %w", err)
 		}
-		cfg.ServeCommand = []string{exe, "serve"}
+		// No per-token quotas: every runner, subscriber and creation of the
+		// run is the one identity of an open server.
+		cfg.ServeCommand = []string{exe, "serve", "-create-rate", "0", "-max-token-connections", "0"}
 		cfg.Token = "" // the started server runs open
 	}
 	if !*quiet {

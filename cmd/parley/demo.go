@@ -2,38 +2,123 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
+	"net/url"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
 )
 
-// runDemo serves with a scripted runner: a "human" asks a question every
-// few seconds through the prompt queue, and an "assistant" runner streams
-// each answer with text and a tool call, so that a newcomer sees a live
-// conversation in `parley tail` with no setup.
+// The demo's cast. The supervisor and the reviewer take turns (the
+// participants); the others take part without the turn policy naming
+// them (members): the worker the supervisor delegates to, the scripted
+// person, the person using the web UI, and the scheduled task's agent.
+const (
+	demoSupervisor = "supervisor"
+	demoReviewer   = "reviewer"
+	demoWorker     = "worker"
+	demoHuman      = "human"
+	demoYou        = "you"
+	demoScheduler  = "scheduler"
+	// demoTaskID is the demo's scheduled task: one id for every run, so
+	// that a new run replaces the task of the last one instead of leaving
+	// it to queue prompts for ever in a conversation nobody answers.
+	demoTaskID = "parley-demo-task"
+)
+
+// demoOptions are the demo's flags.
+type demoOptions struct {
+	every     time.Duration // how often the scripted person asks
+	taskEvery time.Duration // the scheduled task's interval; a minute is cron "* * * * *"
+}
+
+// runDemo serves with a scripted multi-agent scene in one conversation: a
+// supervisor streams answers with a tool call and delegates to a worker,
+// a reviewer replies in a thread, some attempts fail over, a task asks
+// every minute, and a message waits unanswered; so that a newcomer sees
+// every feature live in the web UI or in `parley tail`, with no setup.
 func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	dbPath := fs.String("db", "./parley-demo.db", "SQLite database file for the demo")
 	addr := fs.String("addr", "127.0.0.1:7700", "listen address (loopback: the demo runs open)")
-	every := fs.Duration("every", 8*time.Second, "how often the scripted user asks")
+	var o demoOptions
+	fs.DurationVar(&o.every, "every", 8*time.Second, "how often the scripted person asks (when no prompt is waiting)")
+	fs.DurationVar(&o.taskEvery, "task-every", time.Minute, "how often the scheduled task asks: 1m is cron '* * * * *', anything else an interval of at least 1s")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if !isLoopback(*addr) {
 		return fmt.Errorf("the demo runs without tokens, so only on a loopback address, not %s", *addr)
 	}
+	if o.every <= 0 || o.taskEvery < time.Second {
+		return fmt.Errorf("-every must be positive and -task-every at least 1s")
+	}
 	return serve(ctx, []string{"-db", *dbPath, "-addr", *addr}, stderr, func(ctx context.Context, url string, log *slog.Logger) {
-		if err := demo(ctx, url, *every, log); err != nil && ctx.Err() == nil {
+		if err := demo(ctx, url, o, log); err != nil && ctx.Err() == nil {
 			log.Error("demo stopped", slog.Any("err", err))
 		}
 	})
+}
+
+// scene is the demo's conversation and its scripted agents.
+type scene struct {
+	c       *client.Client
+	id      string
+	log     *slog.Logger
+	answers int // prompts answered or stopped, for what happens now and then
+}
+
+func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) error {
+	c := client.New(base, "")
+	v, err := c.CreateConversation(ctx, client.NewConversation{
+		Title:        "Parley demo: a supervisor, a worker and a reviewer",
+		Participants: []string{demoSupervisor, demoReviewer},
+		Members:      []string{demoWorker, demoHuman, demoYou, demoScheduler},
+	})
+	if err != nil {
+		return err
+	}
+	s := &scene{c: c, id: v.Conversation.ID, log: log}
+	if err := s.schedule(ctx, o.taskEvery); err != nil {
+		return err
+	}
+	log.Info("demo running: open its conversation in a browser, or follow it in the terminal",
+		slog.String("conversation", s.id), slog.String("ui", base+"/c/"+url.PathEscape(s.id)),
+		slog.String("tail", self()+" tail -server "+base+" "+s.id),
+		slog.String("you", "in the web UI you write as the member "+demoYou))
+	if err := s.note(ctx); err != nil {
+		return err
+	}
+	go s.person(ctx, o.every)
+	return s.supervise(ctx)
+}
+
+// schedule replaces the demo's task (the last run's, if any) with one
+// that asks in this conversation.
+func (s *scene) schedule(ctx context.Context, every time.Duration) error {
+	if err := s.c.DeleteTask(ctx, demoTaskID); err != nil && parley.ErrorCode(err) != parley.ENOTFOUND {
+		return err
+	}
+	t := client.NewTask{ID: demoTaskID, ConversationID: s.id, AgentID: demoScheduler, Prompt: demoScheduledPrompt}
+	if every == time.Minute {
+		t.Cron = "* * * * *"
+	} else {
+		t.EveryMs = every.Milliseconds()
+	}
+	_, err := s.c.CreateTask(ctx, t)
+	return err
+}
+
+// note posts the message nobody answers: a person's heads-up that closes
+// its turn (so it goes to the agent named next) and that no message will
+// ever reply to.
+func (s *scene) note(ctx context.Context) error {
+	_, err := s.c.PostMessage(ctx, s.id, client.Message{AgentID: demoHuman, Role: parley.RoleUser, Finality: parley.FinalityTurn,
+		Content: "Heads-up: the staging database restarts tonight at 22:00 UTC. Nothing to do about it."})
+	return err
 }
 
 var demoQuestions = []string{
@@ -43,96 +128,109 @@ var demoQuestions = []string{
 	"What is 17 times 23?",
 }
 
-func demo(ctx context.Context, url string, every time.Duration, log *slog.Logger) error {
-	c := client.New(url, "")
-	v, err := c.CreateConversation(ctx, client.NewConversation{Title: "Parley demo", Participants: []string{"assistant"}})
-	if err != nil {
-		return err
+const demoScheduledPrompt = "Scheduled check: is everything still answered?"
+
+// person is the scripted person: it asks a question every so often, but
+// only when no prompt waits or is being answered (mode reject), so that
+// the queue never grows however slowly the answers come.
+func (s *scene) person(ctx context.Context, every time.Duration) {
+	for i := 0; ; {
+		_, err := s.c.Prompt(ctx, s.id, demoHuman, demoQuestions[i%len(demoQuestions)], "reject")
+		switch code := parley.ErrorCode(err); {
+		case err == nil:
+			i++
+		case ctx.Err() != nil || code == parley.EBUSY: // busy: the same question next time
+		case code == parley.ECLOSED || code == parley.ENOTFOUND:
+			s.log.Info("the demo's conversation was closed or deleted: the scripted person stops asking", slog.String("conversation", s.id))
+			return
+		default:
+			s.log.Warn("the scripted person could not ask", slog.Any("err", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
 	}
-	id := v.Conversation.ID
-	log.Info("demo running: follow it with 'parley tail' (or open its stream)", slog.String("conversation", id),
-		slog.String("tail", "parley tail -server "+url+" "+id))
-	runner, err := c.ConnectRunner(ctx, id, "assistant")
-	if err != nil {
-		return err
-	}
-	defer runner.Close()
-	go func() { // the scripted user
-		for i := 0; ctx.Err() == nil; i++ {
-			if _, err := c.Prompt(ctx, id, "human", demoQuestions[i%len(demoQuestions)], ""); err != nil && ctx.Err() == nil {
-				log.Warn("demo prompt failed", slog.Any("err", err))
-			}
+}
+
+// supervise keeps the supervisor's runner attached, connecting again if
+// its connection ends, until ctx ends or the conversation is deleted (a
+// connection ends then too, and connecting again says so).
+func (s *scene) supervise(ctx context.Context) error {
+	for ctx.Err() == nil {
+		r, err := s.c.ConnectRunner(ctx, s.id, demoSupervisor)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case parley.ErrorCode(err) == parley.ENOTFOUND:
+			s.log.Info("the demo's conversation was deleted: the scripted agents stop", slog.String("conversation", s.id))
+			return nil
+		case err != nil:
+			s.log.Warn("the supervisor's runner could not connect; trying again", slog.Any("err", err))
 			select {
 			case <-ctx.Done():
-			case <-time.After(every):
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		err = s.runner(ctx, r)
+		r.Close()
+		if ctx.Err() == nil {
+			s.log.Info("the supervisor's runner lost its connection; connecting again", slog.Any("err", err))
+		}
+		select { // never a busy loop, whatever ends the connections
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// runner answers the prompts the server dispatches to r, one at a time.
+// A reader goroutine hands every push over as it comes, so that an
+// answer sees an abort between two deltas.
+func (s *scene) runner(ctx context.Context, r *client.Runner) error {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pushes := make(chan client.Push, 16)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			p, err := r.Next(rctx)
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case pushes <- p:
+			case <-rctx.Done():
+				return
 			}
 		}
 	}()
-	for { // the scripted runner
-		p, err := runner.Next(ctx)
+	var waiting []client.Push // prompts that came while another was answered
+	for {
+		var p client.Push
+		if len(waiting) > 0 {
+			p, waiting = waiting[0], waiting[1:]
+		} else {
+			select {
+			case p = <-pushes:
+			case err := <-errc:
+				return err
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if p.Type != "prompt" {
+			continue // an abort or a revert of something no longer answered
+		}
+		x := &exchange{scene: s, r: r, prompt: p, pushes: pushes}
+		err := x.answer(ctx)
+		waiting = append(waiting, x.prompts...)
 		if err != nil {
 			return err
 		}
-		if p.Type != "prompt" {
-			continue
-		}
-		if err := demoAnswer(ctx, runner, p.Content); err != nil {
-			return err
-		}
 	}
-}
-
-// demoAnswer streams one answer: text, a tool call, more text.
-func demoAnswer(ctx context.Context, r *client.Runner, question string) error {
-	turn := uuid.NewString()
-	if _, err := r.Create(ctx, turn); err != nil {
-		return err
-	}
-	say := func(text string) error {
-		for _, w := range strings.SplitAfter(text, " ") {
-			if w == "" {
-				continue
-			}
-			if _, err := r.Text(ctx, turn, w); err != nil {
-				return err
-			}
-			time.Sleep(60 * time.Millisecond)
-		}
-		return nil
-	}
-	if err := say("Let me look that up for you. "); err != nil {
-		return err
-	}
-	args, _ := json.Marshal(map[string]string{"query": question})
-	if _, err := r.Tool(ctx, turn, client.ToolUpdate{CallID: "lookup-" + turn[:8], ToolName: "lookup", Status: parley.ToolRunning, Args: args}); err != nil {
-		return err
-	}
-	time.Sleep(400 * time.Millisecond)
-	answer := demoAnswerFor(question)
-	result, _ := json.Marshal(answer)
-	if _, err := r.Tool(ctx, turn, client.ToolUpdate{CallID: "lookup-" + turn[:8], ToolName: "lookup", Status: parley.ToolCompleted, Result: result}); err != nil {
-		return err
-	}
-	if err := say("The answer is " + answer + "."); err != nil {
-		return err
-	}
-	if _, err := r.Finalize(ctx, turn, parley.FinishEndTurn, ""); err != nil {
-		return err
-	}
-	_, err := r.Complete(ctx)
-	return err
-}
-
-func demoAnswerFor(q string) string {
-	switch {
-	case strings.Contains(q, "Australia"):
-		return "Canberra"
-	case strings.Contains(q, "leap year"):
-		return "366"
-	case strings.Contains(q, "planet"):
-		return "Jupiter"
-	case strings.Contains(q, "17 times 23"):
-		return "391"
-	}
-	return "42"
 }

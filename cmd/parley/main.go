@@ -4,7 +4,7 @@
 //	parley migrate   bring the database schema up to date
 //	parley token     create, list and revoke bearer tokens
 //	parley tail      follow a conversation's live stream in the terminal
-//	parley demo      a server with a scripted runner answering a scripted user
+//	parley demo      a server with scripted agents in one conversation, for the web UI
 //	parley export    write a conversation as Markdown, JSON or JSON Lines
 //	parley import    load an export or legacy message rows into a server
 package main
@@ -23,15 +23,17 @@ import (
 const usage = `Parley: a conversation server for multi-agent systems.
 
 Usage:
-  parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open] [-max-thread-depth 100]
-                 [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096] [-log-level info]
-                 [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL]
+  parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open] [-reopen] [-open-host NAME]...
+                 [-max-thread-depth 100] [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096]
+                 [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL] [-log-level info]
+                 [-create-rate 10] [-create-burst 100] [-max-token-connections 1000]
+                 [-body-timeout 30s] [-header-timeout 10s]
   parley migrate [-db ./parley.db]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db]
   parley token list   [-db ./parley.db]
   parley token revoke [-db ./parley.db] TOKEN_ID
   parley tail    [-server http://127.0.0.1:7700] [-token T] [-ws] [-after SEQ] CONVERSATION
-  parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s]
+  parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s] [-task-every 1m]
   parley export  [-server URL] [-token T] [-format markdown|json|jsonl] [-o FILE] CONVERSATION
   parley import  [-server URL] [-token T] [-id ID] [-title T] [-participants a,b] [-progress auto|on|off] FILE|-
   parley bench   [-server URL] [-postgres URL] [-conversations 10] [-subscribers 1] [-transport ws|sse] [-rate 20] [-json]

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
@@ -31,23 +32,42 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs := newFlags("serve", stderr)
 	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
 	addr := fs.String("addr", envOr("PARLEY_ADDR", "127.0.0.1:7700"), "listen address")
-	pgURL := fs.String("postgres", envOr("PARLEY_POSTGRES_URL", ""), "a PostgreSQL URL: store there instead of in the SQLite file (one node at a time, for now)")
+	pgURL := fs.String("postgres", envOr("PARLEY_POSTGRES_URL", ""), "a PostgreSQL URL: store there instead of in the SQLite file (several nodes may share it)")
 	allowOpen := fs.Bool("allow-open", false, "run without tokens on a non-loopback address (dangerous)")
+	reopen := fs.Bool("reopen", false, "run open although this store has had tokens, when every one of them is revoked")
+	var guards api.Guards
+	fs.Var((*listFlag)(&guards.OpenHosts), "open-host", "a Host name an open server answers besides localhost, 127.0.0.1 and [::1] (repeatable)")
+	fs.Float64Var(&guards.CreateRate, "create-rate", 10, "conversations and tasks one token may create a second, on average (0: no bound)")
+	fs.IntVar(&guards.CreateBurst, "create-burst", 100, "conversations and tasks one token may create at once, within -create-rate")
+	fs.IntVar(&guards.MaxConnsPerToken, "max-token-connections", 1000, "streams and runner connections one token may have open at once (0: no bound)")
+	fs.DurationVar(&guards.BodyTimeout, "body-timeout", 30*time.Second, "how long a request may take to send its body (an import: how long it may send nothing)")
+	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a connection may take to send a request's headers")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	limits := conv.DefaultLimits
 	fs.IntVar(&limits.MaxThreadDepth, "max-thread-depth", limits.MaxThreadDepth, "a reply may have fewer ancestors than this")
 	fs.DurationVar(&limits.ClaimTTL, "claim-ttl", limits.ClaimTTL, "how long a claim lasts when the request names no TTL")
 	fs.DurationVar(&limits.MaxClaimTTL, "max-claim-ttl", limits.MaxClaimTTL, "the longest TTL a claim may ask for")
+	fs.IntVar(&limits.MaxQueuedPrompts, "max-queued-prompts", limits.MaxQueuedPrompts, "the most prompts a conversation's queue holds; past it a prompt is refused (409 busy)")
+	fs.IntVar(&limits.MaxMessageBytes, "max-message-bytes", limits.MaxMessageBytes, "the most one message may hold: text, tool calls' args, results and errors, metadata")
+	fs.IntVar(&limits.MaxStreaming, "max-streaming", limits.MaxStreaming, "the most messages that may stream at once in one conversation")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
+	subBytes := fs.Int("subscriber-buffer-bytes", 16<<20, "bytes of live events queued per stream subscriber before it is dropped as too slow")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
 	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
+	importLease := fs.Duration("import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
+	maxTasks := fs.Int("max-tasks-per-agent", engine.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
 	webhooks := webhookFlag{}
 	fs.Var(webhooks, "channel-webhook", "TYPE=URL: post replies to prompts from channels of TYPE to URL (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if limits.MaxThreadDepth < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *grace <= 0 || *maxImport < 1 {
-		return fmt.Errorf("limits must be positive, and -max-claim-ttl at least -claim-ttl")
+	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
+		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
+		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
+		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+	}
+	if n := limits.MaxMessageJSON(); n > parley.MaxFrameBytes-64<<10 {
+		return fmt.Errorf("-max-message-bytes %d lets one message weigh %d bytes in JSON, over what a stream's frame may carry (%d)", limits.MaxMessageBytes, n, parley.MaxFrameBytes)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -61,26 +81,42 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	}
 	defer db.Close()
 
-	tokens, err := db.CountTokens(ctx)
+	open, err := openMode(ctx, db, *reopen, log)
 	if err != nil {
 		return err
 	}
-	open := tokens == 0
 	if open && !isLoopback(*addr) && !*allowOpen {
 		return fmt.Errorf("no tokens exist and %s is not a loopback address: create one with 'parley token create -kind admin', or pass -allow-open", *addr)
 	}
 	if open {
-		log.Warn("running OPEN: no tokens exist, so every request acts as admin; create a token with 'parley token create' to require them", slog.String("addr", *addr))
+		log.Warn("running OPEN: no tokens exist, so every request acts as admin (from this machine's names only, and never for another web site); create a token with 'parley token create' to require them", slog.String("addr", *addr))
+		if !isLoopback(*addr) && len(guards.OpenHosts) == 0 {
+			log.Warn("an open server answers only requests addressed to localhost, 127.0.0.1 or [::1]: name the others it may answer with -open-host")
+		}
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, RunnerGrace: *grace})
+	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
+		RunnerGrace: *grace, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks})
 	defer eng.Close()
+	// Imports that a crash cut short are removed before anything is served,
+	// so that their ids can be imported again at once.
+	if n, err := eng.SweepImports(ctx); err != nil {
+		return fmt.Errorf("removing unfinished imports: %w", err)
+	} else if n > 0 {
+		log.Info("removed unfinished imports", slog.Int("imports", n))
+	}
+	go eng.SweepImportsEvery(ctx, *importLease/2)
 	if n, err := eng.RecoverStreams(ctx); err != nil {
 		return fmt.Errorf("recovering streaming messages: %w", err)
 	} else if n > 0 {
 		log.Info("streaming messages wait for their runners", slog.Int("conversations", n), slog.Duration("grace", *grace))
+	}
+	if *pgURL != "" {
+		// Other nodes' writes: their subscribers' and runners' conversations
+		// catch up here as they are written.
+		go postgres.Listen(ctx, *pgURL, eng.Notified, func() { eng.CatchUpAll(ctx) })
 	}
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	go eng.RunTasks(ctx, time.Second)
@@ -91,13 +127,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		Registerer:     reg,
 		MaxImportBytes: *maxImport,
 		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
+		Guards:         guards,
 	})
+	go handler.WatchTokens(ctx)
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Headers must come in time and be small; bodies are bounded by the
+	// handler (-body-timeout), idle kept-alive connections by IdleTimeout.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: *headerTimeout, MaxHeaderBytes: maxHeaderBytes, IdleTimeout: 2 * time.Minute}
 	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("store", where))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -116,6 +156,47 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	return nil
+}
+
+// maxHeaderBytes bounds a request's headers (and its URL); past it: 431.
+const maxHeaderBytes = 64 << 10
+
+// openMode decides whether the server runs open: only a store that never
+// had a token does, or with -reopen one whose tokens are all revoked. A
+// store whose tokens are all revoked otherwise stays closed (nobody can
+// get in until an admin token is made on its file), since running open
+// again would give anyone on this machine an admin.
+func openMode(ctx context.Context, db store.Store, reopen bool, log *slog.Logger) (bool, error) {
+	tokens, err := db.ListTokens(ctx)
+	if err != nil {
+		return false, err
+	}
+	live := 0
+	for _, t := range tokens {
+		if t.RevokedAt.IsZero() {
+			live++
+		}
+	}
+	switch {
+	case live > 0 && reopen:
+		return false, fmt.Errorf("-reopen: %d tokens are not revoked; revoke them first ('parley token list', 'parley token revoke ID')", live)
+	case len(tokens) > 0 && live == 0 && !reopen:
+		log.Warn("every token of this store is revoked, so every request is refused: create one with 'parley token create -kind admin' (it works at once), or start with -reopen to run open again")
+	}
+	return live == 0 && (len(tokens) == 0 || reopen), nil
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	if v == "" {
+		return fmt.Errorf("empty value")
+	}
+	*l = append(*l, v)
 	return nil
 }
 

@@ -67,7 +67,14 @@ func formatFrame(f client.Frame) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "== %s %q (%s at seq %d, epoch %s, last turn %d)", in.Conversation.ID, in.Conversation.Title, state, in.Position.Seq, in.Position.Epoch, in.Head.LastTurn)
 		for _, m := range in.Messages {
-			fmt.Fprintf(&b, "\n#%d t%d [%s] %s: %s", m.Seq, m.Turn, m.AgentID, m.Role, oneLine(m.Content, 200))
+			text := oneLine(m.Content, 200)
+			if m.Summarized != nil { // too large for the snapshot: its text is not here
+				text = fmt.Sprintf("(%s, summarized; GET …/messages/%s has it)", bytesOf(int64(m.Summarized.Bytes)), m.ID)
+			}
+			fmt.Fprintf(&b, "\n#%d t%d [%s] %s: %s", m.Seq, m.Turn, m.AgentID, m.Role, text)
+			if m.Status != parley.StatusComplete {
+				fmt.Fprintf(&b, " (%s)", m.Status) // streaming so far, or how it ended
+			}
 		}
 		if in.Guidance != nil {
 			b.WriteString("\n" + formatGuidance(in.Guidance))
@@ -90,6 +97,26 @@ func formatEvent(e *parley.Event) string {
 		var c parley.Chunk
 		if json.Unmarshal(e.Data, &c) == nil {
 			return prefix + " " + c.MessageID + " += " + oneLine(c.Content, 200)
+		}
+	}
+	if e.Type == parley.EventPartUpdated {
+		var u parley.PartUpdate
+		if json.Unmarshal(e.Data, &u) == nil {
+			p := u.Part
+			line := prefix + " " + u.MessageID + " tool " + p.CallID
+			if p.ToolName != "" {
+				line += " " + p.ToolName
+			}
+			line += " " + p.Status
+			for _, f := range []struct {
+				name string
+				v    []byte
+			}{{"args", p.Args}, {"result", p.Result}, {"error", []byte(p.Error)}} {
+				if len(f.v) > 0 {
+					line += " " + f.name + " " + oneLine(string(f.v), 80)
+				}
+			}
+			return line
 		}
 	}
 	if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {

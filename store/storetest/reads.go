@@ -58,6 +58,8 @@ func testListMessages(t *testing.T, s store.Store) {
 	wantIDs(t, "turnId shared", list(store.ListMessagesParams{TurnID: "shared", Limit: 10}), "a2", "b2")
 	wantIDs(t, "turnId shared, agent a", list(store.ListMessagesParams{TurnID: "shared", AgentID: "a", Limit: 10}), "a2")
 	wantIDs(t, "latest 2", list(store.ListMessagesParams{Latest: true, Limit: 2}), "a2", "b2")
+	wantIDs(t, "latest 2 before b2", list(store.ListMessagesParams{Latest: true, Limit: 2, Before: b2.Seq}), "b1", "a2")
+	wantIDs(t, "before a2", list(store.ListMessagesParams{Limit: 10, Before: a2.Seq}), "a1", "b1")
 	_, err := s.GetMessage(ctx(t), uuid.NewString(), "a1")
 	wantCode(t, err, parley.ENOTFOUND)
 }

@@ -17,15 +17,28 @@ import (
 	"github.com/parleyhq/parley/store"
 )
 
+// Backend describes the backend under test where the store interface lets
+// backends differ.
+type Backend struct {
+	// OneProcess is true for a store that one process owns (SQLite): its
+	// SweepImports removes every import of another owner, live lease or not.
+	OneProcess bool
+}
+
 // Exercise runs the suite against the stores newStore makes. newStore may
 // return the same store every time.
-func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
+func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) {
+	// The sweep is not limited to one test's conversations, so it runs
+	// first, alone: the other tests wait in t.Parallel until it is done.
+	t.Run("SweepImports", func(t *testing.T) { testSweepImports(t, newStore(t), b) })
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
 	}{
 		{"CreateAndGetConversation", testCreateAndGet},
 		{"ListConversationsPagesNewestFirst", testListConversations},
+		{"ListConversationsOfAMember", testListConversationsOfAMember},
+		{"ListConversationsByTitle", testListConversationsByTitle},
 		{"AppendDense", testAppendDense},
 		{"AppendConflictWritesNothing", testAppendConflict},
 		{"AppendRejectsSeqGaps", testAppendGaps},
@@ -34,8 +47,14 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageUpsert", testMessageUpsert},
 		{"RemoveMessages", testRemoveMessages},
 		{"DeleteConversation", testDeleteConversation},
+		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},
+		{"AbortImport", testAbortImport},
 		{"Outbox", testOutbox},
 		{"Tasks", testTasks},
+		{"TasksPerAgentBound", testTasksPerAgent},
+		{"DueTasksFairRounds", testDueTasksFair},
+		{"TaskOnlyAppend", testTaskOnlyAppend},
+		{"QueueKeptApart", testQueueKeptApart},
 		{"ReadEventsPaging", testReadEvents},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},
@@ -164,6 +183,114 @@ func testListConversations(t *testing.T, s store.Store) {
 	wantCode(t, err, parley.EINVALID)
 }
 
+// testListConversationsOfAMember: with Member set, only the conversations
+// made with that agent among their members are listed, newest first, in
+// pages; a deleted conversation is no longer listed.
+func testListConversationsOfAMember(t *testing.T, s store.Store) {
+	agent, other := "m-"+uuid.NewString()[:8], "o-"+uuid.NewString()[:8]
+	var want []string
+	for i := range 5 {
+		id := uuid.NewString()
+		at := parley.NewTime(t0.Add(time.Duration(i) * time.Second))
+		members := []string{other}
+		if i != 2 {
+			members = append(members, agent)
+			want = append([]string{id}, want...) // newest first
+		}
+		c := parley.Conversation{ID: id, Epoch: "ep", Participants: []string{}, TurnPolicy: parley.PolicyFree, MessageFormat: "v2", CreatedAt: at}
+		if err := s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: c, Members: members, Events: []parley.Event{event(id, 1, "")}, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for cursor := ""; ; {
+		recs, next, err := s.ListConversations(ctx(t), store.ListConversationsParams{Cursor: cursor, Limit: 2, Member: agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			got = append(got, r.Conversation.ID)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("conversations of %s:\n%v\nwant\n%v", agent, got, want)
+	}
+	if err := s.DeleteConversation(ctx(t), want[0]); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := s.ListConversations(ctx(t), store.ListConversationsParams{Member: agent})
+	if err != nil || len(recs) != 3 || recs[0].Conversation.ID != want[1] {
+		t.Fatalf("after deleting the newest: %d conversations, %v", len(recs), err)
+	}
+	if recs, _, err := s.ListConversations(ctx(t), store.ListConversationsParams{Member: "nobody-" + agent}); err != nil || len(recs) != 0 {
+		t.Fatalf("an agent in none lists %d, %v", len(recs), err)
+	}
+}
+
+// testListConversationsByTitle: with Title set, only the conversations
+// whose title contains it are listed, whatever the case of ASCII letters;
+// %, _ and \ match only themselves; Title and Member narrow together, and
+// pages of a narrowed list hold every match once.
+func testListConversationsByTitle(t *testing.T, s store.Store) {
+	tag := uuid.NewString()[:8] // this run's titles, apart from other tests' in the same store
+	agent := "t-" + tag
+	titles := []string{"Plan " + tag, "the " + tag + " PLAN b", "100% " + tag, "under_" + tag, `back\slash ` + tag, "nothing " + tag, ""}
+	ids := map[string]string{}
+	for i, title := range titles {
+		id := uuid.NewString()
+		at := parley.NewTime(t0.Add(time.Duration(i) * time.Second))
+		members := []string{"someone"}
+		if i%2 == 0 {
+			members = append(members, agent)
+		}
+		c := parley.Conversation{ID: id, Epoch: "ep", Title: title, Participants: []string{}, TurnPolicy: parley.PolicyFree, MessageFormat: "v2", CreatedAt: at}
+		if err := s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: c, Members: members, Events: []parley.Event{event(id, 1, "")}, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		ids[id] = title
+	}
+	list := func(p store.ListConversationsParams) []string {
+		t.Helper()
+		var got []string
+		for pages := 0; ; pages++ {
+			recs, next, err := s.ListConversations(ctx(t), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range recs {
+				if title, ok := ids[r.Conversation.ID]; ok {
+					got = append(got, title)
+				}
+			}
+			if next == "" || pages > 1000 {
+				return got
+			}
+			p.Cursor = next
+		}
+	}
+	for _, c := range []struct {
+		p    store.ListConversationsParams
+		want []string // newest first
+	}{
+		{store.ListConversationsParams{Title: "plan " + tag}, []string{"Plan " + tag}},
+		{store.ListConversationsParams{Title: tag + " plan", Limit: 1}, []string{"the " + tag + " PLAN b"}},
+		{store.ListConversationsParams{Title: "pLaN", Limit: 1}, []string{"the " + tag + " PLAN b", "Plan " + tag}},
+		{store.ListConversationsParams{Title: "% " + tag}, []string{"100% " + tag}},
+		{store.ListConversationsParams{Title: "_" + tag}, []string{"under_" + tag}},
+		{store.ListConversationsParams{Title: `\s`}, []string{`back\slash ` + tag}},
+		{store.ListConversationsParams{Title: tag, Member: agent, Limit: 2}, []string{`back\slash ` + tag, "100% " + tag, "Plan " + tag}},
+		{store.ListConversationsParams{Title: "absent " + tag}, nil},
+	} {
+		if got := list(c.p); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("title %q member %q: %q, want %q", c.p.Title, c.p.Member, got, c.want)
+		}
+	}
+}
+
 func testAppendDense(t *testing.T, s store.Store) {
 	id := newConversation(t, s)
 	last := appendMessages(t, s, id, 1, message(id, "m1", 0, "", 0), message(id, "m2", 0, "", 0))
@@ -175,6 +302,11 @@ func testAppendDense(t *testing.T, s store.Store) {
 	if rec.LastSeq != 4 || last != 4 {
 		t.Fatalf("lastSeq %d, want 4", rec.LastSeq)
 	}
+	if seq, err := s.LastSeq(ctx(t), id); err != nil || seq != 4 {
+		t.Fatalf("LastSeq = %d, %v; want 4", seq, err)
+	}
+	_, err = s.LastSeq(ctx(t), uuid.NewString())
+	wantCode(t, err, parley.ENOTFOUND)
 }
 
 func testAppendConflict(t *testing.T, s store.Store) {
@@ -270,6 +402,15 @@ func testReadEvents(t *testing.T, s store.Store) {
 		got.Finality != want.Finality || !got.Time.Equal(want.Time.Time) || string(got.Data) != string(want.Data) {
 		t.Fatalf("event did not round-trip: %+v", got)
 	}
+	// A page bounded in bytes stops at the event that reaches the bound,
+	// and always holds one event.
+	one := len(page[0].Data)
+	for maxBytes, want := range map[int]int{1: 1, one: 1, one + 1: 2, 2 * one: 2, 2*one + 1: 3} {
+		bounded, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, After: 3, Limit: 4, MaxBytes: maxBytes})
+		if err != nil || len(bounded) != want || bounded[0].Seq != 4 {
+			t.Fatalf("a page of at most %d bytes (events of %d): %d events, err %v; want %d from seq 4", maxBytes, one, len(bounded), err, want)
+		}
+	}
 	none, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: uuid.NewString(), Limit: 4})
 	if err != nil || len(none) != 0 {
 		t.Fatalf("unknown conversation: %d events, err %v", len(none), err)
@@ -298,10 +439,29 @@ func testDeleteConversation(t *testing.T, s store.Store) {
 	for _, id := range []string{gone, kept} {
 		appendMessages(t, s, id, 1, message(id, "m1", 0, "", 0))
 	}
+	// What else a conversation has: an idempotency record, an outbox row, a task.
+	key := &store.Idempotency{ConversationID: gone, AgentID: "a", Key: "k", RequestHash: "h", Seq: 3, Response: []byte(`{}`), Time: t0}
+	delivery := &parley.Delivery{ID: uuid.NewString(), ConversationID: gone, MessageID: "m1", Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "hi", NextAttemptAt: t0, CreatedAt: t0}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: gone, ExpectSeq: 2, Events: []parley.Event{event(gone, 3, "a")},
+		Idempotency: key, Deliveries: []*parley.Delivery{delivery}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	task := &parley.Task{ID: uuid.NewString(), ConversationID: gone, AgentID: "a", Prompt: "p", EveryMs: 60000, NextRunAt: t0, CreatedAt: t0}
+	if err := s.CreateTask(ctx(t), store.CreateTaskParams{Task: task}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.DeleteConversation(ctx(t), gone); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.GetConversation(ctx(t), gone)
+	_, err := s.GetIdempotency(ctx(t), gone, "a", "k")
+	wantCode(t, err, parley.ENOTFOUND)
+	_, err = s.GetTask(ctx(t), task.ID)
+	wantCode(t, err, parley.ENOTFOUND)
+	due, err := s.DueDeliveries(ctx(t), t0, 100000)
+	if err != nil || slices.ContainsFunc(due, func(d *parley.Delivery) bool { return d.ID == delivery.ID }) {
+		t.Fatalf("the outbox row of a deleted conversation is still due: %v", err)
+	}
+	_, err = s.GetConversation(ctx(t), gone)
 	wantCode(t, err, parley.ENOTFOUND)
 	if evs, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: gone, Limit: 10}); len(evs) != 0 {
 		t.Fatalf("%d events of a deleted conversation remain", len(evs))
@@ -373,15 +533,15 @@ func testOutbox(t *testing.T, s store.Store) {
 func testTasks(t *testing.T, s store.Store) {
 	id := newConversation(t, s)
 	task := &parley.Task{ID: uuid.NewString(), ConversationID: id, AgentID: "a", Prompt: "report", EveryMs: 60000, NextRunAt: t0, CreatedAt: t0}
-	if err := s.CreateTask(ctx(t), task); err != nil {
+	if err := s.CreateTask(ctx(t), store.CreateTaskParams{Task: task}); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, s.CreateTask(ctx(t), task), parley.EBUSY)
+	wantCode(t, s.CreateTask(ctx(t), store.CreateTaskParams{Task: task}), parley.EBUSY)
 	got, err := s.GetTask(ctx(t), task.ID)
 	if err != nil || got.Prompt != "report" || !got.NextRunAt.Equal(t0.Time) {
 		t.Fatalf("task = %+v, %v", got, err)
 	}
-	due, _ := s.DueTasks(ctx(t), t0, 1000)
+	due, _ := s.DueTasks(ctx(t), store.DueTasksParams{Now: t0, Limit: 1000})
 	if !slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
 		t.Fatal("a task due at t0 is not listed as due")
 	}
@@ -400,7 +560,7 @@ func testTasks(t *testing.T, s store.Store) {
 	if !got.NextRunAt.Equal(next.Time) {
 		t.Fatalf("next run %v, want %v", got.NextRunAt, next)
 	}
-	due, _ = s.DueTasks(ctx(t), t0, 1000)
+	due, _ = s.DueTasks(ctx(t), store.DueTasksParams{Now: t0, Limit: 1000})
 	if slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
 		t.Fatal("a task that fired is still due")
 	}

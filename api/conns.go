@@ -1,0 +1,124 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley"
+)
+
+// Every stream and runner connection is recorded with the engine under its
+// token (Engine.Connect), so that revoking the token ends it, and so that
+// one token's connections are bounded (Guards.MaxConnsPerToken).
+
+// statusUnauthorized closes the streams and runner connections whose token
+// was revoked, or that an open server let in once it requires tokens: a
+// close code of the range for applications, 4000 plus the HTTP status the
+// same request now gets, 401. Reconnecting with the same token cannot help.
+const statusUnauthorized websocket.StatusCode = 4401
+
+// errOpenEnded ends the connections an open server let in once it requires
+// tokens.
+var errOpenEnded = parley.Errorf(parley.EUNAUTHORIZED, "this server now requires a token: connect again with one")
+
+// cutoff ends a connection from outside: end is what Engine.Connect calls
+// when the connection's token is revoked.
+type cutoff struct {
+	once sync.Once
+	c    chan struct{}
+	err  error
+}
+
+func newCutoff() *cutoff { return &cutoff{c: make(chan struct{})} }
+
+func (c *cutoff) end(err error) { c.once.Do(func() { c.err = err; close(c.c) }) }
+
+// ended reports whether end was called.
+func (c *cutoff) ended() bool {
+	select {
+	case <-c.c:
+		return true
+	default:
+		return false
+	}
+}
+
+// connect records a live stream or runner connection of who, to be ended
+// by end when its token is revoked; over the identity's bound of
+// connections it answers 429 itself and returns false. Call release when
+// the connection ends.
+func (s *Server) connect(w http.ResponseWriter, who parley.Identity, end func(error)) (release func(), ok bool) {
+	release, err := s.eng.Connect(who, s.opts.MaxConnsPerToken, end)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return nil, false
+	}
+	return release, true
+}
+
+// cutOff returns why ctx ended if the server ended it (a *parley.Error
+// cause: the token was revoked), else err.
+func cutOff(ctx context.Context, err error) error {
+	var e *parley.Error
+	if errors.As(context.Cause(ctx), &e) {
+		return e
+	}
+	return err
+}
+
+// WatchTokens reads the tokens every TokenRecheck until ctx ends: the live
+// connections of a token revoked elsewhere (parley token revoke on the
+// file, another node) end, and an open server stops being open once a
+// token exists (one made with the command line, say). A failed read is
+// logged and tried again at the next tick.
+func (s *Server) WatchTokens(ctx context.Context) {
+	t := time.NewTicker(s.opts.TokenRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		live, err := s.eng.RecheckTokens(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("rechecking tokens", slog.Any("err", err))
+			}
+			continue
+		}
+		if live > 0 {
+			s.endOpen()
+		}
+	}
+}
+
+// endOpen makes an open server require tokens, and ends the connections
+// it let in without one.
+func (s *Server) endOpen() {
+	if s.open.Swap(false) {
+		s.log.Warn("a token exists: this server is no longer open and now requires tokens")
+		s.eng.EndConnections("", errOpenEnded)
+	}
+}
+
+// closeCut ends a runner connection that was cut off: an error frame
+// saying why, then the close.
+func (s *Server) closeCut(c *websocket.Conn, why error) {
+	body := errorBody(why)
+	body["type"] = "error"
+	frame, _ := json.Marshal(body)
+	wctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
+	defer cancel()
+	if c.Write(wctx, websocket.MessageText, frame) != nil {
+		c.CloseNow()
+		return
+	}
+	c.Close(statusUnauthorized, "unauthorized")
+}

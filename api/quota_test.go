@@ -1,0 +1,109 @@
+package api_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/engine"
+)
+
+// wantLimited checks a 429 rate_limited answer with a Retry-After of at
+// least one second, and returns it.
+func (b *bundle) wantLimited(r response) time.Duration {
+	b.t.Helper()
+	b.want(r, 429, "rate_limited")
+	secs, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || secs < 1 {
+		b.t.Fatalf("Retry-After %q, want whole seconds ≥ 1", r.header.Get("Retry-After"))
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// TestCreationRate: one token may create conversations and tasks at
+// CreateRate a second, CreateBurst at once; past that it gets 429
+// rate_limited with Retry-After, and nothing is created, while other
+// tokens are not held back. After Retry-After it may create again.
+func TestCreationRate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{CreateRate: 1, CreateBurst: 3}})
+	id := b.conversation("alice") // the admin's first
+	for range 3 {
+		b.want(b.do("POST", "/v1/conversations", b.alice, map[string]any{}), 201, "")
+	}
+	before := b.snapshot()
+	wait := b.wantLimited(b.do("POST", "/v1/conversations", b.alice, map[string]any{"title": "one too many"}))
+	b.wantLimited(b.do("POST", "/v1/tasks", b.alice, map[string]any{"conversationId": id, "prompt": "x", "everyMs": 60000}))
+	if after := b.snapshot(); after != before {
+		t.Fatalf("a refused creation wrote something:\nbefore %s\nafter  %s", before, after)
+	}
+	b.want(b.do("POST", "/v1/conversations", b.bob, map[string]any{}), 201, "")
+	b.want(b.do("POST", "/v1/tasks", b.bob, map[string]any{"conversationId": id, "prompt": "x", "everyMs": 60000}), 201, "")
+	time.Sleep(wait)
+	b.want(b.do("POST", "/v1/conversations", b.alice, map[string]any{}), 201, "")
+}
+
+// TestOpenModeIsOneIdentity: on an open server every request without a
+// token shares one quota, whatever agent its body names.
+func TestOpenModeIsOneIdentity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Open: true, Guards: api.Guards{CreateRate: 0.1, CreateBurst: 2, MaxConnsPerToken: 1}})
+	b.want(b.do("POST", "/v1/conversations", "", map[string]any{"title": "a"}), 201, "")
+	b.want(b.do("POST", "/v1/conversations", "", map[string]any{"title": "b"}), 201, "")
+	b.wantLimited(b.do("POST", "/v1/conversations", "", map[string]any{"title": "c"}))
+	id := b.conversation("alice") // the admin token has its own
+	ws := "ws" + strings.TrimPrefix(b.url, "http") + "/v1/conversations/" + id
+	c, _, err := websocket.Dial(b.ctx, ws+"/runner?agentId=alice", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	_, resp, err := websocket.Dial(b.ctx, ws+"/runner?agentId=bob", nil)
+	if err == nil || resp == nil || resp.StatusCode != 429 || errorCode(resp) != "rate_limited" {
+		t.Fatalf("a second open runner: %v %v, want 429 rate_limited", resp, err)
+	}
+}
+
+// TestConnectionsPerToken: one token may hold MaxConnsPerToken streams and
+// runner connections at once; the next is refused with 429 rate_limited
+// and Retry-After before any upgrade, while other tokens connect; once one
+// closes, the token may connect again.
+func TestConnectionsPerToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{MaxConnsPerToken: 2}})
+	id := b.conversation("alice", "bob")
+	runner := b.runnerConn(id, b.alice)
+	_, sse := b.openSSE(id, "", "Authorization", "Bearer "+b.alice)
+	if sse.StatusCode != 200 {
+		t.Fatalf("alice's SSE stream: %d", sse.StatusCode)
+	}
+	base := "ws" + strings.TrimPrefix(b.url, "http") + "/v1/conversations/" + id
+	for _, path := range []string{"/ws", "/runner"} {
+		_, resp, err := websocket.Dial(b.ctx, base+path,
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.alice}}})
+		if err == nil || resp == nil || resp.StatusCode != 429 || errorCode(resp) != "rate_limited" || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("alice's third connection %s: %v %v, want 429 rate_limited with Retry-After", path, resp, err)
+		}
+	}
+	b.wantLimited(b.do("GET", "/v1/conversations/"+id+"/stream", b.alice, nil))
+	b.runnerConn(id, b.bob)
+	b.dialWS(id, "")
+
+	runner.Close(websocket.StatusNormalClosure, "")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, _, err := websocket.Dial(b.ctx, wsURL(b, id, ""), &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.alice}}})
+		if err == nil {
+			c.CloseNow()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice could not connect again after closing one: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,183 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/engine"
+)
+
+// liveConns are one token's three kinds of live connection to a
+// conversation: a runner, an SSE stream and a WebSocket stream, each past
+// its first frame.
+type liveConns struct {
+	runner, ws *websocket.Conn
+	sse        func() (sseEvent, error)
+}
+
+func (b *bundle) liveConns(id, token string) liveConns {
+	b.t.Helper()
+	var l liveConns
+	auth := "" // none: an open server
+	if token != "" {
+		auth = "Bearer " + token
+	}
+	dial := func(path string) *websocket.Conn {
+		c, _, err := websocket.Dial(b.ctx, "ws"+strings.TrimPrefix(b.url, "http")+"/v1/conversations/"+id+path, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {auth}}})
+		if err != nil {
+			b.t.Fatalf("dial %s: %v", path, err)
+		}
+		b.t.Cleanup(func() { c.CloseNow() })
+		return c
+	}
+	l.runner, l.ws = dial("/runner?agentId=carol"), dial("/ws")
+	if ack := send(b.t.(*testing.T), b, l.runner, `{"type":"message.create","turnId":"r1"}`); ack["type"] != "ack" {
+		b.t.Fatalf("runner before the revocation: %v", ack)
+	}
+	if f := readFrame(b.t, b.ctx, l.ws); f["type"] != "init" {
+		b.t.Fatalf("ws first frame %v", f)
+	}
+	_, resp := b.openSSE(id, "", "Authorization", auth)
+	l.sse = sseFrames(bufio.NewReader(resp.Body))
+	if ev, err := l.sse(); err != nil || ev.event != "init" {
+		b.t.Fatalf("SSE first event %v, %v", ev, err)
+	}
+	return l
+}
+
+// wantCutOff waits (at most within) for each connection to end with an
+// error frame unauthorized, saying why (says), then, on the WebSockets, the
+// close code 4401.
+func (l liveConns) wantCutOff(t *testing.T, within time.Duration, says string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for name, c := range map[string]*websocket.Conn{"runner": l.runner, "ws": l.ws} {
+		var last map[string]any
+		for {
+			_, data, err := c.Read(ctx)
+			if err != nil {
+				if websocket.CloseStatus(err) != 4401 {
+					t.Fatalf("%s: ended by %v, want close 4401 within %s", name, err, within)
+				}
+				break
+			}
+			last = decode(t, data)
+		}
+		wantUnauthorized(t, name, last, says)
+	}
+	evs := make(chan sseEvent, 64)
+	go func() {
+		defer close(evs)
+		for {
+			ev, err := l.sse()
+			if err != nil {
+				return
+			}
+			evs <- ev
+		}
+	}()
+	var last sseEvent
+	for {
+		select {
+		case ev, ok := <-evs:
+			if ok {
+				last = ev
+				continue
+			}
+		case <-ctx.Done():
+			t.Fatalf("SSE: still open %s after the revocation", within)
+		}
+		break
+	}
+	if last.event != "error" {
+		t.Fatalf("SSE: last event %q, want error", last.event)
+	}
+	wantUnauthorized(t, "SSE", last.data, says)
+}
+
+func wantUnauthorized(t *testing.T, name string, frame map[string]any, says string) {
+	t.Helper()
+	e, _ := frame["error"].(map[string]any)
+	if frame["type"] != "error" || e["code"] != "unauthorized" || !strings.Contains(e["message"].(string), says) {
+		t.Fatalf("%s: last frame %v, want an error frame unauthorized saying %q", name, frame, says)
+	}
+}
+
+// TestRevokingATokenEndsItsConnections: revoking a token through the API
+// ends, within 1 s, its runner connection, its SSE stream and its WebSocket
+// stream, each with an error frame unauthorized saying the token was
+// revoked (and close code 4401); nothing the runner sends afterwards is
+// written. Another token's connections carry on.
+func TestRevokingATokenEndsItsConnections(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice", "bob", "carol")
+	secret, tok, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := b.liveConns(id, secret)
+	other := b.dialWS(id, "")
+	readFrame(t, b.ctx, other) // init
+	b.want(b.do("DELETE", "/v1/tokens/"+tok.ID, b.admin, nil), 204, "")
+	carol.wantCutOff(t, time.Second, "revoked")
+
+	before := b.log(id)
+	err = carol.runner.Write(b.ctx, websocket.MessageText, []byte(`{"type":"message.part.text-delta","turnId":"r1","delta":"after"}`))
+	if err == nil {
+		t.Fatal("the runner of a revoked token could still send")
+	}
+	if after := b.log(id); after != before {
+		t.Fatalf("a revoked runner wrote:\nbefore %s\nafter  %s", before, after)
+	}
+	// The viewer's stream still gets what is written.
+	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.admin, map[string]any{"agentId": "carol", "content": "still here"}), 201, "")
+	for {
+		if f := readFrame(t, b.ctx, other); f["type"] == "message" {
+			break
+		}
+	}
+}
+
+// TestRevocationElsewhereEndsConnections: a token revoked in the store by
+// someone else (the command line on the file, another node) loses its live
+// connections at the next recheck of WatchTokens, and new requests with it
+// are refused by then.
+func TestRevocationElsewhereEndsConnections(t *testing.T) {
+	t.Parallel()
+	b, srv := setupServer(t, engine.Options{}, api.Options{Guards: api.Guards{TokenRecheck: 100 * time.Millisecond}})
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	go srv.WatchTokens(ctx)
+	id := b.conversation("alice", "carol")
+	secret, tok, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := b.liveConns(id, secret)
+	b.want(b.do("GET", "/v1/conversations/"+id, secret, nil), 200, "") // cached now
+	if err := b.db.RevokeToken(b.ctx, tok.ID, parley.NewTime(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	carol.wantCutOff(t, time.Second, "revoked")
+	b.want(b.do("GET", "/v1/conversations/"+id, secret, nil), 401, "unauthorized")
+}
+
+// decode parses one JSON frame.
+func decode(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	var f map[string]any
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

@@ -1,0 +1,210 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/parleyhq/parley"
+)
+
+// Fold is a conversation's messages as a client shows them: the frames of a
+// Stream folded with the merge rules of the stream protocol. A client that
+// joins at any moment (no position, a position, a reload, a reconnect) and
+// applies every frame it is given holds exactly the server's messages, once
+// it has fetched the messages its snapshot summarized (FetchMissing):
+//
+//   - init with recovered false: drop everything; hold init.messages (the
+//     newest messages and every message still streaming, each complete as
+//     of its updatedSeq; a large one summarized, without its parts and
+//     content). Init with recovered true: keep what you hold.
+//   - message: hold the message (replacing one with the same id).
+//   - message.updated: replace the message with the same id (hold it if you
+//     did not).
+//   - chunk: if you hold the message whole (not summarized) and the chunk's
+//     seq is after the message's updatedSeq, append the chunk's text to the
+//     message's last part when that is a streaming text part, else add a
+//     streaming text part; content grows by the text; updatedSeq becomes
+//     the chunk's seq. Otherwise ignore it: the message already has it, or
+//     its fetched copy will.
+//   - part.updated: the same, but apply the event's tool-call part to the
+//     message with parley.Message.ApplyTool (change the call with its
+//     callId, or add it, which ends the streaming text part).
+//   - messages.removed: drop the messages named.
+//   - every other frame leaves the messages as they are.
+//
+// A summarized message is replaced by a copy read over HTTP (Hold), or by
+// the next message or message.updated event of it.
+//
+// Messages are ordered by seq (the seq of the event that created each).
+// The zero Fold is empty and ready to use; it is not safe for concurrent use.
+type Fold struct {
+	msgs map[string]*parley.Message
+}
+
+// Apply folds one frame of a Stream in. It returns an error only for an
+// event whose data is not what its type says (nothing is changed then).
+func (f *Fold) Apply(fr Frame) error {
+	switch {
+	case fr.Init != nil:
+		if !fr.Init.Recovered {
+			f.msgs = make(map[string]*parley.Message, len(fr.Init.Messages))
+			for _, m := range fr.Init.Messages {
+				f.hold(m)
+			}
+		}
+	case fr.Event != nil:
+		return f.ApplyEvent(*fr.Event)
+	}
+	return nil
+}
+
+// ApplyEvent folds one event of the log in (as a Stream or GET …/events
+// returns it).
+func (f *Fold) ApplyEvent(e parley.Event) error {
+	switch e.Type {
+	case parley.EventMessage, parley.EventMessageUpdated:
+		var m parley.Message
+		if err := json.Unmarshal(e.Data, &m); err != nil {
+			return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+		}
+		f.hold(&m)
+	case parley.EventChunk:
+		var c parley.Chunk
+		if err := json.Unmarshal(e.Data, &c); err != nil {
+			return fmt.Errorf("event %d (chunk): %w", e.Seq, err)
+		}
+		if m := f.growing(c.MessageID, e.Seq); m != nil {
+			m.AppendText(c.Content)
+			m.UpdatedSeq = e.Seq
+		}
+	case parley.EventPartUpdated:
+		var u parley.PartUpdate
+		if err := json.Unmarshal(e.Data, &u); err != nil {
+			return fmt.Errorf("event %d (part.updated): %w", e.Seq, err)
+		}
+		if m := f.growing(u.MessageID, e.Seq); m != nil {
+			m.ApplyTool(u.Part)
+			m.UpdatedSeq = e.Seq
+		}
+	case parley.EventMessagesRemoved:
+		var r parley.MessagesRemoved
+		if err := json.Unmarshal(e.Data, &r); err != nil {
+			return fmt.Errorf("event %d (messages.removed): %w", e.Seq, err)
+		}
+		for _, id := range r.MessageIDs {
+			delete(f.msgs, id)
+		}
+	}
+	return nil
+}
+
+// growing returns the message an event at seq adds to, if the fold holds
+// it whole and not yet as of seq; nil otherwise.
+func (f *Fold) growing(id string, seq int64) *parley.Message {
+	if m := f.msgs[id]; m != nil && m.Summarized == nil && seq > m.UpdatedSeq {
+		return m
+	}
+	return nil
+}
+
+// Missing returns the ids of the messages the fold holds summarized (a
+// snapshot leaves out the parts and content of a large message), in seq
+// order: fetch each with Client.Message and give it to Hold, or call
+// Client.FetchMissing.
+func (f *Fold) Missing() []string {
+	var out []*parley.Message
+	for _, m := range f.msgs {
+		if m.Summarized != nil {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b *parley.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	ids := make([]string, len(out))
+	for i, m := range out {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// Hold puts a message read over HTTP (Client.Message) in place of the copy
+// the fold holds of it, if that copy is summarized, or is older than m (its
+// updatedSeq is lower). A message the fold does not hold is not added (it
+// was removed meanwhile, or is older than the fold's snapshot); nor is a
+// summarized m. It reports whether the fold took m. A streaming message
+// read over HTTP is complete as of its updatedSeq, which is at least the
+// seq of every event the fold was given, so the chunks after it continue it.
+func (f *Fold) Hold(m *parley.Message) bool {
+	held := f.msgs[m.ID]
+	if held == nil || m.Summarized != nil || (held.Summarized == nil && m.UpdatedSeq <= held.UpdatedSeq) ||
+		(held.Summarized != nil && m.UpdatedSeq < held.UpdatedSeq) {
+		return false
+	}
+	f.hold(m)
+	return true
+}
+
+// hold keeps a copy of m, replacing any message with its id.
+func (f *Fold) hold(m *parley.Message) {
+	if f.msgs == nil {
+		f.msgs = make(map[string]*parley.Message)
+	}
+	if m.Summarized != nil {
+		m = m.Summarize(m.Summarized.Bytes) // a summary holds no text, whatever it came with
+	}
+	f.msgs[m.ID] = clone(m)
+}
+
+// clone copies a message deep enough that folding more frames into one copy
+// never changes the other (parts are the only part a fold changes in
+// place).
+func clone(m *parley.Message) *parley.Message {
+	c := *m
+	c.Parts = slices.Clone(m.Parts)
+	if c.Parts == nil {
+		c.Parts = []parley.Part{}
+	}
+	if m.Summarized != nil {
+		s := *m.Summarized
+		c.Summarized = &s
+	}
+	return &c
+}
+
+// Message returns a copy of the message with that id, or nil.
+func (f *Fold) Message(id string) *parley.Message {
+	if m := f.msgs[id]; m != nil {
+		return clone(m)
+	}
+	return nil
+}
+
+// Messages returns copies of the messages held, in seq order.
+func (f *Fold) Messages() []*parley.Message {
+	out := make([]*parley.Message, 0, len(f.msgs))
+	for _, m := range f.msgs {
+		out = append(out, clone(m))
+	}
+	slices.SortFunc(out, func(a, b *parley.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+// FetchMissing reads every message the fold holds summarized (Fold.Missing)
+// and gives it to the fold (Fold.Hold), so that the fold holds every
+// message whole. A message removed since is skipped: the stream brings its
+// removal.
+func (c *Client) FetchMissing(ctx context.Context, conversationID string, f *Fold) error {
+	for _, id := range f.Missing() {
+		m, err := c.Message(ctx, conversationID, id)
+		if parley.ErrorCode(err) == parley.ENOTFOUND {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		f.Hold(m)
+	}
+	return nil
+}

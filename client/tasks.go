@@ -1,0 +1,32 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/parleyhq/parley"
+)
+
+// NewTask is the body of CreateTask: a prompt queued in a conversation on
+// a schedule, by five-field cron (read in UTC) or every EveryMs
+// milliseconds (at least 1000). Give one of them.
+type NewTask struct {
+	ID             string `json:"id,omitempty"`
+	ConversationID string `json:"conversationId"`
+	AgentID        string `json:"agentId,omitempty"`
+	Prompt         string `json:"prompt"`
+	Cron           string `json:"cron,omitempty"`
+	EveryMs        int64  `json:"everyMs,omitempty"`
+}
+
+// CreateTask schedules a prompt; AgentID, whom it asks as, is needed only
+// with an admin token (or an open server).
+func (c *Client) CreateTask(ctx context.Context, t NewTask) (*parley.Task, error) {
+	return call[parley.Task](ctx, c, http.MethodPost, "/v1/tasks", t)
+}
+
+// DeleteTask unschedules a task.
+func (c *Client) DeleteTask(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/tasks/"+url.PathEscape(id), nil, nil)
+}

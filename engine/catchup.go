@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/store"
+)
+
+// Several nodes may write into one store (PostgreSQL). A node's cached
+// state of a conversation is then current only until another node writes,
+// so the engine brings it up to the log's head (catchUp) whenever it may
+// be stale: when another node says it wrote (Notified), when an append
+// met a newer head (ECONFLICT), and before it refuses a command, so that
+// a refusal is decided on state as fresh as an acceptance is. What it
+// folds in, it publishes to this node's subscribers and runners as if it
+// had written it.
+
+// catchUp folds into a cached conversation the events after its state
+// that are in the log, and publishes them. It reports whether the state
+// moved. c.mu must be held and c loaded.
+func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool, error) {
+	head, err := e.store.LastSeq(ctx, id)
+	if err != nil || head <= c.state.LastSeq {
+		return false, err
+	}
+	for c.state.LastSeq < head {
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: c.state.LastSeq, Limit: historyPage, MaxBytes: historyPageBytes})
+		if err != nil {
+			return true, err
+		}
+		if len(events) == 0 {
+			return true, parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, c.state.LastSeq, head)
+		}
+		c.state = conv.Evolve(c.state, events...)
+		for _, m := range c.streams {
+			for _, ev := range events {
+				ApplyStreamEvent(m, ev)
+			}
+			if _, ok := c.state.Streams[m.ID]; !ok {
+				delete(c.streams, m.ID) // finalized or reverted meanwhile
+			}
+		}
+		e.publish(c, id, events)
+		e.tellRunners(id, events)
+	}
+	if len(c.state.Queue) > 0 && c.state.Active() == nil {
+		e.kickDispatch(id) // a prompt another node queued may be for a runner here
+	}
+	e.scheduleClaimExpiry(c, id)
+	return true, nil
+}
+
+// Notified tells the engine that another node wrote a conversation up to
+// seq. If this node follows that conversation (it has it cached: a
+// subscriber, a runner or a recent command), it catches up: its
+// subscribers get the new events, its runners their aborts and prompts.
+// It returns at once; the catching up runs on its own.
+func (e *Engine) Notified(conversationID string, seq int64) {
+	e.mu.Lock()
+	c := e.convs[conversationID]
+	if c == nil || e.closed {
+		e.mu.Unlock()
+		return
+	}
+	c.wanted = max(c.wanted, seq)
+	if c.catching { // the catch-up under way takes this one too
+		e.mu.Unlock()
+		return
+	}
+	c.catching = true
+	e.wg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.wg.Done()
+		for {
+			e.mu.Lock()
+			want := c.wanted
+			if want == 0 {
+				c.catching = false
+				e.mu.Unlock()
+				return
+			}
+			c.wanted = 0
+			e.mu.Unlock()
+			e.catchUpTo(c, conversationID, want)
+		}
+	}()
+}
+
+// catchUpTo catches a followed conversation up if its state is before seq.
+func (e *Engine) catchUpTo(c *conversation, id string, seq int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.loaded || c.state.LastSeq >= seq {
+		return // not followed, or this node wrote it (or caught up) already
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := e.catchUp(ctx, c, id); err != nil {
+		c.loaded = false // the next command, subscriber or notification reloads
+	}
+}
+
+// CatchUpAll brings every cached conversation up to the log's head: what
+// a node does when it may have missed notifications (its listening
+// connection to the store was lost and is back).
+func (e *Engine) CatchUpAll(ctx context.Context) {
+	e.mu.Lock()
+	ids := make([]string, 0, len(e.convs))
+	for id := range e.convs {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		e.Notified(id, 1<<62) // "beyond whatever is cached": each catches up to the head it reads
+	}
+}

@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// NotifyChannel is the channel every append notifies, with the payload
+// "CONVERSATION SEQ": the conversation written and its last seq now.
+const NotifyChannel = "parley_events"
+
+// Listen follows the appends of every node on the database at url, on a
+// connection of its own, until ctx ends: it calls notified for each
+// (conversation, seq) written, and caughtUp each time it (re)connects,
+// since notifications sent while it was away are lost (the events are
+// not: they are in the table). It reconnects with a growing pause (up to
+// 5 s) and returns only when ctx ends.
+func Listen(ctx context.Context, url string, notified func(conversationID string, seq int64), caughtUp func()) {
+	pause := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		if err := listenOnce(ctx, url, notified, caughtUp); err == nil || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+func listenOnce(ctx context.Context, url string, notified func(string, int64), caughtUp func()) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		return err
+	}
+	caughtUp()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		id, seq, ok := strings.Cut(n.Payload, " ")
+		if s, err := strconv.ParseInt(seq, 10, 64); ok && err == nil {
+			notified(id, s)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/store/storetest"
+	"github.com/pressly/goose/v3/database"
+)
+
+// TestUpgradeMovesQueues: a database whose state snapshots hold their
+// prompt queues is opened with the current code, which moves each queue to
+// its own table (storetest.UpgradeMovesQueues), and back down.
+func TestUpgradeMovesQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := sqlite.MigrateTo(ctx, path, storetest.QueuedVersion); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeMovesQueues(t, raw, database.DialectSQLite3, sqlite.Migrations(), func() store.Store {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

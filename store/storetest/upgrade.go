@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io/fs"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/store"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
+)
+
+// QueuedVersion is the last schema version that kept the prompt queue in the
+// state snapshot; the next one moves it to a table of its own.
+const QueuedVersion = 5
+
+// queuedState returns a conversation's state with two prompts in its queue,
+// one being answered, and its snapshot as a store of QueuedVersion holds it
+// (the queue inside).
+func queuedState(t *testing.T) (conv.State, []byte) {
+	s := conv.State{LastSeq: 4, LastTurn: 1, LastClosedSeq: 3, LastOwner: "human", LastTurnID: "p1", Queue: []conv.QueuedPrompt{
+		{ID: "p1", Mode: conv.ModeFollowup, AgentID: "human", Parts: []int64{2}, Runner: "bot", Written: true},
+		{ID: "p2", Mode: conv.ModeCollect, AgentID: "human", To: "bot", Channel: &parley.Channel{Type: "slack", ID: "C1"}, Parts: []int64{4}},
+	}}
+	return s, []byte(mustJSON(t, s))
+}
+
+// UpgradeMovesQueues is the upgrade test of every backend. raw is a
+// database at QueuedVersion, reached through database/sql with goose's
+// dialect; migrations are the backend's; open opens it as a store with the
+// current code, which migrates it. Two conversations are written at
+// QueuedVersion, one whose snapshot holds a queue of two prompts and one
+// with none. After the upgrade the first reads back as the same state, its
+// queue kept apart and out of the snapshot, and the second has no queue.
+// Undoing the migration puts the queue back in the snapshot.
+func UpgradeMovesQueues(t *testing.T, raw *sql.DB, dialect database.Dialect, migrations fs.FS, open func() store.Store) {
+	t.Helper()
+	want, old := queuedState(t)
+	for id, state := range map[string][]byte{"queued": old, "empty": []byte(`{"lastSeq":1}`)} {
+		c := `{"id":"` + id + `","epoch":"e","participants":[],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+		if _, err := raw.Exec(`INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES ($1, $2, $3, 1, $4)`,
+			id, "2026-01-01T00:00:00.000Z", []byte(c), state); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s := open()
+	rec, err := s.GetConversation(ctx(t), "queued")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := conv.DecodeStored(rec.State, rec.Queue)
+	if err != nil || mustJSON(t, got) != mustJSON(t, want) {
+		t.Fatalf("after the upgrade the state reads %s (%v), want %s", mustJSON(t, got), err, mustJSON(t, want))
+	}
+	if bytes.Contains(rec.State, []byte(`"queue"`)) || rec.Queue == nil {
+		t.Fatalf("the queue was not moved out of the snapshot: state %s queue %s", rec.State, rec.Queue)
+	}
+	if rec, err := s.GetConversation(ctx(t), "empty"); err != nil || rec.Queue != nil {
+		t.Fatalf("a conversation with no queue has %q after the upgrade (%v)", rec.Queue, err)
+	}
+	s.Close()
+
+	p, err := goose.NewProvider(dialect, raw, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(context.Background(), QueuedVersion); err != nil {
+		t.Fatal(err)
+	}
+	var snapshot []byte
+	if err := raw.QueryRow(`SELECT state FROM conversations WHERE id = 'queued'`).Scan(&snapshot); err != nil {
+		t.Fatal(err)
+	}
+	var back conv.State
+	if err := json.Unmarshal(snapshot, &back); err != nil || mustJSON(t, back) != mustJSON(t, want) {
+		t.Fatalf("after the downgrade the snapshot is %s (%v), want %s", snapshot, err, mustJSON(t, want))
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,516 @@
+// The HTTP calls of docs/api.md.
+
+import { ParleyError, responseError } from "./errors.js";
+import { Subscription, type SubscribeOptions } from "./stream.js";
+import type {
+  Channel,
+  Claim,
+  Conversation,
+  Finality,
+  Guidance,
+  Head,
+  Message,
+  ParleyEvent,
+  Part,
+  PromptMode,
+  QueuedPrompt,
+  Role,
+  Task,
+  Token,
+  TurnPolicy,
+  View,
+  WhoAmI,
+} from "./types.js";
+
+/** The fetch function the client calls (the global one by default). */
+export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
+
+/** A WebSocket constructor, as browsers have one (`globalThis.WebSocket`). */
+export type WebSocketLike = new (url: string) => WebSocket;
+
+/** How to reach a server. */
+export interface ClientOptions {
+  /**
+   * The server's URL, such as `http://127.0.0.1:7700`; in a browser, empty
+   * for the page's own origin.
+   */
+  baseUrl?: string;
+  /** A bearer token; none on an open server. */
+  token?: string;
+  /** The fetch to call (default: `globalThis.fetch`). */
+  fetch?: FetchLike;
+  /** The WebSocket to stream with (default: `globalThis.WebSocket`, where there is one). */
+  WebSocket?: WebSocketLike;
+}
+
+/** The body of `createConversation`. */
+export interface NewConversation {
+  id?: string;
+  title?: string;
+  participants?: string[];
+  members?: string[];
+  turnPolicy?: TurnPolicy;
+  messageFormat?: "v1" | "v2";
+  metadata?: unknown;
+}
+
+/** A turn precondition: "I am starting turn N" or "I am continuing turn N". */
+export interface Precondition {
+  expectTurn: number;
+  startingTurn: boolean;
+}
+
+/** The body of `postMessage`: give `content` or `parts`. */
+export interface NewMessage {
+  id?: string;
+  agentId?: string;
+  role?: Role;
+  content?: string;
+  parts?: Part[];
+  replyTo?: string;
+  turnId?: string;
+  finality?: Finality;
+  next?: string;
+  precondition?: Precondition;
+  channel?: Channel;
+  metadata?: unknown;
+  /** The idempotency key: a retry with it returns the original answer. */
+  clientRequestId?: string;
+}
+
+/** The answer to `postMessage`. */
+export interface MessageResult {
+  message: Message;
+  seq: number;
+  turn: number;
+}
+
+/** The answer to the turn commands and to withdrawing or promoting a prompt. */
+export interface TurnResult {
+  turn: number;
+  wasReset: boolean;
+  claimed: boolean;
+  claim?: Claim;
+  seq: number;
+  written: boolean;
+  head: Head;
+  guidance: Guidance | null;
+}
+
+/** The body of `prompt`. */
+export interface NewPrompt {
+  content: string;
+  mode?: PromptMode;
+  /** The agent whose runner should answer it (any, if left out). */
+  to?: string;
+  channel?: Channel;
+  id?: string;
+  /** Who asks: needed with an admin token or an open server. */
+  agentId?: string;
+}
+
+/** The answer to `prompt`: the prompt's id, the seq that queued it, and the queue. */
+export interface PromptResult {
+  id: string;
+  seq: number;
+  queue: QueuedPrompt[];
+}
+
+/** A page of messages; `nextAfter` is there when there may be more: pass it as `after`. */
+export interface MessagePage {
+  messages: Message[];
+  nextAfter?: number;
+}
+
+/** A page of events; `nextAfter` is there when there may be more: pass it as `after`. */
+export interface EventPage {
+  events: ParleyEvent[];
+  nextAfter?: number;
+}
+
+/** A page of conversations, newest first; `nextCursor` is there when there are more. */
+export interface ConversationPage {
+  conversations: View[];
+  nextCursor?: string;
+}
+
+/** A message in its thread. */
+export interface Thread {
+  root: Message;
+  ancestors: Message[];
+  message: Message;
+  descendants: Message[];
+  truncated: boolean;
+}
+
+/** An export format. */
+export type ExportFormat = "markdown" | "json" | "jsonl";
+
+/** The answer to `importConversation`. */
+export interface ImportResult {
+  conversation: Conversation;
+  source: "export" | "legacy";
+  events: number;
+  messages: number;
+  bytes: number;
+  warnings: { kind: string; row?: number; message: string }[];
+  warningCounts: Record<string, number>;
+  warningsTruncated: boolean;
+}
+
+/** The body of `createTask`: a `cron` (five fields, UTC) or an `everyMs`. */
+export interface NewTask {
+  conversationId: string;
+  prompt: string;
+  cron?: string;
+  everyMs?: number;
+  agentId?: string;
+  id?: string;
+}
+
+type Query = Record<string, string | number | undefined>;
+
+/**
+ * A client of one Parley server: each method is one HTTP call (or, for
+ * `subscribe`, a live stream). A call that the server refuses rejects with
+ * a {@link ParleyError}; one that does not reach it, with the fetch's error.
+ */
+export class ParleyClient {
+  readonly baseUrl: string;
+  readonly token: string | undefined;
+  /** @internal */
+  readonly fetchImpl: FetchLike;
+  /** @internal */
+  readonly WebSocketImpl: WebSocketLike | undefined;
+
+  constructor(opts: ClientOptions = {}) {
+    this.baseUrl = (opts.baseUrl ?? "").replace(/\/+$/, "");
+    this.token = opts.token || undefined;
+    const f = opts.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new TypeError("no fetch: pass one in ClientOptions.fetch");
+    this.fetchImpl = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.WebSocketImpl = opts.WebSocket ?? (globalThis as { WebSocket?: WebSocketLike }).WebSocket;
+  }
+
+  // Conversations.
+
+  /** One page of the conversations the token may read, newest first. */
+  listConversations(opts: { cursor?: string; limit?: number; title?: string } = {}): Promise<ConversationPage> {
+    return this.get("/v1/conversations", { cursor: opts.cursor, limit: opts.limit, title: opts.title || undefined });
+  }
+
+  /** Every conversation the token may read (whose title contains `title`, if given), newest first, page by page. */
+  async *conversations(opts: { limit?: number; title?: string } = {}): AsyncGenerator<View, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listConversations({ cursor, limit: opts.limit, title: opts.title });
+      yield* page.conversations;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** A conversation with its head and guidance. */
+  conversation(id: string): Promise<View> {
+    return this.get(conv(id));
+  }
+
+  /** Creates a conversation. */
+  createConversation(body: NewConversation = {}): Promise<View> {
+    return this.send("POST", "/v1/conversations", body);
+  }
+
+  /** Removes a conversation with everything in it (admin). */
+  async deleteConversation(id: string): Promise<void> {
+    await this.send("DELETE", conv(id));
+  }
+
+  // Messages.
+
+  /** One page of messages with seq after `after`, oldest first; `turnId` and `agentId` filter. */
+  messages(id: string, opts: { after?: number; limit?: number; turnId?: string; agentId?: string } = {}): Promise<MessagePage> {
+    return this.get(conv(id, "/messages"), { after: opts.after, limit: opts.limit, turnId: opts.turnId, agentId: opts.agentId });
+  }
+
+  /** Every message with seq after `after`, page by page. */
+  async *allMessages(id: string, opts: { after?: number; limit?: number; turnId?: string; agentId?: string } = {}): AsyncGenerator<Message, void, undefined> {
+    let after: number | undefined = opts.after;
+    do {
+      const page = await this.messages(id, { ...opts, after });
+      yield* page.messages;
+      after = page.nextAfter;
+    } while (after !== undefined);
+  }
+
+  /** One message, whole (a message still streaming, with all its text so far). */
+  message(id: string, messageId: string): Promise<Message> {
+    return this.get(conv(id, "/messages/" + enc(messageId)));
+  }
+
+  /** One page of a message's direct replies, by seq. */
+  replies(id: string, messageId: string, opts: { after?: number; limit?: number } = {}): Promise<MessagePage> {
+    return this.get(conv(id, "/messages/" + enc(messageId) + "/replies"), { after: opts.after, limit: opts.limit });
+  }
+
+  /** A message with its ancestors and descendants. */
+  thread(id: string, messageId: string): Promise<Thread> {
+    return this.get(conv(id, "/messages/" + enc(messageId) + "/thread"));
+  }
+
+  /** Writes a message. `idempotencyKey` is sent as the `Idempotency-Key` header. */
+  postMessage(id: string, body: NewMessage, opts: { idempotencyKey?: string } = {}): Promise<MessageResult> {
+    return this.send("POST", conv(id, "/messages"), body, opts.idempotencyKey ? { "Idempotency-Key": opts.idempotencyKey } : undefined);
+  }
+
+  // Events.
+
+  /** One page of the log: events with seq after `after`, oldest first. */
+  events(id: string, opts: { after?: number; limit?: number } = {}): Promise<EventPage> {
+    return this.get(conv(id, "/events"), { after: opts.after, limit: opts.limit });
+  }
+
+  /** Writes a trace event (an agent's thought or tool trace). */
+  postTrace(
+    id: string,
+    body: { payload: unknown; agentId?: string; id?: string; turnId?: string; precondition?: Precondition; clientRequestId?: string },
+  ): Promise<{ event: ParleyEvent }> {
+    return this.send("POST", conv(id, "/events"), { type: "trace", ...body });
+  }
+
+  // Turns.
+
+  /** Claims the next turn. */
+  claim(id: string, body: { agentId?: string; expectTurn?: number; ttlMs?: number } = {}): Promise<TurnResult> {
+    return this.send("POST", conv(id, "/turns/claim"), body);
+  }
+
+  /** Resets the agent's open turn (with `claim`, claims the next turn otherwise). */
+  reset(id: string, body: { agentId?: string; claim?: boolean; ttlMs?: number } = {}): Promise<TurnResult> {
+    return this.send("POST", conv(id, "/turns/reset"), body);
+  }
+
+  /** Gives up the agent's open turn (a `turn.aborted` tombstone). */
+  abortTurn(id: string, body: { agentId?: string; reason?: string } = {}): Promise<TurnResult> {
+    return this.send("POST", conv(id, "/turns/abort"), body);
+  }
+
+  /** Lets `to` write into the open turn. */
+  delegate(id: string, body: { to: string; agentId?: string }): Promise<TurnResult> {
+    return this.send("POST", conv(id, "/delegations"), body);
+  }
+
+  // Prompts.
+
+  /** Queues a prompt for the conversation's runners. */
+  prompt(id: string, body: NewPrompt): Promise<PromptResult> {
+    return this.send("POST", conv(id, "/prompts"), body);
+  }
+
+  /** The prompt queue: the prompt being answered first, then the waiting ones. */
+  async prompts(id: string): Promise<QueuedPrompt[]> {
+    const r = await this.get<{ prompts: QueuedPrompt[] }>(conv(id, "/prompts"));
+    return r.prompts;
+  }
+
+  /**
+   * The prompt queue exact as of a seq, with each prompt's text: the queue
+   * is read between two reads of the head, and read again if a prompt event
+   * came between them (at most `tries` times; then the last read is
+   * returned with `exact: false`). Give it to `withQueue(state, prompts,
+   * asOf)`, after which the prompt events of the stream continue it.
+   */
+  async promptQueue(id: string, opts: { tries?: number; texts?: boolean } = {}): Promise<{ prompts: QueuedPrompt[]; asOf: number; exact: boolean }> {
+    const tries = opts.tries ?? 5;
+    let prompts: QueuedPrompt[] = [];
+    let asOf = 0;
+    let exact = false;
+    for (let i = 0; i < tries && !exact; i++) {
+      const before = (await this.conversation(id)).head.lastSeq;
+      prompts = await this.prompts(id);
+      asOf = (await this.conversation(id)).head.lastSeq;
+      exact = true;
+      for (let after = before; after < asOf; ) {
+        const page = await this.events(id, { after, limit: 1000 });
+        if (page.events.some((e) => e.seq <= asOf && e.type.startsWith("prompt."))) exact = false;
+        const last = page.events[page.events.length - 1];
+        if (!exact || page.nextAfter === undefined || last === undefined) break;
+        after = last.seq;
+      }
+    }
+    if (opts.texts !== false) prompts = await this.promptTexts(id, prompts);
+    return { prompts, asOf, exact };
+  }
+
+  /** The prompts with their text (`content`), read from their `prompt.queued` events. */
+  async promptTexts(id: string, prompts: readonly QueuedPrompt[]): Promise<QueuedPrompt[]> {
+    return Promise.all(
+      prompts.map(async (p) => {
+        if (p.content !== undefined) return p;
+        const texts = await Promise.all(
+          p.parts.map(async (seq) => {
+            const page = await this.events(id, { after: seq - 1, limit: 1 });
+            const e = page.events[0];
+            return e?.type === "prompt.queued" && e.seq === seq ? (e.data.content ?? "") : "";
+          }),
+        );
+        return { ...p, content: texts.join("\n\n") };
+      }),
+    );
+  }
+
+  /** Withdraws a waiting prompt (409 `busy` if it is being answered: stop it instead). */
+  withdrawPrompt(id: string, promptId: string, opts: { agentId?: string } = {}): Promise<TurnResult> {
+    return this.send("DELETE", conv(id, "/prompts/" + enc(promptId)), opts.agentId ? { agentId: opts.agentId } : undefined);
+  }
+
+  /** Moves a waiting prompt to the front of the queue. */
+  promotePrompt(id: string, promptId: string, opts: { agentId?: string } = {}): Promise<TurnResult> {
+    return this.send("POST", conv(id, "/prompts/" + enc(promptId) + "/promote"), opts.agentId ? { agentId: opts.agentId } : undefined);
+  }
+
+  /** Stops the answer under way: its runner is told to stop (404 if no prompt is being answered). */
+  stop(id: string): Promise<{ status: string }> {
+    return this.send("POST", conv(id, "/abort"));
+  }
+
+  /** Removes a message and every message after it. */
+  revert(id: string, body: { messageId: string; agentId?: string }): Promise<{ removed: string[]; seq: number }> {
+    return this.send("POST", conv(id, "/revert"), body);
+  }
+
+  // Export and import.
+
+  /** A conversation's export file (Markdown for people, JSON or JSON Lines for machines). */
+  async exportConversation(id: string, format: ExportFormat = "json"): Promise<Blob> {
+    const res = await this.request("GET", conv(id, "/export"), { format });
+    return res.blob();
+  }
+
+  /** A conversation's export file as text. */
+  async exportText(id: string, format: ExportFormat = "markdown"): Promise<string> {
+    const res = await this.request("GET", conv(id, "/export"), { format });
+    return res.text();
+  }
+
+  /** Imports an export (JSON or JSON Lines) or legacy rows (admin). */
+  async importConversation(
+    body: string | Blob | ArrayBuffer | Uint8Array,
+    opts: { id?: string; title?: string; participants?: string[] } = {},
+  ): Promise<ImportResult> {
+    const q: Query = { id: opts.id, title: opts.title, participants: opts.participants?.join(",") };
+    const res = await this.request("POST", "/v1/conversations/import", q, body as BodyInit, { "Content-Type": "application/json" });
+    return (await res.json()) as ImportResult;
+  }
+
+  // Scheduled tasks.
+
+  /** Schedules a prompt. */
+  createTask(body: NewTask): Promise<Task> {
+    return this.send("POST", "/v1/tasks", body);
+  }
+
+  /** The scheduled tasks. */
+  async tasks(): Promise<Task[]> {
+    return (await this.get<{ tasks: Task[] }>("/v1/tasks")).tasks;
+  }
+
+  /** Unschedules a task. */
+  async deleteTask(taskId: string): Promise<void> {
+    await this.send("DELETE", "/v1/tasks/" + enc(taskId));
+  }
+
+  // Identity.
+
+  /** Who this client's token acts as, and whether the server runs open. */
+  whoami(): Promise<WhoAmI> {
+    return this.get<WhoAmI>("/v1/whoami");
+  }
+
+  // Tokens (admin).
+
+  /** Creates a token; its secret is in `token`, this once. */
+  createToken(body: { kind: "agent" | "viewer" | "admin"; agentId?: string; name?: string }): Promise<Token> {
+    return this.send("POST", "/v1/tokens", body);
+  }
+
+  /** The tokens, oldest first, without secrets. */
+  async tokens(): Promise<Token[]> {
+    return (await this.get<{ tokens: Token[] }>("/v1/tokens")).tokens;
+  }
+
+  /** Revokes a token: it stops working at once, and its streams end. */
+  async revokeToken(tokenId: string): Promise<void> {
+    await this.send("DELETE", "/v1/tokens/" + enc(tokenId));
+  }
+
+  // Operations.
+
+  /** Whether the server answers `/readyz` with 200. */
+  async ready(): Promise<boolean> {
+    try {
+      await this.request("GET", "/readyz");
+      return true;
+    } catch (err) {
+      if (err instanceof ParleyError) return false;
+      throw err;
+    }
+  }
+
+  // Streams.
+
+  /**
+   * Follows a conversation live (SSE by default; WebSocket with
+   * `transport: "ws"`). See {@link Subscription}.
+   */
+  subscribe(id: string, opts: SubscribeOptions = {}): Subscription {
+    return new Subscription(this, id, opts);
+  }
+
+  // Plumbing.
+
+  /** The absolute URL of a path of the server (with a query). */
+  url(path: string, query: Query = {}): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== "") q.set(k, String(v));
+    const s = q.toString();
+    return this.baseUrl + path + (s ? "?" + s : "");
+  }
+
+  /** The headers of every request: the token, if any. */
+  headers(): Record<string, string> {
+    return this.token ? { Authorization: "Bearer " + this.token } : {};
+  }
+
+  private async get<T>(path: string, query: Query = {}): Promise<T> {
+    const res = await this.request("GET", path, query);
+    return (await res.json()) as T;
+  }
+
+  private async send<T>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+    const res = await this.request(method, path, {}, body === undefined ? undefined : JSON.stringify(body), {
+      ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+      ...headers,
+    });
+    const text = await res.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** Sends one request; an answer that is not 2xx rejects with its {@link ParleyError}. */
+  async request(method: string, path: string, query: Query = {}, body?: BodyInit, headers: Record<string, string> = {}): Promise<Response> {
+    const res = await this.fetchImpl(this.url(path, query), {
+      method,
+      headers: { Accept: "application/json", ...this.headers(), ...headers },
+      ...(body === undefined ? {} : { body }),
+      cache: "no-store",
+    });
+    if (!res.ok) throw await responseError(res);
+    return res;
+  }
+}
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+function conv(id: string, rest = ""): string {
+  return "/v1/conversations/" + enc(id) + rest;
+}

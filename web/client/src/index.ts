@@ -1,0 +1,49 @@
+// @parleyhq/client: a typed client of the Parley conversation server.
+
+export * from "./types.js";
+export { ParleyError, errorFromBody, isFatal, type ErrorCode } from "./errors.js";
+export {
+  ParleyClient,
+  type ClientOptions,
+  type ConversationPage,
+  type EventPage,
+  type ExportFormat,
+  type FetchLike,
+  type ImportResult,
+  type MessagePage,
+  type MessageResult,
+  type NewConversation,
+  type NewMessage,
+  type NewPrompt,
+  type NewTask,
+  type Precondition,
+  type PromptResult,
+  type Thread,
+  type TurnResult,
+  type WebSocketLike,
+} from "./client.js";
+export {
+  MAX_FRAME_BYTES,
+  Subscription,
+  backoffDelay,
+  GapError,
+  type StreamStatus,
+  type SubscribeOptions,
+  type Transport,
+} from "./stream.js";
+export { SSEParser, FrameTooLargeError, type SSEMessage } from "./sse.js";
+export { BufferFullError, WSNotOpened } from "./transport.js";
+export { appendText, applyEvent as applyEventToMessages, applyTool, foldMessages, hold, missing as missingMessages, noMessages, summarize, type Messages } from "./fold.js";
+export {
+  applyEvent,
+  applyPrompt,
+  emptyState,
+  foldFrame,
+  holdMessage,
+  missing,
+  withQueue,
+  withView,
+  type ConversationState,
+  type PromptQueue,
+} from "./state.js";
+export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot } from "./live.js";

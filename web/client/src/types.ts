@@ -1,0 +1,374 @@
+// The domain types of Parley as its HTTP API and streams carry them (JSON,
+// camelCase). Times are RFC 3339 strings in UTC with milliseconds; a time
+// that is not set is null.
+
+/** Who speaks in a message. */
+export type Role = "user" | "assistant" | "system" | "tool";
+
+/** The life-cycle state of a message. */
+export type MessageStatus = "streaming" | "complete" | "canceled" | "error";
+
+/** What a message closes: nothing, the writer's turn, or the whole conversation. */
+export type Finality = "none" | "turn" | "conversation";
+
+/** Which agent the guidance names after a turn closes. */
+export type TurnPolicy = "round-robin" | "free" | "next";
+
+/** The status of a tool call. */
+export type ToolStatus = "pending" | "running" | "completed" | "error";
+
+/** Why a message ended. */
+export type FinishReason = "end_turn" | "error" | "canceled";
+
+/** A piece of text. `streaming` is true while more may be appended to it. */
+export interface TextPart {
+  type: "text";
+  /** Left out by the server when empty. */
+  text?: string;
+  streaming?: boolean;
+}
+
+/** A tool call and, once it ran, its result or error. */
+export interface ToolCallPart {
+  type: "tool-call";
+  callId: string;
+  toolName?: string;
+  status?: ToolStatus | (string & {});
+  args?: unknown;
+  result?: unknown;
+  error?: string;
+}
+
+/** How the message ended. */
+export interface FinishPart {
+  type: "finish";
+  reason: FinishReason | (string & {});
+}
+
+/** An error the agent met (the model failed, say). */
+export interface ErrorPart {
+  type: "error";
+  message?: string;
+}
+
+/** One typed piece of a message. */
+export type Part = TextPart | ToolCallPart | FinishPart | ErrorPart;
+
+/** Where a message came from outside Parley (a chat platform). */
+export interface Channel {
+  type: string;
+  id: string;
+}
+
+/** What a summarized copy of a message left out: the whole message's size in JSON. */
+export interface Summary {
+  bytes: number;
+}
+
+/** Marks of a message imported from an older agent-memory store. */
+export interface Legacy {
+  row: number;
+  madeId?: boolean;
+  seenBy?: string[];
+}
+
+/**
+ * What a person or agent says. `seq` is the seq of the event that wrote it.
+ * While it streams, it is complete as of `updatedSeq`: the `chunk` and
+ * `part.updated` events after that seq continue it. A copy with
+ * `summarized` set (a stream's snapshot leaves out a large message) has no
+ * parts, content or metadata: read it whole with `ParleyClient.message`.
+ */
+export interface Message {
+  id: string;
+  conversationId: string;
+  seq: number;
+  role: Role;
+  agentId: string;
+  parts: Part[];
+  content: string;
+  status: MessageStatus;
+  turn: number;
+  turnId: string;
+  replyTo?: string;
+  depth: number;
+  finality: Finality;
+  next?: string;
+  retryOf?: string;
+  channel?: Channel;
+  metadata?: unknown;
+  /** Left out when 0. */
+  updatedSeq?: number;
+  legacy?: Legacy;
+  createdAt: string | null;
+  updatedAt: string | null;
+  summarized?: Summary;
+}
+
+/** A conversation: one log, with its participants and turn policy. */
+export interface Conversation {
+  id: string;
+  /** Random; changes only if the history is replaced. */
+  epoch: string;
+  title?: string;
+  participants: string[];
+  members?: string[];
+  turnPolicy: TurnPolicy;
+  messageFormat: string;
+  metadata?: unknown;
+  createdBy?: string;
+  createdAt: string | null;
+}
+
+/** A place in a conversation's log: the last seq seen, in an epoch. */
+export interface Position {
+  seq: number;
+  /** Empty or left out: the current epoch. */
+  epoch?: string;
+}
+
+/** The turn that is open. */
+export interface OpenTurn {
+  turn: number;
+  owner: string;
+  turnId?: string;
+  delegates?: string[];
+  openedSeq: number;
+  reset?: boolean;
+}
+
+/** An agent's reservation of the next turn. */
+export interface Claim {
+  agentId: string;
+  turn: number;
+  expiresAt: string | null;
+}
+
+/** The summary of a conversation's state that callers decide with. */
+export interface Head {
+  lastSeq: number;
+  epoch: string;
+  lastTurn: number;
+  openTurn: OpenTurn | null;
+  claim: Claim | null;
+  closed: boolean;
+  lastClosedSeq: number;
+  /** When the last event was written (RFC 3339); absent on data written before servers kept it. */
+  lastEventAt?: string;
+}
+
+/** Who should act next. An empty `nextAgentId` means anyone may start. */
+export interface Guidance {
+  nextAgentId: string;
+  kind: "start_turn" | "continue_turn";
+  turn: number;
+  afterSeq: number;
+}
+
+/** A conversation with its head and guidance (null once it is closed). */
+export interface View {
+  conversation: Conversation;
+  head: Head;
+  guidance: Guidance | null;
+}
+
+/** A prompt mode: `followup` (FIFO), `steer`, `collect` or `reject`. */
+export type PromptMode = "followup" | "steer" | "collect" | "reject";
+
+/** A prompt in a conversation's queue, waiting or being answered. */
+export interface QueuedPrompt {
+  id: string;
+  mode: PromptMode | (string & {});
+  agentId: string;
+  to?: string;
+  channel?: Channel;
+  /** The seqs of the `prompt.queued` events that hold its text. */
+  parts: number[];
+  /** When a collect prompt stops collecting. */
+  until: string | null;
+  /** The agent it was dispatched to; left out while it waits. */
+  runner?: string;
+  /** True once its user message exists. */
+  written?: boolean;
+  turnId?: string;
+  /** The length of its text in bytes. */
+  bytes?: number;
+  /** True once the prompt being answered was aborted. */
+  aborted?: boolean;
+  /**
+   * Its text, when the client knows it (from its `prompt.queued` events, or
+   * read by `ParleyClient.promptTexts`). The server's queue does not carry it.
+   */
+  content?: string;
+}
+
+/** A scheduled prompt. */
+export interface Task {
+  id: string;
+  conversationId: string;
+  agentId: string;
+  prompt: string;
+  cron?: string;
+  everyMs?: number;
+  nextRunAt: string | null;
+  createdAt: string | null;
+}
+
+/** A bearer token, as listed (its secret is shown once, when it is made). */
+/** Who a request acts as (`GET /v1/whoami`). */
+export interface WhoAmI {
+  /** The token's kind; an open server's requests without a token act as `admin`. */
+  kind: "agent" | "viewer" | "admin";
+  /** The agent an agent token writes as; empty for viewer and admin. */
+  agentId: string;
+  /** Whether the server runs open (no tokens, loopback only). */
+  open: boolean;
+}
+
+export interface Token {
+  id: string;
+  kind: "agent" | "viewer" | "admin";
+  agentId?: string;
+  name?: string;
+  createdAt: string | null;
+  revokedAt: string | null;
+  /** The secret: only in the answer to `createToken`. */
+  token?: string;
+}
+
+// Event data.
+
+/** The data of a `chunk` event: text to append to a streaming message. */
+export interface ChunkData {
+  messageId: string;
+  content: string;
+  checkpoint?: boolean;
+}
+
+/** The data of a `part.updated` event: a tool call was added or changed. */
+export interface PartUpdateData {
+  messageId: string;
+  part: ToolCallPart;
+  checkpoint?: boolean;
+}
+
+/** The data of a `messages.removed` event (a revert). */
+export interface MessagesRemovedData {
+  messageIds: string[];
+}
+
+/** The data of `turn.reset` and `turn.aborted`. */
+export interface TurnRefData {
+  turn: number;
+  reason?: string;
+}
+
+/** The data of a `delegation` event. */
+export interface DelegationData {
+  from: string;
+  to: string;
+  turn: number;
+}
+
+/** The data of a `trace` event. */
+export interface TraceData {
+  id?: string;
+  payload: unknown;
+}
+
+/** The data of a `task.run` event. */
+export interface TaskRunData {
+  taskId: string;
+  runId: string;
+}
+
+/** The data of the prompt queue's events. */
+export interface PromptEventData {
+  id: string;
+  /** On `prompt.queued`: the collect prompt it was merged into. */
+  into?: string;
+  content?: string;
+  mode?: PromptMode | (string & {});
+  to?: string;
+  channel?: Channel;
+  runner?: string;
+  reason?: string;
+  until?: string | null;
+  turnId?: string;
+}
+
+/** Each event type of the log and its data. */
+export interface EventDataMap {
+  "conversation.created": Conversation;
+  message: Message;
+  "message.updated": Message;
+  chunk: ChunkData;
+  "part.updated": PartUpdateData;
+  "messages.removed": MessagesRemovedData;
+  trace: TraceData;
+  "turn.claimed": Claim;
+  "claim.expired": Claim;
+  "turn.reset": TurnRefData;
+  "turn.aborted": TurnRefData;
+  delegation: DelegationData;
+  "task.run": TaskRunData;
+  "prompt.queued": PromptEventData;
+  "prompt.dispatched": PromptEventData;
+  "prompt.aborted": PromptEventData;
+  "prompt.completed": PromptEventData;
+  "prompt.canceled": PromptEventData;
+  "prompt.requeued": PromptEventData;
+  "prompt.promoted": PromptEventData;
+}
+
+/** An event type of the log. */
+export type EventType = keyof EventDataMap;
+
+/** One entry of a conversation's log, of type K. */
+export interface EventOf<K extends EventType> {
+  conversationId: string;
+  seq: number;
+  type: K;
+  turn: number;
+  turnId?: string;
+  agentId?: string;
+  finality: Finality;
+  ts: string | null;
+  data: EventDataMap[K];
+}
+
+/**
+ * One entry of a conversation's log, as `GET …/events` and the streams
+ * carry it. Switch on `type` to read `data`. A newer server may send types
+ * this union does not list; folds leave those alone.
+ */
+export type ParleyEvent = { [K in EventType]: EventOf<K> }[EventType];
+
+/** The first frame of every stream connection. */
+export interface Init {
+  /** True when the stream continues exactly after the position sent. */
+  recovered: boolean;
+  /** The stream continues with the event after `position.seq`. */
+  position: Position;
+  conversation: Conversation;
+  head: Head;
+  guidance: Guidance | null;
+  /** Only when `recovered` is false: the snapshot's messages, oldest first. */
+  messages?: Message[];
+}
+
+/** What a stream yields: an init (after each connect), an event of the log, or a guidance. */
+export type Frame =
+  | { type: "init"; init: Init }
+  | { type: "event"; event: ParleyEvent }
+  | { type: "guidance"; guidance: Guidance };
+
+/** The body of every error answer and error frame. */
+export interface ErrorBody {
+  error: {
+    code: string;
+    message: string;
+    head?: Head;
+    [detail: string]: unknown;
+  };
+}

@@ -1,0 +1,221 @@
+// The HTTP calls against the real server.
+
+import { describe, expect, inject, it } from "vitest";
+import { ParleyClient, ParleyError, type FetchLike } from "../src/index.js";
+import { Runner, conversation, shared, until } from "./helpers.js";
+import { startServer } from "./server.js";
+
+describe("conversations", () => {
+  it("creates, reads and lists them page by page", async () => {
+    const c = shared();
+    const made: string[] = [];
+    for (let i = 0; i < 3; i++) made.push((await c.createConversation({ title: `paged ${i}`, participants: ["alice", "bob"] })).conversation.id);
+    const v = await c.conversation(made[0]!);
+    expect(v.conversation).toMatchObject({ id: made[0], title: "paged 0", participants: ["alice", "bob"], turnPolicy: "round-robin" });
+    expect(v.guidance).toMatchObject({ nextAgentId: "alice", kind: "start_turn", turn: 1 });
+    const page = await c.listConversations({ limit: 1 });
+    expect(page.conversations).toHaveLength(1);
+    expect(page.nextCursor).toBeTruthy();
+    const second = await c.listConversations({ limit: 1, cursor: page.nextCursor });
+    expect(second.conversations[0]!.conversation.id).not.toBe(page.conversations[0]!.conversation.id);
+    const all: string[] = [];
+    for await (const x of c.conversations({ limit: 2 })) all.push(x.conversation.id);
+    expect(all).toEqual(expect.arrayContaining(made));
+    expect(new Set(all).size).toBe(all.length);
+  });
+
+  it("sends every body as application/json, which an open server requires", async () => {
+    const seen: (string | null)[] = [];
+    const spy: FetchLike = (input, init) => {
+      seen.push(new Headers(init?.headers).get("Content-Type"));
+      return fetch(input, init);
+    };
+    const c = new ParleyClient({ baseUrl: inject("serverUrl"), fetch: spy });
+    const id = await conversation(c);
+    await c.postMessage(id, { agentId: "carol", content: "hi" });
+    await c.conversation(id);
+    expect(seen).toEqual(["application/json", "application/json", null]);
+    // The same body sent as text/plain, as a web page may post anywhere, is refused.
+    const res = await fetch(inject("serverUrl") + `/v1/conversations/${id}/messages`, {
+      method: "POST",
+      headers: { "Content-Type": "text/plain" },
+      body: JSON.stringify({ agentId: "carol", content: "hi" }),
+    });
+    expect(res.status).toBe(415);
+  });
+});
+
+describe("messages and events", () => {
+  it("pages messages and events, filters, reads a message, its replies and its thread", async () => {
+    const c = shared();
+    const id = await conversation(c);
+    const q = await c.postMessage(id, { agentId: "human", role: "user", content: "question", finality: "turn" });
+    const a = await c.postMessage(id, { agentId: "alice", content: "answer", replyTo: q.message.id, finality: "turn" });
+    for (let i = 0; i < 4; i++) await c.postMessage(id, { agentId: "bob", content: `more ${i}`, replyTo: a.message.id, finality: "turn" });
+    const page = await c.messages(id, { limit: 2 });
+    expect(page.messages.map((m) => m.content)).toEqual(["question", "answer"]);
+    expect(page.nextAfter).toBe(page.messages[1]!.seq);
+    const rest = await c.messages(id, { after: page.nextAfter, limit: 100 });
+    expect(rest.messages).toHaveLength(4);
+    expect(rest.nextAfter).toBeUndefined();
+    const every: string[] = [];
+    for await (const m of c.allMessages(id, { limit: 2 })) every.push(m.content);
+    expect(every).toHaveLength(6);
+    expect((await c.messages(id, { agentId: "bob" })).messages).toHaveLength(4);
+    expect((await c.messages(id, { turnId: q.message.id })).messages.length).toBeGreaterThanOrEqual(2);
+    expect(await c.message(id, a.message.id)).toMatchObject({ id: a.message.id, content: "answer", replyTo: q.message.id, depth: 1 });
+    const replies = await c.replies(id, a.message.id, { limit: 3 });
+    expect(replies.messages).toHaveLength(3);
+    expect(replies.nextAfter).toBeDefined();
+    const t = await c.thread(id, rest.messages[0]!.id);
+    expect(t.root.id).toBe(q.message.id);
+    expect(t.ancestors.map((m) => m.id)).toEqual([q.message.id, a.message.id]);
+    const events = await c.events(id, { after: 0, limit: 3 });
+    expect(events.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(events.events[0]!.type).toBe("conversation.created");
+    expect(events.nextAfter).toBe(3);
+    const trace = await c.postTrace(id, { agentId: "alice", payload: { tool: "grep" } });
+    expect(trace.event).toMatchObject({ type: "trace", data: { payload: { tool: "grep" } } });
+  });
+
+  it("replays a write with the same idempotency key", async () => {
+    const c = shared();
+    const id = await conversation(c);
+    const one = await c.postMessage(id, { agentId: "carol", content: "once" }, { idempotencyKey: "k-1" });
+    const two = await c.postMessage(id, { agentId: "carol", content: "once" }, { idempotencyKey: "k-1" });
+    expect(two).toEqual(one);
+    await expect(c.postMessage(id, { agentId: "carol", content: "other" }, { idempotencyKey: "k-1" })).rejects.toMatchObject({
+      status: 422,
+      code: "idempotency_mismatch",
+    });
+  });
+});
+
+describe("errors", () => {
+  it("are ParleyErrors with status, code, message, head and details", async () => {
+    const c = shared();
+    const id = (await c.createConversation({ participants: ["alice", "bob"] })).conversation.id;
+    await c.postMessage(id, { agentId: "alice", content: "mine" });
+    const err = await c.postMessage(id, { agentId: "bob", content: "no" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ParleyError);
+    expect(err).toMatchObject({ status: 409, code: "turn_conflict" });
+    expect((err as ParleyError).message).toContain("alice");
+    expect((err as ParleyError).head).toMatchObject({ openTurn: { owner: "alice" } });
+    await expect(c.conversation("nope")).rejects.toMatchObject({ status: 404, code: "not_found" });
+    await expect(c.messages(id, { limit: 5000 })).rejects.toMatchObject({ status: 422, code: "invalid_value" });
+    await expect(c.createConversation({ turnPolicy: "sideways" as "free" })).rejects.toMatchObject({ status: 422 });
+  });
+
+  it("carry the queue's length when the prompt queue is full", async () => {
+    const server = await startServer(inject("parleyBinary"), { args: ["-max-queued-prompts", "2"] });
+    try {
+      const c = new ParleyClient({ baseUrl: server.url });
+      const id = await conversation(c);
+      await c.prompt(id, { agentId: "human", content: "one" });
+      await c.prompt(id, { agentId: "human", content: "two" });
+      const err = (await c.prompt(id, { agentId: "human", content: "three" }).catch((e: unknown) => e)) as ParleyError;
+      expect(err).toMatchObject({ status: 409, code: "busy", queueLength: 2, maxQueueLength: 2 });
+      expect(err.details).toMatchObject({ queueLength: 2, maxQueueLength: 2 });
+      expect(err.head).toBeDefined();
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("turns", () => {
+  it("claims, resets and aborts", async () => {
+    const c = shared();
+    const id = (await c.createConversation({ participants: ["alice", "bob"] })).conversation.id;
+    const claim = await c.claim(id, { agentId: "alice", expectTurn: 1, ttlMs: 60_000 });
+    expect(claim).toMatchObject({ turn: 1, claimed: true, written: true, claim: { agentId: "alice", turn: 1 } });
+    await expect(c.claim(id, { agentId: "bob" })).rejects.toMatchObject({ code: "claim_conflict" });
+    await c.postMessage(id, { agentId: "alice", content: "thinking" });
+    expect(await c.reset(id, { agentId: "alice" })).toMatchObject({ turn: 1, wasReset: true });
+    await c.delegate(id, { agentId: "alice", to: "alice.worker" });
+    const aborted = await c.abortTurn(id, { agentId: "alice", reason: "tool crashed" });
+    expect(aborted).toMatchObject({ written: true, head: { openTurn: null } });
+    expect(aborted.guidance).toMatchObject({ nextAgentId: "bob", turn: 2 });
+  });
+});
+
+describe("prompts", () => {
+  it("queues, lists, promotes, withdraws, stops the answer and reverts", async () => {
+    const c = shared();
+    const id = await conversation(c);
+    const a = await c.prompt(id, { agentId: "human", content: "first" });
+    const b = await c.prompt(id, { agentId: "human", content: "second", mode: "followup" });
+    await c.prompt(id, { agentId: "human", content: "third ü" });
+    await expect(c.prompt(id, { agentId: "human", content: "never", mode: "reject" })).rejects.toMatchObject({ status: 409, code: "busy" });
+    await c.promotePrompt(id, b.id, { agentId: "human" });
+    expect((await c.prompts(id)).map((p) => p.id)[0]).toBe(b.id);
+    await c.withdrawPrompt(id, a.id, { agentId: "human" });
+    const q = await c.promptQueue(id);
+    expect(q.exact).toBe(true);
+    expect(q.asOf).toBe((await c.conversation(id)).head.lastSeq);
+    expect(q.prompts.map((p) => p.content)).toEqual(["second", "third ü"]);
+    await expect(c.stop(id)).rejects.toMatchObject({ status: 404 }); // nothing is being answered
+    const run = await Runner.connect(inject("serverUrl"), id, "alice");
+    try {
+      await until(() => run.pushes.some((p) => p["type"] === "prompt"), "a prompt for the runner");
+      await run.create("r1");
+      await run.text("r1", "partial");
+      expect(await c.stop(id)).toEqual({ status: "aborting" });
+      await until(() => run.pushes.some((p) => p["type"] === "abort"), "the abort");
+      const reverted = await c.revert(id, { agentId: "human", messageId: "r1" });
+      expect(reverted.removed).toEqual(["r1"]);
+      expect((await c.messages(id)).messages.map((m) => m.id)).not.toContain("r1");
+    } finally {
+      run.close();
+    }
+  });
+});
+
+describe("export", () => {
+  it("gives a conversation as Markdown, JSON and JSON Lines", async () => {
+    const c = shared();
+    const id = await conversation(c, "exported");
+    await c.postMessage(id, { agentId: "carol", content: "hello export" });
+    const md = await c.exportText(id, "markdown");
+    expect(md).toContain("hello export");
+    const blob = await c.exportConversation(id, "json");
+    expect(blob.type).toContain("application/json");
+    expect((JSON.parse(await blob.text()) as { conversation: { id: string } }).conversation.id).toBe(id);
+    const lines = (await c.exportText(id, "jsonl")).trim().split("\n");
+    expect(lines.length).toBeGreaterThan(1);
+    for (const l of lines) expect(() => JSON.parse(l) as unknown).not.toThrow();
+    await expect(c.exportText(id, "pdf" as "json")).rejects.toMatchObject({ status: 422 });
+  });
+});
+
+describe("identity", () => {
+  it("says who a token acts as, and when the server runs open", async () => {
+    const server = await startServer(inject("parleyBinary"));
+    try {
+      const open = new ParleyClient({ baseUrl: server.url });
+      expect(await open.whoami()).toEqual({ kind: "admin", agentId: "", open: true });
+      // The first token ends open mode: the tokens say who acts from now on.
+      const admin = await open.createToken({ kind: "admin" });
+      const as = (token: string | undefined) => new ParleyClient({ baseUrl: server.url, token });
+      expect(await as(admin.token).whoami()).toEqual({ kind: "admin", agentId: "", open: false });
+      const alice = await as(admin.token).createToken({ kind: "agent", agentId: "alice" });
+      const viewer = await as(admin.token).createToken({ kind: "viewer" });
+      expect(await as(alice.token).whoami()).toEqual({ kind: "agent", agentId: "alice", open: false });
+      expect(await as(viewer.token).whoami()).toEqual({ kind: "viewer", agentId: "", open: false });
+      await expect(as(undefined).whoami()).rejects.toMatchObject({ status: 401, code: "unauthorized" });
+      await expect(as("pk_wrong").whoami()).rejects.toMatchObject({ status: 401 });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("shows when a conversation last changed", async () => {
+    const c = shared();
+    const id = await conversation(c);
+    const before = Date.now();
+    await c.postMessage(id, { agentId: "alice", content: "now" });
+    const at = Date.parse((await c.conversation(id)).head.lastEventAt ?? "");
+    expect(at).toBeGreaterThanOrEqual(before - 1000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 1000);
+  });
+});

@@ -1,0 +1,48 @@
+// follow(): the stream folded, with what it leaves out read over HTTP,
+// against the real server.
+
+import { expect, inject, it } from "vitest";
+import { ParleyClient, follow, type LiveSnapshot } from "../src/index.js";
+import { canonical } from "./fixtures.js";
+import { NodeWebSocket, Runner, conversation, until } from "./helpers.js";
+
+it.each(["sse", "ws"] as const)("follows a conversation over %s: summarized messages, the queue and the head are read as needed", async (transport) => {
+  const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
+  const id = await conversation(c);
+  const run = await Runner.connect(inject("serverUrl"), id, "alice");
+  await run.create("big");
+  await run.text("big", "x".repeat(140 << 10)); // over 128 KiB: a snapshot summarizes it
+  await c.prompt(id, { agentId: "human", content: "waiting ü" });
+  const errors: unknown[] = [];
+  const live = follow(c, id, { transport, onError: (e) => errors.push(e) });
+  const seen: LiveSnapshot[] = [];
+  live.subscribe(() => seen.push(live.getSnapshot()));
+  try {
+    const serverMessages = async () => (await c.messages(id)).messages.map(canonical);
+    const shows = async () => {
+      const s = live.getSnapshot().state;
+      return s.messages.map(canonical).join() === (await serverMessages()).join() && s.queue.known && !s.headStale;
+    };
+    await until(shows, "the server's messages");
+    const first = seen.find((s) => s.state.messages.length > 0)!;
+    expect(first.state.messages[0]!.summarized).toBeDefined(); // the snapshot's, then read whole
+    expect(live.getSnapshot().state.messages[0]!.content).toHaveLength(140 << 10);
+    expect(live.getSnapshot().state.queue.prompts.map((p) => p.content)).toEqual(["waiting ü"]);
+    // The stream goes on from the copy read.
+    await run.text("big", " and more");
+    await run.tool("big", "c1", "running", { args: { q: 1 } });
+    await run.finalize("big");
+    await until(shows, "the finished message");
+    const s = live.getSnapshot();
+    expect(s.state.messages[0]!.status).toBe("complete");
+    expect(s.state.head).toEqual((await c.conversation(id)).head);
+    expect(s.status.state).toBe("live");
+    expect(s.state.queue.prompts.map((p) => p.content)).toEqual(["waiting ü"]);
+    expect(errors).toEqual([]);
+  } finally {
+    live.close();
+    await live.done;
+    run.close();
+  }
+  expect(live.getSnapshot().status.state).toBe("closed");
+});

@@ -1,0 +1,102 @@
+// The UI on a server that requires tokens, in Chromium: it asks for one,
+// keeps it for the tab, says what it may do, acts as the token's agent,
+// and asks again when the token is revoked.
+
+import { ParleyClient } from "@parleyhq/client";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startServer, type Server } from "../../client/test/server.js";
+import { screenshot, browserPerFile } from "./lib/browser.js";
+
+let server: Server;
+const browser = browserPerFile();
+let admin: ParleyClient;
+let tokens: { alice: string; viewer: string; aliceId: string };
+let ours: string; // alice's and bob's conversation
+let theirs: string; // carol's and dave's
+
+beforeAll(async () => {
+  server = await startServer(inject("parleyBinary"));
+  // The first token ends open mode; the admin token makes the others.
+  const adminToken = (await new ParleyClient({ baseUrl: server.url }).createToken({ kind: "admin" })).token!;
+  admin = new ParleyClient({ baseUrl: server.url, token: adminToken });
+  const alice = await admin.createToken({ kind: "agent", agentId: "alice" });
+  const viewer = await admin.createToken({ kind: "viewer" });
+  tokens = { alice: alice.token!, viewer: viewer.token!, aliceId: alice.id };
+  ours = (await admin.createConversation({ title: "alice and bob", participants: ["alice", "bob"] })).conversation.id;
+  theirs = (await admin.createConversation({ title: "carol and dave", participants: ["carol", "dave"] })).conversation.id;
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+
+async function useToken(page: Page, token: string): Promise<void> {
+  await page.getByLabel("Token").fill(token);
+  await page.getByRole("button", { name: "Use token" }).click();
+}
+
+describe("a server that requires tokens", () => {
+  it("asks for a token, and says when it refused one", async () => {
+    const { page } = await browser.open();
+    await page.goto(server.url + "/");
+    await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
+    await screenshot(page, "token-form");
+    await useToken(page, "pk_not_a_token");
+    await page.getByText("The server refused the token given").waitFor();
+  });
+
+  it("shows what a viewer token may do: read, not write", async () => {
+    const { page } = await browser.open();
+    await page.goto(server.url + "/c/" + ours);
+    await useToken(page, tokens.viewer);
+    await page.getByText("Viewer token: reads only").waitFor();
+    await page.getByRole("heading", { name: "alice and bob" }).waitFor();
+    expect(await page.getByRole("textbox", { name: "Prompt" }).isDisabled()).toBe(true);
+    expect(await page.getByRole("textbox", { name: "Prompt" }).getAttribute("placeholder")).toBe("A viewer token reads only.");
+    // Kept for the tab only, and never in the address.
+    const stored = await page.evaluate(() => ({ session: JSON.stringify({ ...sessionStorage }), local: JSON.stringify({ ...localStorage }) }));
+    expect(stored.session).toContain(tokens.viewer);
+    expect(stored.local).not.toContain(tokens.viewer);
+    expect(page.url()).not.toContain(tokens.viewer);
+    await page.getByRole("button", { name: "Forget token" }).click();
+    await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
+  });
+
+  it("acts as an agent token's agent, lists only its conversations, and asks again once it is revoked", async () => {
+    const { page } = await browser.open();
+    await page.goto(server.url + "/");
+    await useToken(page, tokens.alice);
+    await page.getByText("Agent token: alice").waitFor();
+    await page.getByRole("link", { name: /alice and bob/ }).waitFor();
+    expect(await page.getByRole("link", { name: /carol and dave/ }).count()).toBe(0);
+    await page.getByRole("link", { name: /alice and bob/ }).click();
+    await page.waitForURL(`**/c/${ours}`);
+
+    // A prompt queued as alice (no runner answers it here), then withdrawn.
+    const box = page.getByRole("textbox", { name: "Prompt" });
+    await box.fill("Could someone summarize the thread?");
+    await box.press("Enter");
+    const queue = page.getByRole("region", { name: "Prompt queue" });
+    await queue.getByText("Could someone summarize the thread?").waitFor();
+    const queued = (await admin.promptQueue(ours, { texts: true })).prompts;
+    expect(queued).toHaveLength(1);
+    expect(queued[0]).toMatchObject({ agentId: "alice", content: "Could someone summarize the thread?" });
+    await queue.getByRole("button", { name: "Withdraw: Could someone summarize the thread?" }).click();
+    await expect.poll(async () => (await admin.prompts(ours)).length).toBe(0);
+    await expect.poll(() => queue.count()).toBe(0);
+
+    // Another's conversation is refused, and says so.
+    await page.goto(server.url + "/c/" + theirs);
+    await page.getByRole("heading", { name: "This conversation is not open to you" }).waitFor();
+    expect(await page.getByRole("alert").textContent()).toContain("agent alice does not take part");
+    expect(await page.getByRole("button", { name: "Export JSON" }).count()).toBe(0);
+
+    // Revoked: the page asks for a token again, saying the old one was refused.
+    await page.goto(server.url + "/c/" + ours);
+    await page.getByRole("heading", { name: "alice and bob" }).waitFor();
+    await admin.revokeToken(tokens.aliceId);
+    await page.getByText("The server refused the token given").waitFor({ timeout: 15_000 });
+  });
+});

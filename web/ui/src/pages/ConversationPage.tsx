@@ -1,0 +1,299 @@
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { ParleyError, type ExportFormat, type Message, type PromptMode, type QueuedPrompt } from "@parleyhq/client";
+import { Composer } from "../components/Composer";
+import { ConfirmDialog } from "../components/ConfirmDialog";
+import { ConversationHead } from "../components/ConversationHead";
+import { FlowView } from "../components/FlowView";
+import { MessageList, type MessageListHandle } from "../components/MessageList";
+import { QueuePanel } from "../components/QueuePanel";
+import { canWrite, refusedToken, writerId, type AuthState } from "../lib/auth";
+import { dispatches, turnOwners } from "../lib/flow";
+import { errorText, firstLine, shortTime } from "../lib/format";
+import { LiveView, type LiveSnapshot } from "../lib/live";
+import { noReplyIds } from "../lib/noreply";
+import { navigate } from "../lib/route";
+import { groupRows, repliesByParent, retriedIds, rowOf } from "../lib/turns";
+
+const idle: LiveSnapshot | null = null;
+const noop = (): (() => void) => () => {};
+
+/** Follows a conversation for as long as the page shows it. */
+function useLive(auth: AuthState, id: string, onError: (err: unknown) => void): { live: LiveView | null; snap: LiveSnapshot | null } {
+  const [live, setLive] = useState<LiveView | null>(null);
+  const errRef = useRef(onError);
+  useEffect(() => {
+    errRef.current = onError;
+  });
+  useEffect(() => {
+    const l = new LiveView(auth.client, id, { onError: (e) => errRef.current(e) });
+    setLive(l);
+    return () => l.close();
+  }, [auth.client, id]);
+  const snap = useSyncExternalStore(live?.subscribe ?? noop, live?.getSnapshot ?? (() => idle));
+  return { live, snap };
+}
+
+/** The page of one conversation: its head, its messages, the flow beside them, the queue and the prompt box. */
+export function ConversationPage({ id, auth, search }: { id: string; auth: AuthState; search: string }) {
+  const [notice, setNotice] = useState<string | null>(null);
+  const report = useCallback((err: unknown) => setNotice(errorText(err)), []);
+  const { live, snap } = useLive(auth, id, report);
+  const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
+  const [highlighted, setHighlighted] = useState<string | null>(null);
+  const [reverting, setReverting] = useState<Message | null>(null);
+  const [showFlow, setShowFlow] = useState(() => globalThis.matchMedia?.("(min-width: 1000px)").matches ?? false);
+  const list = useRef<MessageListHandle>(null);
+
+  const state = snap?.state;
+  const messages = state?.messages;
+  const flowEvents = snap?.flow.events;
+  const owners = useMemo(() => turnOwners(flowEvents ?? []), [flowEvents]);
+  const dispatched = useMemo(() => dispatches(flowEvents ?? []), [flowEvents]);
+  const rows = useMemo(() => groupRows(messages ?? [], { collapsed, owners }), [messages, collapsed, owners]);
+  const conversation = state?.conversation ?? null;
+  const noReply = useMemo(() => noReplyIds(messages ?? [], conversation, dispatched), [messages, conversation, dispatched]);
+  const retried = useMemo(() => retriedIds(messages ?? []), [messages]);
+  const replies = useMemo(() => repliesByParent(messages ?? []), [messages]);
+  const authors = useMemo(() => new Map((messages ?? []).map((m) => [m.id, m.agentId])), [messages]);
+  const agents = useMemo(() => conversation?.participants ?? [], [conversation]);
+  const title = conversation?.title || id;
+  useEffect(() => {
+    document.title = `${title} · Parley`;
+  }, [title]);
+
+  // Jumps: to a message held, or read older messages until it is, then scroll to it.
+  const [target, setTarget] = useState<{ id: string } | null>(null);
+  const jump = useCallback(
+    async (mid: string) => {
+      if (!live) return;
+      setHighlighted(mid);
+      const held = live.getSnapshot().state.messages.find((m) => m.id === mid);
+      if (!held) {
+        try {
+          const m = await auth.client.message(id, mid);
+          await live.loadUntil(m.seq);
+        } catch (err) {
+          setNotice(err instanceof ParleyError && err.code === "not_found" ? "That message is gone (reverted)." : errorText(err));
+          return;
+        }
+      }
+      const m = live.getSnapshot().state.messages.find((x) => x.id === mid);
+      if (!m) {
+        setNotice("That message is gone (reverted).");
+        return;
+      }
+      setCollapsed((c) => (c.has(m.turnId) ? new Set([...c].filter((t) => t !== m.turnId)) : c));
+      setTarget({ id: mid });
+    },
+    [live, auth.client, id],
+  );
+  const reached = useRef<{ id: string } | null>(null);
+  useEffect(() => {
+    if (!target || reached.current === target) return;
+    const i = rowOf(rows, target.id);
+    if (i >= 0) {
+      list.current?.scrollToRow(i);
+      reached.current = target;
+    }
+  }, [rows, target]);
+
+  // ?m=ID opens the page at a message.
+  const opened = useRef(false);
+  useEffect(() => {
+    const mid = new URLSearchParams(search).get("m");
+    if (!opened.current && mid && live && state?.position) {
+      opened.current = true;
+      void jump(mid);
+    }
+  }, [search, live, state?.position, jump]);
+
+  const onToggle = useCallback((turnId: string) => {
+    setCollapsed((c) => {
+      const n = new Set(c);
+      if (n.has(turnId)) n.delete(turnId);
+      else n.add(turnId);
+      return n;
+    });
+  }, []);
+  const onLoadOlder = useCallback(() => {
+    live?.loadOlder().catch(report);
+  }, [live, report]);
+  const onFetch = useCallback(
+    (mid: string) => {
+      live?.fetchMessage(mid).catch(report);
+    },
+    [live, report],
+  );
+  const onRevert = useCallback((m: Message) => setReverting(m), []);
+  const onJump = useCallback((mid: string) => void jump(mid), [jump]);
+  const onEarlier = useCallback(() => void live?.loadEarlierFlow(), [live]);
+
+  const writer = writerId(auth);
+  const queue = state?.queue;
+  const answering = useMemo(
+    () => (queue?.prompts.some((q) => q.runner && !q.aborted) ?? false) || (messages?.some((m) => m.status === "streaming") ?? false),
+    [queue, messages],
+  );
+
+  const act = async (what: () => Promise<unknown>): Promise<boolean> => {
+    try {
+      await what();
+      return true;
+    } catch (err) {
+      setNotice(errorText(err));
+      return false;
+    }
+  };
+  const onSend = (content: string, mode: PromptMode) =>
+    act(() => auth.client.prompt(id, { content, mode, ...(writer ? { agentId: writer } : {}) }));
+  const onStop = () => void act(() => auth.client.stop(id));
+  const onWithdraw = useCallback((pid: string) => void act(() => auth.client.withdrawPrompt(id, pid, writer ? { agentId: writer } : {})), [auth.client, id, writer]);
+  const onPromote = useCallback((pid: string) => void act(() => auth.client.promotePrompt(id, pid, writer ? { agentId: writer } : {})), [auth.client, id, writer]);
+  const me = auth.identity.kind === "agent" ? auth.identity.agentId : writer;
+  const admin = auth.identity.kind === "open" || auth.identity.kind === "admin";
+  const canChange = useCallback((q: QueuedPrompt) => admin || q.agentId === me, [admin, me]);
+
+  const doRevert = async (m: Message) => {
+    setReverting(null);
+    await act(() => auth.client.revert(id, { messageId: m.id, ...(writer ? { agentId: writer } : {}) }));
+  };
+
+  const download = async (format: ExportFormat) => {
+    await act(async () => {
+      const blob = await auth.client.exportConversation(id, format);
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = `${id}.${format === "markdown" ? "md" : format}`;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    });
+  };
+
+  // A stream the server ended as unauthorized (the token was revoked) asks for another token, as a 401 does.
+  const stoppedCode = snap?.stopped?.code;
+  useEffect(() => {
+    if (stoppedCode === "unauthorized") refusedToken(auth.token);
+  }, [stoppedCode, auth.token]);
+
+  const stopped = snap?.stopped
+    ? snap.stopped.code === "not_found"
+      ? "This conversation does not exist (or was deleted)."
+      : snap.stopped.code === "unauthorized"
+        ? "The server wants a token to show this conversation."
+        : snap.stopped.message
+    : null;
+  const writable = canWrite(auth) && !state?.head?.closed && !snap?.stopped;
+  const later = reverting && messages ? messages.filter((m) => m.seq > reverting.seq).length : 0;
+
+  // Screen readers hear of each new message once, not of every text delta (the log itself is not live).
+  const newest = messages?.[messages.length - 1];
+  const announcement = newest ? `Message from ${newest.agentId} at ${shortTime(newest.createdAt)}` : "";
+
+  if (snap?.stopped && !state?.position) {
+    // Refused before anything was shown: nothing of the conversation to draw.
+    return (
+      <main className="missing">
+        <h1>{snap.stopped.code === "forbidden" ? "This conversation is not open to you" : snap.stopped.code === "not_found" ? "No such conversation" : "This conversation cannot be shown"}</h1>
+        <p role="alert">{stopped}</p>
+        <p>
+          <a
+            href="/"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate("/");
+            }}
+          >
+            See the conversations
+          </a>
+          .
+        </p>
+      </main>
+    );
+  }
+
+  return (
+    <main className="conv" aria-busy={!state?.position}>
+      <div className="sr-only" aria-live="polite">
+        {announcement}
+      </div>
+      <div className="conv-top">
+        <button type="button" className="linkish back" onClick={() => navigate("/")}>
+          ← Conversations
+        </button>
+        <div className="conv-tools">
+          <button type="button" onClick={() => void download("markdown")}>
+            Export Markdown
+          </button>
+          <button type="button" onClick={() => void download("json")}>
+            Export JSON
+          </button>
+          <button type="button" className="flow-toggle" aria-expanded={showFlow} aria-controls="flow-panel" onClick={() => setShowFlow((s) => !s)}>
+            {showFlow ? "Hide flow" : "Show flow"}
+          </button>
+        </div>
+      </div>
+      <ConversationHead conversation={conversation} head={state?.head ?? null} guidance={state?.guidance ?? null} status={snap?.status ?? { state: "connecting", attempt: 0 }} stopped={stopped} lastSeq={state?.position?.seq ?? 0} />
+      {notice && (
+        <div className="notice" role="alert">
+          <span>{notice}</span>
+          <button type="button" className="icon-button" aria-label="Dismiss" onClick={() => setNotice(null)}>
+            ×
+          </button>
+        </div>
+      )}
+      <div className={`conv-body${showFlow ? " with-flow" : ""}`}>
+        <div className="conv-main">
+          <MessageList
+            ref={list}
+            rows={rows}
+            noReply={noReply}
+            retried={retried}
+            replies={replies}
+            authors={authors}
+            highlighted={highlighted}
+            canRevert={writable}
+            olderLoading={snap?.older.loading ?? false}
+            olderDone={snap?.older.done ?? false}
+            onLoadOlder={onLoadOlder}
+            onToggle={onToggle}
+            onJump={onJump}
+            onRevert={onRevert}
+            onFetch={onFetch}
+          />
+          <QueuePanel prompts={queue?.prompts ?? []} known={queue?.known ?? false} canChange={canChange} onWithdraw={onWithdraw} onPromote={onPromote} />
+          <Composer
+            disabled={!writable}
+            answering={answering}
+            onSend={onSend}
+            onStop={onStop}
+            note={state?.head?.closed ? "The conversation is closed." : auth.identity.kind === "viewer" ? "A viewer token reads only." : "You cannot write here."}
+          />
+          {writer && <p className="composer-note">Prompts are queued as {writer}.</p>}
+        </div>
+        <aside id="flow-panel" className="flow-panel" aria-label="Flow">
+          {showFlow && (
+            <FlowView
+              events={flowEvents ?? []}
+              agents={agents}
+              after={snap?.flow.after ?? 0}
+              loading={snap?.flow.loading ?? false}
+              onEarlier={onEarlier}
+              onJump={onJump}
+            />
+          )}
+        </aside>
+      </div>
+      {reverting && (
+        <ConfirmDialog title="Revert from this message?" confirm="Revert" onConfirm={() => void doRevert(reverting)} onCancel={() => setReverting(null)}>
+          <p>
+            This removes the message of {reverting.agentId} ({firstLine(reverting.content, 60) || "no text"})
+            {later > 0 ? ` and the ${later} ${later === 1 ? "message" : "messages"} after it` : ""}. The log keeps a record of the revert.
+          </p>
+        </ConfirmDialog>
+      )}
+    </main>
+  );
+}

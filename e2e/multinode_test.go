@@ -108,3 +108,70 @@ func TestClaimRacesAcrossNodesHaveOneWinner(t *testing.T) {
 		}
 	}
 }
+
+// TestTokensOnPostgres: `parley migrate` and `parley token` work on a
+// PostgreSQL database as on a SQLite file. A token made with the command
+// line is required at once by every node; revoked with it, it is refused
+// by every node within seconds, and the stream it held is ended.
+func TestTokensOnPostgres(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	if out := runParley(t, "migrate", "-postgres", url); !strings.Contains(out, "postgres: schema version 0 -> ") {
+		t.Fatalf("migrate: %q", out)
+	}
+	unused := filepath.Join(t.TempDir(), "unused.db")
+	na := startServer(t, unused, "-postgres", url)
+	nb := startServer(t, unused, "-postgres", url)
+	secret := runParley(t, "token", "create", "-postgres", url, "-kind", "admin", "-name", "ops")
+	list := runParley(t, "token", "list", "-postgres", url)
+	if !strings.Contains(list, "admin") || !strings.Contains(list, "ops") || strings.Contains(list, secret) {
+		t.Fatalf("token list: %q", list)
+	}
+	tokenID := strings.Fields(strings.Split(list, "\n")[1])[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var id string
+	// Open mode ends on every node within seconds of the token's making.
+	for _, n := range []*server{na, nb} {
+		within(t, 10*time.Second, "node "+n.url+" still runs open", func() bool {
+			_, err := client.New(n.url, "").Conversation(ctx, "any")
+			return parley.ErrorCode(err) == parley.EUNAUTHORIZED
+		})
+		v, err := client.New(n.url, secret).CreateConversation(ctx, client.NewConversation{Participants: []string{"alice"}})
+		if err != nil {
+			t.Fatalf("with the token: %v", err)
+		}
+		id = v.Conversation.ID
+	}
+	st := client.New(nb.url, secret).Subscribe(ctx, id, client.SubscribeOptions{})
+	defer st.Close()
+	if f, err := st.Next(ctx); err != nil || f.Init == nil {
+		t.Fatalf("no init: %v", err)
+	}
+	runParley(t, "token", "revoke", "-postgres", url, tokenID)
+	for _, n := range []*server{na, nb} {
+		within(t, 10*time.Second, "node "+n.url+" still takes the revoked token", func() bool {
+			_, err := client.New(n.url, secret).Conversation(ctx, id)
+			return parley.ErrorCode(err) == parley.EUNAUTHORIZED
+		})
+	}
+	for {
+		if _, err := st.Next(ctx); err != nil {
+			if parley.ErrorCode(err) != parley.EUNAUTHORIZED {
+				t.Fatalf("the revoked token's stream ended with %v, want unauthorized", err)
+			}
+			break
+		}
+	}
+}
+
+// within polls ok until it holds, and fails the test with what if it does
+// not hold within d.
+func within(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !ok(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%s after %s", what, d)
+		}
+	}
+}

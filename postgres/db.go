@@ -68,17 +68,52 @@ func MigrateTo(ctx context.Context, url string, version int64) error {
 	return migrate(ctx, pool, version)
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+// Migrate brings the database at url up to the latest schema, under the
+// same advisory lock as Open, and reports the versions before and after.
+func Migrate(ctx context.Context, url string) (from, to int64, err error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pool.Close()
+	p, closeDB, err := provider(pool)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer closeDB()
+	if from, err = p.GetDBVersion(ctx); err != nil {
+		return 0, 0, err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return from, 0, fmt.Errorf("migrate: %w", err)
+	}
+	to, err = p.GetDBVersion(ctx)
+	return from, to, err
+}
+
+// provider returns a goose provider of the embedded migrations over pool,
+// locked by a PostgreSQL advisory lock; call closeDB when done.
+func provider(pool *pgxpool.Pool) (p *goose.Provider, closeDB func(), err error) {
 	sqldb := stdlib.OpenDBFromPool(pool)
-	defer sqldb.Close()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
-		return err
+		sqldb.Close()
+		return nil, nil, err
 	}
-	p, err := goose.NewProvider(database.DialectPostgres, sqldb, Migrations(), goose.WithSessionLocker(locker))
+	p, err = goose.NewProvider(database.DialectPostgres, sqldb, Migrations(), goose.WithSessionLocker(locker))
+	if err != nil {
+		sqldb.Close()
+		return nil, nil, err
+	}
+	return p, func() { sqldb.Close() }, nil
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	p, closeDB, err := provider(pool)
 	if err != nil {
 		return err
 	}
+	defer closeDB()
 	if version == 0 {
 		_, err = p.Up(ctx)
 	} else {

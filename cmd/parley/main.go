@@ -28,10 +28,10 @@ Usage:
                  [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL] [-log-level info]
                  [-create-rate 10] [-create-burst 100] [-max-token-connections 1000]
                  [-body-timeout 30s] [-header-timeout 10s]
-  parley migrate [-db ./parley.db]
-  parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db]
-  parley token list   [-db ./parley.db]
-  parley token revoke [-db ./parley.db] TOKEN_ID
+  parley migrate [-db ./parley.db] [-postgres URL]
+  parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db] [-postgres URL]
+  parley token list   [-db ./parley.db] [-postgres URL]
+  parley token revoke [-db ./parley.db] [-postgres URL] TOKEN_ID
   parley tail    [-server http://127.0.0.1:7700] [-token T] [-ws] [-after SEQ] CONVERSATION
   parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s] [-task-every 1m]
   parley export  [-server URL] [-token T] [-format markdown|json|jsonl] [-o FILE] CONVERSATION

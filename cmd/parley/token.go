@@ -8,20 +8,30 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/sqlite"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("migrate", stderr)
 	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
+	pgURL := fs.String("postgres", envOr("PARLEY_POSTGRES_URL", ""), "a PostgreSQL URL: migrate that database instead of the SQLite file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	from, to, err := sqlite.Migrate(ctx, *dbPath)
+	where := *dbPath
+	var from, to int64
+	var err error
+	if *pgURL != "" {
+		where = "postgres"
+		from, to, err = postgres.Migrate(ctx, *pgURL)
+	} else {
+		from, to, err = sqlite.Migrate(ctx, *dbPath)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: schema version %d -> %d\n", *dbPath, from, to)
+	fmt.Fprintf(stdout, "%s: schema version %d -> %d\n", where, from, to)
 	return nil
 }
 
@@ -31,13 +41,14 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := newFlags("token "+args[0], stderr)
 	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
+	pgURL := fs.String("postgres", envOr("PARLEY_POSTGRES_URL", ""), "a PostgreSQL URL: the tokens of that database instead of the SQLite file's")
 	kind := fs.String("kind", "", "agent, viewer or admin (create)")
 	agent := fs.String("agent", "", "the agent id an agent token binds (create)")
 	name := fs.String("name", "", "a note to recognise the token by (create)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	db, err := sqlite.Open(ctx, *dbPath, sqlite.Options{})
+	db, _, err := openStore(ctx, *dbPath, *pgURL, nil)
 	if err != nil {
 		return err
 	}

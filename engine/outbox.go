@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
 )
 
 // DeliveryOptions configure the outbox worker.
@@ -24,12 +25,17 @@ type DeliveryOptions struct {
 	Poll time.Duration
 	// MaxBackoff bounds the wait between attempts (default 5 min).
 	MaxBackoff time.Duration
+	// Lease is how long a node holds the rows it took before another node
+	// may take them (default 1 min, past Client's timeout): a node that
+	// dies mid-delivery leaves its rows to the others after it.
+	Lease time.Duration
 }
 
 // Deliver posts channel auto-replies from the outbox to their channel's
 // webhook until ctx ends: JSON {conversationId, messageId, channel, content}
 // with the message id in the Idempotency-Key header, at least once, retried
-// with exponential backoff.
+// with exponential backoff. Of several nodes on one store, one posts each
+// row (see store.TakeDeliveries).
 func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
@@ -40,7 +46,13 @@ func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 5 * time.Minute
 	}
-	pollDue(ctx, e, o.Poll, "the outbox", e.store.DueDeliveries, func(d *parley.Delivery) { e.deliver(ctx, o, d) })
+	if o.Lease <= 0 {
+		o.Lease = time.Minute
+	}
+	take := func(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error) {
+		return e.store.TakeDeliveries(ctx, store.TakeDeliveriesParams{Now: now, Until: parley.NewTime(now.Add(o.Lease)), Limit: limit})
+	}
+	pollDue(ctx, e, o.Poll, "the outbox", take, func(d *parley.Delivery) { e.deliver(ctx, o, d) })
 }
 
 // pollDue reads what is due at every tick until ctx ends and hands each item

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
 )
 
-// DueDeliveries implements store.Store.
-func (db *DB) DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error) {
-	rows, err := db.pool.Query(ctx, `SELECT data FROM outbox WHERE delivered = 0 AND next_attempt_at <= $1 ORDER BY next_attempt_at, id LIMIT $2`,
-		now.Time, clampLimit(limit))
+// TakeDeliveries implements store.Store. Rows that another node's take
+// holds locked are skipped (FOR UPDATE SKIP LOCKED), and the lease
+// written in the same statement keeps later takes off them.
+func (db *DB) TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) ([]*parley.Delivery, error) {
+	rows, err := db.pool.Query(ctx, `UPDATE outbox SET next_attempt_at = $3 WHERE id IN (
+		SELECT id FROM outbox WHERE delivered = 0 AND next_attempt_at <= $1 ORDER BY next_attempt_at, id LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING data`, p.Now.Time, clampLimit(p.Limit), p.Until.Time)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +31,10 @@ func (db *DB) DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]
 		}
 		out = append(out, d)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return store.LeasedDeliveries(out, p.Until), nil
 }
 
 // UpdateDelivery implements store.Store.

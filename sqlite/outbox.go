@@ -6,29 +6,39 @@ import (
 	"encoding/json"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
 )
 
-// DueDeliveries implements store.Store.
-func (db *DB) DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT data FROM outbox WHERE delivered = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
-		formatTime(now), clampLimit(limit))
+// TakeDeliveries implements store.Store: the one writer reads the due rows
+// and writes their lease in one transaction.
+func (db *DB) TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) ([]*parley.Delivery, error) {
+	var out []*parley.Delivery
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id IN (
+			SELECT id FROM outbox WHERE delivered = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?)
+			RETURNING data`, formatTime(p.Until), formatTime(p.Now), clampLimit(p.Limit))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var data []byte
+			if err := rows.Scan(&data); err != nil {
+				return err
+			}
+			d := &parley.Delivery{}
+			if err := json.Unmarshal(data, d); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*parley.Delivery
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		d := &parley.Delivery{}
-		if err := json.Unmarshal(data, d); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return store.LeasedDeliveries(out, p.Until), nil
 }
 
 // UpdateDelivery implements store.Store.

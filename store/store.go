@@ -134,9 +134,14 @@ type Store interface {
 	// CountTokens returns how many tokens are not revoked.
 	CountTokens(ctx context.Context) (int, error)
 
-	// DueDeliveries returns up to limit undelivered outbox rows whose next
-	// attempt is due at now, oldest first.
-	DueDeliveries(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error)
+	// TakeDeliveries leases up to p.Limit undelivered outbox rows whose
+	// next attempt is due at p.Now, oldest first, until p.Until: no call
+	// takes them again before then, so that of several nodes polling one
+	// database one delivers each row (rows another call holds are skipped,
+	// not waited for). A node that dies holding rows leaves them to be
+	// taken again once their lease ends. The rows returned have
+	// NextAttemptAt = p.Until; UpdateDelivery records what became of them.
+	TakeDeliveries(ctx context.Context, p TakeDeliveriesParams) ([]*parley.Delivery, error)
 
 	// CreateTask stores a scheduled task. It returns EBUSY if the id exists,
 	// or if the task's agent has p.MaxPerAgent tasks already (0: no bound);
@@ -336,6 +341,13 @@ type DescendantsParams struct {
 type CreateTaskParams struct {
 	Task        *parley.Task
 	MaxPerAgent int
+}
+
+// TakeDeliveriesParams are the arguments of Store.TakeDeliveries.
+type TakeDeliveriesParams struct {
+	Now   parley.Time
+	Until parley.Time
+	Limit int
 }
 
 // DueTasksParams are the arguments of Store.DueTasks.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 	// The sweep is not limited to one test's conversations, so it runs
 	// first, alone: the other tests wait in t.Parallel until it is done.
 	t.Run("SweepImports", func(t *testing.T) { testSweepImports(t, newStore(t), b) })
+	// So are the outbox's takes, which lease every due row: alone too.
+	t.Run("Outbox", func(t *testing.T) { testOutbox(t, newStore(t)) })
+	t.Run("TakeDeliveriesOnce", func(t *testing.T) { testTakeDeliveriesOnce(t, newStore(t)) })
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -49,7 +53,6 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},
 		{"AbortImport", testAbortImport},
-		{"Outbox", testOutbox},
 		{"Tasks", testTasks},
 		{"TasksPerAgentBound", testTasksPerAgent},
 		{"DueTasksFairRounds", testDueTasksFair},
@@ -457,7 +460,7 @@ func testDeleteConversation(t *testing.T, s store.Store) {
 	wantCode(t, err, parley.ENOTFOUND)
 	_, err = s.GetTask(ctx(t), task.ID)
 	wantCode(t, err, parley.ENOTFOUND)
-	due, err := s.DueDeliveries(ctx(t), t0, 100000)
+	due, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: t0, Limit: 100000})
 	if err != nil || slices.ContainsFunc(due, func(d *parley.Delivery) bool { return d.ID == delivery.ID }) {
 		t.Fatalf("the outbox row of a deleted conversation is still due: %v", err)
 	}
@@ -488,38 +491,47 @@ func testOutbox(t *testing.T, s store.Store) {
 	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: []*parley.Delivery{due, notYet}, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	mine := func(now parley.Time) []string {
-		ds, err := s.DueDeliveries(ctx(t), now, 1000)
+	// take leases what is due at now until until, and returns this
+	// conversation's rows of it.
+	take := func(now, until parley.Time) []*parley.Delivery {
+		ds, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: now, Until: until, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
+		return slices.DeleteFunc(ds, func(d *parley.Delivery) bool { return d.ConversationID != id })
+	}
+	ids := func(ds []*parley.Delivery) string {
+		var out []string
 		for _, d := range ds {
-			if d.ConversationID == id {
-				ids = append(ids, d.MessageID)
-			}
+			out = append(out, d.MessageID)
 		}
-		return ids
+		return fmt.Sprint(out)
 	}
-	if got := mine(t0); fmt.Sprint(got) != "[m1]" {
-		t.Fatalf("due at t0 = %v, want [m1]", got)
+	lease := parley.NewTime(t0.Add(time.Minute))
+	got := take(t0, lease)
+	if ids(got) != "[m1]" || !got[0].NextAttemptAt.Equal(lease.Time) {
+		t.Fatalf("taken at t0 = %s, want [m1] leased until %s", ids(got), lease)
 	}
-	if got := mine(later); fmt.Sprint(got) != "[m1 m2]" {
-		t.Fatalf("due later = %v, want [m1 m2]", got)
+	if got := take(t0, lease); len(got) != 0 {
+		t.Fatalf("a leased row was taken again within its lease: %s", ids(got))
+	}
+	// Once the lease is over (its node died), both are due: oldest first.
+	if got := take(later, parley.NewTime(later.Add(time.Minute))); ids(got) != "[m1 m2]" {
+		t.Fatalf("taken later = %s, want [m1 m2]", ids(got))
 	}
 	due.Attempts, due.NextAttemptAt, due.LastError = 1, later, "HTTP 500"
 	if err := s.UpdateDelivery(ctx(t), due); err != nil {
 		t.Fatal(err)
 	}
-	if got := mine(t0); len(got) != 0 {
-		t.Fatalf("a failed delivery is due again at once: %v", got)
+	if got := take(t0, lease); len(got) != 0 {
+		t.Fatalf("a failed delivery is due again at once: %s", ids(got))
 	}
 	due.DeliveredAt = later
 	if err := s.UpdateDelivery(ctx(t), due); err != nil {
 		t.Fatal(err)
 	}
-	ds, _ := s.DueDeliveries(ctx(t), later, 1000)
-	for _, d := range ds {
+	end := parley.NewTime(later.Add(24 * time.Hour))
+	for _, d := range take(end, end) {
 		if d.ID == due.ID {
 			t.Fatal("a delivered row is still due")
 		}
@@ -528,6 +540,51 @@ func testOutbox(t *testing.T, s store.Store) {
 		}
 	}
 	wantCode(t, s.UpdateDelivery(ctx(t), &parley.Delivery{ID: uuid.NewString()}), parley.ENOTFOUND)
+}
+
+// testTakeDeliveriesOnce: takers racing over the same due rows (nodes
+// polling one database) take each row once between them.
+func testTakeDeliveriesOnce(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	const n = 60
+	var ds []*parley.Delivery
+	for i := range n {
+		ds = append(ds, &parley.Delivery{ID: uuid.NewString(), ConversationID: id, MessageID: fmt.Sprintf("m%d", i),
+			Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "hi", NextAttemptAt: t0, CreatedAt: t0})
+	}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: ds, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	taken := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				got, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: parley.NewTime(t0.Add(time.Hour)), Limit: 7})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, d := range got {
+					if d.ConversationID == id {
+						taken[d.MessageID]++
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(taken) != n {
+		t.Fatalf("%d of %d rows taken", len(taken), n)
+	}
+	for m, k := range taken {
+		if k != 1 {
+			t.Fatalf("row %s taken %d times", m, k)
+		}
+	}
 }
 
 func testTasks(t *testing.T, s store.Store) {

@@ -49,6 +49,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 	if len(c.state.Queue) > 0 && c.state.Active() == nil {
 		e.kickDispatch(id) // a prompt another node queued may be for a runner here
 	}
+	e.watchOrphans(id, c.state) // a stream another node's runner began must end if that node dies
 	e.scheduleClaimExpiry(c, id)
 	return true, nil
 }

@@ -60,6 +60,15 @@ type Options struct {
 	// MaxTasksPerAgent bounds the scheduled tasks of one agent (default
 	// DefaultMaxTasksPerAgent); CreateTask over it is EBUSY.
 	MaxTasksPerAgent int
+	// Shared says that other nodes write into the same store (several
+	// nodes on one PostgreSQL database): runners are then recorded in the
+	// store, so that each node knows of the others' (see KeepPresence).
+	Shared bool
+	// PresenceLease is how long a node's record of its runners holds
+	// without renewal (default 15s): a runner on a node that died counts as
+	// gone this long after (and its streaming messages end RunnerGrace
+	// after that, at the latest).
+	PresenceLease time.Duration
 	// ImportLease is how long an import in progress is kept after its last
 	// sign of life (default 1m): an import renews it with every batch and
 	// every third of it, so an import is removed (by SweepImports) this long
@@ -110,6 +119,9 @@ func (o *Options) setDefaults() {
 	if o.ImportLease <= 0 {
 		o.ImportLease = time.Minute
 	}
+	if o.PresenceLease <= 0 {
+		o.PresenceLease = 15 * time.Second
+	}
 	if o.MaxTasksPerAgent <= 0 {
 		o.MaxTasksPerAgent = DefaultMaxTasksPerAgent
 	}
@@ -124,6 +136,10 @@ type Engine struct {
 	mu      sync.Mutex
 	convs   map[string]*conversation
 	runners map[string]map[string][]*runnerHandle // attached runner connections by conversation and agent
+	remote  map[string][]string                   // agents with a runner on another node, by conversation (see KeepPresence)
+	orphans map[string]*time.Timer                // grace periods running, by conversation and agent (see orphanTimer)
+	// presenceKick wakes KeepPresence when a runner comes or goes.
+	presenceKick chan struct{}
 	tokens  tokenCache
 	conns   conns // live connections by token: see Connect
 	closed  bool
@@ -155,7 +171,7 @@ type conversation struct {
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
 	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[string]map[string][]*runnerHandle),
-		done: make(chan struct{}), owner: NewID()}
+		orphans: make(map[string]*time.Timer), presenceKick: make(chan struct{}, 1), done: make(chan struct{}), owner: NewID()}
 }
 
 // Store returns the engine's store, for reads. Writes must go through the engine.
@@ -176,6 +192,11 @@ func (e *Engine) Close() {
 	convs := make([]*conversation, 0, len(e.convs))
 	for _, c := range e.convs {
 		convs = append(convs, c)
+	}
+	e.mu.Unlock()
+	e.mu.Lock()
+	for _, t := range e.orphans {
+		t.Stop()
 	}
 	e.mu.Unlock()
 	for _, c := range convs { // lock order is c.mu before e.mu, so not under e.mu

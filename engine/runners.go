@@ -51,6 +51,7 @@ func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []
 	}
 	byAgent[agentID] = append(byAgent[agentID], h)
 	e.mu.Unlock()
+	e.kickPresence()
 	e.kickDispatch(conversationID)
 	e.reguide(conversationID)
 	done := false
@@ -72,10 +73,11 @@ func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []
 			}
 		}
 		e.mu.Unlock()
+		e.kickPresence()
 		switch {
 		case left == 0:
 			e.requeue(conversationID, agentID, "")
-			e.orphanTimer(conversationID, agentID)
+			e.orphanTimer(conversationID, agentID, true)
 			e.reguide(conversationID)
 		case held != "":
 			// Another connection of the agent is here (it reconnected
@@ -127,19 +129,23 @@ func (e *Engine) runnersOf(conversationID string) []*runnerHandle {
 	return hs
 }
 
-// runnerAgents returns the agents with a runner attached to a conversation, sorted.
+// runnerAgents returns the agents with a runner attached to a conversation,
+// on this node or (with a shared store) on another, sorted.
 func (e *Engine) runnerAgents(conversationID string) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	byAgent := e.runners[conversationID]
+	byAgent, remote := e.runners[conversationID], e.remote[conversationID]
 	if len(byAgent) == 0 {
-		return nil
+		return slices.Clone(remote)
 	}
-	return slices.Sorted(maps.Keys(byAgent))
+	agents := slices.AppendSeq(slices.Clone(remote), maps.Keys(byAgent))
+	slices.Sort(agents)
+	return slices.Compact(agents)
 }
 
 // watchOrphans starts the grace period for every agent that has streaming
-// messages in s and no runner attached (after a restart, all of them).
+// messages in s and no runner attached here (after a restart, all of them),
+// unless it runs already.
 func (e *Engine) watchOrphans(conversationID string, s conv.State) {
 	agents := map[string]bool{}
 	for _, st := range s.Streams {
@@ -147,20 +153,36 @@ func (e *Engine) watchOrphans(conversationID string, s conv.State) {
 	}
 	for _, agent := range slices.Sorted(maps.Keys(agents)) {
 		if !e.runnerAttached(conversationID, agent) {
-			e.orphanTimer(conversationID, agent)
+			e.orphanTimer(conversationID, agent, false)
 		}
 	}
 }
 
 // orphanTimer finalizes an agent's streaming messages canceled after the
-// grace period, unless one of its runners has come back by then.
-func (e *Engine) orphanTimer(conversationID, agentID string) {
-	time.AfterFunc(e.opts.RunnerGrace, func() {
+// grace period, unless one of its runners has come back by then, here or
+// on another node. restart starts the grace period over if it runs
+// already (a runner just left); otherwise the running one stands.
+func (e *Engine) orphanTimer(conversationID, agentID string, restart bool) {
+	key := conversationID + "\x00" + agentID
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	if old := e.orphans[key]; old != nil {
+		if !restart {
+			return
+		}
+		old.Stop() // if it fired already, it finds itself replaced and stops
+	}
+	var t *time.Timer
+	t = time.AfterFunc(e.opts.RunnerGrace, func() {
 		e.mu.Lock()
-		if e.closed {
+		if e.orphans[key] != t || e.closed {
 			e.mu.Unlock()
 			return
 		}
+		delete(e.orphans, key)
 		e.wg.Add(1)
 		e.mu.Unlock()
 		defer e.wg.Done()
@@ -169,11 +191,18 @@ func (e *Engine) orphanTimer(conversationID, agentID string) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		if elsewhere, err := e.runnerElsewhere(ctx, conversationID, agentID); elsewhere || err != nil {
+			// Its runner is on another node (or the store cannot say):
+			// look again after another grace period, for that node may die.
+			e.orphanTimer(conversationID, agentID, false)
+			return
+		}
 		err := e.cancelStreams(ctx, conversationID, agentID)
 		if err != nil && !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND { // deleted meanwhile: nothing to finalize
 			e.opts.Logger.Warn("finalizing orphaned messages failed", slog.String("conversation", conversationID), slog.Any("err", err))
 		}
 	})
+	e.orphans[key] = t
 }
 
 // cancelStreams finalizes every streaming message of agentID canceled; the

@@ -173,6 +173,18 @@ type Store interface {
 	// append-only.
 	DeleteConversation(ctx context.Context, id string) error
 
+	// RenewRunners records the runners attached on one node (p.Node) as
+	// present until p.Until, replacing what that node recorded before: a
+	// runner it no longer lists is gone at once. A node renews its record
+	// well within the lease while it runs; one that dies leaves its runners
+	// to lapse when the lease ends.
+	RenewRunners(ctx context.Context, p RenewRunnersParams) error
+
+	// LiveRunners returns the runners whose lease is live at p.Now, of one
+	// conversation (p.ConversationID) or of all, by conversation, agent and
+	// node.
+	LiveRunners(ctx context.Context, p LiveRunnersParams) ([]RunnerLease, error)
+
 	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
 	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
 	UpdateDelivery(ctx context.Context, d *parley.Delivery) error
@@ -341,6 +353,30 @@ type DescendantsParams struct {
 type CreateTaskParams struct {
 	Task        *parley.Task
 	MaxPerAgent int
+}
+
+// RunnerLease is one node's record that a runner of an agent is attached
+// to a conversation there.
+type RunnerLease struct {
+	Node           string
+	ConversationID string
+	AgentID        string
+}
+
+// RenewRunnersParams are the arguments of Store.RenewRunners.
+type RenewRunnersParams struct {
+	Node string
+	// Runners are the node's attached runners (Node fields are ignored),
+	// each once.
+	Runners []RunnerLease
+	Until   parley.Time
+}
+
+// LiveRunnersParams are the arguments of Store.LiveRunners.
+type LiveRunnersParams struct {
+	// ConversationID narrows the answer to one conversation ("": all).
+	ConversationID string
+	Now            parley.Time
 }
 
 // TakeDeliveriesParams are the arguments of Store.TakeDeliveries.

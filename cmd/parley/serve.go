@@ -53,6 +53,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
 	subBytes := fs.Int("subscriber-buffer-bytes", 16<<20, "bytes of live events queued per stream subscriber before it is dropped as too slow")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
+	runnerLease := fs.Duration("runner-lease", 15*time.Second, "with -postgres: how long other nodes count this node's runners as attached after its last renewal (it renews every third of it)")
 	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
 	importLease := fs.Duration("import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
 	maxTasks := fs.Int("max-tasks-per-agent", engine.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
@@ -62,7 +63,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		return err
 	}
 	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
-		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
+		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
 		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
 	}
@@ -98,7 +99,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
-		RunnerGrace: *grace, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks})
+		RunnerGrace: *grace, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, Shared: *pgURL != "", PresenceLease: *runnerLease})
 	defer eng.Close()
 	// Imports that a crash cut short are removed before anything is served,
 	// so that their ids can be imported again at once.
@@ -117,6 +118,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		// Other nodes' writes: their subscribers' and runners' conversations
 		// catch up here as they are written.
 		go postgres.Listen(ctx, *pgURL, eng.Notified, func() { eng.CatchUpAll(ctx) })
+		// Its runners, for the other nodes: whose streams wait, and guidance.
+		go eng.KeepPresence(ctx)
 	}
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	go eng.RunTasks(ctx, time.Second)

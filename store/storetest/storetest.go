@@ -54,6 +54,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},
 		{"AbortImport", testAbortImport},
 		{"Tasks", testTasks},
+		{"RunnerLeases", testRunnerLeases},
 		{"TasksPerAgentBound", testTasksPerAgent},
 		{"DueTasksFairRounds", testDueTasksFair},
 		{"TaskOnlyAppend", testTaskOnlyAppend},

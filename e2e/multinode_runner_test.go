@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/postgres/pgtest"
+)
+
+// TestRunnerAcrossNodes: three nodes on one database. A prompt posted
+// through node B is answered by a runner attached to node A; a subscriber
+// that joins through node C mid-answer folds exactly the stored text. The
+// runner pauses longer than the grace period, and no node ends its
+// message: they see its runner in the database. Then node A is killed
+// with SIGKILL mid-answer; the runner reconnects to node B and finishes
+// the same message, and C's subscriber gets every event once, in order.
+func TestRunnerAcrossNodes(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	unused := filepath.Join(t.TempDir(), "unused.db")
+	args := []string{"-postgres", url, "-runner-grace", "1s", "-runner-lease", "600ms"}
+	na, nb, nc := startServer(t, unused, args...), startServer(t, unused, args...), startServer(t, unused, args...)
+	a, b, c := client.New(na.url, ""), client.New(nb.url, ""), client.New(nc.url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := b.CreateConversation(ctx, client.NewConversation{Participants: []string{"assistant"}, Members: []string{"human"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	run, err := a.ConnectRunner(ctx, id, "assistant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+
+	// answer streams an answer to the next prompt through run, pausing
+	// past the grace period between its deltas; mid is called after the
+	// first delta and may hand back another runner to go on with.
+	answer := func(run *client.Runner, turnID string, deltas []string, mid func() *client.Runner) *client.Runner {
+		t.Helper()
+		p, err := run.Next(ctx)
+		if err != nil || p.Type != "prompt" {
+			t.Fatalf("runner on A: %+v, %v, want a prompt", p, err)
+		}
+		if _, err := run.Create(ctx, turnID); err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range deltas {
+			if i == 1 {
+				if r := mid(); r != nil {
+					run = r
+				}
+			}
+			if _, err := run.Text(ctx, turnID, d); err != nil {
+				t.Fatalf("delta %d of %s: %v", i, turnID, err)
+			}
+		}
+		if _, err := run.Finalize(ctx, turnID, string(parley.FinishEndTurn), ""); err != nil {
+			t.Fatalf("finalize %s: %v", turnID, err)
+		}
+		if _, err := run.Complete(ctx); err != nil {
+			t.Fatalf("complete after %s: %v", turnID, err)
+		}
+		return run
+	}
+
+	// 1. Asked through B, answered from A, watched from C (joining mid-answer).
+	if _, err := b.Prompt(ctx, id, "human", "What is 2 + 2?", "followup"); err != nil {
+		t.Fatal(err)
+	}
+	var st *client.Stream
+	fold := &client.Fold{}
+	run = answer(run, "answer-1", []string{"The answer ", "is 4."}, func() *client.Runner {
+		st = c.Subscribe(ctx, id, client.SubscribeOptions{})
+		f, err := st.Next(ctx)
+		if err != nil || f.Init == nil {
+			t.Fatalf("no init from node C: %v", err)
+		}
+		if err := fold.Apply(f); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2500 * time.Millisecond) // past the grace period, and A's lease renewed meanwhile
+		return nil
+	})
+	defer st.Close()
+	want(t, ctx, c, id, "answer-1", "The answer is 4.")
+
+	// 2. Node A dies mid-answer; the runner goes on through B.
+	if _, err := b.Prompt(ctx, id, "human", "And 3 + 3?", "followup"); err != nil {
+		t.Fatal(err)
+	}
+	run = answer(run, "answer-2", []string{"Six, ", "as ", "ever."}, func() *client.Runner {
+		na.kill()
+		r, err := b.ConnectRunner(ctx, id, "assistant")
+		if err != nil {
+			t.Fatalf("the runner reconnects to B: %v", err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	})
+	want(t, ctx, b, id, "answer-2", "Six, as ever.")
+
+	// C's subscriber: every event once, in order, folding to the stored answers.
+	head, err := c.Conversation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	for seq < head.Head.LastSeq {
+		f, err := st.Next(ctx)
+		if err != nil {
+			t.Fatalf("node C's subscriber after seq %d of %d: %v", seq, head.Head.LastSeq, err)
+		}
+		if err := fold.Apply(f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Event == nil {
+			continue
+		}
+		if seq != 0 && f.Event.Seq != seq+1 {
+			t.Fatalf("node C's subscriber got seq %d after %d", f.Event.Seq, seq)
+		}
+		seq = f.Event.Seq
+	}
+	for id, text := range map[string]string{"answer-1": "The answer is 4.", "answer-2": "Six, as ever."} {
+		if m := fold.Message(id); m == nil || m.Content != text || m.Status != parley.StatusComplete {
+			t.Fatalf("node C's fold of %s: %+v, want %q complete", id, m, text)
+		}
+	}
+
+	// 3. Node B dies mid-answer too, and its runner does not come back:
+	// once B's lease and the grace period are over, node C ends the answer.
+	if _, err := c.Prompt(ctx, id, "human", "And 4 + 4?", "followup"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := run.Next(ctx); err != nil || p.Type != "prompt" {
+		t.Fatalf("runner on B: %+v, %v, want a prompt", p, err)
+	}
+	if _, err := run.Create(ctx, "answer-3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Text(ctx, "answer-3", "Eight"); err != nil {
+		t.Fatal(err)
+	}
+	nb.kill()
+	within(t, 15*time.Second, "node C did not end the answer of a dead node's runner", func() bool {
+		m, err := c.Message(ctx, id, "answer-3")
+		return err == nil && m.Status == parley.StatusCanceled && m.Content == "Eight"
+	})
+}
+
+// want checks that a message is stored complete with the given text.
+func want(t *testing.T, ctx context.Context, c *client.Client, conversationID, messageID, text string) {
+	t.Helper()
+	m, err := c.Message(ctx, conversationID, messageID)
+	if err != nil || m.Content != text || m.Status != parley.StatusComplete {
+		t.Fatalf("message %s: %+v, %v, want %q complete", messageID, m, err, text)
+	}
+}

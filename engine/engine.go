@@ -140,11 +140,11 @@ type Engine struct {
 	orphans map[string]*time.Timer                // grace periods running, by conversation and agent (see orphanTimer)
 	// presenceKick wakes KeepPresence when a runner comes or goes.
 	presenceKick chan struct{}
-	tokens  tokenCache
-	conns   conns // live connections by token: see Connect
-	closed  bool
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+	tokens       tokenCache
+	conns        conns // live connections by token: see Connect
+	closed       bool
+	done         chan struct{} // closed by Close
+	wg           sync.WaitGroup
 
 	// owner tells this engine's imports from those of other processes.
 	owner string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,14 +13,16 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/postgres"
+	"github.com/parleyhq/parley/postgres/pgtest"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
 )
 
-// bundle is the small setup every engine test starts from: a real SQLite
-// file and an engine over it.
+// bundle is the small setup every engine test starts from: a real store
+// and an engine over it.
 type bundle struct {
-	db  *sqlite.DB
+	db  store.Store
 	eng *engine.Engine
 	ctx context.Context
 }
@@ -28,13 +31,33 @@ func setup(t *testing.T, opts engine.Options) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	db := openStore(t)
+	eng := engine.New(db, opts)
+	t.Cleanup(func() { eng.Close() })
+	return &bundle{db: db, eng: eng, ctx: ctx}
+}
+
+// openStore opens the store the engine tests run on, closed when the test
+// ends: a new SQLite file, or with PARLEY_TEST_STORE=postgres a schema of
+// its own in PostgreSQL (the test command runs them both ways).
+func openStore(t *testing.T) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	var db store.Store
+	var err error
+	switch kind := os.Getenv("PARLEY_TEST_STORE"); kind {
+	case "", "sqlite":
+		db, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	case "postgres":
+		db, err = postgres.Open(ctx, pgtest.Schema(t))
+	default:
+		t.Fatalf("PARLEY_TEST_STORE=%q: want sqlite or postgres", kind)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(db, opts)
-	t.Cleanup(func() { eng.Close(); db.Close() })
-	return &bundle{db: db, eng: eng, ctx: ctx}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // testAgents take part in every free conversation these tests make without

@@ -39,16 +39,22 @@ func logged(t *testing.T, b *bundle, id string) int {
 	return len(evs)
 }
 
+// deadLease is the import lease of the engines these tests stop as if
+// their server had died: on SQLite another owner's import is dead at once
+// (one process owns the file); on PostgreSQL, once its lease has ended.
+const deadLease = 100 * time.Millisecond
+
 // TestBeginImportOverADeadImport: an import left by another engine on the
-// same SQLite file (a server that died mid-import) is removed by the next
+// same store (a server that died mid-import) is removed by the next
 // import of its id, and its importer, should it come back, is refused; an
 // import of this engine that is alive keeps its id busy.
 func TestBeginImportOverADeadImport(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
-	dead := engine.New(b.db, engine.Options{})
+	dead := engine.New(b.db, engine.Options{ImportLease: deadLease})
 	stale := beginImport(t, b, dead, "x")
 	dead.Close()
+	time.Sleep(2 * deadLease) // on PostgreSQL, where other processes' imports live on, its lease ends
 
 	im := beginImport(t, b, b.eng, "x")
 	if n := logged(t, b, "x"); n != 2 {
@@ -101,7 +107,7 @@ func TestImportLeaseRenewedWhileBatchesAreSlow(t *testing.T) {
 func TestSweepImportsEvery(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{})
-	dead := engine.New(b.db, engine.Options{})
+	dead := engine.New(b.db, engine.Options{ImportLease: deadLease})
 	beginImport(t, b, dead, "left")
 	dead.Close()
 	eng := engine.New(b.db, engine.Options{})

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -41,12 +39,7 @@ func TestWriteWithALostAnswerIsPublished(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st := &lostAnswerStore{Store: db}
+	st := &lostAnswerStore{Store: openStore(t)}
 	eng := engine.New(st, engine.Options{})
 	defer eng.Close()
 	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"a"}})

@@ -80,7 +80,7 @@ func TestClaimRacesAcrossNodesHaveOneWinner(t *testing.T) {
 	}
 	id := v.Conversation.ID
 	nodes := map[string]*client.Client{"alice": a, "bob": b}
-	for round := range 100 {
+	for round := range 1000 {
 		var mu sync.Mutex
 		var winners []string
 		var errs []error

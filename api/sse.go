@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/feed"
 )
 
 // streamSSE serves a conversation as Server-Sent Events. Each event's id is
@@ -93,7 +93,7 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 	if frame(eventID(sub.Init.Position.Seq), "init", init) != nil || flush() != nil {
 		return
 	}
-	end := s.pumpStream(ctx, sub, func(it engine.Item) error {
+	end := s.pumpStream(ctx, sub, func(it feed.Item) error {
 		name, data, err := encodeItem(id, it)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/feed"
 )
 
 // Both transports carry the same JSON frames: an init, then each event as
@@ -38,7 +39,7 @@ type errorFrame struct {
 }
 
 // encodeItem returns an item's frame and its SSE event name.
-func encodeItem(conversationID string, it engine.Item) (string, []byte, error) {
+func encodeItem(conversationID string, it feed.Item) (string, []byte, error) {
 	if it.Event != nil {
 		b, err := json.Marshal(it.Event)
 		return it.Event.Type, b, err
@@ -81,7 +82,7 @@ func (s *Server) endFrame(conversationID string, err error) []byte {
 // streams send several events per flush. It pings when idle. It returns why
 // the stream ended: errClientGone, the subscription's error, or the server's
 // reason for ending ctx (see cutOff).
-func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write func(engine.Item) error, flush, ping func() error) error {
+func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write func(feed.Item) error, flush, ping func() error) error {
 	t := time.NewTicker(s.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {

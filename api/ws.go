@@ -7,7 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/feed"
 )
 
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
@@ -89,7 +89,7 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 		return
 	}
 	_ = flush()
-	end := s.pumpStream(pctx, sub, func(it engine.Item) error {
+	end := s.pumpStream(pctx, sub, func(it feed.Item) error {
 		_, data, err := encodeItem(id, it)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -27,7 +28,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 		return false, err
 	}
 	for c.state.LastSeq < head {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: c.state.LastSeq, Limit: historyPage, MaxBytes: historyPageBytes})
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: c.state.LastSeq, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
 		if err != nil {
 			return true, err
 		}

@@ -34,7 +34,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 	e.mu.Unlock()
 
 	gone := errDeleted(id)
-	e.hub.end(id, gone)
+	e.hub.End(id, gone)
 	frame, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"code": gone.Code, "message": gone.Message}})
 	for _, h := range runners {
 		h.push(frame)

@@ -2,7 +2,7 @@
 // conversation's state, lets one writer at a time decide a command with the
 // pure rules of package conv, appends the events atomically through the store
 // with optimistic concurrency on the last seq, evolves the cached state, and
-// publishes the events and the new guidance to the hub's subscribers.
+// publishes the events and the new guidance to the feed's subscribers.
 package engine
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -131,7 +132,7 @@ func (o *Options) setDefaults() {
 type Engine struct {
 	store store.Store
 	opts  Options
-	hub   *hub
+	hub   *feed.Hub
 
 	mu      sync.Mutex
 	convs   map[string]*conversation
@@ -170,7 +171,8 @@ type conversation struct {
 // New returns an Engine over s.
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
-	return &Engine{store: s, opts: opts, hub: newHub(opts.Metrics), convs: make(map[string]*conversation), runners: make(map[string]map[string][]*runnerHandle),
+	return &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
+		Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects, Delivered: opts.Metrics.Delivered}), convs: make(map[string]*conversation), runners: make(map[string]map[string][]*runnerHandle),
 		orphans: make(map[string]*time.Timer), presenceKick: make(chan struct{}, 1), done: make(chan struct{}), owner: NewID()}
 }
 
@@ -206,7 +208,7 @@ func (e *Engine) Close() {
 		}
 		c.mu.Unlock()
 	}
-	e.hub.closeAll()
+	e.hub.EndAll(errClosed)
 	e.wg.Wait()
 }
 
@@ -305,7 +307,7 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	}
 	for s.LastSeq < rec.LastSeq {
 		// The snapshot lags the log (written by an older version): fold the rest.
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: s.LastSeq, Limit: historyPage})
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: s.LastSeq, Limit: feed.HistoryPage})
 		if err != nil {
 			return err
 		}
@@ -332,7 +334,7 @@ func (e *Engine) resync(c *conversation, id string) {
 		return
 	}
 	for after := before; after < c.state.LastSeq; {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: after, Limit: historyPage})
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: after, Limit: feed.HistoryPage})
 		if err != nil || len(events) == 0 {
 			return // the subscribers read the rest from the log at the next event
 		}
@@ -423,7 +425,7 @@ func (e *Engine) publish(c *conversation, id string, events []parley.Event) {
 		c.guided = g
 	}
 	if len(events) > 0 || g != nil {
-		e.hub.publish(id, events, g)
+		e.hub.Publish(id, events, g)
 	}
 }
 

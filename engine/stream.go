@@ -7,6 +7,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -70,11 +71,11 @@ func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State)
 // applying its chunk events (text) and part.updated events (tool calls)
 // after the row's UpdatedSeq: while a message streams, its row is rewritten
 // only now and then, and the events after it hold the rest. It reads the
-// log from store st, a page of at most about historyPageBytes at a time.
+// log from store st, a page of at most about feed.HistoryPageBytes at a time.
 func AssembleMessage(ctx context.Context, st store.Store, m *parley.Message, upTo int64) error {
 	for after := m.UpdatedSeq; after < upTo; {
 		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: m.ConversationID, After: after,
-			Limit: min(historyPage, int(upTo-after)), MaxBytes: historyPageBytes})
+			Limit: min(feed.HistoryPage, int(upTo-after)), MaxBytes: feed.HistoryPageBytes})
 		if err != nil {
 			return err
 		}

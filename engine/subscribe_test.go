@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -111,7 +112,7 @@ func TestSlowSubscriberIsDisconnectedNotWaitedFor(t *testing.T) {
 			break
 		}
 	}
-	if err := slow.Err(); !errors.Is(err, engine.ErrSlow) {
+	if err := slow.Err(); !errors.Is(err, feed.ErrSlow) {
 		t.Fatalf("slow subscriber ended with %v, want ErrSlow", err)
 	}
 }

@@ -13,13 +13,21 @@ import (
 // "CONVERSATION SEQ": the conversation written and its last seq now.
 const NotifyChannel = "parley_events"
 
-// Listen follows the appends of every node on the database at url, on a
+// Broker hears the appends of every node on one database (LISTEN/NOTIFY):
+// the feed's Broker of several nodes.
+type Broker struct {
+	// URL is the database's (a postgres:// URL).
+	URL string
+}
+
+// Listen follows the appends of every node on the database, on a
 // connection of its own, until ctx ends: it calls notified for each
 // (conversation, seq) written, and caughtUp each time it (re)connects,
 // since notifications sent while it was away are lost (the events are
 // not: they are in the table). It reconnects with a growing pause (up to
 // 5 s) and returns only when ctx ends.
-func Listen(ctx context.Context, url string, notified func(conversationID string, seq int64), caughtUp func()) {
+func (b Broker) Listen(ctx context.Context, notified func(conversationID string, seq int64), caughtUp func()) {
+	url := b.URL
 	pause := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		if err := listenOnce(ctx, url, notified, caughtUp); err == nil || ctx.Err() != nil {

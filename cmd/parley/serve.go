@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
@@ -114,13 +115,15 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	} else if n > 0 {
 		log.Info("streaming messages wait for their runners", slog.Int("conversations", n), slog.Duration("grace", *grace))
 	}
+	// Other nodes' writes (none with SQLite): the conversations this node
+	// follows catch up as they are written, for its subscribers and runners.
+	var broker feed.Broker = feed.Local{}
 	if *pgURL != "" {
-		// Other nodes' writes: their subscribers' and runners' conversations
-		// catch up here as they are written.
-		go postgres.Listen(ctx, *pgURL, eng.Notified, func() { eng.CatchUpAll(ctx) })
-		// Its runners, for the other nodes: whose streams wait, and guidance.
-		go eng.KeepPresence(ctx)
+		broker = postgres.Broker{URL: *pgURL}
 	}
+	go broker.Listen(ctx, eng.Notified, func() { eng.CatchUpAll(ctx) })
+	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
+	go eng.KeepPresence(ctx)
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	go eng.RunTasks(ctx, time.Second)
 	handler := api.New(eng, api.Options{

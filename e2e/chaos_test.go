@@ -33,14 +33,26 @@ import (
 //	PARLEY_CHAOS_SEED    repeat a run's kill moments
 func TestChaos(t *testing.T) {
 	t.Parallel()
-	runChaos(t, filepath.Join(t.TempDir(), "parley.db"), chaosCycles(t, 3))
+	runChaos(t, filepath.Join(t.TempDir(), "parley.db"), chaosCycles(t, 3), 1)
 }
 
 // TestChaosOnPostgres is the chaos test on PostgreSQL, in a short form.
 func TestChaosOnPostgres(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Schema(t)
-	runChaos(t, filepath.Join(t.TempDir(), "unused.db"), chaosCycles(t, 2), "-postgres", url)
+	runChaos(t, filepath.Join(t.TempDir(), "unused.db"), chaosCycles(t, 2), 1, "-postgres", url)
+}
+
+// TestChaosManyNodes is the chaos test with three nodes on one PostgreSQL
+// database behind a load balancer that spreads every new connection over
+// the nodes that are up: a node killed at random is restarted while the
+// others serve, and runners and subscribers move between nodes as they
+// reconnect. Runner leases are short (-runner-lease), so that a killed
+// node's runners lapse within the test.
+func TestChaosManyNodes(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	runChaos(t, filepath.Join(t.TempDir(), "unused.db"), chaosCycles(t, 3), 3, "-postgres", url, "-runner-lease", "900ms")
 }
 
 func chaosCycles(t *testing.T, def int) int {
@@ -60,7 +72,9 @@ func chaosCycles(t *testing.T, def int) int {
 // conversation has a WebSocket and an SSE subscriber.
 const chaosConvs = 2
 
-func runChaos(t *testing.T, db string, cycles int, args ...string) {
+// runChaos runs the chaos test on nodes servers (more than one: on one
+// PostgreSQL database, behind a balancer), killing one at random each cycle.
+func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("PARLEY_CHAOS_SEED"); s != "" {
 		var err error
@@ -71,18 +85,34 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 	t.Logf("%d kill cycles; PARLEY_CHAOS_SEED=%d repeats the kill moments", cycles, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	// One port for every run of the server, so that clients find it again.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// One port for every run of a node, so that clients find it again.
+	var addrs []string
+	for range nodes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		ln.Close()
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	// A short grace, so that abandoned messages end canceled within the test.
 	args = append([]string{"-runner-grace", "1s"}, args...)
-	srv := startServerAt(t, db, addr, args...)
-	servers := []*server{srv}
-	base := "http://" + addr
+	var servers, up []*server // every run of a node; the run of each node now
+	for _, addr := range addrs {
+		srv := startServerAt(t, db, addr, args...)
+		servers, up = append(servers, srv), append(up, srv)
+	}
+	base := "http://" + addrs[0]
+	if nodes > 1 {
+		base = newBalancer(t, addrs).url()
+	}
+	logs := func() string {
+		var b strings.Builder
+		for i, s := range up {
+			fmt.Fprintf(&b, "node %d:\n%s", i, s.log())
+		}
+		return b.String()
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -149,7 +179,7 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("only %d of %d acknowledged writes after 30s; server log:\n%s", got, want, srv.log())
+				t.Fatalf("only %d of %d acknowledged writes after 30s; server logs:\n%s", got, want, logs())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -178,29 +208,30 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 		progress(50)
 		join()
 		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
-		srv.kill()
+		k := rng.IntN(nodes)
+		up[k].kill()
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
-		srv = startServerAt(t, db, addr, args...)
-		servers = append(servers, srv)
+		up[k] = startServerAt(t, db, addrs[k], args...)
+		servers = append(servers, up[k])
 	}
 	progress(200)
 	stopLoad()
 	load.Wait()
 
-	logs := waitSettled(t, ctx, c, ids)
+	logged := waitSettled(t, ctx, c, ids)
 	// Every subscriber catches up with the log, then stops.
 	for _, s := range subscribers {
-		catchUp(t, "the "+s.transport+" subscriber of "+s.conv, s.last, int64(len(logs[s.conv])))
+		catchUp(t, "the "+s.transport+" subscriber of "+s.conv, s.last, int64(len(logged[s.conv])))
 	}
 	for _, j := range live {
-		catchUp(t, "the "+string(j.transport)+" joiner of "+j.conv, j.position, int64(len(logs[j.conv])))
+		catchUp(t, "the "+string(j.transport)+" joiner of "+j.conv, j.position, int64(len(logged[j.conv])))
 		j.halt()
 	}
 	stopSubs()
 	subs.Wait()
 	streamingJoins := 0
 	for _, j := range joiners {
-		checkJoiner(t, j, logs[j.conv])
+		checkJoiner(t, j, logged[j.conv])
 		if j.streaming > 0 {
 			streamingJoins++
 		}
@@ -212,10 +243,19 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 	if len(l.errs) > 0 {
 		t.Fatalf("the load failed:\n%s", strings.Join(l.errs, "\n"))
 	}
-	checkAcks(t, l, logs)
-	messages := checkMessages(t, l, logs)
+	checkAcks(t, l, logged)
+	messages := checkMessages(t, l, logged)
+	// With one node every subscriber resumes after every kill; with
+	// several, those on the node killed move to another.
+	connects := cycles + 1
+	if nodes > 1 {
+		connects = 1
+		if resumes(subscribers) == len(subscribers) {
+			t.Errorf("no subscriber moved to another node over %d kills", cycles)
+		}
+	}
 	for _, s := range subscribers {
-		checkSubscriber(t, s, logs[s.conv], cycles)
+		checkSubscriber(t, s, logged[s.conv], connects)
 	}
 	for i, s := range servers {
 		if strings.Contains(s.log(), "level=ERROR") {
@@ -223,17 +263,17 @@ func runChaos(t *testing.T, db string, cycles int, args ...string) {
 		}
 	}
 	events := 0
-	for _, evs := range logs {
+	for _, evs := range logged {
 		events += len(evs)
 	}
 	kinds := map[string]int{}
 	for _, a := range l.acks {
 		kinds[a.kind]++
 	}
-	t.Logf("%d kills: %d acknowledged writes (%d deltas, %d tool updates, %d creates, %d finalizes, %d HTTP messages), all in the log; "+
+	t.Logf("%d nodes, %d kills: %d acknowledged writes (%d deltas, %d tool updates, %d creates, %d finalizes, %d HTTP messages), all in the log; "+
 		"%d events; %d messages, %d continued after a crash, %d abandoned and ended canceled; %d subscribers resumed %d times with no gap or duplicate; "+
 		"%d joined with no position (%d while a message streamed) and showed the stored messages where they joined and where they left",
-		cycles, len(l.acks), kinds["chunk"], kinds["tool"], kinds["create"], kinds["finalize"], kinds["message"],
+		nodes, cycles, len(l.acks), kinds["chunk"], kinds["tool"], kinds["create"], kinds["finalize"], kinds["message"],
 		events, messages, l.continued, len(l.abandoned), len(subscribers), resumes(subscribers), len(joiners), streamingJoins)
 }
 
@@ -402,8 +442,9 @@ func checkMessages(t *testing.T, l *ledger, logs map[string][]parley.Event) int 
 }
 
 // checkSubscriber checks that a subscriber saw exactly the log, and that
-// it resumed after every kill.
-func checkSubscriber(t *testing.T, s *subscriber, log []parley.Event, cycles int) {
+// it connected at least connects times (with one node: once more after
+// every kill).
+func checkSubscriber(t *testing.T, s *subscriber, log []parley.Event, connects int) {
 	t.Helper()
 	if len(s.events) != len(log) {
 		t.Fatalf("the %s subscriber of %s saw %d events; the log has %d", s.transport, s.conv, len(s.events), len(log))
@@ -415,7 +456,7 @@ func checkSubscriber(t *testing.T, s *subscriber, log []parley.Event, cycles int
 			t.Fatalf("the %s subscriber of %s saw\n%s\nwhere the log holds\n%s", s.transport, s.conv, got, want)
 		}
 	}
-	if s.resumes < cycles+1 {
-		t.Errorf("the %s subscriber of %s connected %d times over %d kills", s.transport, s.conv, s.resumes, cycles)
+	if s.resumes < connects {
+		t.Errorf("the %s subscriber of %s connected %d times, want at least %d", s.transport, s.conv, s.resumes, connects)
 	}
 }

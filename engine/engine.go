@@ -265,7 +265,8 @@ func (e *Engine) evictOne() {
 	}
 }
 
-// lockLoaded locks a conversation's entry and loads its state if needed.
+// lockLoaded locks a conversation's entry and loads its state if needed;
+// with a shared store it brings a cached state up to the log's head.
 // It returns ENOTFOUND for an unknown conversation.
 func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, error) {
 	if e.isClosed() {
@@ -274,6 +275,18 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 	c := e.entry(id)
 	c.mu.Lock()
 	if c.loaded {
+		if e.opts.Shared {
+			// Other nodes write too: what this node answers from its
+			// cached state (a view, a snapshot, a runner's state, who may
+			// read, a refusal) is answered on the log's head, whichever
+			// node is asked. One look at the head; the events after the
+			// cache are read only if there are any.
+			if _, err := e.catchUp(ctx, c, id); err != nil {
+				c.loaded = false
+				c.mu.Unlock()
+				return nil, err
+			}
+		}
 		return c, nil
 	}
 	if err := e.reload(ctx, c, id); err != nil {

@@ -162,3 +162,49 @@ func want(t *testing.T, ctx context.Context, c *client.Client, conversationID, m
 		t.Fatalf("message %s: %+v, %v, want %q complete", messageID, m, err, text)
 	}
 }
+
+// TestEveryAppendIsHeardOnOtherNodes: a text delta alone (an append with no
+// message row) reaches a subscriber on another node, with nothing written
+// after it to carry it along.
+func TestEveryAppendIsHeardOnOtherNodes(t *testing.T) {
+	t.Parallel()
+	a, b := twoNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := a.CreateConversation(ctx, client.NewConversation{Participants: []string{"assistant"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	st := b.Subscribe(ctx, id, client.SubscribeOptions{})
+	defer st.Close()
+	if f, err := st.Next(ctx); err != nil || f.Init == nil {
+		t.Fatalf("no init from node B: %v", err)
+	}
+	run, err := a.ConnectRunner(ctx, id, "assistant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if _, err := run.Create(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	seq, err := run.Text(ctx, "m1", "only this")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancelWait := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelWait()
+	for {
+		f, err := st.Next(wait)
+		if err != nil {
+			t.Fatalf("node B's subscriber never got the delta at seq %d: %v", seq, err)
+		}
+		if f.Event != nil && f.Event.Seq == seq {
+			if f.Event.Type != parley.EventChunk {
+				t.Fatalf("seq %d is a %s, want a chunk", seq, f.Event.Type)
+			}
+			return
+		}
+	}
+}

@@ -134,12 +134,10 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 			batch.Queue(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, tsArg(k.Time))
 		}
-		if batch.Len() == 0 {
-			return nil
-		}
 		// Other nodes learn of the write from one notification per
-		// commit; it carries only (conversation, seq): they read the
-		// events from the table (see Listen).
+		// commit, every commit (a text delta's too); it carries only
+		// (conversation, seq): they read the events from the table (see
+		// Broker).
 		batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, p.ConversationID+" "+strconv.FormatInt(last, 10))
 		err = tx.SendBatch(ctx, batch).Close()
 		if isUnique(err) {

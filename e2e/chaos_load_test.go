@@ -104,6 +104,11 @@ func writer(ctx context.Context, l *ledger, base, conv, agent string) {
 				// The other writer's message opened the turn a moment ago.
 				pause(ctx, time.Millisecond)
 				continue
+			case parley.ErrorCode(err) == parley.EBUSY:
+				// Writers on other nodes won the conversation several times
+				// in a row: retry, as the answer says (same request id).
+				pause(ctx, 5*time.Millisecond)
+				continue
 			case errors.As(err, &se) && se.Status < 500:
 				l.fail("writer %s: %s refused: %v", agent, id, err)
 				return

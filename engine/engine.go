@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -394,6 +395,11 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 		// other wrote) or reload, and decide again, which turns a
 		// duplicate into its proper answer (a replay or a 409).
 		if code := parley.ErrorCode(err); (code == parley.ECONFLICT || code == parley.EBUSY) && attempt < 5 {
+			if attempt > 0 {
+				// Writers on other nodes keep getting there first: step
+				// aside for a moment, a random one, so that one wins.
+				time.Sleep(time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond))))
+			}
 			moved, cerr := e.catchUp(ctx, c, id)
 			if cerr != nil || !moved {
 				if err := e.reload(ctx, c, id); err != nil {

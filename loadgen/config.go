@@ -58,6 +58,13 @@ type Config struct {
 	// Keep leaves the started server's database (file or schema) in place.
 	Keep bool
 
+	// Nodes is how many servers the run starts on one PostgreSQL schema
+	// (default 1; more needs Postgres and no Server). The runner of
+	// conversation i connects to node i mod Nodes, and its subscribers to
+	// the nodes after it, so that with several nodes every delta crosses
+	// from one node to another before a subscriber gets it.
+	Nodes int
+
 	// Conversations is how many conversations stream at once (default 10).
 	Conversations int
 	// Subscribers is how many subscribers follow each conversation (0: none).
@@ -100,6 +107,7 @@ func (c *Config) setDefaults() error {
 	def(&c.DeltaBytes, 32)
 	def(&c.MessageDeltas, 200)
 	def(&c.Window, 64)
+	def(&c.Nodes, 1)
 	if c.Transport == "" {
 		c.Transport = TransportWS
 	}
@@ -129,6 +137,10 @@ func (c *Config) setDefaults() error {
 		return errors.New("tool-every must be ≥ 0, message deltas ≥ 1 and window 1..4096")
 	case c.Duration < 0 || c.Warmup < 0 || c.CeilingDuration < 0:
 		return errors.New("durations must not be negative")
+	case c.Nodes < 1 || c.Nodes > 8:
+		return errors.New("nodes must be 1..8")
+	case c.Nodes > 1 && (c.Postgres == "" || c.Server != ""):
+		return errors.New("several nodes need -postgres, and start their own servers (no -server)")
 	}
 	if c.Server != "" {
 		u, err := url.Parse(c.Server)

@@ -39,6 +39,7 @@ type Report struct {
 
 // ReportConfig echoes the run's parameters.
 type ReportConfig struct {
+	Nodes           int     `json:"nodes"`
 	Conversations   int     `json:"conversations"`
 	Subscribers     int     `json:"subscribers"`
 	Transport       string  `json:"transport"`
@@ -146,7 +147,7 @@ type Ratios struct {
 }
 
 func newReport(cfg Config) *Report {
-	return &Report{Config: ReportConfig{Conversations: cfg.Conversations, Subscribers: cfg.Subscribers, Transport: cfg.Transport,
+	return &Report{Config: ReportConfig{Nodes: cfg.Nodes, Conversations: cfg.Conversations, Subscribers: cfg.Subscribers, Transport: cfg.Transport,
 		Rate: cfg.Rate, DeltaBytes: cfg.DeltaBytes, ToolEvery: cfg.ToolEvery, MessageDeltas: cfg.MessageDeltas, PromptRate: cfg.PromptRate,
 		Window: cfg.Window, DurationSeconds: cfg.Duration.Seconds(), WarmupSeconds: cfg.Warmup.Seconds(), CeilingSeconds: cfg.CeilingDuration.Seconds()},
 		OfferedDeltasPerSec: cfg.Rate * float64(cfg.Conversations)}

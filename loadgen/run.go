@@ -39,10 +39,12 @@ func (c *counters) snap() snapshot {
 type bench struct {
 	cfg    Config
 	start  time.Time
-	url    string
+	url    string   // the first node's
+	urls   []string // every node's
 	token  string
 	hc     *http.Client
-	client *client.Client
+	client *client.Client   // the first node's
+	nodes  []*client.Client // one per node
 	convs  []*conversation
 
 	// The measured window, in nanoseconds since start (MaxInt64: not yet).
@@ -114,7 +116,8 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 	}
 	var sz sizer
-	var proc *serverProc
+	var proc *serverProc     // the first node, whose RSS and CPU are measured
+	var others []*serverProc // the other nodes
 	pid := cfg.ServerPID
 	ceilingDir := dir
 	if cfg.Server == "" {
@@ -148,13 +151,22 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 			sz = s
 		}
 		cleanups = append(cleanups, func() error { sz.close(); return nil })
-		if proc, err = startServer(ctx, cfg.ServeCommand, args); err != nil {
-			return nil, err
+		for n := range cfg.Nodes {
+			p, err := startServer(ctx, cfg.ServeCommand, args)
+			if err != nil {
+				return nil, err
+			}
+			cleanups = append(cleanups, func() error { _ = p.stop(); return nil }) // a failed stop is reported below
+			b.urls = append(b.urls, p.url)
+			if n == 0 {
+				proc, b.url, pid = p, p.url, p.cmd.Process.Pid
+			} else {
+				others = append(others, p)
+			}
 		}
-		cleanups = append(cleanups, func() error { _ = proc.stop(); return nil }) // a failed stop is reported below
-		b.url, pid = proc.url, proc.cmd.Process.Pid
 	} else {
 		b.url, b.token = strings.TrimRight(cfg.Server, "/"), cfg.Token
+		b.urls = []string{b.url}
 		switch {
 		case cfg.Postgres != "":
 			s, err := newPGSizer(ctx, cfg.Postgres, "")
@@ -179,14 +191,20 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
 	cleanups = append(cleanups, func() error { tr.CloseIdleConnections(); return nil })
 	b.hc = &http.Client{Transport: tr}
-	b.client = client.New(b.url, b.token).WithHTTPClient(b.hc)
+	for _, u := range b.urls {
+		b.nodes = append(b.nodes, client.New(u, b.token).WithHTTPClient(b.hc))
+	}
+	b.client = b.nodes[0]
 
 	if err := b.load(ctx, rep, sz, pid); err != nil {
 		return nil, err
 	}
-	if proc != nil {
-		if err := proc.stop(); err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("the server did not exit cleanly: %v: %s", err, lastLines(proc.stderr.String(), 5)))
+	for _, p := range append(others, proc) {
+		if p == nil {
+			continue
+		}
+		if err := p.stop(); err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("a server did not exit cleanly: %v: %s", err, lastLines(p.stderr.String(), 5)))
 		}
 	}
 	if err := b.ceilings(ctx, rep, ceilingDir); err != nil {
@@ -206,7 +224,7 @@ func (b *bench) load(ctx context.Context, rep *Report, sz sizer, pid int) error 
 		if err != nil {
 			return fmt.Errorf("creating a conversation: %w", err)
 		}
-		b.convs[i] = &conversation{id: v.Conversation.ID, promptCh: make(chan struct{}, 1)}
+		b.convs[i] = &conversation{id: v.Conversation.ID, index: i, promptCh: make(chan struct{}, 1)}
 		return nil
 	})
 	if err != nil {
@@ -219,8 +237,11 @@ func (b *bench) load(ctx context.Context, rep *Report, sz sizer, pid int) error 
 	defer func() { subCancel(); subWG.Wait() }()
 	var all []*subscriber
 	for _, c := range b.convs {
-		for range cfg.Subscribers {
-			s := &subscriber{b: b, c: c, ready: make(chan struct{}), index: len(all)}
+		for j := range cfg.Subscribers {
+			// On the nodes after its runner's, so that with several nodes
+			// what it gets has crossed from one node to another.
+			node := (c.index + 1 + j%max(len(b.nodes)-1, 1)) % len(b.nodes)
+			s := &subscriber{b: b, c: c, ready: make(chan struct{}), index: len(all), node: b.nodes[node]}
 			c.subs = append(c.subs, s)
 			all = append(all, s)
 		}

@@ -88,7 +88,7 @@ type runner struct {
 
 // connectRunner opens the runner WebSocket of c as the agent "bot".
 func (b *bench) connectRunner(ctx context.Context, c *conversation) (*runner, error) {
-	u := strings.Replace(b.url, "http", "ws", 1) + "/v1/conversations/" + url.PathEscape(c.id) + "/runner?agentId=bot"
+	u := strings.Replace(b.urls[c.index%len(b.urls)], "http", "ws", 1) + "/v1/conversations/" + url.PathEscape(c.id) + "/runner?agentId=bot"
 	h := http.Header{}
 	if b.token != "" {
 		h.Set("Authorization", "Bearer "+b.token)
@@ -351,6 +351,7 @@ func closed(c <-chan struct{}) bool {
 // conversation is one streamed conversation and what the run knows of it.
 type conversation struct {
 	id          string
+	index       int          // its place in the run: its runner's node is index mod the nodes
 	acked       atomic.Int64 // text deltas acked
 	lastSeq     atomic.Int64 // the highest seq acked to its runner
 	promptsSent atomic.Int64 // prompts queued over HTTP

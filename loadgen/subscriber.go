@@ -18,10 +18,11 @@ type subscriber struct {
 	ready      chan struct{} // closed at the first init
 	readyOnce  sync.Once
 	lastSeq    atomic.Int64
-	chunks     atomic.Int64 // chunk events received
-	index      int          // picks its shard of the latency histogram
-	frameBytes int64        // sum of the sampled chunk events' JSON sizes
-	frames     int64        // how many were sampled
+	chunks     atomic.Int64   // chunk events received
+	index      int            // picks its shard of the latency histogram
+	node       *client.Client // the node it follows the conversation on
+	frameBytes int64          // sum of the sampled chunk events' JSON sizes
+	frames     int64          // how many were sampled
 }
 
 // run reads frames until ctx ends.
@@ -30,7 +31,7 @@ func (s *subscriber) run(ctx context.Context) {
 	if s.b.cfg.Transport == TransportSSE {
 		transport = client.SSE
 	}
-	st := s.b.client.Subscribe(ctx, s.c.id, client.SubscribeOptions{Transport: transport, OnReconnect: func(err error) {
+	st := s.node.Subscribe(ctx, s.c.id, client.SubscribeOptions{Transport: transport, OnReconnect: func(err error) {
 		if ctx.Err() == nil {
 			s.b.fail(&s.b.cnt.subscriberErrors, fmt.Errorf("subscriber reconnects: %w", err))
 		}

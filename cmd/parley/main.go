@@ -36,7 +36,7 @@ Usage:
   parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s] [-task-every 1m]
   parley export  [-server URL] [-token T] [-format markdown|json|jsonl] [-o FILE] CONVERSATION
   parley import  [-server URL] [-token T] [-id ID] [-title T] [-participants a,b] [-progress auto|on|off] FILE|-
-  parley bench   [-server URL] [-postgres URL] [-conversations 10] [-subscribers 1] [-transport ws|sse] [-rate 20] [-json]
+  parley bench   [-server URL] [-postgres URL] [-nodes 1] [-conversations 10] [-subscribers 1] [-transport ws|sse] [-rate 20] [-json]
 
 Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and
 PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token.

@@ -2,7 +2,8 @@
 // the conversation's row lock with a conditional UPDATE of its last seq, so
 // that seq order is commit order and a stale writer gets ECONFLICT; events,
 // messages, the idempotency record and the state snapshot go in the same
-// transaction. The schema mirrors the SQLite store's.
+// transaction. Appends of many conversations are committed in groups, one
+// transaction each (see committer). The schema mirrors the SQLite store's.
 package postgres
 
 import (
@@ -11,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,16 +41,28 @@ func Migrations() fs.FS {
 
 // DB is a store.Store on a PostgreSQL database. It is safe for concurrent use.
 type DB struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	group  *committer
+	groups atomic.Int64 // group commits made, for tests
 }
 
 var _ store.Store = (*DB)(nil)
 
 // Open connects to the database at url (a postgres:// URL), migrates it to
 // the latest schema under an advisory lock (so that many nodes may start at
-// once), and returns the store.
+// once), and returns the store. Unless the URL sets pool_max_conns, the
+// pool holds at least 12 connections.
 func Open(ctx context.Context, url string) (*DB, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// The commit lanes hold a connection each while they write;
+		// leave reads and the other writes room beside them.
+		cfg.MaxConns = max(cfg.MaxConns, 4*commitLanes+4)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +70,9 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &DB{pool: pool}, nil
+	db := &DB{pool: pool}
+	db.group = newCommitter(db, commitLanes, commitMaxBatch)
+	return db, nil
 }
 
 // MigrateTo brings the database at url up to version (0: the latest).
@@ -125,8 +142,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, version int64) error {
 	return nil
 }
 
-// Close closes the connection pool.
+// Close waits for the appends being committed, then closes the
+// connection pool; appends made after it fail.
 func (db *DB) Close() error {
+	db.group.close()
 	db.pool.Close()
 	return nil
 }

@@ -9,8 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NotifyChannel is the channel every append notifies, with the payload
-// "CONVERSATION SEQ": the conversation written and its last seq now.
+// NotifyChannel is the channel every commit of appends notifies, with a
+// payload of lines "CONVERSATION SEQ": each conversation written and its
+// last seq now.
 const NotifyChannel = "parley_events"
 
 // Broker hears the appends of every node on one database (LISTEN/NOTIFY):
@@ -57,9 +58,11 @@ func listenOnce(ctx context.Context, url string, notified func(string, int64), c
 		if err != nil {
 			return err
 		}
-		id, seq, ok := strings.Cut(n.Payload, " ")
-		if s, err := strconv.ParseInt(seq, 10, 64); ok && err == nil {
-			notified(id, s)
+		for line := range strings.SplitSeq(n.Payload, "\n") {
+			id, seq, ok := strings.Cut(line, " ")
+			if s, err := strconv.ParseInt(seq, 10, 64); ok && err == nil {
+				notified(id, s)
+			}
 		}
 	}
 }

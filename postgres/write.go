@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -57,9 +58,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	})
 }
 
-// Append implements store.Store. The conditional UPDATE takes the
-// conversation's row lock until commit, so appends to one conversation
-// commit in seq order; a writer that read an older seq matches no row.
+// Append implements store.Store. Appends of many conversations are
+// committed together (see committer); an import's batches and a task's
+// firing commit alone.
 func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckDense(p.Events, p.ExpectSeq); err != nil {
 		return err
@@ -67,6 +68,17 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckLease(p.Import); err != nil {
 		return err
 	}
+	if p.Import != nil || p.Task != nil {
+		return db.appendOne(ctx, p)
+	}
+	return db.group.append(ctx, &p)
+}
+
+// appendOne commits one append in a transaction of its own. The
+// conditional UPDATE takes the conversation's row lock until commit, so
+// appends to one conversation commit in seq order; a writer that read an
+// older seq matches no row.
+func (db *DB) appendOne(ctx context.Context, p store.AppendParams) error {
 	last := p.ExpectSeq + int64(len(p.Events))
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		var tag pgconn.CommandTag
@@ -75,8 +87,7 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 			tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2, import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
 				last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
 		} else {
-			tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2 WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL`,
-				last, p.State, p.ConversationID, p.ExpectSeq)
+			tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq)
 		}
 		if err != nil {
 			return err
@@ -102,43 +113,10 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 			}
 		}
 		batch := &pgx.Batch{}
-		if p.Queue != nil {
-			batch.Queue(upsertQueue, p.ConversationID, p.Queue)
+		if err := queueRows(batch, &p); err != nil {
+			return err
 		}
-		for _, m := range p.Messages {
-			data, err := json.Marshal(m)
-			if err != nil {
-				return err
-			}
-			var replyTo any
-			if m.ReplyTo != "" {
-				replyTo = m.ReplyTo
-			}
-			batch.Queue(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-				ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
-				agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`,
-				p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data)
-		}
-		for _, dl := range p.Deliveries {
-			data, err := json.Marshal(dl)
-			if err != nil {
-				return err
-			}
-			batch.Queue(`INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES ($1, $2, $3, $4, 0, $5)`,
-				dl.ID, p.ConversationID, dl.MessageID, string(data), dl.NextAttemptAt.Time)
-		}
-		if len(p.RemoveMessages) > 0 {
-			batch.Queue(`DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)`, p.ConversationID, p.RemoveMessages)
-		}
-		if k := p.Idempotency; k != nil {
-			batch.Queue(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, tsArg(k.Time))
-		}
-		// Other nodes learn of the write from one notification per
-		// commit, every commit (a text delta's too); it carries only
-		// (conversation, seq): they read the events from the table (see
-		// Broker).
-		batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, p.ConversationID+" "+strconv.FormatInt(last, 10))
+		queueNotify(batch, []string{notice(p.ConversationID, last)})
 		err = tx.SendBatch(ctx, batch).Close()
 		if isUnique(err) {
 			return parley.Errorf(parley.EBUSY, "client request id %q was already used", p.Idempotency.Key)
@@ -147,22 +125,100 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	})
 }
 
+// bumpConversation moves an ordinary conversation's last seq from $4 to
+// $1 and replaces its state with $2; it matches no row if another writer
+// moved it first.
+const bumpConversation = `UPDATE conversations SET last_seq = $1, state = $2 WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL`
+
+// queueRows queues the rows an append writes beside its events: the prompt
+// queue, message rows, outbox deliveries, reverted messages' removal and
+// the idempotency record.
+func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
+	if p.Queue != nil {
+		batch.Queue(upsertQueue, p.ConversationID, p.Queue)
+	}
+	for _, m := range p.Messages {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		var replyTo any
+		if m.ReplyTo != "" {
+			replyTo = m.ReplyTo
+		}
+		batch.Queue(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
+			agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`,
+			p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data)
+	}
+	for _, dl := range p.Deliveries {
+		data, err := json.Marshal(dl)
+		if err != nil {
+			return err
+		}
+		batch.Queue(`INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES ($1, $2, $3, $4, 0, $5)`,
+			dl.ID, p.ConversationID, dl.MessageID, string(data), dl.NextAttemptAt.Time)
+	}
+	if len(p.RemoveMessages) > 0 {
+		batch.Queue(`DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)`, p.ConversationID, p.RemoveMessages)
+	}
+	if k := p.Idempotency; k != nil {
+		batch.Queue(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, tsArg(k.Time))
+	}
+	return nil
+}
+
+// notice is one line of a notification: "CONVERSATION SEQ".
+func notice(convID string, seq int64) string {
+	return convID + " " + strconv.FormatInt(seq, 10)
+}
+
+// queueNotify queues the notifications of a commit. Other nodes learn of
+// every commit (a text delta's too) from them; a notification carries only
+// lines of (conversation, seq), as many as fit in PostgreSQL's payload
+// limit, and the nodes read the events from the table (see Broker).
+func queueNotify(batch *pgx.Batch, lines []string) {
+	for len(lines) > 0 {
+		n, size := 0, 0
+		for n < len(lines) && (n == 0 || size+len(lines[n])+1 <= maxPayload) {
+			size += len(lines[n]) + 1
+			n++
+		}
+		batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, strings.Join(lines[:n], "\n"))
+		lines = lines[n:]
+	}
+}
+
+// maxPayload keeps a notification under PostgreSQL's 8000-byte limit.
+const maxPayload = 7900
+
 // upsertQueue replaces a conversation's prompt queue ($1, $2).
 const upsertQueue = `INSERT INTO queues (conversation_id, queue) VALUES ($1, $2) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`
 
 // insertEvents copies events into the log in one round trip.
 func insertEvents(ctx context.Context, tx pgx.Tx, convID string, events []parley.Event) error {
-	if len(events) == 0 {
-		return nil // a task's skipped firing
-	}
-	rows := make([][]any, len(events))
-	for i, e := range events {
-		rows[i] = []any{convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), tsArg(e.Time), []byte(e.Data)}
-	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"conversation_id", "seq", "type", "turn", "turn_id", "agent_id", "finality", "ts", "data"}, pgx.CopyFromRows(rows))
+	err := copyEvents(ctx, tx, appendEventRows(nil, convID, events))
 	if isUnique(err) {
 		return parley.Errorf(parley.ECONFLICT, "a seq of conversation %s is taken", convID)
 	}
+	return err
+}
+
+// appendEventRows appends the rows of events to rows.
+func appendEventRows(rows [][]any, convID string, events []parley.Event) [][]any {
+	for _, e := range events {
+		rows = append(rows, []any{convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), tsArg(e.Time), []byte(e.Data)})
+	}
+	return rows
+}
+
+// copyEvents copies event rows into the log in one round trip.
+func copyEvents(ctx context.Context, tx pgx.Tx, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil // a task's skipped firing
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"conversation_id", "seq", "type", "turn", "turn_id", "agent_id", "finality", "ts", "data"}, pgx.CopyFromRows(rows))
 	return err
 }
 

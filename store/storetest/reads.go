@@ -232,3 +232,74 @@ func testConcurrentOne(t *testing.T, s store.Store) {
 		t.Fatalf("%d writers won the same seq, want exactly 1", won)
 	}
 }
+
+// testBadAppendsAmongMany makes appends of many conversations at once, as
+// a store that commits them in groups takes them together, with a stale
+// one and one reusing an idempotency key among them: each is answered as
+// if it were alone (ECONFLICT, EBUSY, or written), and a bad one writes
+// nothing and keeps none of the others from being written.
+func testBadAppendsAmongMany(t *testing.T, s store.Store) {
+	const n = 48
+	convs := make([]string, n)
+	for i := range convs {
+		convs[i] = newConversation(t, s)
+		// Every conversation has used key "used" once (seq 2).
+		key := &store.Idempotency{ConversationID: convs[i], AgentID: "a", Key: "used", RequestHash: "h", Seq: 2, Response: []byte(`{}`), Time: t0}
+		if err := s.Append(ctx(t), store.AppendParams{ConversationID: convs[i], ExpectSeq: 1, Events: []parley.Event{event(convs[i], 2, "a")}, Idempotency: key, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := int64(0); round < 5; round++ {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, id := range convs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := store.AppendParams{ConversationID: id, ExpectSeq: 2 + round, State: []byte(`{}`)}
+				switch i % 6 {
+				case 1: // stale: it read the conversation a write ago
+					p.ExpectSeq = 1
+				case 4: // a request id this agent used before
+					p.ExpectSeq = 2
+					p.Idempotency = &store.Idempotency{ConversationID: id, AgentID: "a", Key: "used", RequestHash: "h2", Seq: p.ExpectSeq + 1, Response: []byte(`{}`), Time: t0}
+				}
+				p.Events = []parley.Event{event(id, p.ExpectSeq+1, "a")}
+				p.Messages = []*parley.Message{message(id, fmt.Sprintf("m%d", round), p.ExpectSeq+1, "", 0)}
+				errs[i] = s.Append(ctx(t), p)
+			}()
+		}
+		wg.Wait()
+		for i := range convs {
+			want := ""
+			switch i % 6 {
+			case 1:
+				want = parley.ECONFLICT
+			case 4:
+				want = parley.EBUSY
+			}
+			if got := parley.ErrorCode(errs[i]); got != want {
+				t.Fatalf("round %d, conversation %d: err = %v, want code %q", round, i, errs[i], want)
+			}
+		}
+	}
+	for i, id := range convs {
+		wantSeq, wantMsgs := int64(7), 5 // written every round
+		if i%6 == 1 || i%6 == 4 {
+			wantSeq, wantMsgs = 2, 0 // never written
+		}
+		events, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 100})
+		if err != nil || int64(len(events)) != wantSeq {
+			t.Fatalf("conversation %d has %d events (%v), want %d", i, len(events), err, wantSeq)
+		}
+		for j, e := range events {
+			if e.Seq != int64(j+1) {
+				t.Fatalf("conversation %d: event %d has seq %d", i, j, e.Seq)
+			}
+		}
+		ms, err := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: id, Limit: 100})
+		if err != nil || len(ms) != wantMsgs {
+			t.Fatalf("conversation %d has %d message rows (%v), want %d", i, len(ms), err, wantMsgs)
+		}
+	}
+}

@@ -66,6 +66,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"Tokens", testTokens},
 		{"ConcurrentAppendsManyConversations", testConcurrentMany},
 		{"ConcurrentAppendsOneConversation", testConcurrentOne},
+		{"BadAppendsAmongMany", testBadAppendsAmongMany},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

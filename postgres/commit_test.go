@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/store"
+)
+
+// TestGroupCommit hands one lane a group of appends directly: good ones,
+// two appends of one conversation in a row, a stale one and one reusing a
+// request id. Each gets the answer it would get alone, the good ones are
+// written in one transaction, and one notification names every
+// conversation written with its last seq.
+func TestGroupCommit(t *testing.T) {
+	url := pgtest.Schema(t)
+	ctx := context.Background()
+	db, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	listener, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+
+	ev := func(conv string, seq int64) parley.Event {
+		return parley.Event{ConversationID: conv, Seq: seq, Type: parley.EventTrace, TurnID: "t", AgentID: "a", Finality: parley.FinalityNone,
+			Time: parley.NewTime(time.Now()), Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq))}
+	}
+	convs := []string{"g-d", "g-c", "g-b", "g-a", "g-e"} // not in lock order
+	for _, id := range convs {
+		c := parley.Conversation{ID: id, Epoch: "ep", Participants: []string{"a"}, TurnPolicy: parley.PolicyFree, MessageFormat: "v2", CreatedAt: parley.NewTime(time.Now())}
+		if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: []parley.Event{ev(id, 1)}, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used := &store.Idempotency{ConversationID: "g-e", AgentID: "a", Key: "k", RequestHash: "h", Seq: 2, Response: []byte(`{}`)}
+	if err := db.appendOne(ctx, store.AppendParams{ConversationID: "g-e", ExpectSeq: 1, Events: []parley.Event{ev("g-e", 2)}, Idempotency: used, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listener.WaitForNotification(ctx); err != nil { // appendOne's own
+		t.Fatal(err)
+	}
+
+	appendTo := func(conv string, after int64, n int) *store.AppendParams {
+		p := &store.AppendParams{ConversationID: conv, ExpectSeq: after, State: []byte(`{}`)}
+		for i := range n {
+			p.Events = append(p.Events, ev(conv, after+int64(i)+1))
+		}
+		return p
+	}
+	commit := func(batch ...*store.AppendParams) []error {
+		t.Helper()
+		reqs := make([]*appendReq, len(batch))
+		for i, p := range batch {
+			reqs[i] = &appendReq{p: p, done: make(chan error, 1)}
+		}
+		before := db.groups.Load()
+		db.group.commit(reqs)
+		if db.groups.Load() != before+1 {
+			t.Fatalf("%d groups committed, want 1", db.groups.Load()-before)
+		}
+		errs := make([]error, len(batch))
+		for _, r := range reqs {
+			errs[slices.Index(batch, r.p)] = <-r.done
+		}
+		return errs
+	}
+	wantCodes := func(errs []error, want ...string) {
+		t.Helper()
+		for i, err := range errs {
+			if got := parley.ErrorCode(err); got != want[i] {
+				t.Fatalf("append %d: %v (code %q), want code %q", i, err, got, want[i])
+			}
+		}
+	}
+	wantLast := func(want map[string]int64) {
+		t.Helper()
+		for id, last := range want {
+			events, err := db.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, Limit: 10})
+			if err != nil || int64(len(events)) != last {
+				t.Fatalf("%s: %d events (%v), want %d", id, len(events), err, last)
+			}
+		}
+	}
+
+	errs := commit(
+		appendTo("g-d", 1, 3),
+		appendTo("g-c", 1, 1),
+		appendTo("g-c", 2, 2), // the same conversation again, after the first
+		appendTo("g-b", 0, 1), // stale
+		appendTo("g-a", 1, 1),
+	)
+	wantCodes(errs, "", "", "", parley.ECONFLICT, "")
+	wantLast(map[string]int64{"g-a": 2, "g-b": 1, "g-c": 4, "g-d": 4})
+	// One notification for the group, each conversation once at its last
+	// seq, in lock order.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := listener.WaitForNotification(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Payload != "g-a 2\ng-c 4\ng-d 4" {
+		t.Fatalf("notified %q, want the lines g-a 2, g-c 4, g-d 4", n.Payload)
+	}
+
+	// A request id used before fails the group's transaction: every append
+	// in it is retried alone, and only that one is refused.
+	reused := appendTo("g-e", 2, 1)
+	reused.Idempotency = &store.Idempotency{ConversationID: "g-e", AgentID: "a", Key: "k", RequestHash: "h2", Seq: 3, Response: []byte(`{}`)}
+	errs = commit(appendTo("g-a", 2, 1), reused, appendTo("g-b", 1, 2))
+	wantCodes(errs, "", parley.EBUSY, "")
+	wantLast(map[string]int64{"g-a": 3, "g-b": 3, "g-e": 2})
+}

@@ -1,12 +1,15 @@
 package engine_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 )
 
 // TestRefusalOnStaleStateIsChecked: two engines share one store (as two
@@ -54,5 +57,54 @@ func TestRefusalOnStaleStateIsChecked(t *testing.T) {
 			t.Fatalf("B's subscriber got seq %d, want %d", it.Event.Seq, next)
 		}
 		next++
+	}
+}
+
+// overtaken is a store on which another node always gets there first: each
+// append is preceded by one from elsewhere, so that it finds the log moved
+// on. Its Exclusive is the store's own.
+type overtaken struct {
+	store.Store
+	elsewhere func()
+}
+
+func (o overtaken) Append(ctx context.Context, p store.AppendParams) error {
+	o.elsewhere()
+	return o.Store.Append(ctx, p)
+}
+
+// TestOvertakenWriterStillWrites: node B's writes into a conversation that
+// node A writes without pause (a runner streaming at full speed there) are
+// overtaken at every optimistic attempt. After two, B decides holding the
+// conversation's lock in the store, which no writer can overtake: its
+// message is written, once, on the log's head, and not refused as busy.
+func TestOvertakenWriterStillWrites(t *testing.T) {
+	a := setup(t, engine.Options{Shared: true})
+	id := a.conversation(t, parley.PolicyFree, "alice", "bob")
+	n := 0
+	elsewhere := func() {
+		n++
+		a.say(t, id, "alice", fmt.Sprintf("streaming %d", n), parley.FinalityTurn)
+	}
+	b := engine.New(overtaken{Store: a.db, elsewhere: elsewhere}, engine.Options{Shared: true})
+	defer b.Close()
+	for i := range 3 {
+		r, err := b.PostMessage(a.ctx, id, conv.PostMessage{Actor: conv.Actor{AgentID: "bob"}, Role: parley.RoleAssistant, Parts: text(fmt.Sprint("bob ", i)), Finality: parley.FinalityTurn})
+		if err != nil {
+			t.Fatalf("bob's message %d, written on node B: %v", i, err)
+		}
+		head, err := a.db.LastSeq(a.ctx, id)
+		if err != nil || r.Message.Seq != head {
+			t.Fatalf("bob's message %d at seq %d, the log's head is %d (%v)", i, r.Message.Seq, head, err)
+		}
+	}
+	bobs := 0
+	for _, e := range a.events(t, id) {
+		if e.AgentID == "bob" {
+			bobs++
+		}
+	}
+	if bobs != 3 || n < 6 {
+		t.Fatalf("%d of bob's messages written, %d of alice's in between; want 3 and at least 6", bobs, n)
 	}
 }

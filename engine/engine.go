@@ -389,12 +389,18 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 			return d, c.state, err // (a task's skipped firing writes no event, only the task)
 		}
 		next := conv.Evolve(c.state, d.Events...)
-		err = e.append(ctx, c.state, next, d, respond)
+		err = e.append(ctx, nil, c.state, next, d, respond)
 		// Another writer (another node, or a racing duplicate id or
 		// idempotency key) got there first: catch up (publishing what the
 		// other wrote) or reload, and decide again, which turns a
 		// duplicate into its proper answer (a replay or a 409).
 		if code := parley.ErrorCode(err); (code == parley.ECONFLICT || code == parley.EBUSY) && attempt < 5 {
+			if code == parley.ECONFLICT && attempt > 0 && e.opts.Shared {
+				// A writer on another node got there first twice: decide
+				// once more holding the conversation's lock in the store,
+				// which no writer anywhere can overtake.
+				return e.decideHeld(ctx, c, id, build, respond)
+			}
 			if attempt > 0 {
 				// Writers on other nodes keep getting there first: step
 				// aside for a moment, a random one, so that one wins.
@@ -419,19 +425,25 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 			}
 			return conv.Decision{}, c.state, err
 		}
-		c.state = next
-		c.remember(d.Result.Message)
-		for _, removed := range d.Removed {
-			delete(c.streams, removed)
-		}
-		e.publish(c, id, d.Events)
-		e.tellRunners(id, d.Events)
-		if len(next.Queue) > 0 && next.Active() == nil {
-			e.kickDispatch(id) // a prompt waits and the floor may be free now
-		}
-		e.scheduleClaimExpiry(c, id)
+		e.applied(c, id, next, d)
 		return d, next, nil
 	}
+}
+
+// applied makes a written decision the conversation's state and tells
+// everyone who follows it; c.mu must be held.
+func (e *Engine) applied(c *conversation, id string, next conv.State, d conv.Decision) {
+	c.state = next
+	c.remember(d.Result.Message)
+	for _, removed := range d.Removed {
+		delete(c.streams, removed)
+	}
+	e.publish(c, id, d.Events)
+	e.tellRunners(id, d.Events)
+	if len(next.Queue) > 0 && next.Active() == nil {
+		e.kickDispatch(id) // a prompt waits and the floor may be free now
+	}
+	e.scheduleClaimExpiry(c, id)
 }
 
 // publish hands a conversation's subscribers its new events and, if it
@@ -478,7 +490,9 @@ func sameGuidance(a, b *parley.Guidance) bool {
 	return a.NextAgentID == b.NextAgentID && a.Kind == b.Kind && a.Turn == b.Turn
 }
 
-func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
+// append writes a decision: with the store's Append, or with write if
+// set (an append under a lock the caller holds).
+func (e *Engine) append(ctx context.Context, write func(store.AppendParams) error, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
 	state, queue, err := conv.EncodeStored(next, d.Events...)
 	if err != nil {
 		return err
@@ -500,7 +514,11 @@ func (e *Engine) append(ctx context.Context, prev, next conv.State, d conv.Decis
 		}
 	}
 	start := time.Now()
-	err = e.store.Append(ctx, p)
+	if write == nil {
+		err = e.store.Append(ctx, p)
+	} else {
+		err = write(p)
+	}
 	e.opts.Metrics.observeAppend(len(d.Events), time.Since(start), err)
 	return err
 }

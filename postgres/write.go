@@ -79,50 +79,69 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 // appends to one conversation commit in seq order; a writer that read an
 // older seq matches no row.
 func (db *DB) appendOne(ctx context.Context, p store.AppendParams) error {
-	last := p.ExpectSeq + int64(len(p.Events))
+	return db.tx(ctx, func(tx pgx.Tx) error { return appendTx(ctx, tx, p) })
+}
+
+// Exclusive implements store.Store: fn runs in a transaction that holds
+// the conversation's row lock, which every append takes.
+func (db *DB) Exclusive(ctx context.Context, id string, fn func(write func(store.AppendParams) error) error) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		var tag pgconn.CommandTag
-		var err error
-		if im := p.Import; im != nil {
-			tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2, import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
-				last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
-		} else {
-			tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq)
+		var seq int64
+		err := tx.QueryRow(ctx, `SELECT last_seq FROM conversations WHERE id = $1 AND import_owner IS NULL FOR UPDATE`, id).Scan(&seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 		}
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			var seq int64
-			var owner *string
-			err := tx.QueryRow(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = $1`, p.ConversationID).Scan(&seq, &owner)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
-			}
-			if owner == nil {
-				owner = new(string)
-			}
-			return store.AppendMiss(p, err == nil, seq, *owner)
-		}
-		if err := insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
-			return err
-		}
-		if p.Task != nil {
-			if err := advanceTask(ctx, tx, p.Task); err != nil {
-				return err
-			}
-		}
-		batch := &pgx.Batch{}
-		if err := queueRows(batch, &p); err != nil {
-			return err
-		}
-		queueNotify(batch, []string{notice(p.ConversationID, last)})
-		err = tx.SendBatch(ctx, batch).Close()
-		if isUnique(err) {
-			return parley.Errorf(parley.EBUSY, "client request id %q was already used", p.Idempotency.Key)
-		}
-		return err
+		return fn(store.OnceFor(id, func(p store.AppendParams) error { return appendTx(ctx, tx, p) }))
 	})
+}
+
+// appendTx makes the append p in tx.
+func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
+	last := p.ExpectSeq + int64(len(p.Events))
+	var tag pgconn.CommandTag
+	var err error
+	if im := p.Import; im != nil {
+		tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2, import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
+			last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
+	} else {
+		tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq)
+	}
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		var seq int64
+		var owner *string
+		err := tx.QueryRow(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = $1`, p.ConversationID).Scan(&seq, &owner)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if owner == nil {
+			owner = new(string)
+		}
+		return store.AppendMiss(p, err == nil, seq, *owner)
+	}
+	if err := insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
+		return err
+	}
+	if p.Task != nil {
+		if err := advanceTask(ctx, tx, p.Task); err != nil {
+			return err
+		}
+	}
+	batch := &pgx.Batch{}
+	if err := queueRows(batch, &p); err != nil {
+		return err
+	}
+	queueNotify(batch, []string{notice(p.ConversationID, last)})
+	err = tx.SendBatch(ctx, batch).Close()
+	if isUnique(err) {
+		return parley.Errorf(parley.EBUSY, "client request id %q was already used", p.Idempotency.Key)
+	}
+	return err
 }
 
 // bumpConversation moves an ordinary conversation's last seq from $4 to

@@ -115,82 +115,101 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckLease(p.Import); err != nil {
 		return err
 	}
-	last := p.ExpectSeq + int64(len(p.Events))
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p) })
+}
+
+// Exclusive implements store.Store. The one writer of the database holds
+// the write transaction while fn runs, so nothing else is written then.
+func (db *DB) Exclusive(ctx context.Context, id string, fn func(write func(store.AppendParams) error) error) error {
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var res sql.Result
-		var err error
-		if im := p.Import; im != nil {
-			res, err = tx.StmtContext(ctx, db.stmts.bumpImport).ExecContext(ctx, last, p.State, formatTime(im.Expires), p.ConversationID, p.ExpectSeq, im.Owner)
-		} else {
-			res, err = tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq)
+		var seq int64
+		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM conversations WHERE id = ? AND import_owner IS NULL`, id).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err != nil {
-				return err
-			}
-			var seq int64
-			var owner sql.NullString
-			err := tx.QueryRowContext(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = ?`, p.ConversationID).Scan(&seq, &owner)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			return store.AppendMiss(p, err == nil, seq, owner.String)
-		}
-		if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
-			return err
-		}
-		if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
-			return err
-		}
-		upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
-		for _, m := range p.Messages {
-			data, err := json.Marshal(m)
-			if err != nil {
-				return err
-			}
-			var replyTo any
-			if m.ReplyTo != "" {
-				replyTo = m.ReplyTo
-			}
-			if _, err := upsert.ExecContext(ctx, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data); err != nil {
-				return err
-			}
-		}
-		if p.Task != nil {
-			if err := advanceTask(ctx, tx, p.Task); err != nil {
-				return err
-			}
-		}
-		for _, dl := range p.Deliveries {
-			data, err := json.Marshal(dl)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES (?, ?, ?, ?, 0, ?)`,
-				dl.ID, p.ConversationID, dl.MessageID, data, formatTime(dl.NextAttemptAt)); err != nil {
-				return err
-			}
-		}
-		for _, id := range p.RemoveMessages {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id = ?`, p.ConversationID, id); err != nil {
-				return err
-			}
-		}
-		if k := p.Idempotency; k != nil {
-			_, err := tx.StmtContext(ctx, db.stmts.insertIdempotency).ExecContext(ctx,
-				p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, formatTime(k.Time))
-			if isUnique(err) {
-				return parley.Errorf(parley.EBUSY, "client request id %q was already used", k.Key)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return fn(store.OnceFor(id, func(p store.AppendParams) error { return db.appendTx(ctx, tx, p) }))
 	})
+}
+
+// appendTx makes the append p in the write transaction tx.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) error {
+	last := p.ExpectSeq + int64(len(p.Events))
+	var res sql.Result
+	var err error
+	if im := p.Import; im != nil {
+		res, err = tx.StmtContext(ctx, db.stmts.bumpImport).ExecContext(ctx, last, p.State, formatTime(im.Expires), p.ConversationID, p.ExpectSeq, im.Owner)
+	} else {
+		res, err = tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq)
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return err
+		}
+		var seq int64
+		var owner sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = ?`, p.ConversationID).Scan(&seq, &owner)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		return store.AppendMiss(p, err == nil, seq, owner.String)
+	}
+	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
+		return err
+	}
+	if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
+		return err
+	}
+	upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
+	for _, m := range p.Messages {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		var replyTo any
+		if m.ReplyTo != "" {
+			replyTo = m.ReplyTo
+		}
+		if _, err := upsert.ExecContext(ctx, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data); err != nil {
+			return err
+		}
+	}
+	if p.Task != nil {
+		if err := advanceTask(ctx, tx, p.Task); err != nil {
+			return err
+		}
+	}
+	for _, dl := range p.Deliveries {
+		data, err := json.Marshal(dl)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES (?, ?, ?, ?, 0, ?)`,
+			dl.ID, p.ConversationID, dl.MessageID, data, formatTime(dl.NextAttemptAt)); err != nil {
+			return err
+		}
+	}
+	for _, id := range p.RemoveMessages {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id = ?`, p.ConversationID, id); err != nil {
+			return err
+		}
+	}
+	if k := p.Idempotency; k != nil {
+		_, err := tx.StmtContext(ctx, db.stmts.insertIdempotency).ExecContext(ctx,
+			p.ConversationID, k.AgentID, k.Key, k.RequestHash, k.Seq, k.Response, formatTime(k.Time))
+		if isUnique(err) {
+			return parley.Errorf(parley.EBUSY, "client request id %q was already used", k.Key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeQueue replaces a conversation's prompt queue, unless queue is nil.

@@ -54,6 +54,13 @@ type Store interface {
 	// conversation is an import in progress of Import.Owner. On error nothing
 	// is written.
 	Append(ctx context.Context, p AppendParams) error
+	// Exclusive calls fn holding conversation id's append lock: until fn
+	// returns, no other writer, on any node, appends to it. The append fn
+	// makes with the write it is given (at most one) commits when fn
+	// returns nil, and is undone if fn fails. It is the last resort of a
+	// writer that other nodes keep overtaking. ENOTFOUND if there is no
+	// such conversation.
+	Exclusive(ctx context.Context, id string, fn func(write func(AppendParams) error) error) error
 
 	// RenewImport moves the end of an import's lease to p.Lease.Expires. It
 	// returns EBUSY (ErrImportLost) unless the conversation is an import in
@@ -444,6 +451,22 @@ func ErrTaken(id string, importing bool) error {
 // longer in progress under its owner: it was swept after its lease ended.
 func ErrImportLost(id string) error {
 	return parley.Errorf(parley.EBUSY, "the import of conversation %s was removed: its lease ended before it was renewed; import it again", id)
+}
+
+// OnceFor wraps the write an Exclusive gives its fn: it checks each append
+// as Append does, for conversation id only, and at most once.
+func OnceFor(id string, write func(AppendParams) error) func(AppendParams) error {
+	used := false
+	return func(p AppendParams) error {
+		if used || p.ConversationID != id || p.Import != nil {
+			return parley.Errorf(parley.EINTERNAL, "an exclusive write makes one append to conversation %s, not an import", id)
+		}
+		if err := CheckDense(p.Events, p.ExpectSeq); err != nil {
+			return err
+		}
+		used = true
+		return write(p)
+	}
 }
 
 // AppendMiss explains why an Append's conditional update of the

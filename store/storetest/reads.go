@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/parleyhq/parley"
@@ -301,5 +302,49 @@ func testBadAppendsAmongMany(t *testing.T, s store.Store) {
 		if err != nil || len(ms) != wantMsgs {
 			t.Fatalf("conversation %d has %d message rows (%v), want %d", i, len(ms), err, wantMsgs)
 		}
+	}
+}
+
+// testExclusive: while an Exclusive's fn runs, an append to its
+// conversation waits; fn's own append commits with it and the waiting one,
+// made on the old head, is then refused; a failing fn writes nothing.
+func testExclusive(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	wantCode(t, s.Exclusive(ctx(t), "no-such-conversation", func(func(store.AppendParams) error) error { return nil }), parley.ENOTFOUND)
+
+	other := make(chan error, 1)
+	err := s.Exclusive(ctx(t), id, func(write func(store.AppendParams) error) error {
+		go func() {
+			other <- s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "b")}, State: []byte(`{}`)})
+		}()
+		select {
+		case err := <-other:
+			return fmt.Errorf("an append went in while the conversation was held: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if err := write(store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, State: []byte(`{}`)}); err != nil {
+			return err
+		}
+		wantCode(t, write(store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{event(id, 3, "a")}, State: []byte(`{}`)}), parley.EINTERNAL)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, <-other, parley.ECONFLICT)
+
+	failed := fmt.Errorf("changed my mind")
+	err = s.Exclusive(ctx(t), id, func(write func(store.AppendParams) error) error {
+		if err := write(store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{event(id, 3, "a")}, State: []byte(`{}`)}); err != nil {
+			return err
+		}
+		return failed
+	})
+	if err != failed {
+		t.Fatalf("Exclusive returned %v, want fn's error", err)
+	}
+	events, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 10})
+	if err != nil || len(events) != 2 || events[1].AgentID != "a" {
+		t.Fatalf("after the exclusive writes: %d events (%v), want 2, the second a's", len(events), err)
 	}
 }

@@ -67,6 +67,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"ConcurrentAppendsManyConversations", testConcurrentMany},
 		{"ConcurrentAppendsOneConversation", testConcurrentOne},
 		{"BadAppendsAmongMany", testBadAppendsAmongMany},
+		{"Exclusive", testExclusive},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

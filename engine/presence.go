@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -117,12 +116,4 @@ func (e *Engine) runnerElsewhere(ctx context.Context, conversationID, agentID st
 		return false, err
 	}
 	return slices.ContainsFunc(live, func(r store.RunnerLease) bool { return r.AgentID == agentID && r.Node != e.owner }), nil
-}
-
-// remoteAgents returns the conversations with runners on other nodes as
-// this node last read them, for tests.
-func (e *Engine) remoteAgents() map[string][]string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return maps.Clone(e.remote)
 }

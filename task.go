@@ -1,9 +1,10 @@
 package parley
 
-// Task is a scheduled prompt (seed 000): at each firing a task.run event is
-// appended to the conversation and the prompt is queued with the run's id
-// as its turnId. Exactly one of Cron (five fields, as crontab) and EveryMs
-// is set.
+// Task is a scheduled prompt (POST /v1/tasks): at each firing a task.run
+// event is appended to the conversation and the prompt is queued with the
+// run's id as its turnId, so that everything answering it belongs to that
+// run. Exactly one of Cron (five fields, as crontab, in UTC) and EveryMs is
+// set.
 type Task struct {
 	ID             string `json:"id"`
 	ConversationID string `json:"conversationId"`

@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,12 +16,12 @@ import (
 // accessFixture is alice's conversation with carol (alice created it, so
 // she owns it), where bob takes no part, and a worker that alice may bring
 // into her open turn. The log holds a message of each of alice and carol, a
-// prompt of each waiting, and a task of carol's.
+// prompt of each waiting, and a task of each.
 type accessFixture struct {
 	*bundle
-	carol, worker string
-	id, base      string
-	taskOfCarol   string
+	carol, worker            string
+	id, base                 string
+	taskOfCarol, taskOfAlice string
 }
 
 func newAccessFixture(t *testing.T) *accessFixture {
@@ -45,63 +47,150 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	r = b.do("POST", "/v1/tasks", f.carol, map[string]any{"conversationId": f.id, "prompt": "report", "everyMs": 3_600_000})
 	b.want(r, 201, "")
 	f.taskOfCarol = r.body["id"].(string)
+	r = b.do("POST", "/v1/tasks", b.alice, map[string]any{"conversationId": f.id, "prompt": "plan", "everyMs": 3_600_000})
+	b.want(r, 201, "")
+	f.taskOfAlice = r.body["id"].(string)
 	return f
 }
 
-// TestAccessRefusals: what an agent may not do in a conversation, each
-// refused with 403 forbidden and nothing written. Rows of docs/security.md.
-func TestAccessRefusals(t *testing.T) {
-	t.Parallel()
-	f := newAccessFixture(t)
+// accessCase is one request of the security suite and the answer
+// docs/security.md and docs/api.md promise: 403 forbidden unless status
+// says otherwise. check, if set, looks at the answer further.
+type accessCase struct {
+	name, method, path, token string
+	body                      map[string]any
+	status                    int    // 0: 403
+	code                      string // with status: the error code ("" for none)
+	check                     func(r response) string
+}
+
+// refuse sends each case and checks its answer and that it wrote nothing:
+// the whole store is the same before and after it.
+func (f *accessFixture) refuse(t *testing.T, cases []accessCase) {
+	t.Helper()
 	b := f.bundle
-	cases := []struct {
-		name, method, path, token string
-		body                      map[string]any
-	}{
-		// An agent outside the conversation neither writes nor reads it.
-		{"an outsider writes", "POST", f.base + "/messages", b.bob, map[string]any{"content": "hi"}},
-		{"an outsider closes it for ever", "POST", f.base + "/messages", b.bob, map[string]any{"content": "bye", "finality": "conversation"}},
-		{"an outsider writes a trace", "POST", f.base + "/events", b.bob, map[string]any{"type": "trace", "payload": map[string]any{}}},
-		{"an outsider claims the floor", "POST", f.base + "/turns/claim", b.bob, map[string]any{}},
-		{"an outsider resets", "POST", f.base + "/turns/reset", b.bob, map[string]any{"claim": true}},
-		{"an outsider aborts a turn", "POST", f.base + "/turns/abort", b.bob, map[string]any{}},
-		{"an outsider delegates", "POST", f.base + "/delegations", b.bob, map[string]any{"to": "bob2"}},
-		{"an outsider queues a prompt", "POST", f.base + "/prompts", b.bob, map[string]any{"content": "do it"}},
-		{"an outsider reverts", "POST", f.base + "/revert", b.bob, map[string]any{"messageId": "c1"}},
-		{"an outsider stops an answer", "POST", f.base + "/abort", b.bob, nil},
-		{"an outsider schedules a task", "POST", "/v1/tasks", b.bob, map[string]any{"conversationId": f.id, "prompt": "p", "everyMs": 60000}},
-		{"an outsider reads the conversation", "GET", f.base, b.bob, nil},
-		{"an outsider reads the messages", "GET", f.base + "/messages", b.bob, nil},
-		{"an outsider reads a message", "GET", f.base + "/messages/a1", b.bob, nil},
-		{"an outsider reads the replies", "GET", f.base + "/messages/a1/replies", b.bob, nil},
-		{"an outsider reads a thread", "GET", f.base + "/messages/a1/thread", b.bob, nil},
-		{"an outsider reads the log", "GET", f.base + "/events", b.bob, nil},
-		{"an outsider reads the queue", "GET", f.base + "/prompts", b.bob, nil},
-		{"an outsider exports", "GET", f.base + "/export", b.bob, nil},
-		{"an outsider follows over SSE", "GET", f.base + "/stream", b.bob, nil},
-		// What an agent made is its own, the owner's (alice's) and admins'.
-		{"a member reverts another's message", "POST", f.base + "/revert", f.carol, map[string]any{"messageId": "a1"}},
-		{"a member withdraws another's prompt", "DELETE", f.base + "/prompts/pa", f.carol, nil},
-		{"a member promotes another's prompt", "POST", f.base + "/prompts/pa/promote", f.carol, nil},
-		{"a member deletes another's task", "DELETE", "/v1/tasks/" + f.taskOfCarol, f.worker, nil},
-		{"an outsider deletes a task", "DELETE", "/v1/tasks/" + f.taskOfCarol, b.bob, nil},
-		// Viewers read; they never write.
-		{"a viewer writes", "POST", f.base + "/messages", b.viewer, map[string]any{"agentId": "alice", "content": "hi"}},
-	}
 	before := b.snapshot()
 	for _, c := range cases {
 		var body any
 		if c.body != nil {
 			body = c.body
 		}
+		status, code := c.status, c.code
+		if status == 0 {
+			status, code = 403, parley.EFORBIDDEN
+		}
 		r := b.do(c.method, c.path, c.token, body)
-		if r.status != 403 || r.code() != parley.EFORBIDDEN {
-			t.Errorf("%s: %s %s answered %d %s, want 403 forbidden", c.name, c.method, c.path, r.status, r.raw)
+		if r.status != status || r.code() != code {
+			t.Errorf("%s: %s %s answered %d %s, want %d %s", c.name, c.method, c.path, r.status, r.raw, status, code)
+		} else if c.check != nil {
+			if why := c.check(r); why != "" {
+				t.Errorf("%s: %s: %s", c.name, why, r.raw)
+			}
 		}
 		if after := b.snapshot(); after != before {
 			t.Fatalf("%s: a refused request wrote something", c.name)
 		}
 	}
+}
+
+// heldBy checks that a turn_conflict names the head's open turn and its
+// owner, as every 409 of the turn rules does.
+func heldBy(owner string, turn float64) func(r response) string {
+	return func(r response) string {
+		head, _ := r.body["error"].(map[string]any)["head"].(map[string]any)
+		open, _ := head["openTurn"].(map[string]any)
+		if open["owner"] != owner || open["turn"] != turn {
+			return fmt.Sprintf("the error's head does not show turn %v open and owned by %s", turn, owner)
+		}
+		return ""
+	}
+}
+
+// resetsNothing checks the answer to a reset by an agent that does not own
+// the open turn: nothing written, and the turn it would start is the next.
+func resetsNothing(next float64) func(r response) string {
+	return func(r response) string {
+		if r.body["written"] != false || r.body["wasReset"] != false || r.body["turn"] != next || r.body["seq"] != 0.0 {
+			return fmt.Sprintf("want written false, wasReset false, turn %v, seq 0", next)
+		}
+		return ""
+	}
+}
+
+// TestAccessRefusals: what an agent may not do in a conversation, each
+// refused with 403 forbidden (or, for a member acting on a turn it does not
+// own, what the turn rules answer) and nothing written. Rows of
+// docs/security.md.
+func TestAccessRefusals(t *testing.T) {
+	t.Parallel()
+	f := newAccessFixture(t)
+	b := f.bundle
+	cases := []accessCase{
+		// An agent outside the conversation neither writes nor reads it.
+		{name: "an outsider writes", method: "POST", path: f.base + "/messages", token: b.bob, body: map[string]any{"content": "hi"}},
+		{name: "an outsider closes it for ever", method: "POST", path: f.base + "/messages", token: b.bob, body: map[string]any{"content": "bye", "finality": "conversation"}},
+		{name: "an outsider writes a trace", method: "POST", path: f.base + "/events", token: b.bob, body: map[string]any{"type": "trace", "payload": map[string]any{}}},
+		{name: "an outsider claims the floor", method: "POST", path: f.base + "/turns/claim", token: b.bob, body: map[string]any{}},
+		{name: "an outsider resets", method: "POST", path: f.base + "/turns/reset", token: b.bob, body: map[string]any{"claim": true}},
+		{name: "an outsider aborts a turn", method: "POST", path: f.base + "/turns/abort", token: b.bob, body: map[string]any{}},
+		{name: "an outsider delegates", method: "POST", path: f.base + "/delegations", token: b.bob, body: map[string]any{"to": "bob2"}},
+		{name: "an outsider queues a prompt", method: "POST", path: f.base + "/prompts", token: b.bob, body: map[string]any{"content": "do it"}},
+		{name: "an outsider reverts", method: "POST", path: f.base + "/revert", token: b.bob, body: map[string]any{"messageId": "c1"}},
+		{name: "an outsider stops an answer", method: "POST", path: f.base + "/abort", token: b.bob},
+		{name: "an outsider schedules a task", method: "POST", path: "/v1/tasks", token: b.bob, body: map[string]any{"conversationId": f.id, "prompt": "p", "everyMs": 60000}},
+		{name: "an outsider reads the conversation", method: "GET", path: f.base, token: b.bob},
+		{name: "an outsider reads the messages", method: "GET", path: f.base + "/messages", token: b.bob},
+		{name: "an outsider reads a message", method: "GET", path: f.base + "/messages/a1", token: b.bob},
+		{name: "an outsider reads the replies", method: "GET", path: f.base + "/messages/a1/replies", token: b.bob},
+		{name: "an outsider reads a thread", method: "GET", path: f.base + "/messages/a1/thread", token: b.bob},
+		{name: "an outsider reads the log", method: "GET", path: f.base + "/events", token: b.bob},
+		{name: "an outsider reads the queue", method: "GET", path: f.base + "/prompts", token: b.bob},
+		{name: "an outsider exports", method: "GET", path: f.base + "/export", token: b.bob},
+		{name: "an outsider follows over SSE", method: "GET", path: f.base + "/stream", token: b.bob},
+		// What an agent made is its own, the owner's (alice's) and admins'.
+		{name: "a member reverts another's message", method: "POST", path: f.base + "/revert", token: f.carol, body: map[string]any{"messageId": "a1"}},
+		{name: "a member withdraws another's prompt", method: "DELETE", path: f.base + "/prompts/pa", token: f.carol},
+		{name: "a member promotes another's prompt", method: "POST", path: f.base + "/prompts/pa/promote", token: f.carol},
+		{name: "a member deletes another's task", method: "DELETE", path: "/v1/tasks/" + f.taskOfCarol, token: f.worker},
+		{name: "an outsider deletes a task", method: "DELETE", path: "/v1/tasks/" + f.taskOfCarol, token: b.bob},
+		// Viewers read; they never write.
+		{name: "a viewer writes", method: "POST", path: f.base + "/messages", token: b.viewer, body: map[string]any{"agentId": "alice", "content": "hi"}},
+	}
+	f.refuse(t, cases)
+	// Only the owner of the open turn (or an admin) resets, aborts or
+	// delegates it; the turn rules answer anyone else (409 turn_conflict,
+	// with the head). A reset by another writes nothing and answers with the
+	// turn it would start. alice opens turn 3 and keeps it: carol, a member,
+	// does not own it.
+	b.want(b.do("POST", f.base+"/messages", b.alice, map[string]any{"id": "a2", "content": "working on it"}), 201, "")
+	f.refuse(t, []accessCase{
+		{name: "a member resets another's turn", method: "POST", path: f.base + "/turns/reset", token: f.carol, body: map[string]any{},
+			status: 200, check: resetsNothing(4)},
+		{name: "a member resets and claims another's turn", method: "POST", path: f.base + "/turns/reset", token: f.carol, body: map[string]any{"claim": true},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("alice", 3)},
+		{name: "a member aborts another's turn", method: "POST", path: f.base + "/turns/abort", token: f.carol, body: map[string]any{"reason": "mine now"},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("alice", 3)},
+		{name: "a member delegates into another's turn", method: "POST", path: f.base + "/delegations", token: f.carol, body: map[string]any{"to": "worker"},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("alice", 3)},
+		{name: "a member delegates itself into another's turn", method: "POST", path: f.base + "/delegations", token: f.carol, body: map[string]any{"to": "carol"},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("alice", 3)},
+		{name: "a member writes into another's turn", method: "POST", path: f.base + "/messages", token: f.carol, body: map[string]any{"content": "me too"},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("alice", 3)},
+	})
+	// The same when the turn's owner is a member and the one who tries is
+	// the conversation's owner: a turn is its owner's, not the
+	// conversation's.
+	b.want(b.do("POST", f.base+"/messages", b.alice, map[string]any{"content": "done", "finality": "turn"}), 201, "")
+	b.want(b.do("POST", f.base+"/messages", f.carol, map[string]any{"id": "c2", "content": "my turn"}), 201, "")
+	f.refuse(t, []accessCase{
+		{name: "the conversation's owner resets a member's turn", method: "POST", path: f.base + "/turns/reset", token: b.alice, body: map[string]any{},
+			status: 200, check: resetsNothing(5)},
+		{name: "the conversation's owner aborts a member's turn", method: "POST", path: f.base + "/turns/abort", token: b.alice, body: map[string]any{},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("carol", 4)},
+		{name: "the conversation's owner delegates into a member's turn", method: "POST", path: f.base + "/delegations", token: b.alice, body: map[string]any{"to": "worker"},
+			status: 409, code: parley.ETURNCONFLICT, check: heldBy("carol", 4)},
+	})
+	before := b.snapshot()
 	// The same over WebSocket: the stream and the runner's handshake.
 	for _, path := range []string{f.base + "/ws", f.base + "/runner"} {
 		u := "ws" + strings.TrimPrefix(b.url, "http") + path
@@ -132,6 +221,31 @@ func TestAccessAllowed(t *testing.T) {
 	if cs := b.do("GET", "/v1/conversations", f.carol, nil).body["conversations"].([]any); len(cs) != 1 {
 		t.Errorf("carol lists %d conversations", len(cs))
 	}
+	// An agent lists its own tasks only, even in a conversation it owns;
+	// admins and viewers list them all.
+	for _, c := range []struct {
+		who, token string
+		want       []string
+	}{
+		{"alice, the conversation's owner", b.alice, []string{f.taskOfAlice}},
+		{"carol", f.carol, []string{f.taskOfCarol}},
+		{"bob, an outsider", b.bob, nil},
+		{"the worker", f.worker, nil},
+		{"a viewer", b.viewer, []string{f.taskOfCarol, f.taskOfAlice}},
+		{"an admin", b.admin, []string{f.taskOfCarol, f.taskOfAlice}},
+	} {
+		r := b.do("GET", "/v1/tasks", c.token, nil)
+		b.want(r, 200, "")
+		var got []string
+		for _, v := range r.body["tasks"].([]any) {
+			got = append(got, v.(map[string]any)["id"].(string))
+		}
+		slices.Sort(got)
+		slices.Sort(c.want)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s lists tasks %v, want %v", c.who, got, c.want)
+		}
+	}
 	// The asker manages its prompt; the owner (alice) manages carol's.
 	b.want(b.do("POST", f.base+"/prompts/pc/promote", f.carol, nil), 200, "")
 	b.want(b.do("DELETE", f.base+"/prompts/pc", b.alice, nil), 200, "")
@@ -150,6 +264,47 @@ func TestAccessAllowed(t *testing.T) {
 	b.want(b.do("POST", f.base+"/messages", b.alice, map[string]any{"content": "all done", "finality": "turn"}), 201, "")
 	b.want(b.do("POST", f.base+"/messages", f.worker, map[string]any{"content": "one more"}), 403, "forbidden")
 	b.want(b.do("GET", f.base+"/messages", f.worker, nil), 403, "forbidden")
+
+	// An admin attaches a runner as the agent ?agentId= names (carol): it
+	// gets carol's prompts, and what it streams is written as carol's.
+	u := "ws" + strings.TrimPrefix(b.url, "http") + f.base + "/runner?agentId=carol"
+	run, _, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.admin}}})
+	if err != nil {
+		t.Fatalf("an admin attaching a runner as carol: %v", err)
+	}
+	t.Cleanup(func() { run.CloseNow() })
+	from := b.lastSeq(f.id)
+	b.want(b.do("POST", f.base+"/prompts", b.alice, map[string]any{"id": "pq", "content": "carol, sum it up", "to": "carol"}), 201, "")
+	if p := until(t, b, run, "prompt"); p["messageId"] != "pq" {
+		t.Fatalf("the runner attached as carol got %v, want prompt pq", p)
+	}
+	answer(t, b, run, "rc", "summed up")
+	m := b.do("GET", f.base+"/messages/rc", b.viewer, nil)
+	b.want(m, 200, "")
+	if m.body["agentId"] != "carol" || m.body["replyTo"] != "pq" || m.body["content"] != "summed up" {
+		t.Fatalf("the admin's runner as carol wrote %s", m.raw)
+	}
+	r := b.do("GET", fmt.Sprintf("%s/events?after=%d", f.base, int64(from)), b.viewer, nil)
+	b.want(r, 200, "")
+	seen := map[string]bool{}
+	for _, v := range r.body["events"].([]any) {
+		e := v.(map[string]any)
+		typ := e["type"].(string)
+		data, _ := e["data"].(map[string]any)
+		if typ != "message" && typ != "chunk" && typ != "message.updated" || data["id"] != "rc" && data["messageId"] != "rc" {
+			continue
+		}
+		seen[typ] = true
+		if e["agentId"] != "carol" {
+			t.Errorf("the %s event of seq %v is written as %v, want carol", typ, e["seq"], e["agentId"])
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("the answer's events: %v, want message, chunk and message.updated", seen)
+	}
+	if q := b.queue(f.id); len(q) != 0 {
+		t.Errorf("the queue after the runner answered: %v", q)
+	}
 }
 
 // TestStopAndRevertWhileStreaming: bob's runner cannot revert alice's

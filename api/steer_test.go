@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -178,5 +180,99 @@ func TestAbortedEndsThePromptWhateverItsMessageAnswers(t *testing.T) {
 	}
 	if r := b.do("GET", base+"/messages/r1", b.viewer, nil); r.body["status"] != "canceled" {
 		t.Fatalf("r1 is %v", r.body["status"])
+	}
+}
+
+// promptHistory lists the prompt events of the conversation's log that name
+// prompt pid, as "type" or "type:reason".
+func (b *bundle) promptHistory(id, pid string) []string {
+	b.t.Helper()
+	r := b.do("GET", "/v1/conversations/"+id+"/events?limit=1000", b.viewer, nil)
+	b.want(r, 200, "")
+	var h []string
+	for _, v := range r.body["events"].([]any) {
+		e := v.(map[string]any)
+		typ, _ := e["type"].(string)
+		data, _ := e["data"].(map[string]any)
+		if !strings.HasPrefix(typ, "prompt.") || data["id"] != pid {
+			continue
+		}
+		if reason, _ := data["reason"].(string); reason != "" {
+			typ += ":" + reason
+		}
+		h = append(h, typ)
+	}
+	return h
+}
+
+// TestFinalizeCanceledEndsThePrompt: a runner that ends its answer with
+// message.finalize and reason "canceled" (its model stopped, or it was told
+// to abort) ends the prompt it answered, as aborted does: the next queued
+// prompt is dispatched to it on the same connection, without a complete,
+// and the prompt it canceled is never dispatched again, not even when the
+// runner disconnects and another connection of its agent comes back.
+func TestFinalizeCanceledEndsThePrompt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		steer bool // a steer p2 aborts p1 first; else the runner stops by itself
+	}{
+		{"the runner stops by itself", false},
+		{"after a steer's abort", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b, id, run := answering(t, []string{"alice"}, "p1", "p0")
+			next, after := "p0", []string{}
+			if c.steer {
+				b.prompt(id, "p2", "steer")
+				if f := until(t, b, run, "abort"); f["messageId"] != "p1" {
+					t.Fatalf("abort frame %v", f)
+				}
+				next, after = "p2", []string{"p0"}
+			}
+			do(t, b, run, `{"type":"message.create","turnId":"r1"}`)
+			do(t, b, run, `{"type":"message.part.text-delta","turnId":"r1","delta":"Let me th"}`)
+			do(t, b, run, `{"type":"message.finalize","turnId":"r1","reason":"canceled"}`)
+			if p := until(t, b, run, "prompt"); p["messageId"] != next {
+				t.Fatalf("after a canceled finalize, prompt %v, want %s", p, next)
+			}
+			if r := b.do("GET", "/v1/conversations/"+id+"/messages/r1", b.viewer, nil); r.body["status"] != "canceled" || r.body["replyTo"] != "p1" {
+				t.Fatalf("the canceled answer: %s", r.raw)
+			}
+			if h := b.promptHistory(id, "p1"); len(h) == 0 || h[len(h)-1] != "prompt.canceled:aborted" {
+				t.Fatalf("p1's events %v, want it to end with prompt.canceled (aborted)", h)
+			}
+			if q := b.queue(id); !slices.Equal(q, append([]string{next + "*"}, after...)) {
+				t.Fatalf("queue %v, want %s being answered, then %v", q, next, after)
+			}
+			// The runner leaves: what it was given goes back to the front,
+			// and p1, which it canceled, does not come back.
+			run.Close(websocket.StatusNormalClosure, "")
+			again := b.runnerConn(id, b.alice)
+			if p := until(t, b, again, "prompt"); p["messageId"] != next {
+				t.Fatalf("after the runner came back, prompt %v, want %s (p1 was canceled)", p, next)
+			}
+			answer(t, b, again, "r2", "answered")
+			for _, p := range after {
+				if f := until(t, b, again, "prompt"); f["messageId"] != p {
+					t.Fatalf("prompt %v, want %s", f, p)
+				}
+				answer(t, b, again, "r-"+p, "answered")
+			}
+			if q := b.queue(id); len(q) != 0 {
+				t.Fatalf("queue after answering every prompt: %v", q)
+			}
+			h := b.promptHistory(id, "p1")
+			dispatched := 0
+			for _, typ := range h {
+				if typ == "prompt.dispatched" {
+					dispatched++
+				}
+			}
+			if dispatched != 1 || slices.Contains(h, "prompt.requeued") {
+				t.Fatalf("p1 was given out again: %v", h)
+			}
+		})
 	}
 }

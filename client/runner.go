@@ -12,10 +12,12 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// Runner is an agent's connection to a conversation's runner endpoint
-// (seed 001's runner protocol). Next yields what the server sends (prompts,
-// aborts, reverts); the other methods send one frame each and return once
-// the server acknowledged it as durable, or with the server's error.
+// Runner is an agent's connection to a conversation's runner endpoint,
+// GET /v1/conversations/{id}/runner, over which it streams its answers with
+// the runner protocol (its frames are in docs/api.md, "Runners"). Next
+// yields what the server sends (prompts, aborts, reverts); the other methods
+// send one frame each and return once the server acknowledged it as
+// durable, or with the server's error.
 type Runner struct {
 	conn    *websocket.Conn
 	pushes  chan Push

@@ -98,12 +98,13 @@ const (
 )
 
 // Import reads a Parley export (JSON or JSONL) or legacy message rows (a JSON
-// array or JSON Lines of seed 004's agent memory rows) from r and writes the
-// conversation through the engine, in batches: memory stays bounded whatever
-// the size of r. Until it commits, the conversation is seen by no reader;
-// a failed import removes what it wrote, and one cut short by a crash is
-// removed by engine.SweepImports. It returns EINVALID (saying where) for
-// input it cannot read and EBUSY if the conversation id is taken.
+// array or JSON Lines of the rows of an older agent-memory store, one row per
+// message an agent remembered, as docs/export.md describes) from r and
+// writes the conversation through the engine, in batches: memory stays
+// bounded whatever the size of r. Until it commits, the conversation is seen
+// by no reader; a failed import removes what it wrote, and one cut short by
+// a crash is removed by engine.SweepImports. It returns EINVALID (saying
+// where) for input it cannot read and EBUSY if the conversation id is taken.
 func Import(ctx context.Context, eng *engine.Engine, r io.Reader, opts ImportOptions) (*ImportResult, error) {
 	in := &input{r: r}
 	br := bufio.NewReaderSize(in, 256<<10)

@@ -17,7 +17,7 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// legacyRow is one row of seed 004's agent memory: a message as one agent
+// legacyRow is one row of an older agent-memory store: a message as one agent
 // saw it. The same message (same messageId) appears once per agent whose
 // memory holds it; rows from before threading lack replyToMessageId, and
 // the oldest lack messageId too.

@@ -17,8 +17,8 @@ import (
 	"github.com/parleyhq/parley/store"
 )
 
-// NoReply is the mark of an incoming message that was delivered to an agent
-// and that no message replies to (seed 004).
+// NoReply is the mark, in the Markdown export, of an incoming message that
+// was delivered to an agent and that no message replies to.
 const NoReply = "[in-memory, no reply]"
 
 // thread is what the Markdown export learns in its first pass over the log:
@@ -148,7 +148,7 @@ func (th *thread) human(m *parley.Message) bool {
 	return m.Role == parley.RoleUser && !th.participants[m.AgentID]
 }
 
-// label is the heading of a message, as in seed 004's export: who speaks,
+// label is the heading of a message in the Markdown export: who speaks,
 // to whom or in reply to whom, and the no-reply mark.
 func (th *thread) label(m *parley.Message) string {
 	var b strings.Builder
@@ -200,8 +200,8 @@ func (th *thread) label(m *parley.Message) string {
 
 // hasReply reports whether an incoming message was answered: a message
 // names it in replyTo; or, for a legacy message that no reply names, one of
-// its recipients wrote an assistant message after it (the seed's timestamp
-// heuristic, counted).
+// its recipients wrote an assistant message after it (the timestamp
+// heuristic of docs/export.md, counted).
 func (th *thread) hasReply(m *parley.Message, to []string) bool {
 	if th.answered[m.ID] || m.Status == parley.StatusStreaming {
 		return true

@@ -103,8 +103,10 @@ const (
 // writes the conversation through the engine, in batches: memory stays
 // bounded whatever the size of r. Until it commits, the conversation is seen
 // by no reader; a failed import removes what it wrote, and one cut short by
-// a crash is removed by engine.SweepImports. It returns EINVALID (saying
-// where) for input it cannot read and EBUSY if the conversation id is taken.
+// a crash is removed by engine.SweepImports. It returns EINVALID for input
+// it cannot read and EINVALIDVALUE for values it refuses (both saying
+// where), ETOOLARGE for a value, message or event over its limit, and EBUSY
+// if the conversation id is taken.
 func Import(ctx context.Context, eng *engine.Engine, r io.Reader, opts ImportOptions) (*ImportResult, error) {
 	in := &input{r: r}
 	br := bufio.NewReaderSize(in, 256<<10)

@@ -273,7 +273,7 @@ func (rs *runnerSession) aborted(ctx context.Context, f *runnerFrame) (*engine.M
 // state answers message.state: a reconnecting runner asks where its
 // message stands, and continues it from there.
 func (rs *runnerSession) state(ctx context.Context, messageID string) (*engine.MessageResult, error) {
-	m, err := rs.s.eng.StreamingMessage(ctx, rs.conv, messageID)
+	m, err := rs.s.eng.MessageState(ctx, rs.conv, messageID)
 	if err != nil {
 		return nil, err
 	}

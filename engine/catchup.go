@@ -2,6 +2,9 @@ package engine
 
 import (
 	"context"
+	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -102,8 +105,67 @@ func (e *Engine) catchUpTo(c *conversation, id string, seq int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := e.catchUp(ctx, c, id); err != nil {
-		c.loaded = false // the next command, subscriber or notification reloads
+		// What was folded was published, so the state stays good, only
+		// behind: KeepCaughtUp finds it behind and tries again.
+		e.opts.Logger.Warn("catching up with other nodes' writes failed", slog.String("conversation", id), slog.Any("err", err))
 	}
+}
+
+// KeepCaughtUp looks, every period until ctx ends, at the log's head of
+// each conversation this node follows (with subscribers or runners here)
+// and catches up those it is behind on: a safety net under the broker's
+// notifications, so that one lost, or a catch-up that failed, costs at
+// most a period of latency, never an event a subscriber waits for. It
+// returns at once unless other nodes write (Options.Shared).
+func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
+	if !e.opts.Shared {
+		return
+	}
+	tick(ctx, period, func() {
+		behind, err := e.behind(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.opts.Logger.Warn("reading the heads of followed conversations failed", slog.Any("err", err))
+		}
+		for id, seq := range behind {
+			e.Notified(id, seq)
+		}
+	})
+}
+
+// behind returns the followed conversations whose log has moved past
+// their cached state, with the log's head. One being written now is
+// skipped: its writer meets the head anyway.
+func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
+	e.mu.Lock()
+	followed := make(map[string]*conversation)
+	for id, c := range e.convs {
+		if len(e.runners[id]) > 0 || e.hub.Follows(id) {
+			followed[id] = c
+		}
+	}
+	e.mu.Unlock()
+	cached := make(map[string]int64, len(followed))
+	for id, c := range followed {
+		if c.mu.TryLock() {
+			if c.loaded {
+				cached[id] = c.state.LastSeq
+			}
+			c.mu.Unlock()
+		}
+	}
+	out := map[string]int64{}
+	for ids := range slices.Chunk(slices.Collect(maps.Keys(cached)), store.MaxLastSeqs) {
+		heads, err := e.store.LastSeqs(ctx, ids)
+		if err != nil {
+			return out, err
+		}
+		for id, head := range heads {
+			if head > cached[id] {
+				out[id] = head
+			}
+		}
+	}
+	return out, nil
 }
 
 // CatchUpAll brings every cached conversation up to the log's head: what

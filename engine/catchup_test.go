@@ -2,7 +2,9 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,4 +109,189 @@ func TestOvertakenWriterStillWrites(t *testing.T) {
 	if bobs != 3 || n < 6 {
 		t.Fatalf("%d of bob's messages written, %d of alice's in between; want 3 and at least 6", bobs, n)
 	}
+}
+
+// nextEvent returns the next event a subscription yields, failing the test
+// after wait.
+func nextEvent(t *testing.T, sub *engine.Subscription, wait time.Duration) parley.Event {
+	t.Helper()
+	timeout := time.After(wait)
+	for {
+		select {
+		case it, ok := <-sub.C:
+			if !ok {
+				t.Fatalf("the subscription ended: %v", sub.Err())
+			}
+			if it.Event != nil {
+				return *it.Event
+			}
+		case <-timeout:
+			t.Fatalf("no event within %s", wait)
+		}
+	}
+}
+
+// TestFailedCatchUpStillPublishes: node B follows a conversation that node
+// A writes; B hears of none of A's writes. A request on B whose client is
+// gone (its context canceled) fails while B catches up: the write A made
+// still reaches B's subscriber, though nothing is written after it (B
+// catches up in the background). Before, the failed catch-up left the
+// conversation unloaded, and B published nothing until the next write.
+func TestFailedCatchUpStillPublishes(t *testing.T) {
+	a := setup(t, engine.Options{Shared: true})
+	id := a.conversation(t, parley.PolicyFree, "alice", "bob")
+	b := engine.New(a.db, engine.Options{Shared: true})
+	defer b.Close()
+	v, err := b.Conversation(a.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := b.Subscribe(a.ctx, id, &parley.Position{Seq: v.Head.LastSeq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	seq := a.say(t, id, "alice", "the last word", parley.FinalityTurn).Seq
+	gone, cancel := context.WithCancel(a.ctx)
+	cancel()
+	if _, err := b.Conversation(gone, id); err == nil {
+		t.Fatal("a request with a canceled context was answered")
+	}
+	if ev := nextEvent(t, sub, 5*time.Second); ev.Seq != seq {
+		t.Fatalf("B's subscriber got seq %d, want %d", ev.Seq, seq)
+	}
+}
+
+// TestLostNotificationCostsOnlyLatency: node B follows a conversation
+// (a subscriber) and never hears of A's writes (every notification lost).
+// KeepCaughtUp looks at the heads of what B follows and catches up: the
+// subscriber gets A's last write without any write after it.
+func TestLostNotificationCostsOnlyLatency(t *testing.T) {
+	a := setup(t, engine.Options{Shared: true})
+	id := a.conversation(t, parley.PolicyFree, "alice", "bob")
+	b := engine.New(a.db, engine.Options{Shared: true})
+	defer b.Close()
+	ctx, cancel := context.WithCancel(a.ctx)
+	defer cancel()
+	go b.KeepCaughtUp(ctx, 20*time.Millisecond)
+	sub, err := b.Subscribe(a.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	seq := a.say(t, id, "alice", "unannounced", parley.FinalityTurn).Seq
+	if ev := nextEvent(t, sub, 5*time.Second); ev.Seq != seq {
+		t.Fatalf("B's subscriber got seq %d, want %d", ev.Seq, seq)
+	}
+}
+
+// TestFollowedConversationsStayCached: node B caches at most one
+// conversation. One it follows (a subscriber) is not evicted when B loads
+// another, so that it still hears what other nodes write.
+func TestFollowedConversationsStayCached(t *testing.T) {
+	a := setup(t, engine.Options{Shared: true})
+	followed := a.conversation(t, parley.PolicyFree, "alice", "bob")
+	other := a.conversation(t, parley.PolicyFree, "alice", "bob")
+	b := engine.New(a.db, engine.Options{Shared: true, MaxCached: 1})
+	defer b.Close()
+	sub, err := b.Subscribe(a.ctx, followed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := b.Conversation(a.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	seq := a.say(t, followed, "alice", "still heard", parley.FinalityTurn).Seq
+	b.Notified(followed, seq)
+	if ev := nextEvent(t, sub, 5*time.Second); ev.Seq != seq {
+		t.Fatalf("B's subscriber got seq %d, want %d", ev.Seq, seq)
+	}
+}
+
+// staleHead is a store whose next LastSeq, once armed, answers an older
+// head: as if another node wrote right after this one looked.
+type staleHead struct {
+	store.Store
+	head *atomic.Int64 // > 0: the answer of the next LastSeq
+}
+
+func (s staleHead) LastSeq(ctx context.Context, id string) (int64, error) {
+	if h := s.head.Swap(0); h > 0 {
+		return h, nil
+	}
+	return s.Store.LastSeq(ctx, id)
+}
+
+// TestSnapshotIsAsOfItsPosition: node A streams a message and rewrites its
+// row (a checkpoint) just after node B looked at the log's head. B's
+// snapshot for a subscriber that joins then must not show that row's text
+// past the snapshot's position (its chunks follow live), and B's assembly
+// of the message must not take the row's text twice: B reads again as of
+// the newer head.
+func TestSnapshotIsAsOfItsPosition(t *testing.T) {
+	limits := conv.DefaultLimits
+	limits.CheckpointChunks = 2 // the row is rewritten every other delta
+	a := setup(t, engine.Options{Shared: true, Limits: limits})
+	id := a.conversation(t, parley.PolicyFree, "alice", "bob")
+	alice := conv.Actor{AgentID: "alice"}
+	if _, err := a.eng.PostMessage(a.ctx, id, conv.PostMessage{Actor: alice, ID: "m", Role: parley.RoleAssistant, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
+	stream := func(delta string) {
+		if _, err := a.eng.StreamText(a.ctx, id, conv.StreamText{Actor: alice, MessageID: "m", Delta: delta}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream("one ")
+	head := new(atomic.Int64)
+	b := engine.New(staleHead{Store: a.db, head: head}, engine.Options{Shared: true, Limits: limits})
+	defer b.Close()
+	v, err := b.Conversation(a.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := v.Head.LastSeq
+	stream("two ")
+	if _, err := a.eng.StreamTool(a.ctx, id, conv.StreamTool{Actor: alice, MessageID: "m", Tool: conv.ToolUpdate{CallID: "c", ToolName: "search", Status: "running"}}); err != nil {
+		t.Fatal(err)
+	}
+	stream("three")
+	head.Store(cached) // B's next look at the head misses A's writes
+	sub, err := b.Subscribe(a.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	var want string
+	for _, ev := range a.events(t, id) {
+		var ch parley.Chunk
+		if ev.Seq <= sub.Init.Position.Seq && ev.Type == parley.EventChunk && json.Unmarshal(ev.Data, &ch) == nil {
+			want += ch.Content
+		}
+	}
+	var got string
+	for _, m := range sub.Init.Messages {
+		if m.ID == "m" {
+			got = textOf(m)
+		}
+	}
+	if got != want {
+		t.Fatalf("B's snapshot at seq %d shows %q; the log up to it has %q", sub.Init.Position.Seq, got, want)
+	}
+	m, err := b.StreamingMessage(a.ctx, id, "m")
+	if err != nil || textOf(m) != "one two three" {
+		t.Fatalf("B assembles %q (%v), want %q", textOf(m), err, "one two three")
+	}
+}
+
+// textOf is the text of a message's text parts.
+func textOf(m *parley.Message) string {
+	var s string
+	for _, p := range m.Parts {
+		if p.Type == parley.PartText {
+			s += p.Text
+		}
+	}
+	return s
 }

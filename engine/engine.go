@@ -163,6 +163,9 @@ type conversation struct {
 	// guided is the guidance last published: a new one is published only
 	// when who, kind or turn changes.
 	guided *parley.Guidance
+	// published is the seq of the last event handed to the feed: whatever
+	// moves state past it (a reload, a catch-up) hands the feed the rest.
+	published int64
 	// wanted is the newest seq other nodes said they wrote and catching
 	// whether a catch-up runs (see Notified); both guarded by Engine.mu.
 	wanted   int64
@@ -251,10 +254,16 @@ func (e *Engine) entry(id string) *conversation {
 	return c
 }
 
-// evictOne drops one idle cached conversation. Dropping a conversation that is
-// still in use is safe: its writer's append would meet ECONFLICT and reload.
+// evictOne drops one idle cached conversation that this node does not
+// follow (no subscriber, no runner here: those must hear what other nodes
+// write, which only a cached conversation does). Dropping a conversation
+// that is still in use is safe: its writer's append would meet ECONFLICT
+// and reload. e.mu must be held.
 func (e *Engine) evictOne() {
 	for id, c := range e.convs {
+		if len(e.runners[id]) > 0 || e.hub.Follows(id) {
+			continue
+		}
 		if c.mu.TryLock() {
 			if c.timer != nil {
 				c.timer.Stop()
@@ -283,8 +292,10 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 			// node is asked. One look at the head; the events after the
 			// cache are read only if there are any.
 			if _, err := e.catchUp(ctx, c, id); err != nil {
-				c.loaded = false
+				// What was folded was published: the state stays good, only
+				// behind. Catch up in the background, for the subscribers.
 				c.mu.Unlock()
+				e.Notified(id, 1<<62)
 				return nil, err
 			}
 		}
@@ -309,7 +320,9 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 	return c, nil
 }
 
-// reload reads a conversation's state from the store; c.mu must be held.
+// reload reads a conversation's state from the store and hands the feed
+// the events after the last one it published (when the state was loaded
+// before), so that no subscriber waits for them; c.mu must be held.
 func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	rec, err := e.store.GetConversation(ctx, id)
 	if err != nil {
@@ -331,6 +344,20 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 		s = conv.Evolve(s, events...)
 	}
 	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
+	if c.published == 0 {
+		c.published = s.LastSeq // the first load: subscribers read the log up to here
+		return nil
+	}
+	for c.published < s.LastSeq {
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: c.published, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
+		if err != nil || len(events) == 0 {
+			// The feed reads what it missed at the next event; until then
+			// the background catch-up (KeepCaughtUp) looks again.
+			return nil
+		}
+		e.publish(c, id, events)
+		e.tellRunners(id, events)
+	}
 	return nil
 }
 
@@ -342,18 +369,10 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 func (e *Engine) resync(c *conversation, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	before := c.state.LastSeq
 	if err := e.reload(ctx, c, id); err != nil {
-		c.loaded = false
-		return
-	}
-	for after := before; after < c.state.LastSeq; {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: after, Limit: feed.HistoryPage})
-		if err != nil || len(events) == 0 {
-			return // the subscribers read the rest from the log at the next event
-		}
-		e.publish(c, id, events)
-		after = events[len(events)-1].Seq
+		// The state is what it was before the write: a later command meets
+		// the log's head (ECONFLICT) and catches up, publishing.
+		e.opts.Logger.Warn("rereading a conversation after a failed write failed", slog.String("conversation", id), slog.Any("err", err))
 	}
 }
 
@@ -376,6 +395,20 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 		var d conv.Decision
 		if err == nil {
 			d, err = conv.Decide(c.state, cmd, e.env())
+		}
+		if errors.Is(err, errStale) && attempt < 5 {
+			// A row read was newer than the cached state: another node
+			// wrote. Catch up and build again; the second time, holding
+			// the conversation's lock in the store, under which nothing
+			// can be newer.
+			if attempt > 0 {
+				return e.decideHeld(ctx, c, id, build, respond)
+			}
+			if _, err := e.catchUp(ctx, c, id); err != nil {
+				return conv.Decision{}, c.state, err
+			}
+			fresh = true
+			continue
 		}
 		if err != nil || d.Replay != nil || (len(d.Events) == 0 && d.Task == nil) {
 			// A refusal is made on state as fresh as an acceptance: another
@@ -407,7 +440,10 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 				time.Sleep(time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond))))
 			}
 			moved, cerr := e.catchUp(ctx, c, id)
-			if cerr != nil || !moved {
+			if cerr != nil {
+				return conv.Decision{}, c.state, cerr
+			}
+			if !moved {
 				if err := e.reload(ctx, c, id); err != nil {
 					return conv.Decision{}, c.state, err
 				}
@@ -454,6 +490,9 @@ func (e *Engine) publish(c *conversation, id string, events []parley.Event) {
 		g = nil
 	} else {
 		c.guided = g
+	}
+	if len(events) > 0 {
+		c.published = max(c.published, events[len(events)-1].Seq)
 	}
 	if len(events) > 0 || g != nil {
 		e.hub.Publish(id, events, g)

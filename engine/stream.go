@@ -47,7 +47,8 @@ func (e *Engine) streamCommand(ctx context.Context, convID, messageID string, wi
 
 // assembled returns a streaming message as assembled so far, from the cache
 // or rebuilt from its row and the chunks after it; nil if it is not
-// streaming. The conversation's lock must be held.
+// streaming. It returns errStale if the row is newer than s (another node
+// wrote since). The conversation's lock must be held.
 func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State) (*parley.Message, error) {
 	c := e.entry(convID)
 	if m, ok := c.streams[id]; ok {
@@ -59,6 +60,9 @@ func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State)
 	m, err := e.store.GetMessage(ctx, convID, id)
 	if err != nil {
 		return nil, err
+	}
+	if newerThan(m, s.LastSeq) {
+		return nil, errStale
 	}
 	if err := AssembleMessage(ctx, e.store, m, s.LastSeq); err != nil {
 		return nil, err
@@ -140,19 +144,41 @@ func (c *conversation) remember(m *parley.Message) {
 // one assembled from its row and the chunks after it, any other as stored.
 // It returns ENOTFOUND.
 func (e *Engine) StreamingMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	return e.streamingMessage(ctx, conversationID, messageID, e.readConsistent)
+}
+
+// MessageState is StreamingMessage for the runner of the message, which
+// continues it from what this returns: with other nodes writing, it reads
+// holding the conversation's lock in the store, which waits for any
+// append still under way there (a node that died with a commit in flight,
+// say), so that nothing the runner sent before becomes durable after the
+// answer, to be sent again.
+func (e *Engine) MessageState(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	return e.streamingMessage(ctx, conversationID, messageID, e.readFenced)
+}
+
+func (e *Engine) streamingMessage(ctx context.Context, conversationID, messageID string, consistent func(context.Context, *conversation, string, func(conv.State) error) error) (*parley.Message, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	m, err := e.assembled(ctx, conversationID, messageID, c.state)
+	var m *parley.Message
+	err = consistent(ctx, c, conversationID, func(s conv.State) error {
+		a, err := e.assembled(ctx, conversationID, messageID, s)
+		if a != nil {
+			m = forReaders(a, s.LastSeq)
+			return err
+		}
+		if err == nil {
+			m, err = e.store.GetMessage(ctx, conversationID, messageID)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	if m != nil {
-		return forReaders(m, c.state.LastSeq), nil
-	}
-	return e.store.GetMessage(ctx, conversationID, messageID)
+	return m, nil
 }
 
 // Readable makes a list of messages read from the store show what readers
@@ -168,26 +194,29 @@ func (e *Engine) Readable(ctx context.Context, conversationID string, ms []*parl
 		return err
 	}
 	defer c.mu.Unlock()
-	for i, m := range ms {
-		if m.Status != parley.StatusStreaming {
-			continue
+	read := slices.Clone(ms)
+	return e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
+		for i, m := range read {
+			if m.Status != parley.StatusStreaming {
+				continue
+			}
+			a, err := e.assembled(ctx, conversationID, m.ID, s)
+			switch {
+			case err != nil:
+				return err
+			case a != nil:
+				ms[i] = forReaders(a, s.LastSeq)
+				continue
+			}
+			now, err := e.store.GetMessage(ctx, conversationID, m.ID)
+			switch parley.ErrorCode(err) {
+			case "":
+				ms[i] = now
+			case parley.ENOTFOUND: // reverted since: the row read is all there is
+			default:
+				return err
+			}
 		}
-		a, err := e.assembled(ctx, conversationID, m.ID, c.state)
-		switch {
-		case err != nil:
-			return err
-		case a != nil:
-			ms[i] = forReaders(a, c.state.LastSeq)
-			continue
-		}
-		now, err := e.store.GetMessage(ctx, conversationID, m.ID)
-		switch parley.ErrorCode(err) {
-		case "":
-			ms[i] = now
-		case parley.ENOTFOUND: // reverted since: the row read is all there is
-		default:
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }

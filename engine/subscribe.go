@@ -60,16 +60,20 @@ func (e *Engine) join(ctx context.Context, id string, from *parley.Position) (In
 		return Init{}, err
 	}
 	defer c.mu.Unlock()
-	state := c.state
-	init := Init{Conversation: state.Conversation, Head: state.Head(e.opts.Now()), Guidance: e.guidance(id, state)}
-	epoch := state.Conversation.Epoch
-	if from != nil && (from.Epoch == epoch || from.Epoch == "") && from.Seq >= 0 && from.Seq <= state.LastSeq {
-		init.Recovered = true
-		init.Position = parley.Position{Seq: from.Seq, Epoch: epoch}
-		return init, nil
-	}
-	init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
-	init.Messages, err = e.snapshot(ctx, id, state)
+	var init Init
+	err = e.readConsistent(ctx, c, id, func(state conv.State) error {
+		init = Init{Conversation: state.Conversation, Head: state.Head(e.opts.Now()), Guidance: e.guidance(id, state)}
+		epoch := state.Conversation.Epoch
+		if from != nil && (from.Epoch == epoch || from.Epoch == "") && from.Seq >= 0 && from.Seq <= state.LastSeq {
+			init.Recovered = true
+			init.Position = parley.Position{Seq: from.Seq, Epoch: epoch}
+			return nil
+		}
+		init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
+		var err error
+		init.Messages, err = e.snapshot(ctx, id, state)
+		return err
+	})
 	return init, err
 }
 
@@ -140,6 +144,9 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 		for i := len(rows) - 1; i >= 0; i-- {
 			m, size, err := e.readRow(rows[i].Data)
 			rows[i].Data = nil // read: let it go
+			if err == nil && newerThan(m, state.LastSeq) {
+				err = errStale // written by another node since state: read again
+			}
 			if err == nil {
 				err = take(m, size)
 			}
@@ -157,6 +164,9 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 	for mid := range state.Streams {
 		if !held[mid] {
 			m, err := e.store.GetMessage(ctx, id, mid)
+			if err == nil && newerThan(m, state.LastSeq) {
+				err = errStale
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -266,3 +266,10 @@ func (s *sub) failure() error {
 	defer s.mu.Unlock()
 	return s.err
 }
+
+// Follows reports whether a conversation has subscribers here.
+func (h *Hub) Follows(conversationID string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.subs[conversationID]) > 0
+}

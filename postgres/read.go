@@ -50,6 +50,31 @@ func (db *DB) LastSeq(ctx context.Context, id string) (int64, error) {
 	return seq, err
 }
 
+// LastSeqs implements store.Store.
+func (db *DB) LastSeqs(ctx context.Context, ids []string) (map[string]int64, error) {
+	if err := store.CheckLastSeqs(ids); err != nil {
+		return nil, err
+	}
+	seqs := make(map[string]int64, len(ids))
+	if len(ids) == 0 {
+		return seqs, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id, last_seq FROM conversations WHERE id = ANY($1) AND import_owner IS NULL`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, err
+		}
+		seqs[id] = seq
+	}
+	return seqs, rows.Err()
+}
+
 // ListConversations implements store.Store; the cursor holds the
 // (created_at, id) of the previous page's last row.
 func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {

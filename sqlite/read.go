@@ -42,6 +42,35 @@ func (db *DB) LastSeq(ctx context.Context, id string) (int64, error) {
 	return seq, err
 }
 
+// LastSeqs implements store.Store.
+func (db *DB) LastSeqs(ctx context.Context, ids []string) (map[string]int64, error) {
+	if err := store.CheckLastSeqs(ids); err != nil {
+		return nil, err
+	}
+	seqs := make(map[string]int64, len(ids))
+	if len(ids) == 0 {
+		return seqs, nil
+	}
+	idList, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT id, last_seq FROM conversations WHERE import_owner IS NULL AND id IN (SELECT value FROM json_each(?))`, string(idList))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return nil, err
+		}
+		seqs[id] = seq
+	}
+	return seqs, rows.Err()
+}
+
 // getConversationQuery reads a conversation with its state and its prompt
 // queue, kept apart in queues.
 const getConversationQuery = `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c

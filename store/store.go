@@ -36,6 +36,10 @@ type Store interface {
 	// of whether a cached state is current. It returns ENOTFOUND as
 	// GetConversation does.
 	LastSeq(ctx context.Context, id string) (int64, error)
+	// LastSeqs returns the last seq of each of the conversations named (at
+	// most 1000) in one read; an unknown one, or an import in progress, is
+	// left out of the map.
+	LastSeqs(ctx context.Context, ids []string) (map[string]int64, error)
 
 	// ListConversations pages over conversations, newest first, leaving out
 	// imports in progress. The returned cursor is "" on the last page.
@@ -525,4 +529,15 @@ func DecodeMessages(raw []RawMessage) ([]*parley.Message, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// MaxLastSeqs bounds the conversations one LastSeqs call names.
+const MaxLastSeqs = 1000
+
+// CheckLastSeqs refuses a LastSeqs call over MaxLastSeqs.
+func CheckLastSeqs(ids []string) error {
+	if len(ids) > MaxLastSeqs {
+		return parley.Errorf(parley.EINVALIDVALUE, "LastSeqs names %d conversations; at most %d at a time", len(ids), MaxLastSeqs)
+	}
+	return nil
 }

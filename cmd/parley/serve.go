@@ -122,6 +122,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		broker = postgres.Broker{URL: *pgURL}
 	}
 	go broker.Listen(ctx, eng.Notified, func() { eng.CatchUpAll(ctx) })
+	// Beneath the notifications, a look at the heads of what it follows
+	// every second: a notification lost costs at most that.
+	go eng.KeepCaughtUp(ctx, time.Second)
 	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
 	go eng.KeepPresence(ctx)
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})

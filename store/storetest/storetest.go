@@ -313,6 +313,19 @@ func testAppendDense(t *testing.T, s store.Store) {
 	}
 	_, err = s.LastSeq(ctx(t), uuid.NewString())
 	wantCode(t, err, parley.ENOTFOUND)
+
+	// LastSeqs reads many at once and leaves out the unknown.
+	other := newConversation(t, s)
+	unknown := uuid.NewString()
+	seqs, err := s.LastSeqs(ctx(t), []string{id, other, unknown})
+	if err != nil || len(seqs) != 2 || seqs[id] != 4 || seqs[other] != 1 {
+		t.Fatalf("LastSeqs = %v, %v; want %s:4 %s:1 and not %s", seqs, err, id, other, unknown)
+	}
+	if seqs, err := s.LastSeqs(ctx(t), nil); err != nil || len(seqs) != 0 {
+		t.Fatalf("LastSeqs of none = %v, %v", seqs, err)
+	}
+	_, err = s.LastSeqs(ctx(t), make([]string, store.MaxLastSeqs+1))
+	wantCode(t, err, parley.EINVALIDVALUE)
 }
 
 func testAppendConflict(t *testing.T, s store.Store) {

@@ -90,7 +90,7 @@ type Actor struct {
 	Admin   bool
 }
 
-// Precondition is a turn-based precondition (seed 002): the writer expects to
+// Precondition is a turn-based precondition: the writer expects to
 // start turn ExpectTurn, or to continue it.
 type Precondition struct {
 	ExpectTurn   int  `json:"expectTurn"`
@@ -140,7 +140,7 @@ type PostMessage struct {
 	RequestHash     string
 	Known           Lookups
 	// Streaming starts a message that is assembled from the chunks and tool
-	// updates that follow (seed 001): it has no parts yet and closes nothing.
+	// updates that follow: it has no parts yet and closes nothing.
 	Streaming bool
 	// RetryOf names the failed message this one retries (failover).
 	RetryOf string

@@ -9,8 +9,8 @@ import (
 )
 
 // Decide returns the events a command produces on s, or a *parley.Error that
-// says why it is refused; on error nothing is to be written. Checks run in the
-// order of DESIGN.md: idempotency, conversation open, turn rules, threading,
+// says why it is refused; on error nothing is to be written. Checks run in
+// this order: idempotency, conversation open, turn rules, threading,
 // limits. A claim that has lapsed at env.Now is expired first, in the same
 // decision.
 func Decide(s State, cmd Command, env Env) (Decision, error) {

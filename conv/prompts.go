@@ -446,7 +446,7 @@ func firstWaiting(q []QueuedPrompt) int {
 	return len(q)
 }
 
-// EventTaskRun records one firing of a scheduled task (seed 000); its run id
+// EventTaskRun records one firing of a scheduled task; its run id
 // is the turnId of the prompt it queues.
 const EventTaskRun = "task.run"
 

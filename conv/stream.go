@@ -327,7 +327,7 @@ func streamDelta(e parley.Event) (id string, bytes int, checkpoint bool) {
 	return u.MessageID, parley.PartBytes(u.Part), u.Checkpoint
 }
 
-// Revert removes a message and every message after it (seed 001). An
+// Revert removes a message and every message after it. An
 // unknown message reverts nothing.
 type Revert struct {
 	Actor

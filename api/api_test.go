@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/sqlite"
 )
@@ -40,6 +41,12 @@ func setup(t testing.TB, eopts engine.Options, aopts api.Options) *bundle {
 // setupServer is setup that also returns the API server.
 func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
+	return setupRunners(t, eopts, dispatch.Options{Logger: eopts.Logger}, aopts)
+}
+
+// setupRunners is setupServer with the runners' options too.
+func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
@@ -47,9 +54,10 @@ func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle
 		t.Fatal(err)
 	}
 	eng := engine.New(db, eopts)
-	handler := api.New(eng, aopts)
+	runners := dispatch.New(eng, dopts)
+	handler := api.New(eng, runners, aopts)
 	srv := httptest.NewServer(handler)
-	t.Cleanup(func() { srv.Close(); eng.Close(); db.Close() })
+	t.Cleanup(func() { srv.Close(); runners.Close(); eng.Close(); db.Close() })
 	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
 		s, _, err := eng.CreateToken(ctx, kind, agent, "")

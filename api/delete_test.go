@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/store"
 )
@@ -22,7 +23,8 @@ import (
 func TestDeleteConversation(t *testing.T) {
 	t.Parallel()
 	logs := &logBuffer{}
-	b := setup(t, engine.Options{RunnerGrace: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))}, api.Options{})
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	b, _ := setupRunners(t, engine.Options{Logger: log}, dispatch.Options{Grace: 100 * time.Millisecond, Logger: log}, api.Options{})
 	id := b.conversation("alice", "bob")
 	path := "/v1/conversations/" + id
 	b.want(b.do("POST", path+"/messages", b.bob, map[string]any{"id": "m1", "content": "hi", "finality": "turn", "clientRequestId": "k1"}), 201, "")

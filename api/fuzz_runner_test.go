@@ -11,6 +11,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
@@ -89,9 +90,10 @@ func FuzzRunnerFrame(f *testing.F) {
 	// A long grace: no message ends canceled behind the handler's back.
 	limits := conv.DefaultLimits
 	limits.MaxMessageBytes, limits.MaxTextBytes, limits.MaxStreaming = 2048, 1024, 2
-	eng := engine.New(db, engine.Options{RunnerGrace: time.Hour, Limits: limits})
+	eng := engine.New(db, engine.Options{Limits: limits})
 	defer eng.Close()
-	srv := New(eng, Options{})
+	runners := dispatch.New(eng, dispatch.Options{Grace: time.Hour})
+	defer runners.Close()
 	alice := conv.Actor{AgentID: "alice"}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -100,13 +102,14 @@ func FuzzRunnerFrame(f *testing.F) {
 			t.Fatal(err)
 		}
 		id := v.Conversation.ID
-		defer eng.AttachRunner(id, "alice", func([]byte) {}, nil)()
-		defer eng.AttachRunner(id, "bob", func([]byte) {}, nil)()
-		if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: alice, ID: "r1", Role: parley.RoleAssistant, Streaming: true}); err != nil {
+		defer runners.Attach(id, "alice", func([]byte) {})()
+		defer runners.Attach(id, "bob", func([]byte) {})()
+		rs := runners.Session(id, alice)
+		// alice's session creates r1, as a runner would.
+		if _, err := rs.Apply(ctx, &dispatch.Frame{Type: "message.create", TurnID: "r1"}); err != nil {
 			t.Fatal(err)
 		}
-		rs := &runnerSession{s: srv, conv: id, act: alice, active: "r1"}
-		bob := &runnerSession{s: srv, conv: id, act: conv.Actor{AgentID: "bob"}}
+		bob := runners.Session(id, conv.Actor{AgentID: "bob"})
 		last := func() int64 {
 			v, err := eng.Conversation(ctx, id)
 			if err != nil {
@@ -126,7 +129,7 @@ func FuzzRunnerFrame(f *testing.F) {
 			if b, ok := bytes.CutPrefix(frame, []byte("bob:")); ok {
 				session, frame = bob, b
 			}
-			raw := session.handle(ctx, frame)
+			raw := runnerReply(ctx, session, frame)
 			if err := json.Unmarshal(raw, &reply); err != nil {
 				t.Fatalf("%q answered %q: %v", frame, raw, err)
 			}

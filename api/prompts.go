@@ -83,7 +83,7 @@ func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parle
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot abort", who.Kind))
 		return
 	}
-	if err := s.eng.AbortResponse(r.Context(), r.PathValue("id"), conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}); err != nil {
+	if err := s.runners.AbortResponse(r.Context(), r.PathValue("id"), conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
@@ -98,6 +98,6 @@ type revertRequest struct {
 // revert removes a message and everything after it, and tells the runners.
 func (s *Server) revert(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	writeEndpoint(s, http.StatusOK, func(q *revertRequest) string { return q.AgentID }, func(r *http.Request, q *revertRequest, act conv.Actor) (*engine.RevertResult, error) {
-		return s.eng.Revert(r.Context(), r.PathValue("id"), act, true, q.MessageID)
+		return s.runners.Revert(r.Context(), r.PathValue("id"), act, q.MessageID)
 	})(w, r, who)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/webui"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,7 @@ type Options struct {
 // Server is the HTTP handler of the API.
 type Server struct {
 	eng     *engine.Engine
+	runners *dispatch.Dispatcher
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -68,8 +70,8 @@ type Server struct {
 	creates *rateLimiter // nil: no bound
 }
 
-// New returns the API over eng.
-func New(eng *engine.Engine, opts Options) *Server {
+// New returns the API over eng and its runners.
+func New(eng *engine.Engine, runners *dispatch.Dispatcher, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
@@ -92,7 +94,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 		opts.WriteTimeout = 10 * time.Second
 	}
 	opts.Guards.setDefaults()
-	s := &Server{eng: eng, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
+	s := &Server{eng: eng, runners: runners, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
 		creates: newRateLimiter(opts.CreateRate, opts.CreateBurst)}
 	s.open.Store(opts.Open)
 	s.routes()

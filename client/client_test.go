@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/sqlite"
 )
@@ -34,8 +35,9 @@ func serve(t *testing.T, eopts engine.Options, aopts api.Options) (*engine.Engin
 		t.Fatal(err)
 	}
 	eng := engine.New(db, eopts)
-	srv := httptest.NewServer(api.New(eng, aopts))
-	t.Cleanup(func() { srv.Close(); eng.Close(); db.Close() })
+	runners := dispatch.New(eng, dispatch.Options{})
+	srv := httptest.NewServer(api.New(eng, runners, aopts))
+	t.Cleanup(func() { srv.Close(); runners.Close(); eng.Close(); db.Close() })
 	return eng, srv.URL, ctx
 }
 

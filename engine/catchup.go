@@ -48,12 +48,10 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 			}
 		}
 		e.publish(c, id, events)
-		e.tellRunners(id, events)
+		// A prompt another node queued may be for a runner here, and a
+		// stream another node's runner began must end if that node dies.
+		e.runners.Changed(Change{ConversationID: id, State: c.state, Events: events, Loaded: true})
 	}
-	if len(c.state.Queue) > 0 && c.state.Active() == nil {
-		e.kickDispatch(id) // a prompt another node queued may be for a runner here
-	}
-	e.watchOrphans(id, c.state) // a stream another node's runner began must end if that node dies
 	e.scheduleClaimExpiry(c, id)
 	return true, nil
 }
@@ -139,7 +137,7 @@ func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
 	e.mu.Lock()
 	followed := make(map[string]*conversation)
 	for id, c := range e.convs {
-		if len(e.runners[id]) > 0 || e.hub.Follows(id) {
+		if e.runners.Here(id) || e.hub.Follows(id) {
 			followed[id] = c
 		}
 	}

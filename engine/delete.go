@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"context"
-	"encoding/json"
-)
+import "context"
 
 // DeleteConversation removes a conversation with everything in it: its
 // log, message rows, prompts (they are in its state), idempotency records,
@@ -30,17 +27,9 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 	if e.convs[id] == c {
 		delete(e.convs, id)
 	}
-	runners := e.dropRunners(id)
 	e.mu.Unlock()
-
 	gone := errDeleted(id)
 	e.hub.End(id, gone)
-	frame, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"code": gone.Code, "message": gone.Message}})
-	for _, h := range runners {
-		h.push(frame)
-		if h.end != nil {
-			h.end()
-		}
-	}
+	e.runners.Deleted(id, gone)
 	return nil
 }

@@ -51,9 +51,6 @@ type Options struct {
 	MaxCached int
 	// Metrics, if set, is updated by the engine.
 	Metrics *Metrics
-	// RunnerGrace is how long a streaming message waits for its runner to
-	// come back before it is finalized canceled (default 30s).
-	RunnerGrace time.Duration
 	// CollectWindow is how long a collect prompt waits for more (default 2s).
 	CollectWindow time.Duration
 	// MaxRevert bounds the messages one revert removes, all of which its
@@ -63,14 +60,9 @@ type Options struct {
 	// DefaultMaxTasksPerAgent); CreateTask over it is EBUSY.
 	MaxTasksPerAgent int
 	// Shared says that other nodes write into the same store (several
-	// nodes on one PostgreSQL database): runners are then recorded in the
-	// store, so that each node knows of the others' (see KeepPresence).
+	// nodes on one PostgreSQL database): a cached conversation is then
+	// brought up to the log's head before it answers anything.
 	Shared bool
-	// PresenceLease is how long a node's record of its runners holds
-	// without renewal (default 15s): a runner on a node that died counts as
-	// gone this long after (and its streaming messages end RunnerGrace
-	// after that, at the latest).
-	PresenceLease time.Duration
 	// ImportLease is how long an import in progress is kept after its last
 	// sign of life (default 1m): an import renews it with every batch and
 	// every third of it, so an import is removed (by SweepImports) this long
@@ -109,9 +101,6 @@ func (o *Options) setDefaults() {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	if o.RunnerGrace <= 0 {
-		o.RunnerGrace = 30 * time.Second
-	}
 	if o.CollectWindow <= 0 {
 		o.CollectWindow = 2 * time.Second
 	}
@@ -121,9 +110,6 @@ func (o *Options) setDefaults() {
 	if o.ImportLease <= 0 {
 		o.ImportLease = time.Minute
 	}
-	if o.PresenceLease <= 0 {
-		o.PresenceLease = 15 * time.Second
-	}
 	if o.MaxTasksPerAgent <= 0 {
 		o.MaxTasksPerAgent = DefaultMaxTasksPerAgent
 	}
@@ -131,22 +117,18 @@ func (o *Options) setDefaults() {
 
 // Engine decides and applies commands. It is safe for concurrent use.
 type Engine struct {
-	store store.Store
-	opts  Options
-	hub   *feed.Hub
+	store   store.Store
+	opts    Options
+	hub     *feed.Hub
+	runners Runners // see SetRunners
 
-	mu      sync.Mutex
-	convs   map[string]*conversation
-	runners map[string]map[string][]*runnerHandle // attached runner connections by conversation and agent
-	remote  map[string][]string                   // agents with a runner on another node, by conversation (see KeepPresence)
-	orphans map[string]*time.Timer                // grace periods running, by conversation and agent (see orphanTimer)
-	// presenceKick wakes KeepPresence when a runner comes or goes.
-	presenceKick chan struct{}
-	tokens       tokenCache
-	conns        conns // live connections by token: see Connect
-	closed       bool
-	done         chan struct{} // closed by Close
-	wg           sync.WaitGroup
+	mu     sync.Mutex
+	convs  map[string]*conversation
+	tokens tokenCache
+	conns  conns // live connections by token: see Connect
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
 
 	// owner tells this engine's imports from those of other processes.
 	owner string
@@ -176,8 +158,8 @@ type conversation struct {
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
 	return &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
-		Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects, Delivered: opts.Metrics.Delivered}), convs: make(map[string]*conversation), runners: make(map[string]map[string][]*runnerHandle),
-		orphans: make(map[string]*time.Timer), presenceKick: make(chan struct{}, 1), done: make(chan struct{}), owner: NewID()}
+		Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects, Delivered: opts.Metrics.Delivered}),
+		runners: noRunners{}, convs: make(map[string]*conversation), done: make(chan struct{}), owner: NewID()}
 }
 
 // Store returns the engine's store, for reads. Writes must go through the engine.
@@ -198,11 +180,6 @@ func (e *Engine) Close() {
 	convs := make([]*conversation, 0, len(e.convs))
 	for _, c := range e.convs {
 		convs = append(convs, c)
-	}
-	e.mu.Unlock()
-	e.mu.Lock()
-	for _, t := range e.orphans {
-		t.Stop()
 	}
 	e.mu.Unlock()
 	for _, c := range convs { // lock order is c.mu before e.mu, so not under e.mu
@@ -261,7 +238,7 @@ func (e *Engine) entry(id string) *conversation {
 // and reload. e.mu must be held.
 func (e *Engine) evictOne() {
 	for id, c := range e.convs {
-		if len(e.runners[id]) > 0 || e.hub.Follows(id) {
+		if e.runners.Here(id) || e.hub.Follows(id) {
 			continue
 		}
 		if c.mu.TryLock() {
@@ -313,7 +290,9 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 		return nil, err
 	}
 	e.scheduleClaimExpiry(c, id) // a claim read from the store lapses on time too
-	e.watchOrphans(id, c.state)  // and streams whose runner is gone end after the grace period
+	// Its runners learn of its streams, whose runner may be gone, and of
+	// its queue, whose prompts may wait for a runner here.
+	e.runners.Changed(Change{ConversationID: id, State: c.state, Loaded: true})
 	if c.guided == nil {
 		c.guided = e.guidance(id, c.state) // what every subscriber has seen
 	}
@@ -356,7 +335,7 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 			return nil
 		}
 		e.publish(c, id, events)
-		e.tellRunners(id, events)
+		e.runners.Changed(Change{ConversationID: id, State: c.state, Events: events, Loaded: true})
 	}
 	return nil
 }
@@ -475,10 +454,7 @@ func (e *Engine) applied(c *conversation, id string, next conv.State, d conv.Dec
 		delete(c.streams, removed)
 	}
 	e.publish(c, id, d.Events)
-	e.tellRunners(id, d.Events)
-	if len(next.Queue) > 0 && next.Active() == nil {
-		e.kickDispatch(id) // a prompt waits and the floor may be free now
-	}
+	e.runners.Changed(Change{ConversationID: id, State: next, Events: d.Events})
 	e.scheduleClaimExpiry(c, id)
 }
 
@@ -499,26 +475,10 @@ func (e *Engine) publish(c *conversation, id string, events []parley.Event) {
 	}
 }
 
-// reguide publishes a cached conversation's guidance if it changed without
-// an event (a runner came or went).
-func (e *Engine) reguide(id string) {
-	e.mu.Lock()
-	c := e.convs[id]
-	e.mu.Unlock()
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loaded {
-		e.publish(c, id, nil)
-	}
-}
-
 // guidance derives who should act next in a conversation, knowing which
 // agents have a runner attached to it.
 func (e *Engine) guidance(id string, s conv.State) *parley.Guidance {
-	return s.GuidanceFor(e.opts.Now(), e.runnerAgents(id))
+	return s.GuidanceFor(e.opts.Now(), e.runners.Agents(id))
 }
 
 // sameGuidance reports whether two guidances name the same agent, kind and turn.

@@ -3,10 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -20,10 +18,10 @@ type PromptResult struct {
 	Queue []conv.QueuedPrompt `json:"queue"`
 }
 
-// EnqueuePrompt queues a prompt (the server makes its id unless given) and
-// dispatches it if a runner is free. A steer prompt aborts the active
-// response. It returns the errors of conv.Decide (409 busy for reject while
-// busy).
+// EnqueuePrompt queues a prompt (the server makes its id unless given); the
+// runners hear of it (Runners.Changed) and dispatch it when one is free. A
+// steer prompt aborts the active response. It returns the errors of
+// conv.Decide (409 busy for reject while busy).
 func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p conv.EnqueuePrompt) (*PromptResult, error) {
 	if p.ID == "" {
 		p.ID = NewID()
@@ -34,9 +32,6 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return p, nil }, nil)
 	if err != nil {
 		return nil, err
-	}
-	if p.Mode == conv.ModeCollect {
-		time.AfterFunc(p.Window+time.Millisecond, func() { e.kickDispatch(conversationID) })
 	}
 	return &PromptResult{ID: p.ID, Seq: d.Result.Seq, Queue: s.Queue}, nil
 }
@@ -68,125 +63,71 @@ func (e *Engine) CompletePrompt(ctx context.Context, conversationID string, c co
 }
 
 // AbortResponse stops the answer to the prompt being answered: the prompt
-// is marked aborted (it is never dispatched again) and its runner is told to
-// stop; it answers with "aborted". It returns ENOTFOUND when no prompt is
-// being answered.
-func (e *Engine) AbortResponse(ctx context.Context, conversationID string, a conv.Actor) error {
+// is marked aborted (it is never dispatched again), and its runner is told
+// to stop (Runners.Changed sees the prompt.aborted event); it answers with
+// "aborted". When the prompt was aborted already (nothing is written), it
+// returns that prompt, whose runner must be told again. It returns
+// ENOTFOUND when no prompt is being answered.
+func (e *Engine) AbortResponse(ctx context.Context, conversationID string, a conv.Actor) (again *conv.QueuedPrompt, err error) {
 	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return conv.AbortPrompt{Actor: a}, nil }, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if p := s.Active(); len(d.Events) == 0 && p != nil {
-		e.pushAbort(conversationID, p.ID, p.Runner) // stopped before: tell the runner again
+		return p, nil
 	}
-	return nil
+	return nil, nil
 }
 
-// tellRunners sends the runners what a decision asks of them: an abort to
-// the runner of each prompt it aborted.
-func (e *Engine) tellRunners(conversationID string, events []parley.Event) {
-	for _, ev := range events {
-		if ev.Type != conv.EventPromptAborted {
-			continue
-		}
-		var p struct {
-			ID     string `json:"id"`
-			Runner string `json:"runner"`
-		}
-		if json.Unmarshal(ev.Data, &p) == nil {
-			e.pushAbort(conversationID, p.ID, p.Runner)
-		}
-	}
-}
-
-// pushAbort asks the newest connection of runner to stop answering prompt id.
-func (e *Engine) pushAbort(conversationID, promptID, runner string) {
-	frame, _ := json.Marshal(map[string]string{"type": "abort", "messageId": promptID})
-	for _, h := range e.runnersOf(conversationID) {
-		if h.agentID == runner {
-			h.push(frame)
-			return
-		}
-	}
-}
-
-// requeue puts a departed runner's prompt (the prompt id, or with "" any)
-// back at the front of the queue. A prompt that was aborted ends instead,
-// and so does the answer its runner left streaming: nobody will finish it,
-// and the prompt after it must not wait the grace period for the floor.
-func (e *Engine) requeue(conversationID, agentID, promptID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// Requeue puts the prompt a departed runner of agentID was answering (the
+// prompt id, or with "" any) back at the front of the queue. A prompt that
+// was aborted ends instead, and so does the answer its runner left
+// streaming: nobody will finish it, and the prompt after it must not wait
+// the grace period for the floor.
+func (e *Engine) Requeue(ctx context.Context, conversationID, agentID, promptID string) error {
 	d, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) {
 		return conv.RequeuePrompt{Runner: agentID, ID: promptID}, nil
 	}, nil)
 	if err == nil && d.Result.EndedPrompt != "" {
-		err = e.cancelStreams(ctx, conversationID, agentID)
+		err = e.CancelStreams(ctx, conversationID, agentID)
 	}
-	if err != nil && parley.ErrorCode(err) != parley.EUNAVAILABLE {
-		e.opts.Logger.Warn("requeue failed", slog.String("conversation", conversationID), slog.Any("err", err))
-	}
+	return err
 }
 
-// kickDispatch tries to dispatch in the background (it must not run under a
-// conversation's lock).
-func (e *Engine) kickDispatch(conversationID string) {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return
-	}
-	e.wg.Add(1)
-	e.mu.Unlock()
-	go func() {
-		defer e.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := e.dispatch(ctx, conversationID); err != nil && parley.ErrorCode(err) != parley.EUNAVAILABLE {
-			e.opts.Logger.Warn("dispatch failed", slog.String("conversation", conversationID), slog.Any("err", err))
-		}
-	}()
+// Dispatched is a prompt handed to a runner: what its prompt frame says.
+type Dispatched struct {
+	ID            string          `json:"messageId"`
+	Content       string          `json:"content"`
+	MessageFormat string          `json:"messageFormat"`
+	Channel       *parley.Channel `json:"channel"`
+	AgentID       string          `json:"agentId"`
 }
 
-// dispatch hands the next ready prompt to the first attached runner it is
-// for, and pushes it to that runner as a prompt frame.
-func (e *Engine) dispatch(ctx context.Context, conversationID string) error {
-	for _, h := range e.runnersOf(conversationID) {
-		var next *conv.QueuedPrompt
-		build := func(s conv.State) (conv.Command, error) {
-			next = s.NextPrompt(h.agentID, e.opts.Now())
-			if next == nil {
-				return conv.DispatchPrompt{Runner: h.agentID}, nil // decides nothing
-			}
-			content, err := e.promptText(ctx, conversationID, next.Parts)
-			return conv.DispatchPrompt{Runner: h.agentID, Content: content}, err
+// DispatchPrompt hands the next prompt ready for a runner of agentID to it,
+// if the conversation has one and is answering none. It returns nil when
+// nothing was dispatched.
+func (e *Engine) DispatchPrompt(ctx context.Context, conversationID, agentID string) (*Dispatched, error) {
+	build := func(s conv.State) (conv.Command, error) {
+		next := s.NextPrompt(agentID, e.opts.Now())
+		if next == nil {
+			return conv.DispatchPrompt{Runner: agentID}, nil // decides nothing
 		}
-		d, s, err := e.decide(ctx, conversationID, build, nil)
-		if err != nil {
-			return err
-		}
-		if a := s.Active(); len(d.Events) > 0 && a != nil && a.Runner == h.agentID {
-			content, err := e.promptText(ctx, conversationID, a.Parts)
-			if err != nil {
-				return err
-			}
-			frame, _ := json.Marshal(map[string]any{"type": "prompt", "messageId": a.ID, "content": content,
-				"messageFormat": s.Conversation.MessageFormat, "channel": a.Channel, "agentId": a.AgentID})
-			e.mu.Lock()
-			h.prompt = a.ID
-			attached := e.attached(conversationID, h)
-			e.mu.Unlock()
-			if !attached {
-				// It left while the prompt was being dispatched to it, and
-				// its detach did not know to put the prompt back.
-				e.requeue(conversationID, h.agentID, a.ID)
-				return nil
-			}
-			h.push(frame)
-			return nil
-		}
+		content, err := e.promptText(ctx, conversationID, next.Parts)
+		return conv.DispatchPrompt{Runner: agentID, Content: content}, err
 	}
-	return nil
+	d, s, err := e.decide(ctx, conversationID, build, nil)
+	if err != nil {
+		return nil, err
+	}
+	a := s.Active()
+	if len(d.Events) == 0 || a == nil || a.Runner != agentID {
+		return nil, nil
+	}
+	content, err := e.promptText(ctx, conversationID, a.Parts)
+	if err != nil {
+		return nil, err
+	}
+	return &Dispatched{ID: a.ID, Content: content, MessageFormat: s.Conversation.MessageFormat, Channel: a.Channel, AgentID: a.AgentID}, nil
 }
 
 // promptText reads a prompt's text from its prompt.queued events.
@@ -212,6 +153,9 @@ func (e *Engine) promptText(ctx context.Context, conversationID string, seqs []i
 type RevertResult struct {
 	Removed []string `json:"removed"`
 	Seq     int64    `json:"seq"`
+	// Target is the earliest message named that was found: the one the
+	// revert started from ("" when none was).
+	Target string `json:"-"`
 }
 
 // MaxRevertIDs bounds the message ids one revert names: each is looked up
@@ -219,10 +163,9 @@ type RevertResult struct {
 const MaxRevertIDs = 100
 
 // Revert removes the earliest of the named messages and every message after
-// it, and tells the attached runners when forward is set (a revert that came
-// from a runner is not sent back). Unknown ids revert nothing; a malformed
-// one is EINVALIDVALUE, more than MaxRevertIDs ETOOLARGE.
-func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor, forward bool, messageIDs ...string) (*RevertResult, error) {
+// it. Unknown ids revert nothing; a malformed one is EINVALIDVALUE, more
+// than MaxRevertIDs ETOOLARGE.
+func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor, messageIDs ...string) (*RevertResult, error) {
 	if len(messageIDs) > MaxRevertIDs {
 		return nil, parley.Errorf(parley.ETOOLARGE, "a revert names at most %d message ids, not %d", MaxRevertIDs, len(messageIDs))
 	}
@@ -266,15 +209,13 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 	if err != nil {
 		return nil, err
 	}
-	if forward && target != nil {
-		frame, _ := json.Marshal(map[string]string{"type": "revert", "messageId": target.ID})
-		for _, h := range e.runnersOf(conversationID) {
-			h.push(frame)
-		}
-	}
 	removed := d.Removed
 	if removed == nil {
 		removed = []string{}
 	}
-	return &RevertResult{Removed: removed, Seq: d.Result.Seq}, nil
+	r := &RevertResult{Removed: removed, Seq: d.Result.Seq}
+	if target != nil {
+		r.Target = target.ID
+	}
+	return r, nil
 }

@@ -2,212 +2,82 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"maps"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/store"
 )
 
-// A runner streams an agent's responses over a connection. While at least
-// one runner of an agent is attached to a conversation, that agent's
-// streaming messages wait for it; once none is, they wait RunnerGrace for
-// one to come back and are then finalized canceled (seed 001's orphan
-// clean-up). A runner that returns in time continues the same message.
-
-// runnerHandle is one attached runner connection.
-type runnerHandle struct {
-	agentID string
-	// push hands the connection a frame to send (a prompt or an abort).
-	push func(frame []byte)
-	// end, if set, closes the connection after the frames pushed before.
-	end func()
-	// prompt is the id of the last prompt dispatched to this connection
-	// (guarded by Engine.mu).
-	prompt string
-	// dropped is set when its conversation was deleted (guarded by Engine.mu).
-	dropped bool
+// Runners is what the engine needs of the runner connections, which package
+// dispatch keeps: which agents have a runner (guidance names the one that
+// will answer), whether a conversation has runners on this node (it then
+// stays cached, for it is through the cache that they hear what other nodes
+// write), and word of every change, so that prompts are dispatched, aborts
+// pushed and the runners of streaming messages awaited.
+type Runners interface {
+	// Agents returns the agents with a runner for a conversation, on this
+	// node or on another, sorted.
+	Agents(conversationID string) []string
+	// Here reports whether a runner of the conversation is attached to
+	// this node.
+	Here(conversationID string) bool
+	// Changed tells of a conversation's new state and the events that made
+	// it. It is called holding the conversation's lock, so it must not
+	// block, and may call the engine only in the background.
+	Changed(Change)
+	// Deleted tells that a conversation was deleted; err says so, for its
+	// runners.
+	Deleted(conversationID string, err *parley.Error)
 }
 
-// AttachRunner records that a runner of agentID is connected to a
-// conversation; push sends it frames (prompts, aborts). end, if not nil, is
-// called when the conversation is deleted, after push was given an error
-// frame saying so: the connection must then send what it was pushed and
-// close. Call the returned function when it disconnects: its prompt goes
-// back to the queue and its streaming messages wait the grace period for it
-// (unless the conversation was deleted).
-func (e *Engine) AttachRunner(conversationID, agentID string, push func(frame []byte), end func()) (detach func()) {
-	h := &runnerHandle{agentID: agentID, push: push, end: end}
+// Change is what Runners.Changed is told.
+type Change struct {
+	ConversationID string
+	State          conv.State
+	Events         []parley.Event
+	// Loaded is set when the state was read from the store (a first load,
+	// a reload, a catch-up with other nodes' writes) rather than written
+	// here: streaming messages in it may have lost their runner.
+	Loaded bool
+}
+
+// noRunners is the Runners of an engine that has none (no dispatcher).
+type noRunners struct{}
+
+func (noRunners) Agents(string) []string        { return nil }
+func (noRunners) Here(string) bool              { return false }
+func (noRunners) Changed(Change)                {}
+func (noRunners) Deleted(string, *parley.Error) {}
+
+// SetRunners makes r the engine's runners (package dispatch does it for
+// itself). Call it before the engine is used.
+func (e *Engine) SetRunners(r Runners) { e.runners = r }
+
+// Shared reports whether other nodes write into the engine's store
+// (Options.Shared).
+func (e *Engine) Shared() bool { return e.opts.Shared }
+
+// Reguide publishes a cached conversation's guidance if it changed without
+// an event (a runner came or went).
+func (e *Engine) Reguide(id string) {
 	e.mu.Lock()
-	byAgent := e.runners[conversationID]
-	if byAgent == nil {
-		byAgent = make(map[string][]*runnerHandle)
-		e.runners[conversationID] = byAgent
-	}
-	byAgent[agentID] = append(byAgent[agentID], h)
+	c := e.convs[id]
 	e.mu.Unlock()
-	e.kickPresence()
-	e.kickDispatch(conversationID)
-	e.reguide(conversationID)
-	done := false
-	return func() {
-		e.mu.Lock()
-		if done || h.dropped {
-			done = true
-			e.mu.Unlock()
-			return
-		}
-		done = true
-		byAgent := e.runners[conversationID]
-		byAgent[agentID] = slices.DeleteFunc(byAgent[agentID], func(x *runnerHandle) bool { return x == h })
-		left, held := len(byAgent[agentID]), h.prompt
-		if left == 0 {
-			delete(byAgent, agentID)
-			if len(byAgent) == 0 {
-				delete(e.runners, conversationID)
-			}
-		}
-		e.mu.Unlock()
-		e.kickPresence()
-		switch {
-		case left == 0:
-			e.requeue(conversationID, agentID, "")
-			e.orphanTimer(conversationID, agentID, true)
-			e.reguide(conversationID)
-		case held != "":
-			// Another connection of the agent is here (it reconnected
-			// before this one was found dead): the prompt this one was
-			// given goes back to the queue and on to the newest one.
-			e.requeue(conversationID, agentID, held)
-		}
-	}
-}
-
-// dropRunners forgets every runner connection of a deleted conversation
-// and returns them; e.mu must be held.
-func (e *Engine) dropRunners(conversationID string) []*runnerHandle {
-	var hs []*runnerHandle
-	for _, list := range e.runners[conversationID] {
-		for _, h := range list {
-			h.dropped = true
-		}
-		hs = append(hs, list...)
-	}
-	delete(e.runners, conversationID)
-	return hs
-}
-
-func (e *Engine) runnerAttached(conversationID, agentID string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.runners[conversationID][agentID]) > 0
-}
-
-// attached reports whether h is still attached; e.mu must be held.
-func (e *Engine) attached(conversationID string, h *runnerHandle) bool {
-	return slices.Contains(e.runners[conversationID][h.agentID], h)
-}
-
-// runnersOf returns the attached runners of a conversation, the newest
-// connection of each agent, by agent id.
-func (e *Engine) runnersOf(conversationID string) []*runnerHandle {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	byAgent := e.runners[conversationID]
-	hs := make([]*runnerHandle, 0, len(byAgent))
-	for _, list := range byAgent {
-		if len(list) > 0 {
-			hs = append(hs, list[len(list)-1])
-		}
-	}
-	slices.SortFunc(hs, func(a, b *runnerHandle) int { return strings.Compare(a.agentID, b.agentID) })
-	return hs
-}
-
-// runnerAgents returns the agents with a runner attached to a conversation,
-// on this node or (with a shared store) on another, sorted.
-func (e *Engine) runnerAgents(conversationID string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	byAgent, remote := e.runners[conversationID], e.remote[conversationID]
-	if len(byAgent) == 0 {
-		return slices.Clone(remote)
-	}
-	agents := slices.AppendSeq(slices.Clone(remote), maps.Keys(byAgent))
-	slices.Sort(agents)
-	return slices.Compact(agents)
-}
-
-// watchOrphans starts the grace period for every agent that has streaming
-// messages in s and no runner attached here (after a restart, all of them),
-// unless it runs already.
-func (e *Engine) watchOrphans(conversationID string, s conv.State) {
-	agents := map[string]bool{}
-	for _, st := range s.Streams {
-		agents[st.AgentID] = true
-	}
-	for _, agent := range slices.Sorted(maps.Keys(agents)) {
-		if !e.runnerAttached(conversationID, agent) {
-			e.orphanTimer(conversationID, agent, false)
-		}
-	}
-}
-
-// orphanTimer finalizes an agent's streaming messages canceled after the
-// grace period, unless one of its runners has come back by then, here or
-// on another node. restart starts the grace period over if it runs
-// already (a runner just left); otherwise the running one stands.
-func (e *Engine) orphanTimer(conversationID, agentID string, restart bool) {
-	key := conversationID + "\x00" + agentID
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	if c == nil {
 		return
 	}
-	if old := e.orphans[key]; old != nil {
-		if !restart {
-			return
-		}
-		old.Stop() // if it fired already, it finds itself replaced and stops
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded {
+		e.publish(c, id, nil)
 	}
-	var t *time.Timer
-	t = time.AfterFunc(e.opts.RunnerGrace, func() {
-		e.mu.Lock()
-		if e.orphans[key] != t || e.closed {
-			e.mu.Unlock()
-			return
-		}
-		delete(e.orphans, key)
-		e.wg.Add(1)
-		e.mu.Unlock()
-		defer e.wg.Done()
-		if e.runnerAttached(conversationID, agentID) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if elsewhere, err := e.runnerElsewhere(ctx, conversationID, agentID); elsewhere || err != nil {
-			// Its runner is on another node (or the store cannot say):
-			// look again after another grace period, for that node may die.
-			e.orphanTimer(conversationID, agentID, false)
-			return
-		}
-		err := e.cancelStreams(ctx, conversationID, agentID)
-		if err != nil && !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND { // deleted meanwhile: nothing to finalize
-			e.opts.Logger.Warn("finalizing orphaned messages failed", slog.String("conversation", conversationID), slog.Any("err", err))
-		}
-	})
-	e.orphans[key] = t
 }
 
-// cancelStreams finalizes every streaming message of agentID canceled; the
-// runner is gone, so the turn it owns ends with it.
-func (e *Engine) cancelStreams(ctx context.Context, conversationID, agentID string) error {
+// CancelStreams finalizes every streaming message of agentID canceled: its
+// runner is gone, so the turn it owns ends with it. It returns ENOTFOUND
+// for an unknown conversation.
+func (e *Engine) CancelStreams(ctx context.Context, conversationID, agentID string) error {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return err
@@ -234,9 +104,11 @@ func (e *Engine) cancelStreams(ctx context.Context, conversationID, agentID stri
 	return nil
 }
 
-// RecoverStreams starts the grace period for every conversation that has
-// streaming messages, as after a restart: their runners have to come back.
-// It reads the conversations' state snapshots, page by page.
+// RecoverStreams loads every conversation that has streaming messages, as
+// after a restart: the load tells the runners (Change.Loaded), which give
+// those messages' runners the grace period to come back. It reads the
+// conversations' state snapshots, page by page, and returns how many it
+// loaded.
 func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 	n := 0
 	for cursor := ""; ; {
@@ -250,7 +122,7 @@ func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 				return n, err
 			}
 			if len(s.Streams) > 0 {
-				c, err := e.lockLoaded(ctx, r.Conversation.ID) // loading watches the orphans
+				c, err := e.lockLoaded(ctx, r.Conversation.ID)
 				if err != nil {
 					return n, err
 				}

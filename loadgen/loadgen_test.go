@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/sqlite"
@@ -63,13 +64,15 @@ func testServe(args []string) error {
 	}
 	defer db.Close()
 	eng := engine.New(db, engine.Options{})
+	runners := dispatch.New(eng, dispatch.Options{})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(eng, api.Options{Open: true})}
+	srv := &http.Server{Handler: api.New(eng, runners, api.Options{Open: true})}
 	go srv.Serve(ln)
 	<-ctx.Done()
+	runners.Close()
 	eng.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -148,7 +151,9 @@ func TestRunAgainstServer(t *testing.T) {
 	defer db.Close()
 	eng := engine.New(db, engine.Options{})
 	defer eng.Close()
-	srv := httptest.NewServer(api.New(eng, api.Options{Open: true}))
+	runners := dispatch.New(eng, dispatch.Options{})
+	defer runners.Close()
+	srv := httptest.NewServer(api.New(eng, runners, api.Options{Open: true}))
 	defer srv.Close()
 
 	cfg := smallConfig(TransportWS)

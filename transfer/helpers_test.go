@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/postgres/pgtest"
@@ -41,9 +43,22 @@ func postgresEngine(t testing.TB) *engine.Engine {
 }
 
 func newEngine(t testing.TB, db store.Store) *engine.Engine {
-	eng := engine.New(db, engine.Options{RunnerGrace: time.Hour})
-	t.Cleanup(func() { eng.Close(); db.Close() })
+	eng := engine.New(db, engine.Options{})
+	// A long grace: no message ends canceled behind the test's back.
+	r := dispatch.New(eng, dispatch.Options{Grace: time.Hour})
+	runners.Store(eng, r)
+	t.Cleanup(func() { r.Close(); eng.Close(); db.Close(); runners.Delete(eng) })
 	return eng
+}
+
+// runners holds the runners of each engine newEngine made.
+var runners sync.Map // *engine.Engine → *dispatch.Dispatcher
+
+// attach attaches a runner of agent to a conversation of eng, which sends
+// nothing; call the function returned to detach it.
+func attach(eng *engine.Engine, id, agent string) func() {
+	r, _ := runners.Load(eng)
+	return r.(*dispatch.Dispatcher).Attach(id, agent, func([]byte) {})
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -89,7 +104,7 @@ func richConversation(t testing.TB, eng *engine.Engine) string {
 	must[*engine.View](t)(eng.CreateConversation(ctx, parley.Conversation{ID: id, Title: "Everything", Participants: []string{"a", "b", "c"}, Members: []string{"alice", "human"}}))
 
 	// alice asks; the prompt goes to a's runner, which streams its answer.
-	detach := eng.AttachRunner(id, "a", func([]byte) {}, nil)
+	detach := attach(eng, id, "a")
 	must[*engine.PromptResult](t)(eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: actor("alice"), ID: "q1", Content: "What is 6 x 7?"}))
 	waitFor(t, func() bool {
 		_, err := eng.Store().GetMessage(ctx, id, "q1")
@@ -125,7 +140,7 @@ func richConversation(t testing.TB, eng *engine.Engine) string {
 	// a writes two messages; the second is reverted.
 	post(t, eng, id, conv.PostMessage{Actor: actor("a"), ID: "a2", ReplyTo: "q1"})
 	post(t, eng, id, conv.PostMessage{Actor: actor("a"), ID: "a3"})
-	must[*engine.RevertResult](t)(eng.Revert(ctx, id, conv.Actor{Admin: true}, false, "a3"))
+	must[*engine.RevertResult](t)(eng.Revert(ctx, id, conv.Actor{Admin: true}, "a3"))
 
 	// a's last message is still streaming when the export runs.
 	post(t, eng, id, conv.PostMessage{Actor: actor("a"), ID: "a4", Streaming: true, Parts: []parley.Part{}})

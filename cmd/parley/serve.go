@@ -14,6 +14,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/postgres"
@@ -100,8 +101,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
-		RunnerGrace: *grace, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, Shared: *pgURL != "", PresenceLease: *runnerLease})
+		ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, Shared: *pgURL != ""})
 	defer eng.Close()
+	// The runners: their connections, the prompts dispatched to them, and
+	// the grace period of a runner gone while its message streams.
+	runners := dispatch.New(eng, dispatch.Options{Grace: *grace, PresenceLease: *runnerLease, Logger: log})
+	defer runners.Close()
 	// Imports that a crash cut short are removed before anything is served,
 	// so that their ids can be imported again at once.
 	if n, err := eng.SweepImports(ctx); err != nil {
@@ -126,10 +131,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	// every second: a notification lost costs at most that.
 	go eng.KeepCaughtUp(ctx, time.Second)
 	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
-	go eng.KeepPresence(ctx)
+	go runners.KeepPresence(ctx)
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	go eng.RunTasks(ctx, time.Second)
-	handler := api.New(eng, api.Options{
+	handler := api.New(eng, runners, api.Options{
 		Open:           open,
 		Logger:         log,
 		Gatherer:       reg,

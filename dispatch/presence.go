@@ -1,4 +1,4 @@
-package engine
+package dispatch
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // Runner presence across nodes. When several nodes share one store
-// (Options.Shared), a runner may be attached to any of them, and each node
+// (engine.Shared), a runner may be attached to any of them, and each node
 // must know of the others' runners: before it ends a runner's streaming
 // messages after the grace period, and to name the agents that have a
 // runner in guidance (which agrees on every node). Each node records its
@@ -22,37 +22,38 @@ import (
 // all there is.
 
 // kickPresence asks KeepPresence to record this node's runners now.
-func (e *Engine) kickPresence() {
-	if !e.opts.Shared {
+func (d *Dispatcher) kickPresence() {
+	if !d.eng.Shared() {
 		return
 	}
 	select {
-	case e.presenceKick <- struct{}{}:
+	case d.presenceKick <- struct{}{}:
 	default: // a renewal is due already
 	}
 }
 
 // KeepPresence records this node's runners in the store and reads the
-// other nodes' until ctx ends (it returns at once unless Options.Shared).
-// A failed renewal is logged and tried again at the next beat; meanwhile
-// the others may take this node's runners for gone once the lease ends.
-func (e *Engine) KeepPresence(ctx context.Context) {
-	if !e.opts.Shared {
+// other nodes' until ctx ends or the Dispatcher closes (it returns at once
+// with one node). A failed renewal is logged and tried again at the next
+// beat; meanwhile the others may take this node's runners for gone once
+// the lease ends.
+func (d *Dispatcher) KeepPresence(ctx context.Context) {
+	if !d.eng.Shared() {
 		return
 	}
-	t := time.NewTicker(e.opts.PresenceLease / 3)
+	t := time.NewTicker(d.opts.PresenceLease / 3)
 	defer t.Stop()
 	for {
-		if err := e.renewPresence(ctx); err != nil && ctx.Err() == nil {
-			e.opts.Logger.Warn("recording this node's runners failed", slog.Any("err", err))
+		if err := d.renewPresence(ctx); err != nil && ctx.Err() == nil {
+			d.opts.Logger.Warn("recording this node's runners failed", slog.Any("err", err))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-e.done:
+		case <-d.done:
 			return
 		case <-t.C:
-		case <-e.presenceKick:
+		case <-d.presenceKick:
 		}
 	}
 }
@@ -60,29 +61,30 @@ func (e *Engine) KeepPresence(ctx context.Context) {
 // renewPresence writes this node's lease and refreshes what it knows of
 // the others', then sends the conversations whose runners changed their
 // new guidance.
-func (e *Engine) renewPresence(ctx context.Context) error {
-	now := e.opts.Now()
-	e.mu.Lock()
+func (d *Dispatcher) renewPresence(ctx context.Context) error {
+	now := d.opts.Now()
+	st := d.eng.Store()
+	d.mu.Lock()
 	var mine []store.RunnerLease
-	for id, byAgent := range e.runners {
+	for id, byAgent := range d.runners {
 		for agent, hs := range byAgent {
 			if len(hs) > 0 {
 				mine = append(mine, store.RunnerLease{ConversationID: id, AgentID: agent})
 			}
 		}
 	}
-	e.mu.Unlock()
-	err := e.store.RenewRunners(ctx, store.RenewRunnersParams{Node: e.owner, Runners: mine, Until: parley.NewTime(now.Add(e.opts.PresenceLease))})
+	d.mu.Unlock()
+	err := st.RenewRunners(ctx, store.RenewRunnersParams{Node: d.node, Runners: mine, Until: parley.NewTime(now.Add(d.opts.PresenceLease))})
 	if err != nil {
 		return err
 	}
-	live, err := e.store.LiveRunners(ctx, store.LiveRunnersParams{Now: parley.NewTime(now)})
+	live, err := st.LiveRunners(ctx, store.LiveRunnersParams{Now: parley.NewTime(now)})
 	if err != nil {
 		return err
 	}
 	remote := map[string][]string{}
 	for _, r := range live {
-		if r.Node != e.owner {
+		if r.Node != d.node {
 			remote[r.ConversationID] = append(remote[r.ConversationID], r.AgentID)
 		}
 	}
@@ -90,30 +92,35 @@ func (e *Engine) renewPresence(ctx context.Context) error {
 		slices.Sort(agents)
 		remote[id] = slices.Compact(agents)
 	}
-	e.mu.Lock()
+	d.mu.Lock()
 	var changed []string
-	for id := range e.convs {
-		if !slices.Equal(e.remote[id], remote[id]) {
+	for id, agents := range remote {
+		if !slices.Equal(d.remote[id], agents) {
 			changed = append(changed, id)
 		}
 	}
-	e.remote = remote
-	e.mu.Unlock()
+	for id := range d.remote {
+		if _, ok := remote[id]; !ok {
+			changed = append(changed, id)
+		}
+	}
+	d.remote = remote
+	d.mu.Unlock()
 	for _, id := range changed {
-		e.reguide(id)
+		d.eng.Reguide(id)
 	}
 	return nil
 }
 
-// runnerElsewhere reports whether a runner of agentID is attached to the
+// elsewhere reports whether a runner of agentID is attached to the
 // conversation on another node, as the store says now (never with one node).
-func (e *Engine) runnerElsewhere(ctx context.Context, conversationID, agentID string) (bool, error) {
-	if !e.opts.Shared {
+func (d *Dispatcher) elsewhere(ctx context.Context, conversationID, agentID string) (bool, error) {
+	if !d.eng.Shared() {
 		return false, nil
 	}
-	live, err := e.store.LiveRunners(ctx, store.LiveRunnersParams{ConversationID: conversationID, Now: parley.NewTime(e.opts.Now())})
+	live, err := d.eng.Store().LiveRunners(ctx, store.LiveRunnersParams{ConversationID: conversationID, Now: parley.NewTime(d.opts.Now())})
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(live, func(r store.RunnerLease) bool { return r.AgentID == agentID && r.Node != e.owner }), nil
+	return slices.ContainsFunc(live, func(r store.RunnerLease) bool { return r.AgentID == agentID && r.Node != d.node }), nil
 }

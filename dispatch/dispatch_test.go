@@ -1,14 +1,53 @@
-package engine_test
+package dispatch_test
 
 import (
+	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/sqlite"
 )
+
+// bundle is an engine and its runners on a SQLite file.
+type bundle struct {
+	db      *sqlite.DB
+	eng     *engine.Engine
+	runners *dispatch.Dispatcher
+	ctx     context.Context
+}
+
+func setup(t *testing.T, opts dispatch.Options) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(db, engine.Options{})
+	runners := dispatch.New(eng, opts)
+	t.Cleanup(func() { runners.Close(); eng.Close(); db.Close() })
+	return &bundle{db: db, eng: eng, runners: runners, ctx: ctx}
+}
+
+// conversation makes a free conversation of bot, and a human who asks.
+func (b *bundle) conversation(t *testing.T) string {
+	t.Helper()
+	v, err := b.eng.CreateConversation(b.ctx, parley.Conversation{Participants: []string{"bot"}, Members: []string{"human"}, TurnPolicy: parley.PolicyFree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Conversation.ID
+}
+
+// silent is a runner connection that drops what it is sent.
+func silent([]byte) {}
 
 // startStreaming opens a streaming message r1 by bot with some text.
 func startStreaming(t *testing.T, b *bundle, eng *engine.Engine, id string) {
@@ -43,9 +82,9 @@ func waitFinal(t *testing.T, sub *engine.Subscription) *parley.Message {
 
 func TestOrphanedStreamEndsCanceledAfterGrace(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{RunnerGrace: 50 * time.Millisecond})
-	id := b.conversation(t, parley.PolicyFree)
-	detach := b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)
+	b := setup(t, dispatch.Options{Grace: 50 * time.Millisecond})
+	id := b.conversation(t)
+	detach := b.runners.Attach(id, "bot", silent)
 	startStreaming(t, b, b.eng, id)
 	sub, err := b.eng.Subscribe(b.ctx, id, nil)
 	if err != nil {
@@ -64,13 +103,13 @@ func TestOrphanedStreamEndsCanceledAfterGrace(t *testing.T) {
 
 func TestRunnerBackWithinGraceContinues(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{RunnerGrace: 200 * time.Millisecond})
-	id := b.conversation(t, parley.PolicyFree)
-	detach := b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)
+	b := setup(t, dispatch.Options{Grace: 200 * time.Millisecond})
+	id := b.conversation(t)
+	detach := b.runners.Attach(id, "bot", silent)
 	startStreaming(t, b, b.eng, id)
 	detach()
-	defer b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)() // back before the grace period ends
-	time.Sleep(400 * time.Millisecond)                          // past it: the timer must have found the runner back
+	defer b.runners.Attach(id, "bot", silent)() // back before the grace period ends
+	time.Sleep(400 * time.Millisecond)          // past it: the timer must have found the runner back
 	res, err := b.eng.StreamText(b.ctx, id, conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "wer"})
 	if err != nil {
 		t.Fatalf("the returning runner cannot continue: %v", err)
@@ -84,13 +123,14 @@ func TestRunnerBackWithinGraceContinues(t *testing.T) {
 // finds the streaming message and ends it once its runner stays away.
 func TestRecoverStreamsAfterRestart(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{})
-	id := b.conversation(t, parley.PolicyFree)
-	defer b.eng.AttachRunner(id, "bot", func([]byte) {}, nil)() // attached to the old engine: the new one knows nothing of it
+	b := setup(t, dispatch.Options{})
+	id := b.conversation(t)
+	defer b.runners.Attach(id, "bot", silent)() // attached to the old engine: the new one knows nothing of it
 	startStreaming(t, b, b.eng, id)
 
-	next := engine.New(b.db, engine.Options{RunnerGrace: 50 * time.Millisecond})
+	next := engine.New(b.db, engine.Options{})
 	defer next.Close()
+	defer dispatch.New(next, dispatch.Options{Grace: 50 * time.Millisecond}).Close()
 	sub, err := next.Subscribe(b.ctx, id, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +151,8 @@ func TestRecoverStreamsAfterRestart(t *testing.T) {
 // behind when it goes.
 func TestPromptFollowsAReconnectedRunner(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{})
-	id := b.conversation(t, parley.PolicyFree)
+	b := setup(t, dispatch.Options{})
+	id := b.conversation(t)
 	pushes := func() (func([]byte), <-chan string) {
 		c := make(chan string, 8)
 		return func(f []byte) {
@@ -132,7 +172,7 @@ func TestPromptFollowsAReconnectedRunner(t *testing.T) {
 		}
 	}
 	push1, got1 := pushes()
-	detach1 := b.eng.AttachRunner(id, "bot", push1, nil)
+	detach1 := b.runners.Attach(id, "bot", push1)
 	if _, err := b.eng.EnqueuePrompt(b.ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "q"}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +180,9 @@ func TestPromptFollowsAReconnectedRunner(t *testing.T) {
 		t.Fatalf("first connection got %q", f)
 	}
 	push2, got2 := pushes()
-	detach2 := b.eng.AttachRunner(id, "bot", push2, nil) // the old one is not known dead yet
+	detach2 := b.runners.Attach(id, "bot", push2) // the old one is not known dead yet
 	push3, got3 := pushes()
-	detach3 := b.eng.AttachRunner(id, "bot", push3, nil)
+	detach3 := b.runners.Attach(id, "bot", push3)
 	detach1()
 	if f := next(got3); f != "prompt p1" {
 		t.Fatalf("after the old connection left, the newest got %q", f)

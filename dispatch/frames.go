@@ -1,0 +1,214 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+)
+
+// The runner protocol, both ways. The server sends a runner prompt, abort,
+// revert and error frames (and acks, which the transport writes); a runner
+// sends the frames of Frame, which a Session applies through the engine.
+
+// PromptFrame is the frame that hands a runner a prompt to answer.
+func PromptFrame(p *engine.Dispatched) []byte {
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		*engine.Dispatched
+	}{"prompt", p})
+	return b
+}
+
+// AbortFrame asks a runner to stop answering a prompt.
+func AbortFrame(promptID string) []byte {
+	b, _ := json.Marshal(map[string]string{"type": "abort", "messageId": promptID})
+	return b
+}
+
+// RevertFrame tells a runner that a message and everything after it were
+// removed.
+func RevertFrame(messageID string) []byte {
+	b, _ := json.Marshal(map[string]string{"type": "revert", "messageId": messageID})
+	return b
+}
+
+// ErrorFrame tells a runner of an error that ends its connection.
+func ErrorFrame(err *parley.Error) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"code": err.Code, "message": err.Message}})
+	return b
+}
+
+// Frame is any frame a runner sends. On this wire turnId is the id of the
+// assistant message being assembled, and messageId the prompt's. replyTo
+// and finality say what a response answers and what its finalize closes
+// (by default the runner's turn).
+type Frame struct {
+	Type              string          `json:"type"`
+	TurnID            string          `json:"turnId,omitempty"`
+	ChannelType       string          `json:"channelType,omitempty"`
+	ChannelID         string          `json:"channelId,omitempty"`
+	OpencodeSessionID string          `json:"opencodeSessionId,omitempty"`
+	ReplyTo           string          `json:"replyTo,omitempty"`
+	Delta             string          `json:"delta,omitempty"`
+	CallID            string          `json:"callId,omitempty"`
+	ToolName          string          `json:"toolName,omitempty"`
+	Status            string          `json:"status,omitempty"`
+	Args              json.RawMessage `json:"args,omitempty"`
+	Result            json.RawMessage `json:"result,omitempty"`
+	Error             string          `json:"error,omitempty"`
+	Reason            string          `json:"reason,omitempty"`
+	FinalText         string          `json:"finalText,omitempty"`
+	Finality          parley.Finality `json:"finality,omitempty"`
+	MessageIDs        []string        `json:"messageIds,omitempty"`
+	RetryOf           string          `json:"retryOf,omitempty"`
+	// MessageID names a prompt (the messageId of the prompt and abort frames
+	// the server sends), so that complete and aborted end exactly it.
+	MessageID string `json:"messageId,omitempty"`
+}
+
+// Session is one runner connection's side of the protocol: who it is, which
+// message it is assembling (the target of aborted and error), and the
+// prompt its last frame ended by aborting it (which a complete right after
+// it is for). It is used by one goroutine at a time.
+type Session struct {
+	eng    *engine.Engine
+	conv   string
+	act    conv.Actor
+	active string
+	ended  string
+}
+
+// Session returns the protocol state of a new runner connection of act to
+// a conversation.
+func (d *Dispatcher) Session(conversationID string, act conv.Actor) *Session {
+	return &Session{eng: d.eng, conv: conversationID, act: act}
+}
+
+// Apply applies one frame through the engine. The result's Seq is what the
+// ack carries (0 when nothing was written), and Message is set for
+// message.state. A refused frame changes nothing.
+func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
+	ended := rs.ended
+	rs.ended = ""
+	if f.MessageID != "" && !parley.ValidID(f.MessageID) {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", f.MessageID)
+	}
+	eng, id := rs.eng, rs.conv
+	switch f.Type {
+	case "message.create":
+		// Without replyTo, the rules make the response answer the prompt
+		// dispatched to this runner.
+		m := conv.PostMessage{Actor: rs.act, ID: f.TurnID, Role: parley.RoleAssistant, ReplyTo: f.ReplyTo, Streaming: true, RetryOf: f.RetryOf}
+		if f.ChannelType != "" || f.ChannelID != "" {
+			m.Channel = &parley.Channel{Type: f.ChannelType, ID: f.ChannelID}
+		}
+		if f.OpencodeSessionID != "" {
+			m.Metadata, _ = json.Marshal(map[string]string{"opencodeSessionId": f.OpencodeSessionID})
+		}
+		res, err := eng.PostMessage(ctx, id, m)
+		if err == nil {
+			rs.active = f.TurnID
+		}
+		return res, err
+	case "message.part.text-delta":
+		return eng.StreamText(ctx, id, conv.StreamText{Actor: rs.act, MessageID: f.TurnID, Delta: f.Delta})
+	case "message.part.tool-update":
+		return eng.StreamTool(ctx, id, conv.StreamTool{Actor: rs.act, MessageID: f.TurnID, Tool: conv.ToolUpdate{
+			CallID: f.CallID, ToolName: f.ToolName, Status: f.Status, Args: f.Args, Result: f.Result, Error: f.Error}})
+	case "message.finalize":
+		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality)
+	case "aborted":
+		return rs.aborted(ctx, f)
+	case "error":
+		msg := f.Error
+		if msg == "" {
+			msg = "the runner failed"
+		}
+		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality)
+	case "message.state":
+		return rs.state(ctx, f.TurnID)
+	case "reverted":
+		// Not sent back to the runners: it came from one.
+		res, err := eng.Revert(ctx, id, rs.act, f.MessageIDs...)
+		if err != nil {
+			return nil, err
+		}
+		return &engine.MessageResult{Seq: res.Seq}, nil
+	case "complete":
+		prompt := f.MessageID
+		if prompt == "" {
+			// Right after an aborted that ended a prompt, a complete is for
+			// that prompt: it must never end the one dispatched next.
+			prompt = ended
+		}
+		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act, ID: prompt})
+		if err != nil {
+			return nil, err
+		}
+		return &engine.MessageResult{Seq: res.Seq}, nil
+	}
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted, message.state)", f.Type)
+}
+
+// target is the message aborted and error apply to: the one named, else the
+// one this runner created last.
+func (rs *Session) target(f *Frame) string {
+	if f.TurnID == "" {
+		f.TurnID = rs.active
+	}
+	return f.TurnID
+}
+
+func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality) (*engine.MessageResult, error) {
+	// A runner's canceled answer ends the prompt it answers.
+	res, err := rs.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason,
+		Error: errText, FinalText: finalText, Finality: fin, EndsPrompt: reason == parley.FinishCanceled})
+	if err == nil && messageID == rs.active {
+		rs.active = ""
+	}
+	if err == nil {
+		rs.ended = res.EndedPrompt
+	}
+	return res, err
+}
+
+// aborted answers an abort: the runner's message (the one named, else the
+// one it created last) ends canceled, and the prompt it was answering ends.
+// It is all a runner needs to send after an abort. A message that has
+// already ended (finalized, or reverted) is no error: the prompt still ends.
+func (rs *Session) aborted(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
+	if target := rs.target(f); target != "" {
+		res, err := rs.finalize(ctx, target, parley.FinishCanceled, "", "", f.Finality)
+		if parley.ErrorCode(err) != parley.ENOTFOUND {
+			return res, err
+		}
+		if rs.active == target {
+			rs.active = ""
+		}
+	}
+	res, err := rs.eng.CompletePrompt(ctx, rs.conv, conv.CompletePrompt{Actor: rs.act, ID: f.MessageID, Aborted: true})
+	if err != nil {
+		return nil, err
+	}
+	rs.ended = res.EndedPrompt
+	return &engine.MessageResult{Seq: res.Seq}, nil
+}
+
+// state answers message.state: a reconnecting runner asks where its
+// message stands, and continues it from there.
+func (rs *Session) state(ctx context.Context, messageID string) (*engine.MessageResult, error) {
+	m, err := rs.eng.MessageState(ctx, rs.conv, messageID)
+	if err != nil {
+		return nil, err
+	}
+	if m.AgentID != rs.act.AgentID {
+		return nil, parley.Errorf(parley.EFORBIDDEN, "message %s is written by %s", messageID, m.AgentID)
+	}
+	if m.Status == parley.StatusStreaming {
+		rs.active = m.ID // aborted and error now apply to it
+	}
+	return &engine.MessageResult{Message: m}, nil
+}

@@ -1,0 +1,84 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+)
+
+// A runner streams an agent's responses. While one of the agent's runners
+// is attached to a conversation (on any node), the agent's streaming
+// messages there wait for it; once none is, they wait Options.Grace for
+// one to come back and are then finalized canceled. A runner that returns
+// in time continues the same message.
+
+// watchOrphans starts the grace period for every agent that has streaming
+// messages in s and no runner attached here (after a restart, all of them),
+// unless it runs already.
+func (d *Dispatcher) watchOrphans(conversationID string, s conv.State) {
+	if len(s.Streams) == 0 {
+		return
+	}
+	agents := map[string]bool{}
+	for _, st := range s.Streams {
+		agents[st.AgentID] = true
+	}
+	for _, agent := range slices.Sorted(maps.Keys(agents)) {
+		if !d.attachedHere(conversationID, agent) {
+			d.orphanTimer(conversationID, agent, false)
+		}
+	}
+}
+
+// orphanTimer finalizes an agent's streaming messages canceled after the
+// grace period, unless one of its runners has come back by then, here or
+// on another node. restart starts the grace period over if it runs
+// already (a runner just left); otherwise the running one stands.
+func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
+	key := conversationID + "\x00" + agentID
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	if old := d.orphans[key]; old != nil {
+		if !restart {
+			return
+		}
+		old.Stop() // if it fired already, it finds itself replaced and stops
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d.opts.Grace, func() {
+		d.mu.Lock()
+		if d.orphans[key] != t || d.closed {
+			d.mu.Unlock()
+			return
+		}
+		delete(d.orphans, key)
+		d.wg.Add(1)
+		d.mu.Unlock()
+		defer d.wg.Done()
+		if d.attachedHere(conversationID, agentID) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if elsewhere, err := d.elsewhere(ctx, conversationID, agentID); elsewhere || err != nil {
+			// Its runner is on another node (or the store cannot say):
+			// look again after another grace period, for that node may die.
+			d.orphanTimer(conversationID, agentID, false)
+			return
+		}
+		err := d.eng.CancelStreams(ctx, conversationID, agentID)
+		if err != nil && !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND && parley.ErrorCode(err) != parley.EUNAVAILABLE {
+			d.opts.Logger.Warn("finalizing orphaned messages failed", slog.String("conversation", conversationID), slog.Any("err", err))
+		}
+	})
+	d.orphans[key] = t
+}

@@ -207,3 +207,35 @@ func TestPromptFollowsAReconnectedRunner(t *testing.T) {
 		t.Fatalf("queue after complete = %+v", q)
 	}
 }
+
+// TestCollectPromptFromAnotherNode: a collect prompt queued on node A waits
+// its window, then goes to the runner attached to node B, though nothing is
+// written after it: B, hearing of it, waits for the window itself.
+func TestCollectPromptFromAnotherNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatch.Options{})
+	id := b.conversation(t)
+	other := engine.New(b.db, engine.Options{Shared: true})
+	defer other.Close()
+	otherRunners := dispatch.New(other, dispatch.Options{})
+	defer otherRunners.Close()
+	got := make(chan string, 4)
+	defer otherRunners.Attach(id, "bot", func(f []byte) {
+		var p struct{ Type, MessageID string }
+		_ = json.Unmarshal(f, &p)
+		got <- p.Type + " " + p.MessageID
+	})()
+	r, err := b.eng.EnqueuePrompt(b.ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "q", Mode: conv.ModeCollect, Window: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Notified(id, r.Seq) // what the broker tells node B
+	select {
+	case f := <-got:
+		if f != "prompt p1" {
+			t.Fatalf("B's runner got %q", f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the collect prompt never reached the runner on the other node")
+	}
+}

@@ -37,9 +37,11 @@ type demoOptions struct {
 
 // runDemo serves with a scripted multi-agent scene in one conversation: a
 // supervisor streams answers with a tool call and delegates to a worker,
-// a reviewer replies in a thread, some attempts fail over, a task asks
-// every minute, and a message waits unanswered; so that a newcomer sees
-// every feature live in the web UI or in `parley tail`, with no setup.
+// a reviewer replies in a thread (now and then claiming its turn first),
+// some attempts fail over (the supervisor resets its turn and retries), a
+// task asks every minute, and a message waits unanswered; so that a
+// newcomer sees every feature live in the web UI or in `parley tail`, with
+// no setup.
 func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("demo", stderr)
 	dbPath := fs.String("db", "./parley-demo.db", "SQLite database file for the demo")

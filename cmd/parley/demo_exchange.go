@@ -19,9 +19,14 @@ import (
 const (
 	demoWordPause = 60 * time.Millisecond
 	demoToolPause = 800 * time.Millisecond
-	// Every demoFailoverEvery-th answer fails over once first, and every
-	// demoNoteEvery-th is followed by another message nobody answers.
+	// Every demoFailoverEvery-th answer fails over once first (the
+	// supervisor resets its turn and tries again), every demoClaimEvery-th
+	// is reviewed by a reviewer that claims the next turn first and reads
+	// for demoReadPause while it holds it, and every demoNoteEvery-th is
+	// followed by another message nobody answers.
 	demoFailoverEvery = 4
+	demoClaimEvery    = 2
+	demoReadPause     = 600 * time.Millisecond
 	demoNoteEvery     = 9
 )
 
@@ -65,10 +70,11 @@ func (x *exchange) answer(ctx context.Context) error {
 	return err
 }
 
-// script is one answer: now and then a failed attempt first; then text
-// streamed word by word, a search tool call (running, then completed),
-// the worker's part in the same turn, the conclusion; then the reviewer's
-// reply in a thread under it.
+// script is one answer: now and then a failed attempt first, after which
+// the supervisor resets its turn and tries again; then text streamed word
+// by word, a search tool call (running, then completed), the worker's part
+// in the same turn, the conclusion; then the reviewer's reply in a thread
+// under it, now and then after claiming the turn for it.
 func (x *exchange) script(ctx context.Context) error {
 	question, answer := x.prompt.Content, demoAnswerFor(x.prompt.Content)
 	retryOf := ""
@@ -83,6 +89,7 @@ func (x *exchange) script(ctx context.Context) error {
 		if err := x.check(x.r.Failover(ctx, retryOf, "the model's connection dropped (a scripted failover); trying again")); err != nil {
 			return err
 		}
+		x.reset(ctx)
 	}
 	id := "answer-" + uuid.NewString()
 	if err := x.check(x.r.CreateWith(ctx, id, client.CreateOptions{RetryOf: retryOf})); err != nil {
@@ -140,10 +147,34 @@ func (x *exchange) work(ctx context.Context, answer string) {
 	}
 }
 
+// reset marks the supervisor's turn reset after a failed attempt, as an
+// agent that starts over within its turn does: the retry continues the
+// same turn (and clears the mark). A refusal (the turn was aborted or
+// reverted meanwhile) only leaves the mark out.
+func (x *exchange) reset(ctx context.Context) {
+	if _, err := x.c.Reset(ctx, x.id, demoSupervisor, false); err != nil {
+		x.log.Info("the demo's reset was refused", slog.Any("err", err))
+	}
+}
+
 // review replies to the answer in a thread, in the reviewer's own turn.
+// Every demoClaimEvery-th time it claims that turn first, so that nobody
+// else takes the floor while it reads the answer, then writes (which
+// opens the claimed turn and ends the claim).
 func (x *exchange) review(ctx context.Context, answer string) {
 	if x.aborted() {
 		return
+	}
+	if x.answers%demoClaimEvery == 1 {
+		if _, err := x.c.Claim(ctx, x.id, demoReviewer, 0); err != nil {
+			x.log.Info("the demo's claim was refused", slog.Any("err", err))
+		} else {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(demoReadPause):
+			}
+		}
 	}
 	_, err := x.c.PostMessage(ctx, x.id, client.Message{AgentID: demoReviewer, ReplyTo: answer, Finality: parley.FinalityTurn,
 		Content: "Reviewed: sourced, and double-checked by the worker. Looks good to me."})

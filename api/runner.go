@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 )
@@ -16,19 +17,63 @@ import (
 // maxRunnerFrame bounds one frame from a runner.
 const maxRunnerFrame = 1 << 20
 
+// applier applies the frames of one runner connection.
+type applier interface {
+	Apply(ctx context.Context, f *dispatch.Frame) (*engine.MessageResult, error)
+}
+
 // runner serves GET /v1/conversations/{id}/runner: a WebSocket over which an
-// agent streams its responses. Every frame that made something durable is
-// answered {"type":"ack","seq":N}; a refused frame is answered
-// {"type":"error","turnId":…,"error":{code,message}} and changes nothing.
+// agent streams its responses in one conversation. Every frame that made
+// something durable is answered {"type":"ack","seq":N}; a refused frame is
+// answered {"type":"error","turnId":…,"error":{code,message}} and changes
+// nothing.
 func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	id := r.PathValue("id")
 	act, err := actor(who, r.URL.Query().Get("agentId"))
 	if err == nil {
-		err = s.takesPart(r, r.PathValue("id"), act) // 404 unknown, 403 for an agent that takes no part
+		err = s.takesPart(r, id, act) // 404 unknown, 403 for an agent that takes no part
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
+	// While it is attached it gets prompts and its agent's streaming
+	// messages wait for it; when it leaves, its prompt goes back to the
+	// queue and its messages wait the grace period, then end canceled.
+	// Deleting the conversation pushes an error frame, then nil: close.
+	s.serveRunner(w, r, who, func(push func([]byte)) (applier, func()) {
+		return s.runners.Session(id, act), s.runners.Attach(id, act.AgentID, push)
+	})
+}
+
+// agentRunner serves GET /v1/agents/{agentId}/runner: one WebSocket over
+// which an agent answers in every conversation it takes part in. Frames
+// both ways name their conversation (conversationId), and so do acks and
+// errors. The token must be the agent's (or an admin's).
+func (s *Server) agentRunner(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	agent := r.PathValue("agentId")
+	act, err := actor(who, agent)
+	if err == nil && who.Kind == parley.TokenAgent && who.AgentID != agent {
+		err = parley.Errorf(parley.EFORBIDDEN, "this token belongs to agent %s; it cannot run agent %s", who.AgentID, agent)
+	}
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	// It works in the conversations its agent takes part in, whoever
+	// connected it (an admin's runner of the agent too).
+	check := func(ctx context.Context, id string) error {
+		return s.eng.Check(ctx, id, func(st conv.State) error { return st.CanWrite(conv.Actor{AgentID: act.AgentID}) })
+	}
+	s.serveRunner(w, r, who, func(push func([]byte)) (applier, func()) {
+		return s.runners.AttachAgent(act, push, check)
+	})
+}
+
+// serveRunner runs a runner connection: attach (with the function that
+// pushes frames to it) returns what applies its frames and what detaches
+// it when it leaves.
+func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.Identity, attach func(push func([]byte)) (applier, func())) {
 	// Revoking the token ends the connection: an error frame, then close.
 	cut := newCutoff()
 	release, ok := s.connect(w, who, cut.end)
@@ -53,11 +98,8 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 	}
 	// The runner is attached before its handshake completes, so that
 	// nothing pushed once it is connected is lost: the frames wait in out.
-	// While it is attached it gets prompts and its agent's streaming
-	// messages wait for it; when it leaves, its prompt goes back to the
-	// queue and its messages wait the grace period, then end canceled.
-	// Deleting the conversation pushes an error frame, then nil: close.
-	defer s.runners.Attach(r.PathValue("id"), act.AgentID, push)()
+	rs, detach := attach(push)
+	defer detach()
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		return
@@ -90,7 +132,6 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 			}
 		}
 	}()
-	rs := s.runners.Session(r.PathValue("id"), act)
 	ctx := context.Background()
 	for {
 		_, data, err := c.Read(ctx)
@@ -106,8 +147,9 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 
 // runnerReply applies one frame a runner sent and returns the reply frame:
 // {"type":"ack","turnId":…,"seq":N} (with the message for message.state),
-// or {"type":"error","turnId":…,"error":{code,message}}.
-func runnerReply(ctx context.Context, rs *dispatch.Session, data []byte) []byte {
+// or {"type":"error","turnId":…,"error":{code,message}}; both name the
+// frame's conversation if it did.
+func runnerReply(ctx context.Context, rs applier, data []byte) []byte {
 	var f dispatch.Frame
 	err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, &f)
 	var res *engine.MessageResult
@@ -117,10 +159,16 @@ func runnerReply(ctx context.Context, rs *dispatch.Session, data []byte) []byte 
 	if err != nil {
 		body := errorBody(err)
 		body["type"], body["turnId"] = "error", f.TurnID
+		if f.ConversationID != "" {
+			body["conversationId"] = f.ConversationID
+		}
 		b, _ := json.Marshal(body)
 		return b
 	}
 	ack := map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq}
+	if f.ConversationID != "" {
+		ack["conversationId"] = f.ConversationID
+	}
 	if f.Type == "message.state" {
 		ack["message"] = res.Message
 	}

@@ -127,6 +127,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/conversations/{id}/stream", s.authed(s.streamSSE))
 	m.HandleFunc("GET /v1/conversations/{id}/ws", s.authed(s.streamWS))
 	m.HandleFunc("GET /v1/conversations/{id}/runner", s.authed(s.runner))
+	m.HandleFunc("GET /v1/agents/{agentId}/runner", s.authed(s.agentRunner))
 	m.HandleFunc("POST /v1/conversations/{id}/prompts", s.authed(s.postPrompt))
 	m.HandleFunc("GET /v1/conversations/{id}/prompts", s.authed(s.listPrompts))
 	m.HandleFunc("DELETE /v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw)))

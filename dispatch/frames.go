@@ -13,31 +13,49 @@ import (
 // revert and error frames (and acks, which the transport writes); a runner
 // sends the frames of Frame, which a Session applies through the engine.
 
+// Each frame the server sends names its conversation on an agent-wide
+// connection (conversationId); on a conversation's own connection it is
+// implied, and left out.
+
 // PromptFrame is the frame that hands a runner a prompt to answer.
-func PromptFrame(p *engine.Dispatched) []byte {
+func PromptFrame(conversationID string, p *engine.Dispatched) []byte {
 	b, _ := json.Marshal(struct {
-		Type string `json:"type"`
+		Type           string `json:"type"`
+		ConversationID string `json:"conversationId,omitempty"`
 		*engine.Dispatched
-	}{"prompt", p})
+	}{"prompt", conversationID, p})
 	return b
 }
 
 // AbortFrame asks a runner to stop answering a prompt.
-func AbortFrame(promptID string) []byte {
-	b, _ := json.Marshal(map[string]string{"type": "abort", "messageId": promptID})
-	return b
+func AbortFrame(conversationID, promptID string) []byte {
+	return frame("abort", conversationID, promptID)
 }
 
 // RevertFrame tells a runner that a message and everything after it were
 // removed.
-func RevertFrame(messageID string) []byte {
-	b, _ := json.Marshal(map[string]string{"type": "revert", "messageId": messageID})
+func RevertFrame(conversationID, messageID string) []byte {
+	return frame("revert", conversationID, messageID)
+}
+
+func frame(typ, conversationID, messageID string) []byte {
+	b, _ := json.Marshal(struct {
+		Type           string `json:"type"`
+		ConversationID string `json:"conversationId,omitempty"`
+		MessageID      string `json:"messageId"`
+	}{typ, conversationID, messageID})
 	return b
 }
 
-// ErrorFrame tells a runner of an error that ends its connection.
-func ErrorFrame(err *parley.Error) []byte {
-	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"code": err.Code, "message": err.Message}})
+// ErrorFrame tells a runner of an error: on a conversation's own
+// connection one that ends it, on an agent-wide one (conversationId set)
+// one that ends its work in that conversation.
+func ErrorFrame(conversationID string, err *parley.Error) []byte {
+	b, _ := json.Marshal(struct {
+		Type           string            `json:"type"`
+		ConversationID string            `json:"conversationId,omitempty"`
+		Error          map[string]string `json:"error"`
+	}{"error", conversationID, map[string]string{"code": err.Code, "message": err.Message}})
 	return b
 }
 
@@ -46,7 +64,11 @@ func ErrorFrame(err *parley.Error) []byte {
 // and finality say what a response answers and what its finalize closes
 // (by default the runner's turn).
 type Frame struct {
-	Type              string          `json:"type"`
+	Type string `json:"type"`
+	// ConversationID names the frame's conversation: required on an
+	// agent-wide connection, and if given on a conversation's own, it
+	// must be that conversation.
+	ConversationID    string          `json:"conversationId,omitempty"`
 	TurnID            string          `json:"turnId,omitempty"`
 	ChannelType       string          `json:"channelType,omitempty"`
 	ChannelID         string          `json:"channelId,omitempty"`
@@ -93,6 +115,9 @@ func (d *Dispatcher) Session(conversationID string, act conv.Actor) *Session {
 func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
 	ended := rs.ended
 	rs.ended = ""
+	if f.ConversationID != "" && f.ConversationID != rs.conv {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "conversationId %.200q is not the conversation of this connection (%s)", f.ConversationID, rs.conv)
+	}
 	if f.MessageID != "" && !parley.ValidID(f.MessageID) {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", f.MessageID)
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -73,6 +74,11 @@ func (d *Dispatcher) renewPresence(ctx context.Context) error {
 			}
 		}
 	}
+	for agent, hs := range d.wide {
+		if len(hs) > 0 {
+			mine = append(mine, store.RunnerLease{ConversationID: store.AllConversations, AgentID: agent})
+		}
+	}
 	d.mu.Unlock()
 	err := st.RenewRunners(ctx, store.RenewRunnersParams{Node: d.node, Runners: mine, Until: parley.NewTime(now.Add(d.opts.PresenceLease))})
 	if err != nil {
@@ -82,9 +88,13 @@ func (d *Dispatcher) renewPresence(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	remote := map[string][]string{}
+	remote, remoteWide := map[string][]string{}, map[string]bool{}
 	for _, r := range live {
-		if r.Node != d.node {
+		switch {
+		case r.Node == d.node:
+		case r.ConversationID == store.AllConversations:
+			remoteWide[r.AgentID] = true
+		default:
 			remote[r.ConversationID] = append(remote[r.ConversationID], r.AgentID)
 		}
 	}
@@ -104,8 +114,15 @@ func (d *Dispatcher) renewPresence(ctx context.Context) error {
 			changed = append(changed, id)
 		}
 	}
-	d.remote = remote
+	wideChanged := !maps.Equal(d.remoteWide, remoteWide)
+	d.remote, d.remoteWide = remote, remoteWide
 	d.mu.Unlock()
+	if wideChanged {
+		// An agent-wide runner elsewhere came or went: it answers in every
+		// conversation of its agent.
+		d.eng.ReguideAll()
+		return nil
+	}
 	for _, id := range changed {
 		d.eng.Reguide(id)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -22,14 +23,16 @@ func (d *Dispatcher) kick(conversationID string) {
 	})
 }
 
-// kickWhenReady dispatches a conversation's next prompt now, and again
-// when the collect prompt at the head of its queue (if any) has waited its
-// window: a collect prompt is not ready before.
-func (d *Dispatcher) kickWhenReady(conversationID string, s conv.State) {
-	if len(d.newest(conversationID)) == 0 {
-		return // no runner here: the node that has one dispatches
+// kickWhenReady dispatches the next prompt of the conversation of s now,
+// and again when the collect prompt at the head of its queue (if any) has
+// waited its window: a collect prompt is not ready before. With no runner
+// for it here, it does nothing: the node that has one dispatches.
+func (d *Dispatcher) kickWhenReady(s conv.State) {
+	id := s.Conversation.ID
+	if len(d.candidates(s)) == 0 {
+		return
 	}
-	d.kick(conversationID)
+	d.kick(id)
 	head := s.Queue[0]
 	if head.Mode != conv.ModeCollect {
 		return
@@ -43,31 +46,44 @@ func (d *Dispatcher) kickWhenReady(conversationID string, s conv.State) {
 	if d.closed {
 		return
 	}
-	if old := d.collect[conversationID]; old != nil {
+	if old := d.collect[id]; old != nil {
 		old.Stop()
 	}
-	d.collect[conversationID] = time.AfterFunc(wait, func() {
+	d.collect[id] = time.AfterFunc(wait, func() {
 		d.mu.Lock()
-		delete(d.collect, conversationID)
+		delete(d.collect, id)
 		d.mu.Unlock()
-		d.kick(conversationID)
+		d.kick(id)
 	})
 }
 
-// dispatch hands the next ready prompt to the first attached runner it is
-// for, and pushes it to that runner as a prompt frame.
+// dispatch hands the conversation's next ready prompt to the first of its
+// candidate runners it is for (see candidates), and pushes it there as a
+// prompt frame.
 func (d *Dispatcher) dispatch(ctx context.Context, conversationID string) error {
-	for _, h := range d.newest(conversationID) {
+	var s conv.State
+	if err := d.eng.Check(ctx, conversationID, func(st conv.State) error { s = st; return nil }); err != nil {
+		return err
+	}
+	if len(s.Queue) == 0 || s.Active() != nil {
+		return nil
+	}
+	for _, h := range d.candidates(s) {
 		p, err := d.eng.DispatchPrompt(ctx, conversationID, h.agentID)
-		if err != nil || p == nil {
-			if err != nil {
-				return err
-			}
+		if err != nil {
+			return err
+		}
+		if p == nil {
 			continue
 		}
 		d.mu.Lock()
-		h.prompt = p.ID
-		attached := d.attached(conversationID, h)
+		attached := d.attached(h)
+		if attached {
+			h.held[conversationID] = p.ID
+			h.given++
+			d.heldBy[conversationID] = h
+			d.touch(h, conversationID)
+		}
 		d.mu.Unlock()
 		if !attached {
 			// It left while the prompt was being dispatched to it, and its
@@ -75,20 +91,39 @@ func (d *Dispatcher) dispatch(ctx context.Context, conversationID string) error 
 			d.requeue(conversationID, h.agentID, p.ID)
 			return nil
 		}
-		h.push(PromptFrame(p))
+		h.push(PromptFrame(h.frameConversation(conversationID), p))
 		return nil
 	}
 	return nil
 }
 
 // attached reports whether h is still attached; d.mu must be held.
-func (d *Dispatcher) attached(conversationID string, h *handle) bool {
-	for _, x := range d.runners[conversationID][h.agentID] {
-		if x == h {
-			return true
-		}
+func (d *Dispatcher) attached(h *handle) bool {
+	list := d.wide[h.agentID]
+	if !h.wide() {
+		list = d.runners[h.conversationID][h.agentID]
 	}
-	return false
+	return slices.Contains(list, h)
+}
+
+// touch records that agent-wide connection h is at work in a
+// conversation; d.mu must be held.
+func (d *Dispatcher) touch(h *handle, conversationID string) {
+	if h.wide() && !h.touched[conversationID] {
+		h.touched[conversationID] = true
+		d.wideConvs[conversationID]++
+	}
+}
+
+// untouch forgets that h was at work in a conversation; d.mu must be held.
+func (d *Dispatcher) untouch(h *handle, conversationID string) {
+	if !h.touched[conversationID] {
+		return
+	}
+	delete(h.touched, conversationID)
+	if d.wideConvs[conversationID]--; d.wideConvs[conversationID] <= 0 {
+		delete(d.wideConvs, conversationID)
+	}
 }
 
 // requeue puts a departed runner's prompt back (see engine.Requeue).
@@ -101,13 +136,10 @@ func (d *Dispatcher) requeue(conversationID, agentID, promptID string) {
 	}
 }
 
-// pushAbort asks the newest connection of runner to stop answering prompt id.
+// pushAbort asks the connection of runner that answers prompt id to stop.
 func (d *Dispatcher) pushAbort(conversationID, promptID, runner string) {
-	for _, h := range d.newest(conversationID) {
-		if h.agentID == runner {
-			h.push(AbortFrame(promptID))
-			return
-		}
+	if h := d.newestOf(conversationID, runner); h != nil {
+		h.push(AbortFrame(h.frameConversation(conversationID), promptID))
 	}
 }
 
@@ -138,9 +170,8 @@ func (d *Dispatcher) Revert(ctx context.Context, conversationID string, a conv.A
 	if err != nil || r.Target == "" {
 		return r, err
 	}
-	frame := RevertFrame(r.Target)
-	for _, h := range d.newest(conversationID) {
-		h.push(frame)
+	for _, h := range d.tellAll(conversationID) {
+		h.push(RevertFrame(h.frameConversation(conversationID), r.Target))
 	}
 	return r, nil
 }

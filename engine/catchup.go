@@ -56,6 +56,32 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 	return true, nil
 }
 
+// Hear is what a node does with a notice of another node's append (the
+// feed.Broker's callback): a conversation it follows catches up
+// (Notified); one it does not follow, whose prompt queue changed, is
+// loaded when this node has agent-wide runners, which may be the ones to
+// answer it (the load tells them, Runners.Changed).
+func (e *Engine) Hear(n feed.Notice) {
+	e.mu.Lock()
+	_, cached := e.convs[n.ConversationID]
+	e.mu.Unlock()
+	if cached || !n.Queue || !e.runners.AgentWide() {
+		e.Notified(n.ConversationID, n.Seq)
+		return
+	}
+	if !e.track() {
+		return
+	}
+	go func() {
+		defer e.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := e.lockLoaded(ctx, n.ConversationID); err == nil {
+			c.mu.Unlock()
+		}
+	}()
+}
+
 // Notified tells the engine that another node wrote a conversation up to
 // seq. If this node follows that conversation (it has it cached: a
 // subscriber, a runner or a recent command), it catches up: its

@@ -478,7 +478,7 @@ func (e *Engine) publish(c *conversation, id string, events []parley.Event) {
 // guidance derives who should act next in a conversation, knowing which
 // agents have a runner attached to it.
 func (e *Engine) guidance(id string, s conv.State) *parley.Guidance {
-	return s.GuidanceFor(e.opts.Now(), e.runners.Agents(id))
+	return s.GuidanceFor(e.opts.Now(), e.runners.Agents(s))
 }
 
 // sameGuidance reports whether two guidances name the same agent, kind and turn.

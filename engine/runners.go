@@ -16,12 +16,16 @@ import (
 // write), and word of every change, so that prompts are dispatched, aborts
 // pushed and the runners of streaming messages awaited.
 type Runners interface {
-	// Agents returns the agents with a runner for a conversation, on this
-	// node or on another, sorted.
-	Agents(conversationID string) []string
+	// Agents returns the agents with a runner for the conversation of s,
+	// on this node or on another, sorted: its own runners, and the
+	// agent-wide runners of the agents that take part in it.
+	Agents(s conv.State) []string
 	// Here reports whether a runner of the conversation is attached to
 	// this node.
 	Here(conversationID string) bool
+	// AgentWide reports whether agent-wide runners are attached to this
+	// node: a prompt queued anywhere may be theirs to answer.
+	AgentWide() bool
 	// Changed tells of a conversation's new state and the events that made
 	// it. It is called holding the conversation's lock, so it must not
 	// block, and may call the engine only in the background.
@@ -45,8 +49,9 @@ type Change struct {
 // noRunners is the Runners of an engine that has none (no dispatcher).
 type noRunners struct{}
 
-func (noRunners) Agents(string) []string        { return nil }
+func (noRunners) Agents(conv.State) []string    { return nil }
 func (noRunners) Here(string) bool              { return false }
+func (noRunners) AgentWide() bool               { return false }
 func (noRunners) Changed(Change)                {}
 func (noRunners) Deleted(string, *parley.Error) {}
 
@@ -134,5 +139,20 @@ func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 			return n, nil
 		}
 		cursor = next
+	}
+}
+
+// ReguideAll publishes the guidance of every cached conversation whose
+// guidance changed without an event (an agent-wide runner came or went:
+// it answers in every conversation its agent takes part in).
+func (e *Engine) ReguideAll() {
+	e.mu.Lock()
+	ids := make([]string, 0, len(e.convs))
+	for id := range e.convs {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	for _, id := range ids {
+		e.Reguide(id)
 	}
 }

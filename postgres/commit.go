@@ -189,6 +189,7 @@ func (db *DB) appendGroup(ctx context.Context, ps []*store.AppendParams) (missed
 	// last seq.
 	rest := &pgx.Batch{}
 	var lines []string
+	queued := false // an earlier append of the same conversation changed its queue
 	for i, p := range ps {
 		if missed[i] {
 			continue
@@ -196,11 +197,12 @@ func (db *DB) appendGroup(ctx context.Context, ps []*store.AppendParams) (missed
 		if err := queueRows(rest, p); err != nil {
 			return nil, err
 		}
-		last := p.ExpectSeq + int64(len(p.Events))
+		queued = queued || p.Queue != nil
 		if i+1 < len(ps) && ps[i+1].ConversationID == p.ConversationID && !missed[i+1] {
 			continue // the next append of this conversation says a later seq
 		}
-		lines = append(lines, notice(p.ConversationID, last))
+		lines = append(lines, notice(p.ConversationID, p.ExpectSeq+int64(len(p.Events)), queued))
+		queued = false
 	}
 	queueNotify(rest, lines)
 	if err := tx.SendBatch(ctx, rest).Close(); err != nil {

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley/feed"
 )
 
 // NotifyChannel is the channel every commit of appends notifies, with a
-// payload of lines "CONVERSATION SEQ": each conversation written and its
-// last seq now.
+// payload of lines "CONVERSATION SEQ" (and " q" when its prompt queue
+// changed): each conversation written and its last seq now.
 const NotifyChannel = "parley_events"
 
 // Broker hears the appends of every node on one database (LISTEN/NOTIFY):
@@ -27,7 +28,7 @@ type Broker struct {
 // since notifications sent while it was away are lost (the events are
 // not: they are in the table). It reconnects with a growing pause (up to
 // 5 s) and returns only when ctx ends.
-func (b Broker) Listen(ctx context.Context, notified func(conversationID string, seq int64), caughtUp func()) {
+func (b Broker) Listen(ctx context.Context, notified func(feed.Notice), caughtUp func()) {
 	url := b.URL
 	pause := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -43,7 +44,7 @@ func (b Broker) Listen(ctx context.Context, notified func(conversationID string,
 	}
 }
 
-func listenOnce(ctx context.Context, url string, notified func(string, int64), caughtUp func()) error {
+func listenOnce(ctx context.Context, url string, notified func(feed.Notice), caughtUp func()) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return err
@@ -59,10 +60,22 @@ func listenOnce(ctx context.Context, url string, notified func(string, int64), c
 			return err
 		}
 		for line := range strings.SplitSeq(n.Payload, "\n") {
-			id, seq, ok := strings.Cut(line, " ")
-			if s, err := strconv.ParseInt(seq, 10, 64); ok && err == nil {
-				notified(id, s)
+			if n, ok := parseNotice(line); ok {
+				notified(n)
 			}
 		}
 	}
+}
+
+// parseNotice reads one line of a notification (see NotifyChannel).
+func parseNotice(line string) (feed.Notice, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 {
+		return feed.Notice{}, false
+	}
+	seq, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return feed.Notice{}, false
+	}
+	return feed.Notice{ConversationID: fields[0], Seq: seq, Queue: len(fields) > 2 && fields[2] == "q"}, true
 }

@@ -31,7 +31,7 @@ func (db *DB) RenewRunners(ctx context.Context, p store.RenewRunnersParams) erro
 // LiveRunners implements store.Store.
 func (db *DB) LiveRunners(ctx context.Context, p store.LiveRunnersParams) ([]store.RunnerLease, error) {
 	rows, err := db.pool.Query(ctx, `SELECT node, conversation_id, agent_id FROM runners
-		WHERE expires_at > $1 AND ($2 = '' OR conversation_id = $2) ORDER BY conversation_id, agent_id, node`, p.Now.Time, p.ConversationID)
+		WHERE expires_at > $1 AND ($2 = '' OR conversation_id IN ($2, $3)) ORDER BY conversation_id, agent_id, node`, p.Now.Time, p.ConversationID, store.AllConversations)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +43,27 @@ func (db *DB) LiveRunners(ctx context.Context, p store.LiveRunnersParams) ([]sto
 			return nil, err
 		}
 		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// QueuedFor implements store.Store.
+func (db *DB) QueuedFor(ctx context.Context, p store.QueuedForParams) ([]string, error) {
+	rows, err := db.pool.Query(ctx, `SELECT q.conversation_id FROM conversation_members m
+		JOIN queues q ON q.conversation_id = m.conversation_id
+		WHERE m.agent_id = $1 AND q.conversation_id > $2 AND q.queue <> '[]'::bytea
+		ORDER BY q.conversation_id LIMIT $3`, p.AgentID, p.After, clampLimit(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
 	}
 	return out, rows.Err()
 }

@@ -136,7 +136,7 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 	if err := queueRows(batch, &p); err != nil {
 		return err
 	}
-	queueNotify(batch, []string{notice(p.ConversationID, last)})
+	queueNotify(batch, []string{notice(p.ConversationID, last, p.Queue != nil)})
 	err = tx.SendBatch(ctx, batch).Close()
 	if isUnique(err) {
 		return parley.Errorf(parley.EBUSY, "client request id %q was already used", p.Idempotency.Key)
@@ -188,9 +188,16 @@ func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
 	return nil
 }
 
-// notice is one line of a notification: "CONVERSATION SEQ".
-func notice(convID string, seq int64) string {
-	return convID + " " + strconv.FormatInt(seq, 10)
+// notice is one line of a notification: "CONVERSATION SEQ", and " q" when
+// the append changed the conversation's prompt queue (a prompt queued,
+// say), which a node with agent-wide runners must hear of even for a
+// conversation it does not follow.
+func notice(convID string, seq int64, queued bool) string {
+	line := convID + " " + strconv.FormatInt(seq, 10)
+	if queued {
+		line += " q"
+	}
+	return line
 }
 
 // queueNotify queues the notifications of a commit. Other nodes learn of

@@ -192,9 +192,14 @@ type Store interface {
 	RenewRunners(ctx context.Context, p RenewRunnersParams) error
 
 	// LiveRunners returns the runners whose lease is live at p.Now, of one
-	// conversation (p.ConversationID) or of all, by conversation, agent and
-	// node.
+	// conversation (p.ConversationID: its own and the agent-wide ones) or
+	// of all, by conversation, agent and node.
 	LiveRunners(ctx context.Context, p LiveRunnersParams) ([]RunnerLease, error)
+
+	// QueuedFor pages over the conversations that p.AgentID takes part in
+	// and whose prompt queue is not empty, by id after p.After: what an
+	// agent-wide runner that has just connected may have to answer.
+	QueuedFor(ctx context.Context, p QueuedForParams) ([]string, error)
 
 	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
 	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
@@ -367,11 +372,22 @@ type CreateTaskParams struct {
 }
 
 // RunnerLease is one node's record that a runner of an agent is attached
-// to a conversation there.
+// to a conversation there (or, with ConversationID AllConversations, to
+// every conversation the agent takes part in).
 type RunnerLease struct {
 	Node           string
 	ConversationID string
 	AgentID        string
+}
+
+// AllConversations is the ConversationID of an agent-wide runner's lease.
+const AllConversations = "*"
+
+// QueuedForParams are the arguments of Store.QueuedFor.
+type QueuedForParams struct {
+	AgentID string
+	After   string // a conversation id; "" for the first page
+	Limit   int
 }
 
 // RenewRunnersParams are the arguments of Store.RenewRunners.

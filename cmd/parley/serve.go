@@ -126,7 +126,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if *pgURL != "" {
 		broker = postgres.Broker{URL: *pgURL}
 	}
-	go broker.Listen(ctx, eng.Notified, func() { eng.CatchUpAll(ctx) })
+	go broker.Listen(ctx, eng.Hear, func() { eng.CatchUpAll(ctx) })
 	// Beneath the notifications, a look at the heads of what it follows
 	// every second: a notification lost costs at most that.
 	go eng.KeepCaughtUp(ctx, time.Second)

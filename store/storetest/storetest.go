@@ -55,6 +55,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"AbortImport", testAbortImport},
 		{"Tasks", testTasks},
 		{"RunnerLeases", testRunnerLeases},
+		{"AgentWideLeases", testAgentWideLeases},
+		{"QueuedFor", testQueuedFor},
 		{"TasksPerAgentBound", testTasksPerAgent},
 		{"DueTasksFairRounds", testDueTasksFair},
 		{"TaskOnlyAppend", testTaskOnlyAppend},

@@ -98,6 +98,8 @@ func Authorize(s State, cmd Command) error {
 		return s.take(c.Actor, true)
 	case Delegate:
 		return s.take(c.Actor, true)
+	case StreamV1:
+		return s.take(c.Actor, true)
 	case ClaimTurn:
 		return s.take(c.Actor, false)
 	case ResetTurn:

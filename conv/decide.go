@@ -40,6 +40,8 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 		err = d.streamText(c)
 	case StreamTool:
 		err = d.streamTool(c)
+	case StreamV1:
+		err = d.streamV1(c)
 	case FinalizeMessage:
 		err = d.finalize(c)
 	case Revert:

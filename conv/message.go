@@ -260,12 +260,13 @@ func (d *decider) checkStreaming() error {
 }
 
 // answerPrompt applies seed 001's rule that a response answers the prompt
-// dispatched to its writer: an assistant message with no replyTo replies to
-// that prompt's message (a root, so depth 0, in the prompt's exchange) and
-// goes back to the prompt's channel unless it names its own.
+// dispatched to its writer: an assistant message (or a tool row, which the
+// first runner protocol writes for a call) with no replyTo replies to that
+// prompt's message (a root, so depth 0, in the prompt's exchange) and goes
+// back to the prompt's channel unless it names its own.
 func (d *decider) answerPrompt(c PostMessage) PostMessage {
 	a := d.s.Active()
-	if c.Role != parley.RoleAssistant || c.ReplyTo != "" || a == nil || a.Runner != c.AgentID {
+	if (c.Role != parley.RoleAssistant && c.Role != parley.RoleTool) || c.ReplyTo != "" || a == nil || a.Runner != c.AgentID {
 		return c
 	}
 	turnID := a.TurnID

@@ -75,6 +75,7 @@ type Frame struct {
 	OpencodeSessionID string          `json:"opencodeSessionId,omitempty"`
 	ReplyTo           string          `json:"replyTo,omitempty"`
 	Delta             string          `json:"delta,omitempty"`
+	Content           string          `json:"content,omitempty"` // the text of a v1 stream or result frame
 	CallID            string          `json:"callId,omitempty"`
 	ToolName          string          `json:"toolName,omitempty"`
 	Status            string          `json:"status,omitempty"`
@@ -101,6 +102,7 @@ type Session struct {
 	act    conv.Actor
 	active string
 	ended  string
+	format string // the conversation's messageFormat, once read
 }
 
 // Session returns the protocol state of a new runner connection of act to
@@ -122,6 +124,16 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", f.MessageID)
 	}
 	eng, id := rs.eng, rs.conv
+	if rs.format == "" {
+		if err := eng.Check(ctx, id, func(s conv.State) error { rs.format = s.Conversation.MessageFormat; return nil }); err != nil {
+			return nil, err
+		}
+	}
+	if rs.format == "v1" {
+		if res, handled, err := rs.applyV1(ctx, f); handled || err != nil {
+			return res, err
+		}
+	}
 	switch f.Type {
 	case "message.create":
 		// Without replyTo, the rules make the response answer the prompt
@@ -175,7 +187,10 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		}
 		return &engine.MessageResult{Seq: res.Seq}, nil
 	}
-	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted, message.state)", f.Type)
+	if f.Type == "stream" || f.Type == "result" || f.Type == "tool" {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "%s frames are for conversations made with messageFormat v1; this one is %s (message.create, message.part.text-delta, message.part.tool-update, message.finalize)", f.Type, rs.format)
+	}
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted, message.state; and in v1 conversations stream, result, tool)", f.Type)
 }
 
 // target is the message aborted and error apply to: the one named, else the

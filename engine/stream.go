@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -219,4 +220,44 @@ func (e *Engine) Readable(ctx context.Context, conversationID string, ms []*parl
 		}
 		return nil
 	})
+}
+
+// StreamingOf returns the streaming messages of agentID in a conversation,
+// assembled so far, oldest first. It returns ENOTFOUND for an unknown
+// conversation.
+func (e *Engine) StreamingOf(ctx context.Context, conversationID, agentID string) ([]*parley.Message, error) {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	var out []*parley.Message
+	err = e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
+		out = out[:0]
+		for id, st := range s.Streams {
+			if st.AgentID != agentID {
+				continue
+			}
+			m, err := e.assembled(ctx, conversationID, id, s)
+			if err != nil {
+				return err
+			}
+			if m != nil {
+				out = append(out, forReaders(m, s.LastSeq))
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b *parley.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, err
+}
+
+// StreamV1 appends text a runner of the first protocol streams in a v1
+// conversation (conv.StreamV1).
+func (e *Engine) StreamV1(ctx context.Context, conversationID string, c conv.StreamV1) (*MessageResult, error) {
+	d, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return c, nil }, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &MessageResult{Seq: d.Result.Seq, Turn: d.Result.Turn}, nil
 }

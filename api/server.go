@@ -135,6 +135,10 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
 	m.HandleFunc("POST /v1/conversations/{id}/revert", s.authed(s.revert))
 
+	m.HandleFunc("POST /v1/chat", s.authed(s.postChat))
+	m.HandleFunc("GET /v1/chat/{id}/stream", s.authed(s.resumeChat))
+	m.HandleFunc("POST /v1/ag-ui", s.authed(s.postAGUI))
+
 	m.HandleFunc("POST /v1/tasks", s.authed(s.limited(s.createTask)))
 	m.HandleFunc("GET /v1/tasks", s.authed(s.listTasks))
 	m.HandleFunc("DELETE /v1/tasks/{id}", s.authed(s.deleteTask))

@@ -199,15 +199,21 @@ func (c *Client) AllMessages(ctx context.Context, conversationID string, limit i
 	}
 }
 
-// Events reads up to limit events after seq after, oldest first, and the
-// seq to continue after (0 on the last page). A page of large events may
-// end before limit: continue while the seq to continue after is not 0.
+// Events reads up to limit events after seq after, oldest first (limit 0:
+// the server's default), and the seq to continue after (0 on the last
+// page). A page of large events may end before limit: continue while the
+// seq to continue after is not 0. ListEvents and EachEvent do the same
+// with an options struct and an iterator.
 func (c *Client) Events(ctx context.Context, conversationID string, after int64, limit int) ([]parley.Event, int64, error) {
 	var r struct {
 		Events    []parley.Event `json:"events"`
 		NextAfter int64          `json:"nextAfter"`
 	}
-	if err := c.do(ctx, http.MethodGet, convPath(conversationID, fmt.Sprintf("/events?after=%d&limit=%d", after, limit)), nil, &r); err != nil {
+	q := fmt.Sprintf("/events?after=%d", after)
+	if limit > 0 {
+		q += fmt.Sprintf("&limit=%d", limit) // limit=0 is out of range: 0 means the server's default
+	}
+	if err := c.do(ctx, http.MethodGet, convPath(conversationID, q), nil, &r); err != nil {
 		return nil, 0, err
 	}
 	return r.Events, r.NextAfter, nil
@@ -217,7 +223,7 @@ func convPath(id, rest string) string { return "/v1/conversations/" + url.PathEs
 
 func omitEmpty(m map[string]any) map[string]any {
 	for k, v := range m {
-		if v == "" || v == 0 || v == false {
+		if v == "" || v == 0 || v == int64(0) || v == false {
 			delete(m, k)
 		}
 	}
@@ -268,7 +274,7 @@ func (c *Client) doBody(ctx context.Context, method, path string, rd io.Reader, 
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		return decodeError(resp.StatusCode, data)
+		return decodeError(resp.StatusCode, resp.Header, data)
 	}
 	if out == nil || len(data) == 0 {
 		return nil
@@ -280,31 +286,4 @@ func (c *Client) authorize(req *http.Request) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-}
-
-// StatusError is returned for a non-2xx answer: the server's error with the
-// HTTP status it came with.
-type StatusError struct {
-	Status int
-	Err    *parley.Error
-}
-
-// Error implements error.
-func (e *StatusError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Err.Error()) }
-
-// Unwrap returns the *parley.Error, so that parley.ErrorCode works on it.
-func (e *StatusError) Unwrap() error { return e.Err }
-
-func decodeError(status int, data []byte) error {
-	var body struct {
-		Error struct {
-			Code    string       `json:"code"`
-			Message string       `json:"message"`
-			Head    *parley.Head `json:"head"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(data, &body); err != nil || body.Error.Code == "" {
-		return &StatusError{Status: status, Err: parley.Errorf(parley.EINTERNAL, "HTTP %d: %.200s", status, data)}
-	}
-	return &StatusError{Status: status, Err: &parley.Error{Code: body.Error.Code, Message: body.Error.Message, Head: body.Error.Head}}
 }

@@ -3,8 +3,6 @@ package client
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/parleyhq/parley"
@@ -65,40 +63,40 @@ func (f *Fold) Apply(fr Frame) error {
 // returns it).
 func (f *Fold) ApplyEvent(e parley.Event) error {
 	switch e.Type {
-	case parley.EventMessage, parley.EventMessageUpdated:
-		var m parley.Message
-		if err := json.Unmarshal(e.Data, &m); err != nil {
-			return fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	case parley.EventMessage, parley.EventMessageUpdated, parley.EventChunk, parley.EventPartUpdated, parley.EventMessagesRemoved:
+	default:
+		return nil // it changes no message: not worth decoding
+	}
+	d, err := DecodeEvent(e)
+	if err != nil {
+		return err
+	}
+	f.applyData(e.Seq, d)
+	return nil
+}
+
+// applyData folds in the decoded data of the event at seq.
+func (f *Fold) applyData(seq int64, d EventData) {
+	switch d := d.(type) {
+	case *MessageEvent:
+		f.hold(&d.Message)
+	case *MessageUpdated:
+		f.hold(&d.Message)
+	case *Chunk:
+		if m := f.growing(d.MessageID, seq); m != nil {
+			m.AppendText(d.Content)
+			m.UpdatedSeq = seq
 		}
-		f.hold(&m)
-	case parley.EventChunk:
-		var c parley.Chunk
-		if err := json.Unmarshal(e.Data, &c); err != nil {
-			return fmt.Errorf("event %d (chunk): %w", e.Seq, err)
+	case *PartUpdated:
+		if m := f.growing(d.MessageID, seq); m != nil {
+			m.ApplyTool(d.Part)
+			m.UpdatedSeq = seq
 		}
-		if m := f.growing(c.MessageID, e.Seq); m != nil {
-			m.AppendText(c.Content)
-			m.UpdatedSeq = e.Seq
-		}
-	case parley.EventPartUpdated:
-		var u parley.PartUpdate
-		if err := json.Unmarshal(e.Data, &u); err != nil {
-			return fmt.Errorf("event %d (part.updated): %w", e.Seq, err)
-		}
-		if m := f.growing(u.MessageID, e.Seq); m != nil {
-			m.ApplyTool(u.Part)
-			m.UpdatedSeq = e.Seq
-		}
-	case parley.EventMessagesRemoved:
-		var r parley.MessagesRemoved
-		if err := json.Unmarshal(e.Data, &r); err != nil {
-			return fmt.Errorf("event %d (messages.removed): %w", e.Seq, err)
-		}
-		for _, id := range r.MessageIDs {
+	case *MessagesRemoved:
+		for _, id := range d.MessageIDs {
 			delete(f.msgs, id)
 		}
 	}
-	return nil
 }
 
 // growing returns the message an event at seq adds to, if the fold holds

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -140,6 +141,22 @@ func (s *Stream) Next(ctx context.Context) (Frame, error) {
 	}
 }
 
+// Frames iterates over the stream's frames, as Next returns them, until
+// ctx ends or the server refuses the stream: that error is yielded once,
+// with a zero Frame, and ends the iteration. Breaking out of the loop
+// leaves the stream where it is: Close it, or range over Frames again to
+// go on.
+func (s *Stream) Frames(ctx context.Context) iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		for {
+			f, err := s.Next(ctx)
+			if !yield(f, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
 // accept decodes a frame and updates the position; skip is true for a
 // duplicate event. A server error frame or a gap is returned as an error,
 // which makes Next reconnect from the last position.
@@ -171,7 +188,7 @@ func (s *Stream) accept(typ string, data []byte) (f Frame, skip bool, err error)
 		}
 		f.Guidance = &g.Data
 	case "error":
-		return f, false, decodeError(http.StatusServiceUnavailable, data)
+		return f, false, frameError(data)
 	default:
 		var ev parley.Event
 		if err := json.Unmarshal(data, &ev); err != nil {
@@ -256,7 +273,7 @@ func (s *Stream) connectSSE(ctx context.Context) error {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		cancel()
-		return decodeError(resp.StatusCode, data)
+		return decodeError(resp.StatusCode, resp.Header, data)
 	}
 	s.conn = newSSEReader(resp.Body, cancel, maxFrame)
 	return nil
@@ -356,7 +373,7 @@ func (c *Client) dialWS(ctx context.Context, u string) (*websocket.Conn, error) 
 			if resp.Body != nil {
 				data, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			}
-			return nil, decodeError(resp.StatusCode, data)
+			return nil, decodeError(resp.StatusCode, resp.Header, data)
 		}
 		return nil, err
 	}

@@ -30,3 +30,15 @@ func (c *Client) CreateTask(ctx context.Context, t NewTask) (*parley.Task, error
 func (c *Client) DeleteTask(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/tasks/"+url.PathEscape(id), nil, nil)
 }
+
+// Tasks returns the scheduled tasks the token may see: an agent token, its
+// agent's; admin and viewer tokens, all.
+func (c *Client) Tasks(ctx context.Context) ([]*parley.Task, error) {
+	r, err := call[struct {
+		Tasks []*parley.Task `json:"tasks"`
+	}](ctx, c, http.MethodGet, "/v1/tasks", nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.Tasks, nil
+}

@@ -29,7 +29,7 @@ func (c *Client) Export(ctx context.Context, id, format string, w io.Writer) (in
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return 0, decodeError(resp.StatusCode, data)
+		return 0, decodeError(resp.StatusCode, resp.Header, data)
 	}
 	return io.Copy(w, resp.Body)
 }

@@ -1,0 +1,283 @@
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/parleyhq/parley"
+)
+
+// EventData is the data of an event of the log, decoded by the event's
+// type (DecodeEvent, Frame.Decode): a pointer to one of the types below,
+// for a type switch:
+//
+//	switch d := data.(type) {
+//	case *client.MessageEvent:    // message: d.Message is the whole message
+//	case *client.Chunk:           // chunk: d.MessageID grows by d.Content
+//	case *client.PartUpdated:     // part.updated: a tool call of d.MessageID changed
+//	case *client.MessageUpdated:  // message.updated: d.Message as it ended
+//	case *client.PromptQueued:    // and so on, one type per event type
+//	case *client.UnknownEvent:    // a type this SDK does not know (a newer server's)
+//	}
+type EventData interface {
+	// EventType is the type of the event the data came with, such as
+	// "chunk" or "prompt.queued".
+	EventType() string
+}
+
+// Event types of the prompt queue and the scheduler (the log's other types
+// are parley's Event* constants).
+const (
+	EventPromptQueued     = "prompt.queued"
+	EventPromptDispatched = "prompt.dispatched"
+	EventPromptAborted    = "prompt.aborted"
+	EventPromptCompleted  = "prompt.completed"
+	EventPromptCanceled   = "prompt.canceled"
+	EventPromptRequeued   = "prompt.requeued"
+	EventPromptPromoted   = "prompt.promoted"
+	EventTaskRun          = "task.run"
+)
+
+// ConversationCreated is the data of conversation.created (seq 1): the
+// conversation as made.
+type ConversationCreated struct{ parley.Conversation }
+
+// MessageEvent is the data of message: a whole message (one a runner
+// streams starts empty, with status streaming).
+type MessageEvent struct{ parley.Message }
+
+// MessageUpdated is the data of message.updated: a whole message again,
+// once it ended (in logs of earlier versions, also after a tool change).
+type MessageUpdated struct{ parley.Message }
+
+// Chunk is the data of chunk: text appended to a streaming message.
+type Chunk struct{ parley.Chunk }
+
+// PartUpdated is the data of part.updated: a tool call of a streaming
+// message was added or changed (apply it with parley.Message.ApplyTool).
+type PartUpdated struct{ parley.PartUpdate }
+
+// MessagesRemoved is the data of messages.removed: a revert removed these
+// messages.
+type MessagesRemoved struct{ parley.MessagesRemoved }
+
+// Trace is the data of trace: an agent's trace.
+type Trace struct{ parley.Trace }
+
+// TurnClaimed is the data of turn.claimed: an agent claimed the next turn.
+type TurnClaimed struct{ parley.Claim }
+
+// ClaimExpired is the data of claim.expired: a claim lapsed.
+type ClaimExpired struct{ parley.Claim }
+
+// TurnReset is the data of turn.reset: the owner restarted its open turn.
+type TurnReset struct{ parley.TurnRef }
+
+// TurnAborted is the data of turn.aborted: the tombstone of a turn given up
+// (Reason "reverted" when a revert ended it).
+type TurnAborted struct{ parley.TurnRef }
+
+// Delegation is the data of delegation: From lets To write into turn Turn.
+type Delegation struct{ parley.Delegation }
+
+// TaskRun is the data of task.run: a scheduled task fired; RunID is the
+// turnId of the prompt it queued.
+type TaskRun struct {
+	TaskID string `json:"taskId"`
+	RunID  string `json:"runId"`
+}
+
+// PromptQueued is the data of prompt.queued: a prompt joined the queue, or
+// (Into set) was merged into the collect prompt Into.
+type PromptQueued struct {
+	ID      string          `json:"id"`
+	Into    string          `json:"into,omitempty"`
+	Content string          `json:"content"`
+	Mode    string          `json:"mode"`
+	To      string          `json:"to,omitempty"`
+	Channel *parley.Channel `json:"channel,omitempty"`
+	// Until is when a collect prompt stops collecting.
+	Until parley.Time `json:"until"`
+	// TurnID is the exchange of a task run's prompt.
+	TurnID string `json:"turnId,omitempty"`
+}
+
+// PromptDispatched is the data of prompt.dispatched: prompt ID was handed
+// to Runner (its user message was written just before, the first time).
+type PromptDispatched struct {
+	ID     string `json:"id"`
+	Runner string `json:"runner"`
+}
+
+// PromptAborted is the data of prompt.aborted: the answer to prompt ID was
+// aborted (Reason steered, stopped or reverted) and Runner told to stop.
+type PromptAborted struct {
+	ID     string `json:"id"`
+	Runner string `json:"runner"`
+	Reason string `json:"reason"`
+}
+
+// PromptCompleted is the data of prompt.completed: prompt ID was answered.
+type PromptCompleted struct {
+	ID string `json:"id"`
+}
+
+// PromptCanceled is the data of prompt.canceled: prompt ID ended without an
+// answer (Reason withdrawn, or aborted once its runner stopped).
+type PromptCanceled struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// PromptRequeued is the data of prompt.requeued: prompt ID's runner left,
+// and the prompt went back to the front of the queue.
+type PromptRequeued struct {
+	ID string `json:"id"`
+}
+
+// PromptPromoted is the data of prompt.promoted: prompt ID moved to the
+// front of the queue.
+type PromptPromoted struct {
+	ID string `json:"id"`
+}
+
+// UnknownEvent is the data of an event whose type this SDK does not know,
+// undecoded.
+type UnknownEvent struct {
+	Type string
+	Data json.RawMessage
+}
+
+// EventType implements EventData.
+func (*ConversationCreated) EventType() string { return parley.EventConversationCreated }
+
+// EventType implements EventData.
+func (*MessageEvent) EventType() string { return parley.EventMessage }
+
+// EventType implements EventData.
+func (*MessageUpdated) EventType() string { return parley.EventMessageUpdated }
+
+// EventType implements EventData.
+func (*Chunk) EventType() string { return parley.EventChunk }
+
+// EventType implements EventData.
+func (*PartUpdated) EventType() string { return parley.EventPartUpdated }
+
+// EventType implements EventData.
+func (*MessagesRemoved) EventType() string { return parley.EventMessagesRemoved }
+
+// EventType implements EventData.
+func (*Trace) EventType() string { return parley.EventTrace }
+
+// EventType implements EventData.
+func (*TurnClaimed) EventType() string { return parley.EventTurnClaimed }
+
+// EventType implements EventData.
+func (*ClaimExpired) EventType() string { return parley.EventClaimExpired }
+
+// EventType implements EventData.
+func (*TurnReset) EventType() string { return parley.EventTurnReset }
+
+// EventType implements EventData.
+func (*TurnAborted) EventType() string { return parley.EventTurnAborted }
+
+// EventType implements EventData.
+func (*Delegation) EventType() string { return parley.EventDelegation }
+
+// EventType implements EventData.
+func (*TaskRun) EventType() string { return EventTaskRun }
+
+// EventType implements EventData.
+func (*PromptQueued) EventType() string { return EventPromptQueued }
+
+// EventType implements EventData.
+func (*PromptDispatched) EventType() string { return EventPromptDispatched }
+
+// EventType implements EventData.
+func (*PromptAborted) EventType() string { return EventPromptAborted }
+
+// EventType implements EventData.
+func (*PromptCompleted) EventType() string { return EventPromptCompleted }
+
+// EventType implements EventData.
+func (*PromptCanceled) EventType() string { return EventPromptCanceled }
+
+// EventType implements EventData.
+func (*PromptRequeued) EventType() string { return EventPromptRequeued }
+
+// EventType implements EventData.
+func (*PromptPromoted) EventType() string { return EventPromptPromoted }
+
+// EventType implements EventData.
+func (u *UnknownEvent) EventType() string { return u.Type }
+
+// newEventData returns an empty value of the data type of event type typ,
+// nil for a type this SDK does not know.
+func newEventData(typ string) EventData {
+	switch typ {
+	case parley.EventConversationCreated:
+		return &ConversationCreated{}
+	case parley.EventMessage:
+		return &MessageEvent{}
+	case parley.EventMessageUpdated:
+		return &MessageUpdated{}
+	case parley.EventChunk:
+		return &Chunk{}
+	case parley.EventPartUpdated:
+		return &PartUpdated{}
+	case parley.EventMessagesRemoved:
+		return &MessagesRemoved{}
+	case parley.EventTrace:
+		return &Trace{}
+	case parley.EventTurnClaimed:
+		return &TurnClaimed{}
+	case parley.EventClaimExpired:
+		return &ClaimExpired{}
+	case parley.EventTurnReset:
+		return &TurnReset{}
+	case parley.EventTurnAborted:
+		return &TurnAborted{}
+	case parley.EventDelegation:
+		return &Delegation{}
+	case EventTaskRun:
+		return &TaskRun{}
+	case EventPromptQueued:
+		return &PromptQueued{}
+	case EventPromptDispatched:
+		return &PromptDispatched{}
+	case EventPromptAborted:
+		return &PromptAborted{}
+	case EventPromptCompleted:
+		return &PromptCompleted{}
+	case EventPromptCanceled:
+		return &PromptCanceled{}
+	case EventPromptRequeued:
+		return &PromptRequeued{}
+	case EventPromptPromoted:
+		return &PromptPromoted{}
+	}
+	return nil
+}
+
+// DecodeEvent decodes an event's data by its type: one of the EventData
+// types, or *UnknownEvent for a type this SDK does not know. It fails only
+// when the data is not what its type says.
+func DecodeEvent(e parley.Event) (EventData, error) {
+	d := newEventData(e.Type)
+	if d == nil {
+		return &UnknownEvent{Type: e.Type, Data: e.Data}, nil
+	}
+	if err := json.Unmarshal(e.Data, d); err != nil {
+		return nil, fmt.Errorf("event %d (%s): %w", e.Seq, e.Type, err)
+	}
+	return d, nil
+}
+
+// Decode decodes the data of an event frame (DecodeEvent); it returns nil
+// and no error for an init or guidance frame, which carry no event.
+func (f Frame) Decode() (EventData, error) {
+	if f.Event == nil {
+		return nil, nil
+	}
+	return DecodeEvent(*f.Event)
+}

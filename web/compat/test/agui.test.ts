@@ -1,0 +1,112 @@
+// AG-UI against Parley: the real @ag-ui/client's HttpAgent (its verifier
+// is always on), and a stream cut and resumed with Last-Event-ID, checked
+// by the same verifier.
+
+import { EventType, HttpAgent, verifyEvents, type BaseEvent } from "@ag-ui/client";
+import { from, lastValueFrom, toArray } from "rxjs";
+import { expect, test } from "vitest";
+import { Runner, scriptedAnswer } from "./runner.js";
+import { admin, newId, stored, url, you } from "./stored.js";
+
+const agent = (thread: string, text: string): HttpAgent =>
+  new HttpAgent({
+    url: url() + "/v1/ag-ui",
+    headers: { Authorization: "Bearer " + you() },
+    threadId: thread,
+    initialMessages: [{ id: newId("m"), role: "user", content: text }],
+  });
+
+test("HttpAgent runs with its verifier and gets the stored text and tool call", async () => {
+  const thread = newId("thread");
+  const a = agent(thread, "What is 6 x 7?");
+  // The run makes the thread; the runner attaches once the run started.
+  let started = (): void => undefined;
+  const runStarted = new Promise<void>((r) => (started = r));
+  const running = a.runAgent({ runId: newId("run"), forwardedProps: { to: "helper" } }, { onRunStartedEvent: () => started() });
+  await runStarted;
+  const run = await Runner.attach(url(), admin(), thread);
+  expect((await run.next())["content"]).toBe("What is 6 x 7?");
+  for (const f of scriptedAnswer("r1")) await run.send(f);
+  const { newMessages } = await running;
+  const s = await stored(thread, "r1");
+  const answer = newMessages.find((m) => m.id === "r1");
+  expect(answer).toMatchObject({ role: "assistant", content: s.content });
+  expect(answer && "toolCalls" in answer ? answer.toolCalls : undefined).toEqual([
+    { id: "c1", type: "function", function: { name: "search", arguments: JSON.stringify({ q: "6 x 7", n: 1 }) } },
+  ]);
+  expect(newMessages.find((m) => m.role === "tool")).toMatchObject({ toolCallId: "c1", content: JSON.stringify({ hits: ["42"] }) });
+  run.close();
+});
+
+/** Reads an AG-UI event stream: each event's id and the event. */
+async function readEvents(body: ReadableStream<Uint8Array>, stopAfter = Infinity): Promise<{ id: string; event: BaseEvent }[]> {
+  const out: { id: string; event: BaseEvent }[] = [];
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  while (out.length < stopAfter) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    for (let i = buf.indexOf("\n\n"); i >= 0 && out.length < stopAfter; i = buf.indexOf("\n\n")) {
+      const lines = buf.slice(0, i).split("\n");
+      buf = buf.slice(i + 2);
+      const data = lines.find((l) => l.startsWith("data: "));
+      if (data) out.push({ id: lines.find((l) => l.startsWith("id: "))?.slice(4) ?? "", event: JSON.parse(data.slice(6)) as BaseEvent });
+    }
+  }
+  await reader.cancel().catch(() => undefined);
+  return out;
+}
+
+test("a run cut mid-answer and posted again with Last-Event-ID goes on exactly, as the verifier accepts", async () => {
+  const thread = newId("thread");
+  const input = {
+    threadId: thread,
+    runId: newId("run"),
+    state: {},
+    tools: [],
+    context: [],
+    forwardedProps: { to: "helper" },
+    messages: [{ id: newId("m"), role: "user", content: "Cut me off" }],
+  };
+  const post = (lastEventId?: string) =>
+    fetch(url() + "/v1/ag-ui", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + you(), ...(lastEventId ? { "Last-Event-ID": lastEventId } : {}) },
+      body: JSON.stringify(input),
+    });
+  const first = await post();
+  const run = await Runner.attach(url(), admin(), thread);
+  await run.next();
+  const frames = scriptedAnswer("r1");
+  for (const f of frames.slice(0, 4)) await run.send(f); // text, then the search running
+  // RUN_STARTED, TEXT_MESSAGE_START, two CONTENTs, then the END and TOOL_CALL_START of one log event: cut between those two.
+  const head = await readEvents(first.body!, 5);
+  expect(head.map((e) => e.event.type)).toEqual(["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]);
+  expect(head[4]!.id.split(":")).toHaveLength(3); // one of several AG-UI events made of one log event
+  const again = await post(head[4]!.id);
+  for (const f of frames.slice(4)) await run.send(f);
+  const rest = await readEvents(again.body!);
+  const all = [...head, ...rest].map((e) => e.event);
+  const verified = await lastValueFrom(from(all).pipe(verifyEvents(), toArray()));
+  expect(verified.map((e) => e.type)).toEqual([
+    "RUN_STARTED",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "TOOL_CALL_RESULT",
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "RUN_FINISHED",
+  ]);
+  const text = all.flatMap((e) => (e.type === EventType.TEXT_MESSAGE_CONTENT ? [(e as BaseEvent & { delta: string }).delta] : [])).join("");
+  expect(text).toBe((await stored(thread, "r1")).content);
+  run.close();
+});

@@ -1,0 +1,114 @@
+// The Vercel AI SDK against Parley, as a useChat app uses it: the real
+// `ai` package (the latest, and 5.0.0, whose chunk schema refuses any field
+// it does not list) through DefaultChatTransport and readUIMessageStream.
+
+import { readFileSync } from "node:fs";
+import * as aiLatest from "ai";
+import * as ai5 from "ai5";
+import { describe, expect, test } from "vitest";
+import { Runner, scriptedAnswer } from "./runner.js";
+import { admin, newId, stored, storedParts, uiParts, url, you } from "./stored.js";
+
+/** What the tests use of an `ai` package: the same in every version. */
+interface UIMessage {
+  id: string;
+  role: string;
+  parts: Record<string, unknown>[];
+}
+interface Transport {
+  sendMessages(o: { chatId: string; messages: UIMessage[]; abortSignal: AbortSignal | undefined; trigger: "submit-message"; messageId: string | undefined }): Promise<ReadableStream<unknown>>;
+  reconnectToStream(o: { chatId: string }): Promise<ReadableStream<unknown> | null>;
+}
+interface AI {
+  DefaultChatTransport: new (o: { api: string; headers: Record<string, string>; body: Record<string, unknown> }) => Transport;
+  readUIMessageStream(o: { stream: ReadableStream<never> }): AsyncIterable<UIMessage>;
+}
+
+/** The version of an installed package, from its package.json. */
+const version = (dir: string): string =>
+  (JSON.parse(readFileSync(new URL(`../node_modules/${dir}/package.json`, import.meta.url), "utf8")) as { version: string }).version;
+
+const versions: [string, AI][] = [
+  ["ai " + version("ai"), aiLatest as unknown as AI],
+  ["ai " + version("ai5"), ai5 as unknown as AI],
+];
+
+/** A transport to Parley for the user "you", asking the agent "helper". */
+const transport = (ai: AI): Transport =>
+  new ai.DefaultChatTransport({ api: url() + "/v1/chat", headers: { Authorization: "Bearer " + you() }, body: { to: "helper" } });
+
+const question = (text: string): UIMessage[] => [{ id: newId("u"), role: "user", parts: [{ type: "text", text }] }];
+
+/** Folds a UI message stream with readUIMessageStream; the last message. */
+async function fold(ai: AI, stream: ReadableStream<unknown>): Promise<UIMessage> {
+  let last: UIMessage | undefined;
+  for await (const m of ai.readUIMessageStream({ stream: stream as ReadableStream<never> })) last = m;
+  if (!last) throw new Error("the stream held no message");
+  return last;
+}
+
+/** Sends frames of the scripted answer, from..to. */
+async function play(run: Runner, id: string, from: number, to?: number): Promise<void> {
+  for (const f of scriptedAnswer(id).slice(from, to)) await run.send(f);
+}
+
+describe.each(versions)("%s", (_name, ai) => {
+  test("a message sent folds to exactly the stored answer, its tool part output-available", async () => {
+    const chat = newId("chat");
+    const t = transport(ai);
+    const stream = await t.sendMessages({ chatId: chat, messages: question("What is 6 x 7?"), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
+    const run = await Runner.attach(url(), admin(), chat);
+    expect((await run.next())["content"]).toBe("What is 6 x 7?");
+    const folding = fold(ai, stream);
+    await play(run, "r1", 0);
+    const m = await folding;
+    const s = await stored(chat, "r1");
+    expect(m.id).toBe("r1");
+    expect(uiParts(m)).toEqual(storedParts(s));
+    expect(uiParts(m)).toContainEqual({ tool: "search", callId: "c1", state: "output-available", input: { q: "6 x 7", n: 1 }, output: { hits: ["42"] } });
+    expect(s.content).toBe("Let me look that up. It is 42 — «forty-two».");
+    run.close();
+  });
+
+  test("an answer cut after a few chunks and resumed with reconnectToStream folds to exactly the stored answer", async () => {
+    const chat = newId("chat");
+    const t = transport(ai);
+    const abort = new AbortController();
+    const stream = await t.sendMessages({ chatId: chat, messages: question("Cut me off"), abortSignal: abort.signal, trigger: "submit-message", messageId: undefined });
+    const run = await Runner.attach(url(), admin(), chat);
+    await run.next();
+    await play(run, "r1", 0, 4); // text, then the search running
+    const reader = stream.getReader();
+    const before: unknown[] = [];
+    for (let i = 0; i < 4; i++) before.push((await reader.read()).value);
+    expect(before).toEqual([
+      { type: "start", messageId: "r1" },
+      { type: "text-start", id: "t0" },
+      { type: "text-delta", id: "t0", delta: "Let me " },
+      { type: "text-delta", id: "t0", delta: "look that up. " },
+    ]);
+    abort.abort(); // the page goes away mid-answer
+    await reader.cancel().catch(() => undefined);
+    const resumed = await t.reconnectToStream({ chatId: chat });
+    expect(resumed).not.toBeNull();
+    const folding = fold(ai, resumed!);
+    await play(run, "r1", 4); // the rest, live
+    const m = await folding;
+    expect(m.id).toBe("r1");
+    expect(uiParts(m)).toEqual(storedParts(await stored(chat, "r1")));
+    run.close();
+  });
+
+  test("reconnecting with nothing streaming gives no stream", async () => {
+    const chat = newId("chat");
+    const t = transport(ai);
+    const stream = await t.sendMessages({ chatId: chat, messages: question("Quick one"), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
+    const run = await Runner.attach(url(), admin(), chat);
+    await run.next();
+    const folding = fold(ai, stream);
+    await play(run, "r1", 0);
+    await folding;
+    expect(await t.reconnectToStream({ chatId: chat })).toBeNull();
+    run.close();
+  });
+});

@@ -45,6 +45,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.DurationVar(&guards.BodyTimeout, "body-timeout", 30*time.Second, "how long a request may take to send its body (an import: how long it may send nothing)")
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a connection may take to send a request's headers")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	pprofAddr := fs.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (keep it on loopback: no token guards it)")
 	limits := conv.DefaultLimits
 	fs.IntVar(&limits.MaxThreadDepth, "max-thread-depth", limits.MaxThreadDepth, "a reply may have fewer ancestors than this")
 	fs.DurationVar(&limits.ClaimTTL, "claim-ttl", limits.ClaimTTL, "how long a claim lasts when the request names no TTL")
@@ -145,6 +146,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	})
 	go handler.WatchTokens(ctx)
 
+	if *pprofAddr != "" {
+		if err := servePprof(ctx, *pprofAddr, log); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -41,8 +41,7 @@ type errorFrame struct {
 // encodeItem returns an item's frame and its SSE event name.
 func encodeItem(conversationID string, it feed.Item) (string, []byte, error) {
 	if it.Event != nil {
-		b, err := json.Marshal(it.Event)
-		return it.Event.Type, b, err
+		return it.Event.Type, it.JSON(), nil
 	}
 	g := it.Guidance
 	b, err := json.Marshal(guidanceFrame{Type: "guidance", ConversationID: conversationID, AfterSeq: g.AfterSeq, Turn: g.Turn, AgentID: g.NextAgentID, Data: g})

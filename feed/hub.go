@@ -19,6 +19,28 @@ import (
 type Item struct {
 	Event    *parley.Event
 	Guidance *parley.Guidance
+	// json is the event's JSON, made once for all the subscribers an event
+	// was published to (see JSON).
+	json *lazyJSON
+}
+
+// lazyJSON is an event's JSON, made by the first reader that asks.
+type lazyJSON struct {
+	once sync.Once
+	b    []byte
+}
+
+// JSON returns the item's event as JSON (Event.AppendJSON), made once for
+// every subscriber the event was published to. Callers must not change it.
+func (it Item) JSON() []byte {
+	if it.Event == nil {
+		return nil
+	}
+	if it.json == nil {
+		return it.Event.AppendJSON(nil)
+	}
+	it.json.once.Do(func() { it.json.b = it.Event.AppendJSON(make([]byte, 0, 160+len(it.Event.Data))) })
+	return it.json.b
 }
 
 // ErrSlow ends a subscription whose reader fell too far behind. The reader can
@@ -151,7 +173,7 @@ func (h *Hub) remove(s *sub) {
 func (h *Hub) Publish(conversationID string, events []parley.Event, g *parley.Guidance) {
 	items := make([]Item, 0, len(events)+1)
 	for i := range events {
-		items = append(items, Item{Event: &events[i]})
+		items = append(items, Item{Event: &events[i], json: &lazyJSON{}})
 	}
 	if g != nil {
 		items = append(items, Item{Guidance: g})

@@ -47,7 +47,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 }
 
 // MarshalJSON implements json.Marshaler with AppendJSON.
-func (e Event) MarshalJSON() ([]byte, error) { return e.AppendJSON(make([]byte, 0, 160+len(e.Data))), nil }
+func (e Event) MarshalJSON() ([]byte, error) {
+	return e.AppendJSON(make([]byte, 0, 160+len(e.Data))), nil
+}
 
 const hexDigits = "0123456789abcdef"
 

@@ -1,0 +1,131 @@
+// A chat page on Parley with the AI SDK's useChat. The chat's id is a
+// Parley conversation (made by the first question); the page reads what
+// the conversation already holds, and `resume: true` picks up an answer
+// still being written, from Parley's log: a reload mid-answer shows the
+// answer once, as it goes on.
+//
+// The page's query: ?chat=ID (made, and put in the address, if missing),
+// &to=AGENT (the agent asked; "helper" by default), &as=AGENT (who asks,
+// on a server without tokens; "you" by default). VITE_PARLEY_TOKEN, when
+// set at build time, is an agent token for the person asking.
+
+import { useChat } from "@ai-sdk/react";
+import { DefaultChatTransport, type UIMessage } from "ai";
+import { useEffect, useMemo, useState, type FormEvent } from "react";
+
+const query = new URLSearchParams(location.search);
+const to = query.get("to") ?? "helper";
+const asker = query.get("as") ?? "you";
+const token = (import.meta.env["VITE_PARLEY_TOKEN"] as string | undefined) ?? "";
+const headers: Record<string, string> = token ? { Authorization: "Bearer " + token } : {};
+
+/** The chat's id: from the address, or a new one put there. */
+function chatId(): string {
+  let id = query.get("chat");
+  if (!id) {
+    id = "chat-" + crypto.randomUUID();
+    query.set("chat", id);
+    history.replaceState(null, "", "?" + query.toString());
+  }
+  return id;
+}
+
+/** A Parley message, as far as the page shows it. */
+interface ParleyMessage {
+  id: string;
+  role: string;
+  status: string;
+  parts: { type: string; text?: string; callId?: string; toolName?: string; status?: string; args?: unknown; result?: unknown; error?: string }[];
+}
+
+/**
+ * The messages the conversation holds, as UI messages: every question, and
+ * every answer that has ended. An answer still being written is left out:
+ * resuming replays it from its start.
+ */
+async function storedMessages(id: string): Promise<UIMessage[]> {
+  const r = await fetch(`/v1/conversations/${encodeURIComponent(id)}/messages?limit=1000`, { headers });
+  if (r.status === 404) return []; // a new chat: its first question makes it
+  if (!r.ok) throw new Error(`reading the chat: ${r.status} ${await r.text()}`);
+  const { messages } = (await r.json()) as { messages: ParleyMessage[] };
+  return messages
+    .filter((m) => (m.role === "user" || m.role === "assistant") && m.status !== "streaming")
+    .map((m) => ({
+      id: m.id,
+      role: m.role as "user" | "assistant",
+      parts: m.parts.flatMap((p): UIMessage["parts"] => {
+        if (p.type === "text") return [{ type: "text", text: p.text ?? "", state: "done" }];
+        if (p.type !== "tool-call") return [];
+        const type: `tool-${string}` = `tool-${p.toolName ?? ""}`;
+        const base = { type, toolCallId: p.callId ?? "", input: p.args ?? {}, providerExecuted: true };
+        return [p.status === "completed" ? { ...base, state: "output-available", output: p.result } : { ...base, state: "output-error", errorText: p.error ?? "failed" }];
+      }),
+    }));
+}
+
+export function App() {
+  const [id] = useState(chatId);
+  const [initial, setInitial] = useState<UIMessage[] | null>(null);
+  const [failed, setFailed] = useState("");
+  useEffect(() => {
+    storedMessages(id).then(setInitial, (e: unknown) => setFailed(String(e)));
+  }, [id]);
+  if (failed) return <main role="alert">{failed}</main>;
+  if (!initial) return <main className="status">Loading…</main>;
+  return <Chat id={id} initial={initial} />;
+}
+
+function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
+  const transport = useMemo(
+    () =>
+      new DefaultChatTransport({
+        api: "/v1/chat",
+        headers,
+        // Only the question is needed: Parley holds the rest of the chat.
+        prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
+          body: { id, messages: messages.slice(-1), trigger, messageId, to, ...(token ? {} : { agentId: asker }) },
+        }),
+      }),
+    [],
+  );
+  const { messages, sendMessage, status, stop, error } = useChat({ id, messages: initial, resume: true, transport });
+  const [input, setInput] = useState("");
+  const busy = status === "submitted" || status === "streaming";
+
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    if (!input.trim()) return;
+    void sendMessage({ text: input });
+    setInput("");
+  };
+  // Closing the connection leaves the answer going (a reload resumes it);
+  // stopping it is asking Parley to.
+  const halt = () => {
+    void stop();
+    void fetch(`/v1/conversations/${encodeURIComponent(id)}/abort`, { method: "POST", headers });
+  };
+
+  return (
+    <main>
+      <h1>Chat with {to}</h1>
+      {messages.map((m) => (
+        <div key={m.id} className={"msg " + m.role} data-message-id={m.id} data-role={m.role}>
+          <div className="who">{m.role === "user" ? asker : to}</div>
+          {m.parts.map((p, i) => {
+            if (p.type === "text") return <div key={i} className="text">{p.text}</div>;
+            if (p.type.startsWith("tool-") && "state" in p) {
+              return <div key={i} className="tool">{p.type.slice(5)}: {p.state}</div>;
+            }
+            return null;
+          })}
+        </div>
+      ))}
+      {error && <p role="alert">{error.message}</p>}
+      <p className="status" data-status={status}>{status}</p>
+      <form onSubmit={submit}>
+        <input value={input} onChange={(e) => setInput(e.target.value)} placeholder="Ask…" aria-label="Question" />
+        {busy ? <button type="button" onClick={halt}>Stop</button> : <button type="submit">Send</button>}
+      </form>
+    </main>
+  );
+}

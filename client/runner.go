@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -14,20 +15,35 @@ import (
 
 // Runner is an agent's connection to a conversation's runner endpoint,
 // GET /v1/conversations/{id}/runner, over which it streams its answers with
-// the runner protocol (its frames are in docs/api.md, "Runners"). Next
-// yields what the server sends (prompts, aborts, reverts); the other methods
-// send one frame each and return once the server acknowledged it as
-// durable, or with the server's error.
+// the runner protocol (its frames are in docs/api.md, "Runners"). Serve
+// answers every prompt with a Handler, reconnecting by itself; or drive it
+// by hand: Next yields what the server sends (prompts, aborts, reverts),
+// and the other methods send one frame each and return once the server
+// acknowledged it as durable, or with the server's error (a *StatusError
+// with Status 0). Reconnect replaces a lost connection.
 type Runner struct {
-	conn    *websocket.Conn
-	pushes  chan Push
-	replies chan runnerReply
-	send    sync.Mutex // one frame awaits its reply at a time
-	done    chan struct{}
-	err     error
+	c              *Client
+	url            string
+	conversationID string
+	agentID        string
+
+	send sync.Mutex // one frame awaits its reply at a time
+	dial sync.Mutex // one reconnect at a time
 
 	mu     sync.Mutex
-	prompt string // the last prompt Next returned
+	conn   *runnerConn // the current connection
+	closed bool        // Close was called: no more reconnects
+	prompt string      // the last prompt Next returned
+}
+
+// runnerConn is one WebSocket of a Runner, with the goroutine that reads it.
+type runnerConn struct {
+	ws      *websocket.Conn
+	pushes  chan Push
+	replies chan runnerReply
+	done    chan struct{}
+	err     error        // why it ended; set before done closes
+	fatal   *StatusError // an error frame that ends the connection for good
 }
 
 // Push is a frame the server sends a runner: Type is "prompt", "abort" or
@@ -39,6 +55,10 @@ type Push struct {
 	MessageFormat string          `json:"messageFormat,omitempty"`
 	AgentID       string          `json:"agentId,omitempty"`
 	Channel       *parley.Channel `json:"channel,omitempty"`
+	// ConversationID names the conversation the frame is about. The
+	// per-conversation runner endpoint leaves it out (it is the runner's);
+	// a runner that serves many conversations at once will need it.
+	ConversationID string `json:"conversationId,omitempty"`
 }
 
 // ToolUpdate is one status change of a tool call.
@@ -53,18 +73,18 @@ type ToolUpdate struct {
 
 // ConnectRunner opens the runner connection of a conversation. agentID is
 // needed only with an admin token (or an open server); an agent token names
-// its agent.
+// its agent. A refused handshake is a *StatusError with the HTTP status.
 func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID string) (*Runner, error) {
 	u := strings.Replace(c.baseURL, "http", "ws", 1) + convPath(conversationID, "/runner")
 	if agentID != "" {
 		u += "?agentId=" + url.QueryEscape(agentID)
 	}
-	conn, err := c.dialWS(ctx, u)
+	r := &Runner{c: c, url: u, conversationID: conversationID, agentID: agentID}
+	conn, err := r.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{conn: conn, pushes: make(chan Push, maxPushes), replies: make(chan runnerReply, 1), done: make(chan struct{})}
-	go r.read()
+	r.conn = conn
 	return r, nil
 }
 
@@ -73,63 +93,156 @@ func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID stri
 // for it.
 const maxPushes = 1024
 
-func (r *Runner) read() {
-	defer close(r.done)
+// open dials the endpoint and starts reading the new connection.
+func (r *Runner) open(ctx context.Context) (*runnerConn, error) {
+	ws, err := r.c.dialWS(ctx, r.url)
+	if err != nil {
+		return nil, err
+	}
+	c := &runnerConn{ws: ws, pushes: make(chan Push, maxPushes), replies: make(chan runnerReply, 1), done: make(chan struct{})}
+	go c.read()
+	return c, nil
+}
+
+func (c *runnerConn) read() {
+	defer close(c.done)
 	for {
-		_, data, err := r.conn.Read(context.Background())
+		_, data, err := c.ws.Read(context.Background())
 		if err != nil {
-			r.err = err
+			if c.fatal == nil {
+				c.fatal = closeStatusError(err)
+			}
+			if c.fatal != nil {
+				err = c.fatal // the error frame says why better than the close
+			}
+			c.err = err
 			return
 		}
 		var head struct {
-			Type string `json:"type"`
+			Type   string  `json:"type"`
+			TurnID *string `json:"turnId"`
 		}
 		_ = json.Unmarshal(data, &head)
-		switch head.Type {
-		case "ack", "error":
+		switch {
+		case head.Type == "error" && head.TurnID == nil:
+			// Not a reply: the server ends the connection (the conversation
+			// was deleted, the token revoked) and says why first.
+			c.fatal = frameError(data)
+		case head.Type == "ack" || head.Type == "error":
 			var reply runnerReply
 			if err := json.Unmarshal(data, &reply); err != nil {
-				r.err = fmt.Errorf("bad reply from the server: %w", err)
-				r.conn.CloseNow()
+				c.err = fmt.Errorf("bad reply from the server: %w", err)
+				c.ws.CloseNow()
 				return
 			}
-			r.replies <- reply
+			c.replies <- reply
 		default:
 			var p Push
 			if json.Unmarshal(data, &p) != nil {
 				continue
 			}
 			select {
-			case r.pushes <- p:
+			case c.pushes <- p:
 			default:
-				r.err = fmt.Errorf("more than %d prompts, aborts and reverts were left unread (call Next)", maxPushes)
-				r.conn.CloseNow()
+				c.err = fmt.Errorf("more than %d prompts, aborts and reverts were left unread (call Next)", maxPushes)
+				c.ws.CloseNow()
 				return
 			}
 		}
 	}
 }
 
-// Next returns the next prompt, abort or revert from the server.
+// closedErr is the error of a call on a connection that ended.
+func (c *runnerConn) closedErr() error {
+	if c.fatal != nil {
+		return c.fatal
+	}
+	return fmt.Errorf("runner connection closed: %w", c.err)
+}
+
+// current returns the connection in use.
+func (r *Runner) current() *runnerConn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conn
+}
+
+// ConversationID is the conversation the runner is attached to.
+func (r *Runner) ConversationID() string { return r.conversationID }
+
+// Next returns the next prompt, abort or revert from the server. Once the
+// connection is lost it returns an error: call Reconnect to go on.
 func (r *Runner) Next(ctx context.Context) (Push, error) {
+	c := r.current()
 	select {
-	case p := <-r.pushes:
+	case p := <-c.pushes:
 		if p.Type == "prompt" {
 			r.mu.Lock()
 			r.prompt = p.MessageID
 			r.mu.Unlock()
 		}
 		return p, nil
-	case <-r.done:
-		return Push{}, fmt.Errorf("runner connection closed: %w", r.err)
+	case <-c.done:
+		return Push{}, c.closedErr()
 	case <-ctx.Done():
 		return Push{}, ctx.Err()
 	}
 }
 
-// Close closes the connection; the server puts an unanswered prompt back
-// in the queue.
-func (r *Runner) Close() error { return r.conn.Close(websocket.StatusNormalClosure, "") }
+// Close closes the connection and ends Serve; the server puts an
+// unanswered prompt back in the queue.
+func (r *Runner) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	c := r.conn
+	r.mu.Unlock()
+	return c.ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// ErrRunnerClosed is what Serve and Reconnect return after Close.
+var ErrRunnerClosed = errors.New("client: the runner was closed")
+
+// Reconnect replaces the runner's connection with a new one (closing the
+// old one, if it still stands). A runner that lost its connection calls it
+// and then asks State of the message it was writing, to learn whether its
+// last frame was applied and go on from there; the server keeps an
+// unfinished message for the runner's agent for its grace period (30s by
+// default) and dispatches the prompt it was answering to it again. A
+// refused handshake (the conversation deleted, the token revoked) is a
+// *StatusError.
+func (r *Runner) Reconnect(ctx context.Context) error {
+	_, err := r.redial(ctx, r.current())
+	return err
+}
+
+// redial replaces old with a new connection, unless another caller did
+// already: it returns the connection to use.
+func (r *Runner) redial(ctx context.Context, old *runnerConn) (*runnerConn, error) {
+	r.dial.Lock()
+	defer r.dial.Unlock()
+	r.mu.Lock()
+	cur, closed := r.conn, r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, ErrRunnerClosed
+	}
+	if cur != old {
+		return cur, nil // someone else reconnected meanwhile
+	}
+	old.ws.CloseNow()
+	c, err := r.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		c.ws.CloseNow()
+		return nil, ErrRunnerClosed
+	}
+	r.conn = c
+	return c, nil
+}
 
 // runnerReply is the server's answer to one frame: an ack or an error.
 type runnerReply struct {
@@ -141,37 +254,46 @@ type runnerReply struct {
 
 // do sends one frame and waits for its ack; it returns the acked seq.
 func (r *Runner) do(ctx context.Context, frame map[string]any) (int64, error) {
-	reply, err := r.exchange(ctx, frame)
+	reply, err := r.exchange(ctx, r.current(), frame)
 	if err != nil {
 		return 0, err
 	}
 	return reply.Seq, nil
 }
 
-// exchange sends one frame and waits for its reply. Replies come in the
-// order of the frames, so if ctx ends first the connection is closed: the
-// late reply must not be taken for the next frame's. Whether that frame
-// was applied is then unknown; a new connection's State tells.
-func (r *Runner) exchange(ctx context.Context, frame map[string]any) (*runnerReply, error) {
+// exchange sends one frame on c and waits for its reply. Replies come in
+// the order of the frames, so if ctx ends first the connection is closed:
+// the late reply must not be taken for the next frame's. Whether that
+// frame was applied is then unknown; a new connection's State tells. A
+// refused frame is a *StatusError with Status 0.
+func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]any) (*runnerReply, error) {
 	r.send.Lock()
 	defer r.send.Unlock()
+	select {
+	case <-c.done:
+		return nil, c.closedErr()
+	default:
+	}
 	b, _ := json.Marshal(frame)
-	if err := r.conn.Write(ctx, websocket.MessageText, b); err != nil {
-		return nil, err
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("runner connection: %w", err)
 	}
 	select {
-	case reply := <-r.replies:
+	case reply := <-c.replies:
 		if reply.Type == "error" {
 			if reply.Error == nil {
 				reply.Error = &parley.Error{Code: parley.EINTERNAL, Message: "an error frame without an error"}
 			}
-			return nil, reply.Error
+			return nil, &StatusError{Err: reply.Error}
 		}
 		return &reply, nil
-	case <-r.done:
-		return nil, fmt.Errorf("runner connection closed: %w", r.err)
+	case <-c.done:
+		return nil, c.closedErr()
 	case <-ctx.Done():
-		r.conn.CloseNow()
+		c.ws.CloseNow()
 		return nil, ctx.Err()
 	}
 }
@@ -182,7 +304,11 @@ func (r *Runner) exchange(ctx context.Context, frame map[string]any) (*runnerRep
 // its message.create was durable (ENOTFOUND if not), how much text and
 // which tool calls the server has, whether its finalize landed.
 func (r *Runner) State(ctx context.Context, turnID string) (*parley.Message, error) {
-	reply, err := r.exchange(ctx, map[string]any{"type": "message.state", "turnId": turnID})
+	return r.stateOn(ctx, r.current(), turnID)
+}
+
+func (r *Runner) stateOn(ctx context.Context, c *runnerConn, turnID string) (*parley.Message, error) {
+	reply, err := r.exchange(ctx, c, map[string]any{"type": "message.state", "turnId": turnID})
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +321,7 @@ func (r *Runner) State(ctx context.Context, turnID string) (*parley.Message, err
 // Create starts the assistant message with id turnID (empty replyTo: it
 // answers the prompt the runner was given).
 func (r *Runner) Create(ctx context.Context, turnID string) (int64, error) {
-	return r.do(ctx, map[string]any{"type": "message.create", "turnId": turnID})
+	return r.do(ctx, createFrame(turnID, CreateOptions{}))
 }
 
 // CreateOptions are what a message.create may say besides the message's id.
@@ -206,11 +332,26 @@ type CreateOptions struct {
 	// RetryOf names the failed message this one retries (a failover: see
 	// Failover).
 	RetryOf string
+	// Channel is where the response goes outside Parley (its channel
+	// webhook gets it once it is complete); empty: the channel of the
+	// prompt it answers, if any.
+	Channel *parley.Channel
+	// OpenCodeSessionID records the OpenCode session that wrote the
+	// response, in its metadata.
+	OpenCodeSessionID string
 }
 
 // CreateWith starts the assistant message with id turnID, as o says.
 func (r *Runner) CreateWith(ctx context.Context, turnID string, o CreateOptions) (int64, error) {
-	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "message.create", "turnId": turnID, "replyTo": o.ReplyTo, "retryOf": o.RetryOf}))
+	return r.do(ctx, createFrame(turnID, o))
+}
+
+func createFrame(turnID string, o CreateOptions) map[string]any {
+	f := map[string]any{"type": "message.create", "turnId": turnID, "replyTo": o.ReplyTo, "retryOf": o.RetryOf, "opencodeSessionId": o.OpenCodeSessionID}
+	if o.Channel != nil {
+		f["channelType"], f["channelId"] = o.Channel.Type, o.Channel.ID
+	}
+	return omitEmptyStrings(f)
 }
 
 // Text appends a text delta.
@@ -220,6 +361,10 @@ func (r *Runner) Text(ctx context.Context, turnID, delta string) (int64, error) 
 
 // Tool adds or updates a tool call.
 func (r *Runner) Tool(ctx context.Context, turnID string, u ToolUpdate) (int64, error) {
+	return r.do(ctx, toolFrame(turnID, u))
+}
+
+func toolFrame(turnID string, u ToolUpdate) map[string]any {
 	f := map[string]any{"type": "message.part.tool-update", "turnId": turnID, "callId": u.CallID, "toolName": u.ToolName, "status": u.Status}
 	if u.Args != nil {
 		f["args"] = u.Args
@@ -230,16 +375,40 @@ func (r *Runner) Tool(ctx context.Context, turnID string, u ToolUpdate) (int64, 
 	if u.Error != "" {
 		f["error"] = u.Error
 	}
-	return r.do(ctx, f)
+	return f
 }
 
 // Finalize ends the message with a reason (end_turn, error, canceled).
 func (r *Runner) Finalize(ctx context.Context, turnID, reason, finalText string) (int64, error) {
-	f := map[string]any{"type": "message.finalize", "turnId": turnID, "reason": reason}
-	if finalText != "" {
-		f["finalText"] = finalText
+	return r.do(ctx, finalizeFrame(turnID, FinalizeOptions{Reason: reason, FinalText: finalText}))
+}
+
+// FinalizeOptions are what a message.finalize may say.
+type FinalizeOptions struct {
+	// Reason is parley.FinishEndTurn (default), FinishError or
+	// FinishCanceled (which also ends the prompt the message answers).
+	Reason string
+	// FinalText, when longer than the text streamed, becomes the message's
+	// content (a runner that streamed part of its answer sends it whole);
+	// its parts keep what was streamed.
+	FinalText string
+	// Finality is what the finalize closes: empty or parley.FinalityTurn,
+	// the runner's turn; parley.FinalityNone, nothing, so that another
+	// message of the runner follows in the same turn;
+	// parley.FinalityConversation, the whole conversation.
+	Finality parley.Finality
+}
+
+// FinalizeWith ends the message turnID as o says.
+func (r *Runner) FinalizeWith(ctx context.Context, turnID string, o FinalizeOptions) (int64, error) {
+	return r.do(ctx, finalizeFrame(turnID, o))
+}
+
+func finalizeFrame(turnID string, o FinalizeOptions) map[string]any {
+	if o.Reason == "" {
+		o.Reason = parley.FinishEndTurn
 	}
-	return r.do(ctx, f)
+	return omitEmptyStrings(map[string]any{"type": "message.finalize", "turnId": turnID, "reason": o.Reason, "finalText": o.FinalText, "finality": string(o.Finality)})
 }
 
 // Fail ends the message with an error part (the runner's "error" frame):

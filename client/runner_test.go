@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,5 +225,50 @@ func TestFailoverAndDelegation(t *testing.T) {
 	}
 	if err := c.DeleteTask(ctx, "every-second"); parley.ErrorCode(err) != parley.ENOTFOUND {
 		t.Fatalf("deleting it again: %v, want not_found", err)
+	}
+}
+
+// TestRunnerOptionsAndReconnect: a message made with a channel and an
+// OpenCode session, finalized with a final text and finality none (the
+// turn stays the runner's); Reconnect replaces the connection, State works
+// on the new one, and after Close it is refused. Deleting the conversation
+// ends Next with the server's not_found.
+func TestRunnerOptionsAndReconnect(t *testing.T) {
+	t.Parallel()
+	c, ctx, id, connect := runnerSetup(t)
+	r := connect("bot")
+	if _, err := r.CreateWith(ctx, "m1", client.CreateOptions{Channel: &parley.Channel{Type: "slack", ID: "C9"}, OpenCodeSessionID: "ses_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Text(ctx, "m1", "draft"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := r.State(ctx, "m1"); err != nil || m.Content != "draft" || m.Status != parley.StatusStreaming {
+		t.Fatalf("state after a reconnect: %+v, %v", m, err)
+	}
+	if _, err := r.FinalizeWith(ctx, "m1", client.FinalizeOptions{FinalText: "draft, and done", Finality: parley.FinalityNone}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Message(ctx, id, "m1")
+	if err != nil || m.Content != "draft, and done" || m.Status != parley.StatusComplete || m.Channel == nil || m.Channel.ID != "C9" ||
+		!strings.Contains(string(m.Metadata), `"opencodeSessionId":"ses_1"`) {
+		t.Fatalf("m1: %+v, %v", m, err)
+	}
+	if v, err := c.Conversation(ctx, id); err != nil || v.Head.OpenTurn == nil || v.Head.OpenTurn.Owner != "bot" {
+		t.Fatalf("after a finalize with finality none the turn is not bot's: %+v, %v", v, err)
+	}
+	if err := c.DeleteConversation(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var se *client.StatusError
+	if _, err := r.Next(ctx); !errors.As(err, &se) || se.Code() != parley.ENOTFOUND || se.Status != 0 {
+		t.Fatalf("Next after the delete: %v, want the server's not_found", err)
+	}
+	r.Close()
+	if err := r.Reconnect(ctx); !errors.Is(err, client.ErrRunnerClosed) {
+		t.Fatalf("Reconnect after Close: %v", err)
 	}
 }

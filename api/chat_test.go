@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -303,4 +304,12 @@ func TestChatStopRegenerateAndErrors(t *testing.T) {
 	if strings.Join(ids, ",") != "u1,r1,u2,r2,u3,r4" {
 		t.Fatalf("messages after the regenerate: %v", ids)
 	}
+}
+
+// asResponse reads a whole answer as the bundle's do returns it.
+func asResponse(resp *http.Response) *response {
+	raw, _ := io.ReadAll(resp.Body)
+	r := &response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
 }

@@ -17,10 +17,17 @@ import (
 // maxRunnerFrame bounds one frame from a runner.
 const maxRunnerFrame = 1 << 20
 
-// applier applies the frames of one runner connection.
+// applier applies the frames of one runner connection: Submit returns
+// the function that waits for the frame's outcome (see
+// dispatch.Session.Submit).
 type applier interface {
-	Apply(ctx context.Context, f *dispatch.Frame) (*engine.MessageResult, error)
+	Submit(ctx context.Context, f *dispatch.Frame) func() (*engine.MessageResult, error)
 }
+
+// maxInFlight bounds the frames of one runner connection read and not yet
+// answered: past it, the connection is read no further until answers go
+// out.
+const maxInFlight = 256
 
 // runner serves GET /v1/conversations/{id}/runner: a WebSocket over which an
 // agent streams its responses in one conversation. Every frame that made
@@ -132,7 +139,19 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 			}
 		}
 	}()
+	// Frames are read and applied in order without waiting for each to be
+	// durable (text deltas and tool updates only queue); their answers go
+	// out in the same order, each once what it wrote is durable.
 	ctx := context.Background()
+	replies := make(chan func() []byte, maxInFlight)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for reply := range replies {
+			push(reply())
+		}
+	}()
+	defer func() { close(replies); <-answered }()
 	for {
 		_, data, err := c.Read(ctx)
 		if err != nil {
@@ -141,21 +160,30 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 		if cut.ended() {
 			continue // nothing more is applied; the writer is closing
 		}
-		push(runnerReply(ctx, rs, data))
+		replies <- runnerReply(ctx, rs, data)
 	}
 }
 
-// runnerReply applies one frame a runner sent and returns the reply frame:
+// runnerReply applies one frame a runner sent and returns the function that
+// waits for its outcome and makes the reply frame:
 // {"type":"ack","turnId":…,"seq":N} (with the message for message.state),
 // or {"type":"error","turnId":…,"error":{code,message}}; both name the
 // frame's conversation if it did.
-func runnerReply(ctx context.Context, rs applier, data []byte) []byte {
+func runnerReply(ctx context.Context, rs applier, data []byte) func() []byte {
 	var f dispatch.Frame
-	err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, &f)
-	var res *engine.MessageResult
-	if err == nil {
-		res, err = rs.Apply(ctx, &f)
+	if err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, &f); err != nil {
+		reply := replyFrame(&f, nil, err)
+		return func() []byte { return reply }
 	}
+	wait := rs.Submit(ctx, &f)
+	return func() []byte {
+		res, err := wait()
+		return replyFrame(&f, res, err)
+	}
+}
+
+// replyFrame is the answer to frame f, which came to res or err.
+func replyFrame(f *dispatch.Frame, res *engine.MessageResult, err error) []byte {
 	if err != nil {
 		body := errorBody(err)
 		body["type"], body["turnId"] = "error", f.TurnID

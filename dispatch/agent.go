@@ -132,6 +132,25 @@ func (d *Dispatcher) dispatchWaiting(agentID string) {
 // Session.Apply). A frame must name one (conversationId); the first frame
 // in a conversation is refused unless the runner may work there.
 func (a *AgentSession) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
+	s, err := a.session(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return s.Apply(ctx, f)
+}
+
+// Submit is Session.Submit in the conversation the frame names.
+func (a *AgentSession) Submit(ctx context.Context, f *Frame) func() (*engine.MessageResult, error) {
+	s, err := a.session(ctx, f)
+	if err != nil {
+		return func() (*engine.MessageResult, error) { return nil, err }
+	}
+	return s.Submit(ctx, f)
+}
+
+// session returns the Session of the conversation a frame names, made
+// when a frame first names it.
+func (a *AgentSession) session(ctx context.Context, f *Frame) (*Session, error) {
 	id := f.ConversationID
 	if id == "" {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "a frame on an agent-wide runner connection names its conversation (conversationId)")
@@ -153,7 +172,7 @@ func (a *AgentSession) Apply(ctx context.Context, f *Frame) (*engine.MessageResu
 		a.d.touch(a.h, id)
 		a.d.mu.Unlock()
 	}
-	return s.Apply(ctx, f)
+	return s, nil
 }
 
 // forgetIdle forgets the sessions of conversations in which this

@@ -111,24 +111,52 @@ func (d *Dispatcher) Session(conversationID string, act conv.Actor) *Session {
 	return &Session{eng: d.eng, conv: conversationID, act: act}
 }
 
+// Submit applies one frame through the engine, as Apply does, but returns
+// as soon as a text delta or a tool update is queued, with the function
+// that waits for its outcome: a runner that keeps frames in flight has its
+// deltas written together (see engine.StreamTextAsync). Other frames are
+// applied before it returns. Call the functions in the order of the frames.
+func (rs *Session) Submit(ctx context.Context, f *Frame) func() (*engine.MessageResult, error) {
+	if f.Type == "message.part.text-delta" || f.Type == "message.part.tool-update" {
+		if err := rs.check(ctx, f); err != nil {
+			return func() (*engine.MessageResult, error) { return nil, err }
+		}
+		rs.ended = ""
+		if f.Type == "message.part.text-delta" {
+			return rs.eng.StreamTextAsync(ctx, rs.conv, conv.StreamText{Actor: rs.act, MessageID: f.TurnID, Delta: f.Delta})
+		}
+		return rs.eng.StreamToolAsync(ctx, rs.conv, conv.StreamTool{Actor: rs.act, MessageID: f.TurnID, Tool: conv.ToolUpdate{
+			CallID: f.CallID, ToolName: f.ToolName, Status: f.Status, Args: f.Args, Result: f.Result, Error: f.Error}})
+	}
+	res, err := rs.Apply(ctx, f)
+	return func() (*engine.MessageResult, error) { return res, err }
+}
+
+// check refuses a frame that names another conversation or a malformed
+// prompt id, and learns the conversation's message format once.
+func (rs *Session) check(ctx context.Context, f *Frame) error {
+	if f.ConversationID != "" && f.ConversationID != rs.conv {
+		return parley.Errorf(parley.EINVALIDVALUE, "conversationId %.200q is not the conversation of this connection (%s)", f.ConversationID, rs.conv)
+	}
+	if f.MessageID != "" && !parley.ValidID(f.MessageID) {
+		return parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", f.MessageID)
+	}
+	if rs.format == "" {
+		return rs.eng.Check(ctx, rs.conv, func(s conv.State) error { rs.format = s.Conversation.MessageFormat; return nil })
+	}
+	return nil
+}
+
 // Apply applies one frame through the engine. The result's Seq is what the
 // ack carries (0 when nothing was written), and Message is set for
 // message.state. A refused frame changes nothing.
 func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
 	ended := rs.ended
 	rs.ended = ""
-	if f.ConversationID != "" && f.ConversationID != rs.conv {
-		return nil, parley.Errorf(parley.EINVALIDVALUE, "conversationId %.200q is not the conversation of this connection (%s)", f.ConversationID, rs.conv)
-	}
-	if f.MessageID != "" && !parley.ValidID(f.MessageID) {
-		return nil, parley.Errorf(parley.EINVALIDVALUE, "messageId %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", f.MessageID)
+	if err := rs.check(ctx, f); err != nil {
+		return nil, err
 	}
 	eng, id := rs.eng, rs.conv
-	if rs.format == "" {
-		if err := eng.Check(ctx, id, func(s conv.State) error { rs.format = s.Conversation.MessageFormat; return nil }); err != nil {
-			return nil, err
-		}
-	}
 	if rs.format == "v1" {
 		if res, handled, err := rs.applyV1(ctx, f); handled || err != nil {
 			return res, err

@@ -152,6 +152,19 @@ type conversation struct {
 	// whether a catch-up runs (see Notified); both guarded by Engine.mu.
 	wanted   int64
 	catching bool
+
+	// qmu guards queue, the commands waiting to be decided, and driving,
+	// whether a driver works the queue (see queue.go).
+	qmu     sync.Mutex
+	queue   []*pending
+	driving bool
+}
+
+// busy reports whether commands wait in c's queue or a driver works it.
+func (c *conversation) busy() bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return c.driving || len(c.queue) > 0
 }
 
 // New returns an Engine over s.
@@ -238,7 +251,7 @@ func (e *Engine) entry(id string) *conversation {
 // and reload. e.mu must be held.
 func (e *Engine) evictOne() {
 	for id, c := range e.convs {
-		if e.runners.Here(id) || e.hub.Follows(id) {
+		if e.runners.Here(id) || e.hub.Follows(id) || c.busy() {
 			continue
 		}
 		if c.mu.TryLock() {
@@ -356,15 +369,17 @@ func (e *Engine) resync(c *conversation, id string) {
 }
 
 // decide runs one command on a conversation: decide, append, evolve,
-// publish. build is called with the lock held and may read the store to fill
-// the command's look-ups. respond makes the JSON response stored for
+// publish, in its turn among the conversation's commands (see queue.go).
+// build is called with the lock held and may read the store to fill the
+// command's look-ups. respond makes the JSON response stored for
 // idempotent retries (nil when the command takes no client request id).
 func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (conv.Command, error), respond func(conv.Decision) (*store.Idempotency, error)) (conv.Decision, conv.State, error) {
-	c, err := e.lockLoaded(ctx, id)
-	if err != nil {
-		return conv.Decision{}, conv.State{}, err
-	}
-	defer c.mu.Unlock()
+	o := e.enqueue(ctx, id, &pending{ctx: ctx, build: build, respond: respond})()
+	return o.d, o.s, o.err
+}
+
+// decideLocked is decide for the conversation c, locked by the caller.
+func (e *Engine) decideLocked(ctx context.Context, c *conversation, id string, build func(conv.State) (conv.Command, error), respond func(conv.Decision) (*store.Idempotency, error)) (conv.Decision, conv.State, error) {
 	fresh := false // whether c.state was checked against the log's head since the last decision
 	for attempt := 0; ; attempt++ {
 		cmd, err := build(c.state)

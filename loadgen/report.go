@@ -75,7 +75,7 @@ type Counts struct {
 	PromptsAnswered int64 `json:"promptsAnswered"`
 	PromptsSkipped  int64 `json:"promptsSkipped"`
 	// MissingDeliveries sums, over subscribers, the acked deltas of their
-	// conversation they did not get; ExtraDeliveries the chunks they got
+	// conversation they did not get; ExtraDeliveries the deltas they got
 	// beyond those (deltas made durable but never acked).
 	MissingDeliveries int64 `json:"missingDeliveries"`
 	ExtraDeliveries   int64 `json:"extraDeliveries"`
@@ -171,7 +171,7 @@ func (b *bench) fillLoad(rep *Report, s0, s1 snapshot, p0, p1, self0, self1 proc
 		for _, s := range c.subs {
 			frameBytes += s.frameBytes
 			frames += s.frames
-			got, want := s.chunks.Load(), c.acked.Load()
+			got, want := s.deltas.Load(), c.acked.Load()
 			rep.Counts.MissingDeliveries += max(0, want-got)
 			rep.Counts.ExtraDeliveries += max(0, got-want)
 		}

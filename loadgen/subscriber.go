@@ -18,7 +18,7 @@ type subscriber struct {
 	ready      chan struct{} // closed at the first init
 	readyOnce  sync.Once
 	lastSeq    atomic.Int64
-	chunks     atomic.Int64   // chunk events received
+	deltas     atomic.Int64   // text deltas received (a chunk event holds one or more)
 	index      int            // picks its shard of the latency histogram
 	node       *client.Client // the node it follows the conversation on
 	frameBytes int64          // sum of the sampled chunk events' JSON sizes
@@ -59,15 +59,24 @@ func (s *subscriber) run(ctx context.Context) {
 			if f.Event.Type != parley.EventChunk {
 				continue
 			}
-			s.chunks.Add(1)
 			s.b.cnt.chunks.Add(1)
 			var ch parley.Chunk
 			if err := json.Unmarshal(f.Event.Data, &ch); err != nil {
 				s.b.fail(&s.b.cnt.subscriberErrors, fmt.Errorf("subscriber: bad chunk: %w", err))
 				continue
 			}
-			if sent, ok := parseStamp(ch.Content); ok && s.b.inWindow(sent) {
-				s.b.lat.record(s.index, now-sent)
+			// The server may write deltas that came together as one chunk:
+			// every delta is DeltaBytes long and starts with its send time.
+			size := s.b.cfg.DeltaBytes
+			if len(ch.Content)%size != 0 {
+				s.b.fail(&s.b.cnt.subscriberErrors, fmt.Errorf("subscriber: a chunk of %d bytes is not whole %d-byte deltas", len(ch.Content), size))
+				continue
+			}
+			for at := 0; at < len(ch.Content); at += size {
+				s.deltas.Add(1)
+				if sent, ok := parseStamp(ch.Content[at : at+size]); ok && s.b.inWindow(sent) {
+					s.b.lat.record(s.index, now-sent)
+				}
 			}
 			if s.frames < 16 { // the size of the frame, for the broadcast ceiling
 				if b, err := json.Marshal(f.Event); err == nil {

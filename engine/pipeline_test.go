@@ -1,0 +1,161 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
+)
+
+// holdingStore holds its next append, once armed, until released, and
+// then writes it, or with fail set fails it without writing anything (a
+// disk that failed).
+type holdingStore struct {
+	store.Store
+	fail    bool
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newHoldingStore(t *testing.T, fail bool) *holdingStore {
+	return &holdingStore{Store: openStore(t), fail: fail, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *holdingStore) Append(ctx context.Context, p store.AppendParams) error {
+	if g.armed.CompareAndSwap(true, false) {
+		g.entered <- struct{}{}
+		<-g.release
+		if g.fail {
+			return errors.New("disk I/O error")
+		}
+	}
+	return g.Store.Append(ctx, p)
+}
+
+// TestFailedAppendFailsItsFollowers: a runner's deltas queued while the
+// append before them is being written fail with it when it fails, none is
+// published, and the engine's state, the log and the subscribers stay in
+// step: the next delta is written right after what was durable.
+func TestFailedAppendFailsItsFollowers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := newHoldingStore(t, true)
+	eng := engine.New(g, engine.Options{})
+	defer eng.Close()
+	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, bot := v.Conversation.ID, conv.Actor{AgentID: "bot"}
+	if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: bot, ID: "m", Role: parley.RoleAssistant, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := eng.Subscribe(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	before := sub.Init.Position.Seq
+
+	g.armed.Store(true)
+	waits := []func() (*engine.MessageResult, error){eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "one "})}
+	<-g.entered // the first delta's append is being written; the next ones queue behind it
+	for _, d := range []string{"two ", "three ", "four "} {
+		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: d}))
+	}
+	close(g.release)
+	for i, wait := range waits {
+		if r, err := wait(); err == nil {
+			t.Fatalf("delta %d was acknowledged at seq %d after the append before it failed", i, r.Seq)
+		}
+	}
+	head, err := g.LastSeq(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := eng.Conversation(ctx, id); err != nil || v.Head.LastSeq != head || head != before {
+		t.Fatalf("head %+v (%v), the log's %d, before the deltas %d", v, err, head, before)
+	}
+	if m, err := eng.StreamingMessage(ctx, id, "m"); err != nil || len(m.Parts) != 0 {
+		t.Fatalf("the message after the failed deltas: %+v, %v", m, err)
+	}
+	r, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "five"})
+	if err != nil || r.Seq != head+1 {
+		t.Fatalf("the next delta: %+v, %v; want seq %d", r, err, head+1)
+	}
+	for it := range sub.C {
+		if it.Event == nil {
+			continue
+		}
+		var ch parley.Chunk
+		_ = json.Unmarshal(it.Event.Data, &ch)
+		if it.Event.Seq != head+1 || ch.Content != "five" {
+			t.Fatalf("the subscriber got seq %d %s %q; want the next delta only, at seq %d", it.Event.Seq, it.Event.Type, ch.Content, head+1)
+		}
+		break
+	}
+}
+
+// TestQueuedDeltasAreWrittenTogether: deltas that come while their
+// conversation's append is being written are written as one chunk event,
+// their text joined in order, and each is acknowledged with its seq.
+func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := newHoldingStore(t, false)
+	eng := engine.New(g, engine.Options{})
+	defer eng.Close()
+	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, bot := v.Conversation.ID, conv.Actor{AgentID: "bot"}
+	for _, m := range []string{"m", "hold"} {
+		if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: bot, ID: m, Role: parley.RoleAssistant, Streaming: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.armed.Store(true)
+	first := eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "hold", Delta: "x"})
+	<-g.entered
+	var waits []func() (*engine.MessageResult, error)
+	for i := range 5 {
+		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: fmt.Sprint(i)}))
+	}
+	close(g.release)
+	if _, err := first(); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, wait := range waits {
+		r, err := wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, r.Seq)
+	}
+	for _, s := range seqs[1:] {
+		if s != seqs[0] {
+			t.Fatalf("the queued deltas were acknowledged at seqs %v, want one", seqs)
+		}
+	}
+	evs, err := g.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: seqs[0] - 1, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch parley.Chunk
+	if len(evs) != 1 || evs[0].Type != parley.EventChunk || json.Unmarshal(evs[0].Data, &ch) != nil || ch.Content != "01234" || ch.MessageID != "m" {
+		t.Fatalf("the log after the held append: %+v", evs)
+	}
+}

@@ -2,15 +2,22 @@ package api_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/sqlite"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -21,12 +28,22 @@ import (
 func TestSlowChatClientLosesNothing(t *testing.T) {
 	t.Parallel()
 	metrics := engine.NewMetrics(nil)
-	b := setup(t, engine.Options{SubscriberBuffer: 4, Metrics: metrics}, api.Options{})
+	// Small socket buffers on both ends, so that a client that reads
+	// nothing holds the stream up after a few KiB.
+	small := func(opt int) func(_, _ string, c syscall.RawConn) error {
+		return func(_, _ string, c syscall.RawConn) error {
+			return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, 4096) })
+		}
+	}
+	b := setupListening(t, engine.Options{SubscriberBuffer: 4, Metrics: metrics}, func() net.Listener {
+		l, err := (&net.ListenConfig{Control: small(syscall.SO_SNDBUF)}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	})
 	id := b.conversation("alice")
-	// A client with a small receive buffer, which reads nothing until the answer is written.
-	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}).DialContext}}
+	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Control: small(syscall.SO_RCVBUF)}).DialContext}}
 	body, _ := json.Marshal(chatBody(id, "u1", "Say a lot"))
 	req, _ := http.NewRequestWithContext(b.ctx, "POST", b.url+"/v1/chat", strings.NewReader(string(body)))
 	req.Header.Set("Authorization", "Bearer "+b.bob)
@@ -40,8 +57,9 @@ func TestSlowChatClientLosesNothing(t *testing.T) {
 	until(t, b, run, "prompt")
 	do(t, b, run, `{"type":"message.create","turnId":"r1"}`)
 	var want strings.Builder
-	for i := range 60 {
-		delta := strings.Repeat(string(rune('a'+i%26)), 8<<10)
+	for i := range 2000 {
+		// "<" is six bytes on the wire (\u003c): 3 MB of chunks for 500 KB of text.
+		delta := strings.Repeat("<", 249) + string(rune('a'+i%26))
 		want.WriteString(delta)
 		do(t, b, run, `{"type":"message.part.text-delta","turnId":"r1","delta":"`+delta+`"}`)
 	}
@@ -69,4 +87,33 @@ func TestSlowChatClientLosesNothing(t *testing.T) {
 	if err := metrics.SlowDisconnects.Write(&m); err != nil || m.GetCounter().GetValue() == 0 {
 		t.Fatal("the client was never too slow: the test shows nothing")
 	}
+}
+
+// setupListening is setup with the server on the listener listen makes.
+func setupListening(t *testing.T, eopts engine.Options, listen func() net.Listener) *bundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(db, eopts)
+	runners := dispatch.New(eng, dispatch.Options{})
+	srv := httptest.NewUnstartedServer(api.New(eng, runners, api.Options{}))
+	srv.Listener.Close()
+	srv.Listener = listen()
+	srv.Start()
+	t.Cleanup(func() { srv.Close(); runners.Close(); eng.Close(); db.Close() })
+	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
+	for _, tok := range []struct {
+		to   *string
+		kind parley.TokenKind
+		who  string
+	}{{&b.admin, parley.TokenAdmin, ""}, {&b.alice, parley.TokenAgent, "alice"}, {&b.bob, parley.TokenAgent, "bob"}, {&b.viewer, parley.TokenViewer, ""}} {
+		if *tok.to, _, err = eng.CreateToken(ctx, tok.kind, tok.who, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
 }

@@ -1,10 +1,16 @@
-// Package client is the Go SDK for Parley's HTTP API and live streams. It
-// imports no server package: only the domain types of package parley.
+// Package client is the Go SDK for Parley's HTTP API, live streams and
+// runners. It imports no server package: only the domain types of package
+// parley.
 //
 //	c := client.New("http://127.0.0.1:7700", os.Getenv("PARLEY_TOKEN"))
 //	res, err := c.PostMessage(ctx, convID, client.Message{Role: "user", Content: "hello"})
-//	st := c.Subscribe(ctx, convID, client.SubscribeOptions{})
-//	for { f, err := st.Next(ctx); ... }
+//	for m, err := range c.EachMessage(ctx, convID, client.ListMessagesOptions{}) { … }
+//	for f, err := range c.Subscribe(ctx, convID, client.SubscribeOptions{}).Frames(ctx) { d, _ := f.Decode(); … }
+//	r, err := c.ConnectRunner(ctx, convID, "bot")
+//	err = r.Serve(ctx, client.HandlerFunc(func(ctx context.Context, rp *client.Reply) error { return rp.Text(ctx, "hi") }))
+//
+// Every call the server refuses returns a *StatusError. docs/sdk-go.md
+// shows each part in a few lines.
 package client
 
 import (

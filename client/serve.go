@@ -57,8 +57,8 @@ type Reverter interface {
 // message, as the server keeps it for the agent's runner for its grace
 // period (30s by default). A prompt the server dispatches again after a
 // reconnect is not answered twice. When ctx ends, Serve cancels Answer,
-// waits for it and returns without ending anything: the server gives the
-// prompt to the agent's next runner.
+// waits for it and returns without ending anything: once the runner is
+// closed, the server gives the prompt to the agent's next runner.
 //
 // Do not call Next while Serve runs: Serve reads what the server sends.
 func (r *Runner) Serve(ctx context.Context, h Handler) error {

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -108,7 +109,8 @@ func TestSnapshotStaysUnderTheFrameLimit(t *testing.T) {
 	// One more streaming message is refused, and writes nothing.
 	before := b.lastSeq(id)
 	_, err = run.Create(ctx, "one-more")
-	if pe, ok := err.(*parley.Error); !ok || pe.Code != parley.EBUSY || !strings.Contains(pe.Message, "streaming") {
+	var pe *parley.Error // the SDK's *client.StatusError wraps it
+	if !errors.As(err, &pe) || pe.Code != parley.EBUSY || !strings.Contains(pe.Message, "streaming") {
 		t.Fatalf("message %d of those streaming at once: %v; want busy", max+1, err)
 	}
 	if after := b.lastSeq(id); after != before {

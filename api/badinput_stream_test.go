@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
+	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
 )
 
@@ -303,10 +305,12 @@ func TestBadResumePositions(t *testing.T) {
 
 // TestClientWebSocketFrames: what a stream client sends is read and
 // discarded, text or binary, JSON or not, and the stream carries on; a
-// message over 32 KiB closes the connection with 1009. Nothing is written.
+// message over 32 KiB closes the connection with 1009 (within a heartbeat:
+// a stream reads what its client sends between its own writes). Nothing
+// is written.
 func TestClientWebSocketFrames(t *testing.T) {
 	t.Parallel()
-	f := newBadFixture(t)
+	f := newBadFixtureWith(t, api.Options{HeartbeatInterval: 100 * time.Millisecond})
 	c := f.dialWS(f.c3, "")
 	if in := readFrame(t, f.ctx, c); in["type"] != "init" {
 		t.Fatalf("init = %v", in)

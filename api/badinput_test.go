@@ -52,7 +52,15 @@ type badFixture struct {
 
 func newBadFixture(t *testing.T) *badFixture {
 	t.Helper()
-	b := setup(t, engine.Options{Limits: badLimits(), MaxTasksPerAgent: badMaxTasks}, api.Options{MaxBodyBytes: badBodyLimit, MaxImportBytes: badBodyLimit})
+	return newBadFixtureWith(t, api.Options{})
+}
+
+// newBadFixtureWith is newBadFixture with the server's options (its body
+// limits are the fixture's).
+func newBadFixtureWith(t *testing.T, aopts api.Options) *badFixture {
+	t.Helper()
+	aopts.MaxBodyBytes, aopts.MaxImportBytes = badBodyLimit, badBodyLimit
+	b := setup(t, engine.Options{Limits: badLimits(), MaxTasksPerAgent: badMaxTasks}, aopts)
 	f := &badFixture{bundle: b, c: b.conversation("alice", "bob"), c2: b.conversation("alice"), c3: b.conversation()}
 	msg := func(conv, token string, body map[string]any) {
 		t.Helper()

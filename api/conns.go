@@ -9,8 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/gobwas/ws"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/wsconn"
 )
 
 // Every stream and runner connection is recorded with the engine under its
@@ -21,7 +22,7 @@ import (
 // was revoked, or that an open server let in once it requires tokens: a
 // close code of the range for applications, 4000 plus the HTTP status the
 // same request now gets, 401. Reconnecting with the same token cannot help.
-const statusUnauthorized websocket.StatusCode = 4401
+const statusUnauthorized ws.StatusCode = 4401
 
 // errOpenEnded ends the connections an open server let in once it requires
 // tokens.
@@ -110,13 +111,12 @@ func (s *Server) endOpen() {
 
 // closeCut ends a runner connection that was cut off: an error frame
 // saying why, then the close.
-func (s *Server) closeCut(c *websocket.Conn, why error) {
+func (s *Server) closeCut(c *wsconn.Conn, why error) {
 	body := errorBody(why)
 	body["type"] = "error"
 	frame, _ := json.Marshal(body)
-	wctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
-	defer cancel()
-	if c.Write(wctx, websocket.MessageText, frame) != nil {
+	_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+	if c.WriteText(frame) != nil {
 		c.CloseNow()
 		return
 	}

@@ -5,23 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"sync"
+	"time"
 
-	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/wsconn"
 )
 
 // maxRunnerFrame bounds one frame from a runner.
 const maxRunnerFrame = 1 << 20
 
-// applier applies the frames of one runner connection: Submit returns
-// the function that waits for the frame's outcome (see
-// dispatch.Session.Submit).
+// applier applies the frames of one runner connection: Submit returns the
+// frame's Ack, its outcome once known (see dispatch.Session.Submit).
 type applier interface {
-	Submit(ctx context.Context, f *dispatch.Frame) func() (*engine.MessageResult, error)
+	Submit(ctx context.Context, f *dispatch.Frame) *engine.Ack
 }
 
 // maxInFlight bounds the frames of one runner connection read and not yet
@@ -79,7 +78,12 @@ func (s *Server) agentRunner(w http.ResponseWriter, r *http.Request, who parley.
 
 // serveRunner runs a runner connection: attach (with the function that
 // pushes frames to it) returns what applies its frames and what detaches
-// it when it leaves.
+// it when it leaves. Once upgraded, the connection is served by two
+// goroutines of its own and the handler returns: one reads the frames and
+// applies them in order, without waiting for each to be durable (text
+// deltas and tool updates only queue); the other writes, in one order,
+// what the server pushes (prompts, aborts, reverts) and the answers to the
+// frames, each once what it wrote is durable, several per flush.
 func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.Identity, attach func(push func([]byte)) (applier, func())) {
 	// Revoking the token ends the connection: an error frame, then close.
 	cut := newCutoff()
@@ -87,80 +91,74 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 	if !ok {
 		return
 	}
-	defer release()
-	// One writer sends both the replies and what the engine pushes (prompts,
-	// aborts, reverts), in order. A runner that cannot keep up is dropped.
-	out := make(chan []byte, 256)
-	done := make(chan struct{})
-	defer close(done)
-	overflow := make(chan struct{})
-	var once sync.Once
-	push := func(frame []byte) {
-		select {
-		case out <- frame:
-		case <-done:
-		default:
-			once.Do(func() { close(overflow) })
-		}
-	}
+	q := newOutbox()
 	// The runner is attached before its handshake completes, so that
-	// nothing pushed once it is connected is lost: the frames wait in out.
-	rs, detach := attach(push)
-	defer detach()
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	// nothing pushed once it is connected is lost: the frames wait in q.
+	rs, detach := attach(q.push)
+	c, err := wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, ReadLimit: maxRunnerFrame, BufferedReads: true})
 	if err != nil {
+		detach()
+		release()
 		return
 	}
-	defer c.CloseNow()
-	c.SetReadLimit(maxRunnerFrame)
+	go s.writeRunner(c, q, cut)
 	go func() {
+		defer release()
+		defer q.close()
+		defer detach()
+		ctx := context.Background()
 		for {
-			select {
-			case frame := <-out:
-				if frame == nil {
-					c.Close(statusDeleted, "conversation deleted")
-					return
-				}
-				wctx, cancel := context.WithTimeout(context.Background(), s.opts.WriteTimeout)
-				err := c.Write(wctx, websocket.MessageText, frame)
-				cancel()
-				if err != nil {
-					c.CloseNow()
-					return
-				}
-			case <-overflow:
-				c.CloseNow()
-				return
-			case <-cut.c:
-				s.closeCut(c, cut.err)
-				return
-			case <-done:
+			data, err := c.Read()
+			if err != nil {
+				return // the runner went away; what it made durable stays
+			}
+			if cut.ended() {
+				continue // nothing more is applied; the writer is closing
+			}
+			if !q.reply(runnerReply(ctx, rs, data)) {
 				return
 			}
 		}
 	}()
-	// Frames are read and applied in order without waiting for each to be
-	// durable (text deltas and tool updates only queue); their answers go
-	// out in the same order, each once what it wrote is durable.
-	ctx := context.Background()
-	replies := make(chan func() []byte, maxInFlight)
-	answered := make(chan struct{})
-	go func() {
-		defer close(answered)
-		for reply := range replies {
-			push(reply())
-		}
-	}()
-	defer func() { close(replies); <-answered }()
+}
+
+// writeRunner writes a runner connection's outbox until it closes, the
+// conversation is deleted (a nil frame), the token is cut off, or the
+// runner stops reading; then it closes the connection.
+func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
+	defer c.CloseNow()
 	for {
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			return // the runner went away; what it made durable stays
+		items, ok := q.take(cut.c)
+		if !ok {
+			if cut.ended() {
+				s.closeCut(c, cut.err)
+			}
+			return // closed, or overflowed
 		}
-		if cut.ended() {
-			continue // nothing more is applied; the writer is closing
+		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+		for _, it := range items {
+			if it.reply != nil && !it.reply.ready() {
+				// Send what is written so far before waiting for the disk.
+				if c.Flush() != nil {
+					return
+				}
+			}
+			frame := it.frame
+			if it.reply != nil {
+				frame = it.reply.frame()
+				q.answered()
+			} else if frame == nil {
+				c.Close(statusDeleted, "conversation deleted")
+				return
+			}
+			if c.WriteText(frame) != nil {
+				return
+			}
 		}
-		replies <- runnerReply(ctx, rs, data)
+		if c.Flush() != nil {
+			return
+		}
+		_ = c.SetWriteDeadline(time.Time{})
 	}
 }
 
@@ -169,17 +167,25 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 // {"type":"ack","turnId":…,"seq":N} (with the message for message.state),
 // or {"type":"error","turnId":…,"error":{code,message}}; both name the
 // frame's conversation if it did.
-func runnerReply(ctx context.Context, rs applier, data []byte) func() []byte {
+func runnerReply(ctx context.Context, rs applier, data []byte) *pendingReply {
 	var f dispatch.Frame
 	if err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, &f); err != nil {
-		reply := replyFrame(&f, nil, err)
-		return func() []byte { return reply }
+		return &pendingReply{f: &f, ack: engine.Acked(nil, err)}
 	}
-	wait := rs.Submit(ctx, &f)
-	return func() []byte {
-		res, err := wait()
-		return replyFrame(&f, res, err)
-	}
+	return &pendingReply{f: &f, ack: rs.Submit(ctx, &f)}
+}
+
+// pendingReply is the answer to a frame, once its outcome is known.
+type pendingReply struct {
+	f   *dispatch.Frame
+	ack *engine.Ack
+}
+
+func (p *pendingReply) ready() bool { return p.ack.Ready() }
+
+func (p *pendingReply) frame() []byte {
+	res, err := p.ack.Wait()
+	return replyFrame(p.f, res, err)
 }
 
 // replyFrame is the answer to frame f, which came to res or err.

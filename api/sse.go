@@ -3,17 +3,29 @@ package api
 import (
 	"bufio"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
+	"github.com/parleyhq/parley/peek"
 )
 
 // streamSSE serves a conversation as Server-Sent Events. Each event's id is
 // "epoch:seq", so a browser's EventSource resumes by itself with
 // Last-Event-ID; guidance frames have no id and do not move it.
+//
+// Over HTTP/1.1 the stream takes the connection over from net/http (the
+// response ends with the connection), and is written by one goroutine of
+// its own, started fresh so that an idle stream holds little; it looks
+// between its writes (at each heartbeat while idle) whether the client has
+// gone. Where the connection cannot be taken over, the handler writes the
+// stream itself.
 func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
 	if err == nil {
@@ -23,77 +35,155 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 		writeErr(w, s.log, err)
 		return
 	}
-	rc := http.NewResponseController(w)
 	id := r.PathValue("id")
-	// Revoking the token ends the stream with an error frame.
-	ctx, cut := context.WithCancelCause(r.Context())
-	defer cut(nil)
+	// The stream has its own context, which revoking the token ends (with
+	// an error frame).
+	ctx, cut := context.WithCancelCause(context.Background())
 	release, ok := s.connect(w, who, cut)
 	if !ok {
+		cut(nil)
 		return
 	}
-	defer release()
-	sub, err := s.eng.Subscribe(r.Context(), id, from)
+	done := func() { cut(nil); release() }
+	sub, err := s.eng.Follow(r.Context(), id, from)
 	if err != nil {
+		done()
 		writeErr(w, s.log, err)
 		return
 	}
-	defer sub.Close()
 	init, epoch, err := startInit(sub)
 	if err != nil {
+		sub.Close()
+		done()
 		writeErr(w, s.log, err)
 		return
 	}
-
+	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
+		"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n" // no proxy buffering; the stream ends with the connection
+	if r.ProtoMajor == 1 {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			go func() {
+				defer done()
+				defer conn.Close()
+				out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline, gone: peerGone(conn)}
+				if _, err := io.WriteString(conn, head); err == nil {
+					out.stream(ctx, id, epoch, sub, init)
+				}
+			}()
+			return
+		}
+	}
+	defer done()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // tell proxies (nginx) not to buffer
+	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
-
-	// One write deadline per batch, so that a client that stops reading is
-	// dropped instead of holding this goroutine; cleared when the stream ends
-	// so that it cannot outlive this response on a kept-alive connection.
-	armed := false
-	arm := func() {
-		if !armed {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			armed = true
-		}
-	}
+	rc := http.NewResponseController(w)
+	sctx, stop := context.WithCancelCause(r.Context())
+	defer stop(nil)
+	context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
+	out := &sseWriter{s: s, w: w, deadline: rc.SetWriteDeadline, flushDst: rc.Flush, gone: func() error { return nil }}
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	flush := func() error {
-		arm()
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		if err := rc.Flush(); err != nil {
-			return err
-		}
-		armed = false
-		return nil
-	}
-	frame := func(evID, name string, data []byte) error {
-		arm()
-		if evID != "" {
-			bw.WriteString("id: ")
-			bw.WriteString(evID)
-			bw.WriteByte('\n')
-		}
-		bw.WriteString("event: ")
-		bw.WriteString(name)
-		bw.WriteString("\ndata: ")
-		bw.Write(data)
-		_, err := bw.WriteString("\n\n")
-		return err
-	}
-	eventID := func(seq int64) string { return epoch + ":" + strconv.FormatInt(seq, 10) }
+	out.stream(sctx, id, epoch, sub, init)
+}
 
-	if frame(eventID(sub.Init.Position.Seq), "init", init) != nil || flush() != nil {
+// peerGone returns the function that reports, without waiting, whether
+// the client of a taken-over connection has gone (it sends nothing else).
+func peerGone(conn net.Conn) func() error {
+	var buf [64]byte
+	return func() error {
+		for {
+			n, err := peek.Read(conn, buf[:])
+			if err != nil {
+				return errClientGone
+			}
+			if n == 0 {
+				return nil
+			}
+		}
+	}
+}
+
+// sseWriter writes a stream's frames: a batch into a buffer taken from a pool
+// for the batch and given back at the flush (an idle stream holds none),
+// one write deadline per batch (a client that stops reading is cut off).
+type sseWriter struct {
+	s        *Server
+	w        io.Writer
+	deadline func(time.Time) error
+	flushDst func() error // after the buffer is flushed (net/http's own buffer); nil if none
+	gone     func() error
+	bw       *bufio.Writer
+	armed    bool
+	polled   time.Time
+}
+
+func (o *sseWriter) arm() {
+	if !o.armed {
+		_ = o.deadline(time.Now().Add(o.s.opts.WriteTimeout))
+		o.armed = true
+	}
+}
+
+func (o *sseWriter) out() *bufio.Writer {
+	o.arm()
+	if o.bw == nil {
+		o.bw = sseBuffers.Get().(*bufio.Writer)
+		o.bw.Reset(o.w)
+	}
+	return o.bw
+}
+
+func (o *sseWriter) frame(evID, name string, data []byte) error {
+	bw := o.out()
+	if evID != "" {
+		bw.WriteString("id: ")
+		bw.WriteString(evID)
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("event: ")
+	bw.WriteString(name)
+	bw.WriteString("\ndata: ")
+	bw.Write(data)
+	_, err := bw.WriteString("\n\n")
+	return err
+}
+
+func (o *sseWriter) flush() error {
+	o.arm()
+	if o.bw != nil {
+		err := o.bw.Flush()
+		o.bw.Reset(nil)
+		sseBuffers.Put(o.bw)
+		o.bw = nil
+		if err != nil {
+			return err
+		}
+	}
+	if o.flushDst != nil {
+		if err := o.flushDst(); err != nil {
+			return err
+		}
+	}
+	_ = o.deadline(time.Time{})
+	o.armed = false
+	if time.Since(o.polled) > time.Second {
+		o.polled = time.Now()
+		return o.gone()
+	}
+	return nil
+}
+
+// stream writes the init frame, then what the follower yields, then the
+// error frame of a stream the server ends.
+func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Follower, init []byte) {
+	defer sub.Close()
+	eventID := func(seq int64) string { return epoch + ":" + strconv.FormatInt(seq, 10) }
+	if o.frame(eventID(sub.Init.Position.Seq), "init", init) != nil || o.flush() != nil {
 		return
 	}
-	end := s.pumpStream(ctx, sub, func(it feed.Item) error {
+	end := o.s.pumpStream(ctx, sub, func(it feed.Item) error {
 		name, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
@@ -102,15 +192,21 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 		if it.Event != nil {
 			evID = eventID(it.Event.Seq)
 		}
-		return frame(evID, name, data)
-	}, flush, func() error {
-		arm()
-		_, err := bw.WriteString(": ping\n\n")
+		return o.frame(evID, name, data)
+	}, o.flush, func() error {
+		o.polled = time.Now()
+		if err := o.gone(); err != nil {
+			return err
+		}
+		_, err := o.out().WriteString(": ping\n\n")
 		return err
 	})
-	if data := s.endFrame(id, end); data != nil {
-		if frame("", "error", data) == nil {
-			_ = flush()
+	if data := o.s.endFrame(id, end); data != nil {
+		if o.frame("", "error", data) == nil {
+			_ = o.flush()
 		}
 	}
 }
+
+// sseBuffers hold the buffers SSE streams write a batch of frames into.
+var sseBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}

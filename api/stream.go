@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
@@ -48,10 +47,10 @@ func encodeItem(conversationID string, it feed.Item) (string, []byte, error) {
 	return "guidance", b, err
 }
 
-// startInit returns the init frame of a subscription and the epoch its
-// event ids carry (the conversation's, even if the client sent none).
-func startInit(sub *engine.Subscription) ([]byte, string, error) {
-	in := sub.Init
+// startInit returns the init frame of a follower and the epoch its event
+// ids carry (the conversation's, even if the client sent none).
+func startInit(f *engine.Follower) ([]byte, string, error) {
+	in := f.Init
 	if in.Position.Epoch == "" {
 		in.Position.Epoch = in.Conversation.Epoch
 	}
@@ -76,54 +75,53 @@ func (s *Server) endFrame(conversationID string, err error) []byte {
 	return b
 }
 
-// pumpStream moves items from a subscription to a transport: it writes one
+// pumpStream moves items from a follower to a transport: it writes one
 // item, then every item already waiting, then flushes once, so that busy
 // streams send several events per flush. It pings when idle. It returns why
-// the stream ended: errClientGone, the subscription's error, or the server's
-// reason for ending ctx (see cutOff).
-func (s *Server) pumpStream(ctx context.Context, sub *engine.Subscription, write func(feed.Item) error, flush, ping func() error) error {
-	t := time.NewTicker(s.opts.HeartbeatInterval)
-	defer t.Stop()
+// the stream ended: errClientGone when the client left or stopped reading,
+// else the server's reason (the subscriber was too slow, the server shuts
+// down, the token was revoked).
+func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(feed.Item) error, flush, ping func() error) error {
 	for {
-		select {
-		case it, ok := <-sub.C:
-			if !ok {
-				return cutOff(ctx, subEnd(sub))
+		it, err := f.Next(ctx, s.opts.HeartbeatInterval)
+		if errors.Is(err, feed.ErrIdle) {
+			if err := ping(); err != nil || flush() != nil {
+				return errClientGone
+			}
+			continue
+		}
+		if err != nil {
+			return cutOff(ctx, streamEnd(ctx, err))
+		}
+		if err := write(it); err != nil {
+			return errClientGone
+		}
+		for { // what is waiting already goes in the same flush
+			it, err := f.Next(ctx, 0)
+			if errors.Is(err, feed.ErrIdle) {
+				break
+			}
+			if err != nil {
+				_ = flush()
+				return cutOff(ctx, streamEnd(ctx, err))
 			}
 			if err := write(it); err != nil {
 				return errClientGone
 			}
-			closed := false
-		drain:
-			for {
-				select {
-				case it, ok := <-sub.C:
-					if !ok {
-						closed = true
-						break drain
-					}
-					if err := write(it); err != nil {
-						return errClientGone
-					}
-				default:
-					break drain
-				}
-			}
-			if err := flush(); err != nil {
-				return errClientGone
-			}
-			if closed {
-				return cutOff(ctx, subEnd(sub))
-			}
-			t.Reset(s.opts.HeartbeatInterval)
-		case <-t.C:
-			if err := ping(); err != nil || flush() != nil {
-				return errClientGone
-			}
-		case <-ctx.Done():
-			return cutOff(ctx, errClientGone)
+		}
+		if err := flush(); err != nil {
+			return errClientGone
 		}
 	}
+}
+
+// streamEnd says why a follower ended: the client's context ending is
+// errClientGone, anything else is the server's reason.
+func streamEnd(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errClientGone
+	}
+	return err
 }
 
 // subEnd says why a subscription's channel closed: the client's context

@@ -5,14 +5,22 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/coder/websocket"
+	"github.com/gobwas/ws"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
+	"github.com/parleyhq/parley/wsconn"
 )
 
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
 // same frames as SSE. The subscription is made before the upgrade, so an
-// unknown conversation is a plain 404.
+// unknown conversation is a plain 404. Once upgraded, the connection is
+// served by one goroutine of its own, started fresh so that an idle one
+// holds little, and the handler returns: it writes what the follower
+// yields, and between batches (at least once a second while busy, and at
+// each heartbeat while idle) handles what the client sent: its pings are
+// answered, its close ends the stream, and a client that answers no ping
+// for a heartbeat is gone.
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
 	if err == nil {
@@ -23,96 +31,97 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 		return
 	}
 	id := r.PathValue("id")
-	// The stream outlives the handshake's request context, so it has its own,
-	// ended by the read loop when the client goes away.
+	// The stream outlives the handshake's request, so it has its own
+	// context, ended by the read loop when the client goes away. Revoking
+	// the token ends the stream (not the reads, so that the error frame and
+	// the close still go out).
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// Revoking the token ends the stream (not the reads, so that the error
-	// frame and the close still go out).
 	pctx, cut := context.WithCancelCause(ctx)
-	defer cut(nil)
 	release, ok := s.connect(w, who, cut)
 	if !ok {
+		cancel()
 		return
 	}
-	defer release()
-	sub, err := s.eng.Subscribe(ctx, id, from)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	defer sub.Close()
-	init, _, err := startInit(sub)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
-	if err != nil {
-		return // Accept has answered the client (403 for a foreign origin)
-	}
-	defer c.CloseNow()
-
-	// Read (and discard) what the client sends, so that pings, pongs and its
-	// close are handled; a read error means the client is gone.
-	go func() {
-		defer cancel()
-		for {
-			if _, _, err := c.Read(ctx); err != nil {
+	sub, err := s.eng.Follow(ctx, id, from)
+	if err == nil {
+		var init []byte
+		if init, _, err = startInit(sub); err == nil {
+			var c *wsconn.Conn
+			if c, err = wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns}); err == nil {
+				go s.writeWS(pctx, c, id, sub, init, func() { cut(nil); cancel(); release() })
 				return
 			}
+			sub.Close()
+			release()
+			cancel()
+			return // Upgrade answered the client (403 for a foreign origin)
 		}
-	}()
+		sub.Close()
+	}
+	release()
+	cancel()
+	writeErr(w, s.log, err)
+}
 
-	// Writes use a context that cannot be canceled: coder/websocket sets up a
-	// context watcher per write for one that can, which costs a third of the
-	// throughput. A client that stops reading is cut off instead by one timer,
-	// armed at the start of a batch and stopped at its end.
-	deadline := time.AfterFunc(time.Hour, func() { c.CloseNow() })
-	deadline.Stop()
-	defer deadline.Stop()
+// writeWS writes a follower's stream to a WebSocket connection until
+// either ends, then closes it with a status that says whether to come
+// back, and calls done.
+func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *engine.Follower, init []byte, done func()) {
+	defer done()
+	defer sub.Close()
+	defer c.CloseNow()
+	// One write deadline per batch: a client that stops reading is cut off.
 	armed := false
 	send := func(b []byte) error {
 		if !armed {
-			deadline.Reset(s.opts.WriteTimeout)
+			_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 			armed = true
 		}
-		return c.Write(context.Background(), websocket.MessageText, b)
+		return c.WriteText(b)
 	}
+	polled := time.Now()
 	flush := func() error {
-		deadline.Stop()
+		err := c.Flush()
+		_ = c.SetWriteDeadline(time.Time{})
 		armed = false
-		return nil
+		if err == nil && time.Since(polled) > time.Second {
+			polled = time.Now()
+			err = c.Poll()
+		}
+		return err
 	}
-
-	if send(init) != nil {
+	if send(init) != nil || flush() != nil {
 		return
 	}
-	_ = flush()
-	end := s.pumpStream(pctx, sub, func(it feed.Item) error {
+	end := s.pumpStream(ctx, sub, func(it feed.Item) error {
 		_, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
 		}
 		return send(data)
 	}, flush, func() error {
-		pctx, pcancel := context.WithTimeout(ctx, s.opts.WriteTimeout)
-		defer pcancel()
-		return c.Ping(pctx)
+		polled = time.Now()
+		if err := c.Poll(); err != nil {
+			return err
+		}
+		if !armed {
+			_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+			armed = true
+		}
+		return c.Ping()
 	})
 	data := s.endFrame(id, end)
 	if data == nil {
-		c.Close(websocket.StatusNormalClosure, "")
+		c.Close(wsconn.StatusNormal, "")
 		return
 	}
 	if send(data) != nil {
 		return
 	}
-	_ = flush()
-	status, reason := websocket.StatusInternalError, "resume from your last position"
+	status, reason := wsconn.StatusInternal, "resume from your last position"
 	switch parley.ErrorCode(end) {
 	case parley.EBUSY, parley.EUNAVAILABLE:
-		status = websocket.StatusTryAgainLater // slow or shutting down: resume later
+		status = wsconn.StatusTryAgain // slow or shutting down: resume later
 	case parley.ENOTFOUND:
 		status, reason = statusDeleted, "conversation deleted"
 	case parley.EUNAUTHORIZED:
@@ -125,4 +134,4 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 // conversation: a close code of the range for applications (4000-4999),
 // 4000 plus the HTTP status the conversation now answers, 404. Unlike the
 // other codes, it says that reconnecting cannot help.
-const statusDeleted websocket.StatusCode = 4404
+const statusDeleted ws.StatusCode = 4404

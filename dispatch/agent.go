@@ -140,10 +140,10 @@ func (a *AgentSession) Apply(ctx context.Context, f *Frame) (*engine.MessageResu
 }
 
 // Submit is Session.Submit in the conversation the frame names.
-func (a *AgentSession) Submit(ctx context.Context, f *Frame) func() (*engine.MessageResult, error) {
+func (a *AgentSession) Submit(ctx context.Context, f *Frame) *engine.Ack {
 	s, err := a.session(ctx, f)
 	if err != nil {
-		return func() (*engine.MessageResult, error) { return nil, err }
+		return engine.Acked(nil, err)
 	}
 	return s.Submit(ctx, f)
 }

@@ -116,10 +116,10 @@ func (d *Dispatcher) Session(conversationID string, act conv.Actor) *Session {
 // that waits for its outcome: a runner that keeps frames in flight has its
 // deltas written together (see engine.StreamTextAsync). Other frames are
 // applied before it returns. Call the functions in the order of the frames.
-func (rs *Session) Submit(ctx context.Context, f *Frame) func() (*engine.MessageResult, error) {
+func (rs *Session) Submit(ctx context.Context, f *Frame) *engine.Ack {
 	if f.Type == "message.part.text-delta" || f.Type == "message.part.tool-update" {
 		if err := rs.check(ctx, f); err != nil {
-			return func() (*engine.MessageResult, error) { return nil, err }
+			return engine.Acked(nil, err)
 		}
 		rs.ended = ""
 		if f.Type == "message.part.text-delta" {
@@ -129,7 +129,7 @@ func (rs *Session) Submit(ctx context.Context, f *Frame) func() (*engine.Message
 			CallID: f.CallID, ToolName: f.ToolName, Status: f.Status, Args: f.Args, Result: f.Result, Error: f.Error}})
 	}
 	res, err := rs.Apply(ctx, f)
-	return func() (*engine.MessageResult, error) { return res, err }
+	return engine.Acked(res, err)
 }
 
 // check refuses a frame that names another conversation or a malformed

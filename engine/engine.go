@@ -374,7 +374,7 @@ func (e *Engine) resync(c *conversation, id string) {
 // command's look-ups. respond makes the JSON response stored for
 // idempotent retries (nil when the command takes no client request id).
 func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (conv.Command, error), respond func(conv.Decision) (*store.Idempotency, error)) (conv.Decision, conv.State, error) {
-	o := e.enqueue(ctx, id, &pending{ctx: ctx, build: build, respond: respond})()
+	o := <-e.enqueue(id, &pending{ctx: ctx, build: build, respond: respond})
 	return o.d, o.s, o.err
 }
 

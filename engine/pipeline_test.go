@@ -68,14 +68,14 @@ func TestFailedAppendFailsItsFollowers(t *testing.T) {
 	before := sub.Init.Position.Seq
 
 	g.armed.Store(true)
-	waits := []func() (*engine.MessageResult, error){eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "one "})}
+	waits := []*engine.Ack{eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "one "})}
 	<-g.entered // the first delta's append is being written; the next ones queue behind it
 	for _, d := range []string{"two ", "three ", "four "} {
 		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: d}))
 	}
 	close(g.release)
 	for i, wait := range waits {
-		if r, err := wait(); err == nil {
+		if r, err := wait.Wait(); err == nil {
 			t.Fatalf("delta %d was acknowledged at seq %d after the append before it failed", i, r.Seq)
 		}
 	}
@@ -129,17 +129,17 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 	g.armed.Store(true)
 	first := eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "hold", Delta: "x"})
 	<-g.entered
-	var waits []func() (*engine.MessageResult, error)
+	var waits []*engine.Ack
 	for i := range 5 {
 		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: fmt.Sprint(i)}))
 	}
 	close(g.release)
-	if _, err := first(); err != nil {
+	if _, err := first.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	var seqs []int64
 	for _, wait := range waits {
-		r, err := wait()
+		r, err := wait.Wait()
 		if err != nil {
 			t.Fatal(err)
 		}

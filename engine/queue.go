@@ -54,12 +54,12 @@ type outcome struct {
 const maxStreamBatch = 256
 
 // enqueue queues p behind the conversation's other commands and returns
-// the function that waits for its outcome.
-func (e *Engine) enqueue(ctx context.Context, id string, p *pending) func() outcome {
+// the channel its outcome comes on.
+func (e *Engine) enqueue(id string, p *pending) <-chan outcome {
 	p.done = make(chan outcome, 1)
 	if e.isClosed() {
 		p.done <- outcome{err: errClosed}
-		return func() outcome { return <-p.done }
+		return p.done
 	}
 	c := e.entry(id)
 	c.qmu.Lock()
@@ -74,7 +74,37 @@ func (e *Engine) enqueue(ctx context.Context, id string, p *pending) func() outc
 			go e.drive(id, c)
 		}
 	}
-	return func() outcome { return <-p.done }
+	return p.done
+}
+
+// Ack is what a queued streaming command comes to, once it is known (see
+// StreamTextAsync). One goroutine at a time may use it.
+type Ack struct {
+	done <-chan outcome
+	got  bool
+	res  *MessageResult
+	err  error
+}
+
+// Acked returns an Ack that has its outcome already.
+func Acked(res *MessageResult, err error) *Ack { return &Ack{got: true, res: res, err: err} }
+
+// Ready reports whether the outcome is known: Wait would not wait.
+func (a *Ack) Ready() bool { return a.got || len(a.done) > 0 }
+
+// Wait waits for the outcome.
+func (a *Ack) Wait() (*MessageResult, error) {
+	if !a.got {
+		o := <-a.done
+		a.got = true
+		if o.err != nil {
+			a.err = o.err
+		} else {
+			r := o.d.Result
+			a.res = &MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn, EndedPrompt: r.EndedPrompt}
+		}
+	}
+	return a.res, a.err
 }
 
 // fail ends every command queued on c with err.

@@ -21,30 +21,30 @@ import (
 // StreamText appends a text delta to a streaming message. It returns the
 // errors of conv.Decide and ENOTFOUND for an unknown conversation.
 func (e *Engine) StreamText(ctx context.Context, conversationID string, c conv.StreamText) (*MessageResult, error) {
-	return e.StreamTextAsync(ctx, conversationID, c)()
+	return e.StreamTextAsync(ctx, conversationID, c).Wait()
 }
 
-// StreamTextAsync is StreamText that returns once the delta is queued:
-// the function it returns waits until it is durable (or refused). Deltas
-// queued while their conversation's last append is being written are
-// written together, as one event (see queue.go).
-func (e *Engine) StreamTextAsync(ctx context.Context, conversationID string, c conv.StreamText) func() (*MessageResult, error) {
+// StreamTextAsync is StreamText that returns once the delta is queued,
+// with its Ack: the outcome once it is durable (or refused). Deltas queued
+// while their conversation's last append is being written are written
+// together, as one event (see queue.go).
+func (e *Engine) StreamTextAsync(ctx context.Context, conversationID string, c conv.StreamText) *Ack {
 	return e.streamAsync(ctx, conversationID, &streamCmd{messageID: c.MessageID, text: &c})
 }
 
 // StreamTool adds or updates a tool call of a streaming message.
 func (e *Engine) StreamTool(ctx context.Context, conversationID string, c conv.StreamTool) (*MessageResult, error) {
-	return e.StreamToolAsync(ctx, conversationID, c)()
+	return e.StreamToolAsync(ctx, conversationID, c).Wait()
 }
 
 // StreamToolAsync is StreamTool that returns once the update is queued,
 // as StreamTextAsync does.
-func (e *Engine) StreamToolAsync(ctx context.Context, conversationID string, c conv.StreamTool) func() (*MessageResult, error) {
+func (e *Engine) StreamToolAsync(ctx context.Context, conversationID string, c conv.StreamTool) *Ack {
 	return e.streamAsync(ctx, conversationID, &streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }})
 }
 
 // streamAsync queues a streaming command.
-func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd) func() (*MessageResult, error) {
+func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd) *Ack {
 	build := func(s conv.State) (conv.Command, error) {
 		m, err := e.assembled(ctx, convID, cmd.messageID, s)
 		if cmd.text != nil {
@@ -54,15 +54,7 @@ func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd)
 		}
 		return cmd.with(conv.StreamLookups{Message: m}), err
 	}
-	wait := e.enqueue(ctx, convID, &pending{ctx: ctx, build: build, stream: cmd})
-	return func() (*MessageResult, error) {
-		o := wait()
-		if o.err != nil {
-			return nil, o.err
-		}
-		r := o.d.Result
-		return &MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn, EndedPrompt: r.EndedPrompt}, nil
-	}
+	return &Ack{done: e.enqueue(convID, &pending{ctx: ctx, build: build, stream: cmd})}
 }
 
 // FinalizeMessage ends a streaming message.

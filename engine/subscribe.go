@@ -50,6 +50,31 @@ func (e *Engine) Subscribe(ctx context.Context, conversationID string, from *par
 	return &Subscription{Init: init, Subscription: s}, nil
 }
 
+// Follower is a live stream of one conversation that its reader pulls
+// from (feed.Follower.Next), with no goroutine of its own: its Init, then
+// every event after Init.Position exactly once, in seq order, with
+// guidance between them. Close it when done.
+type Follower struct {
+	Init Init
+	*feed.Follower
+}
+
+// Follow is Subscribe for a reader that pulls: what the streams to
+// clients use, so that a subscriber costs no goroutine of the server's
+// besides its connection's.
+func (e *Engine) Follow(ctx context.Context, conversationID string, from *parley.Position) (*Follower, error) {
+	var init Init
+	f, err := e.hub.FollowFrom(func() (int64, bool, error) {
+		var err error
+		init, err = e.join(ctx, conversationID, from)
+		return init.Position.Seq, init.Position.Seq == init.Head.LastSeq, err
+	}, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	return &Follower{Init: init, Follower: f}, nil
+}
+
 // join makes a subscriber's Init. It holds the conversation's write lock
 // while it reads a snapshot, so that the snapshot is exactly the state at
 // Init.Position: every message as of that seq, streaming ones assembled up

@@ -9,6 +9,7 @@ package feed
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
@@ -22,6 +23,9 @@ type Item struct {
 	// json is the event's JSON, made once for all the subscribers an event
 	// was published to (see JSON).
 	json *lazyJSON
+	// fromLog marks an event a follower read from the log, which its
+	// queue's bytes never counted.
+	fromLog bool
 }
 
 // lazyJSON is an event's JSON, made by the first reader that asks.
@@ -259,9 +263,11 @@ func (s *sub) wake() {
 	}
 }
 
-// take waits for queued items and returns them all, or the error that ended
-// the subscription.
-func (s *sub) take(ctx context.Context) ([]Item, error) {
+// take returns the queued items, waiting up to wait for some (0: not at
+// all, less than 0: as long as it takes; ErrIdle when none came), or the
+// error that ended the subscription.
+func (s *sub) take(ctx context.Context, wait time.Duration) ([]Item, error) {
+	var timeout <-chan time.Time
 	for {
 		s.mu.Lock()
 		items, err := s.queue, s.err
@@ -273,9 +279,19 @@ func (s *sub) take(ctx context.Context) ([]Item, error) {
 		if len(items) > 0 {
 			return items, nil
 		}
+		if wait == 0 {
+			return nil, ErrIdle
+		}
+		if wait > 0 && timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
 		select {
 		case <-s.notify:
 		case <-s.dead:
+		case <-timeout:
+			return nil, ErrIdle
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

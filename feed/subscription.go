@@ -2,18 +2,192 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
 )
 
-// Subscription is a live stream of one conversation. C yields every event
-// after the seq its join returned exactly once, in seq order, with guidance
-// between them, and is closed when the subscription ends; Err then says why.
+// HistoryPage is how many events one history read returns, and
+// HistoryPageBytes about how many bytes of events: a page of large events
+// is cut short, so that a subscriber catching up holds little at a time.
+const (
+	HistoryPage      = 500
+	HistoryPageBytes = 1 << 20
+)
+
+// ErrIdle is what Follower.Next returns when nothing came within the wait
+// it was given: the subscription lives on.
+var ErrIdle = errors.New("nothing to send yet")
+
+// Follower is a live stream of one conversation that its reader pulls
+// from (Next), with no goroutine of its own: every event after the seq its
+// join returned exactly once, in seq order, with guidance between them.
+// The log's history after that seq is read from the store, page by page,
+// and merged with the live events by seq. One goroutine at a time may
+// call its methods.
+type Follower struct {
+	h       *Hub
+	s       *sub
+	next    int64 // the seq of the next event to hand out
+	history bool  // whether the log is still being read up to the live events
+	ready   []Item
+	err     error // what ended it
+}
+
+// Follow starts following a conversation. It registers the follower at
+// once, so that everything published from then on is queued for it, and
+// then calls join, which returns the seq the stream continues after (join
+// runs under whatever lock makes that seq agree with what is published).
+// If join fails, so does Follow. Call Close when done.
+func (h *Hub) Follow(join func() (after int64, err error), conversationID string) (*Follower, error) {
+	return h.FollowFrom(func() (int64, bool, error) {
+		after, err := join()
+		return after, false, err
+	}, conversationID)
+}
+
+// FollowFrom is Follow for a join that also says whether the seq it
+// returns is the log's last (current): then nothing is read from the log
+// until a live event skips ahead of what was sent.
+func (h *Hub) FollowFrom(join func() (after int64, current bool, err error), conversationID string) (*Follower, error) {
+	s := h.add(conversationID)
+	after, current, err := join()
+	if err != nil {
+		h.remove(s)
+		return nil, err
+	}
+	return &Follower{h: h, s: s, next: after + 1, history: !current}, nil
+}
+
+// Close ends the follower; Next then returns context.Canceled.
+func (f *Follower) Close() {
+	f.s.fail(context.Canceled)
+	f.h.remove(f.s)
+}
+
+// Next returns the next item, waiting up to wait for one (0: not at all;
+// less than 0: as long as it takes). It returns ErrIdle when none came in
+// time, ctx's error when ctx ends, and the error that ended the stream
+// (ErrSlow, a shutdown) otherwise; after any error but ErrIdle the stream
+// is over and Close has been called.
+func (f *Follower) Next(ctx context.Context, wait time.Duration) (Item, error) {
+	if f.err != nil {
+		return Item{}, f.err
+	}
+	it, err := f.next1(ctx, wait)
+	if err != nil && !errors.Is(err, ErrIdle) {
+		f.err = err
+		f.Close()
+	}
+	return it, err
+}
+
+func (f *Follower) next1(ctx context.Context, wait time.Duration) (Item, error) {
+	for {
+		if len(f.ready) > 0 {
+			it := f.ready[0]
+			f.ready[0] = Item{}
+			f.ready = f.ready[1:]
+			if !it.fromLog {
+				f.s.handed(it) // no longer held in its queue's bytes
+			}
+			it.fromLog = false
+			f.h.opts.Delivered.Inc()
+			return it, nil
+		}
+		if f.history {
+			n, err := f.read(ctx, f.next, 0)
+			if err != nil {
+				return Item{}, err
+			}
+			f.history = n == HistoryPage // a short page is the end of the log
+			continue
+		}
+		items, err := f.s.take(ctx, wait)
+		if err != nil {
+			return Item{}, err
+		}
+		for _, it := range items {
+			if err := f.merge(ctx, it); err != nil {
+				return Item{}, err
+			}
+		}
+	}
+}
+
+// merge puts a live item in line after what was handed out: an event
+// already sent from the log is skipped, and the events a live one skips
+// ahead of (a gap) are read from the log first.
+func (f *Follower) merge(ctx context.Context, it Item) error {
+	if ev := it.Event; ev != nil {
+		if ev.Seq < f.next {
+			f.s.handed(it)
+			return nil // already sent from history
+		}
+		if ev.Seq > f.next { // a gap: read it from the log
+			for f.next < ev.Seq {
+				n, err := f.read(ctx, f.next, ev.Seq-1)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return parley.Errorf(parley.EINTERNAL, "the log has no events %d to %d of conversation %s", f.next, ev.Seq-1, f.s.conversationID)
+				}
+			}
+		}
+		f.next = ev.Seq + 1
+	} else if it.Guidance.AfterSeq < f.next-1 {
+		// Newer events were sent already (from the log, while this waited).
+		// It is still the newest guidance change this subscriber has: any
+		// change after it follows in the queue. It holds after the events
+		// sent, so it is sent as of them (dropping it would leave the
+		// subscriber on an older one until the next change, which may
+		// never come).
+		g := *it.Guidance
+		g.AfterSeq = f.next - 1
+		it = Item{Guidance: &g}
+	}
+	f.ready = append(f.ready, it)
+	return nil
+}
+
+// read reads a page of the log from seq next on (up to upTo, if upTo > 0)
+// into the items to hand out, and returns how many events it read.
+func (f *Follower) read(ctx context.Context, next, upTo int64) (int, error) {
+	limit := HistoryPage
+	if upTo > 0 && upTo-next+1 < int64(limit) {
+		limit = int(upTo - next + 1)
+	}
+	events, err := f.h.log.ReadEvents(ctx, store.ReadEventsParams{ConversationID: f.s.conversationID, After: next - 1, Limit: limit, MaxBytes: HistoryPageBytes})
+	if err != nil {
+		return 0, err
+	}
+	for i := range events {
+		ev := events[i]
+		f.ready = append(f.ready, Item{Event: &ev, fromLog: true})
+		f.next = ev.Seq + 1
+	}
+	if len(events) < limit && upTo == 0 {
+		size := 0
+		for i := range events {
+			size += len(events[i].Data)
+		}
+		if size >= HistoryPageBytes {
+			return HistoryPage, nil // a page cut short by its bytes: read on
+		}
+	}
+	return len(events), nil
+}
+
+// Subscription is a live stream of one conversation delivered on a
+// channel: C yields what a Follower's Next would, and is closed when the
+// subscription ends; Err then says why. A goroutine of its own moves the
+// items, at most about handoffBytes waiting in C at a time.
 type Subscription struct {
 	C      <-chan Item
-	s      *sub
+	f      *Follower
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
@@ -29,132 +203,43 @@ func (sub *Subscription) Err() error {
 // Close ends the subscription.
 func (sub *Subscription) Close() { sub.cancel() }
 
-// HistoryPage is how many events one history read returns, and
-// HistoryPageBytes about how many bytes of events: a page of large events
-// is cut short, so that a subscriber catching up holds little at a time.
-const (
-	HistoryPage      = 500
-	HistoryPageBytes = 1 << 20
-)
-
 // handoffItems and handoffBytes bound what waits between a subscription's
-// pump and its reader (the transport's writer): many small events, so that
-// the writer writes them in one batch, but few large ones.
+// pump and its reader: many small events, so that the reader takes them
+// in one batch, but few large ones.
 const (
 	handoffItems = 64
 	handoffBytes = 1 << 20
 )
 
-// Subscribe starts a subscription of a conversation. It registers the
-// subscriber at once, so that everything published from then on is queued
-// for it, and then calls join, which returns the seq the stream continues
-// after (join runs under whatever lock makes that seq agree with what is
-// published). The subscription then sends the log's events after that
-// seq, read from the store, and the live ones, merged by seq: no gap and
-// no duplicate. If join fails, so does Subscribe.
+// Subscribe is Follow with the items delivered on a channel until ctx
+// ends or Close is called.
 func (h *Hub) Subscribe(ctx context.Context, conversationID string, join func() (after int64, err error)) (*Subscription, error) {
-	s := h.add(conversationID)
-	after, err := join()
+	f, err := h.Follow(join, conversationID)
 	if err != nil {
-		h.remove(s)
 		return nil, err
 	}
-	pctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-pctx.Done():
-		}
-		cancel()
-	}()
+	pctx, cancel := context.WithCancel(ctx)
 	out := &handoff{out: make(chan Item, handoffItems)}
-	sub := &Subscription{C: out.out, s: s, cancel: cancel, done: make(chan struct{})}
+	sub := &Subscription{C: out.out, f: f, cancel: cancel, done: make(chan struct{})}
 	go func() {
-		sub.err = h.pump(pctx, s, after+1, out)
-		h.remove(s)
-		close(out.out)
-		close(sub.done)
-		cancel()
+		defer func() {
+			f.Close()
+			close(out.out)
+			close(sub.done)
+			cancel()
+		}()
+		for {
+			it, err := f.Next(pctx, -1)
+			if err == nil {
+				err = out.send(pctx, f.s, it)
+			}
+			if err != nil {
+				sub.err = err
+				return
+			}
+		}
 	}()
 	return sub, nil
-}
-
-// pump sends history from seq next on, then live items, to out.
-func (h *Hub) pump(ctx context.Context, s *sub, next int64, out *handoff) error {
-	var err error
-	if next, err = h.history(ctx, s, next, 0, out); err != nil {
-		return err
-	}
-	for {
-		items, err := s.take(ctx)
-		if err != nil {
-			return err
-		}
-		for _, it := range items {
-			if ev := it.Event; ev != nil {
-				if ev.Seq < next {
-					s.handed(it)
-					continue // already sent from history
-				}
-				if ev.Seq > next { // a gap: read it from the log
-					filled, err := h.history(ctx, s, next, ev.Seq-1, out)
-					if err != nil {
-						return err
-					}
-					if filled != ev.Seq {
-						return parley.Errorf(parley.EINTERNAL, "the log has no events %d to %d of conversation %s", filled, ev.Seq-1, s.conversationID)
-					}
-				}
-				next = ev.Seq + 1
-			} else if it.Guidance.AfterSeq < next-1 {
-				// Newer events were sent already (from the log, while this
-				// waited). It is still the newest guidance change this
-				// subscriber has: any change after it follows in the queue.
-				// It holds after the events sent, so it is sent as of them
-				// (dropping it would leave the subscriber on an older one
-				// until the next change, which may never come).
-				g := *it.Guidance
-				g.AfterSeq = next - 1
-				it = Item{Guidance: &g}
-			}
-			if err := out.send(ctx, s, it); err != nil {
-				return err
-			}
-			s.handed(it)
-			h.opts.Delivered.Inc()
-		}
-	}
-}
-
-// history sends events with seq >= next (and <= upTo, if upTo > 0) from the
-// store and returns the seq after the last one sent.
-func (h *Hub) history(ctx context.Context, s *sub, next, upTo int64, out *handoff) (int64, error) {
-	for {
-		limit := HistoryPage
-		if upTo > 0 && upTo-next+1 < int64(limit) {
-			limit = int(upTo - next + 1)
-		}
-		if limit <= 0 {
-			return next, nil
-		}
-		events, err := h.log.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.conversationID, After: next - 1, Limit: limit, MaxBytes: HistoryPageBytes})
-		if err != nil {
-			return next, err
-		}
-		size := 0
-		for i := range events {
-			ev := events[i]
-			events[i] = parley.Event{} // the reader holds its own copy: the page keeps nothing it sent
-			size += len(ev.Data)
-			if err := out.send(ctx, s, Item{Event: &ev}); err != nil {
-				return next, err
-			}
-			next = ev.Seq + 1
-		}
-		if len(events) < limit && size < HistoryPageBytes {
-			return next, nil // the end of the log, not a page cut short
-		}
-	}
 }
 
 // handoff is the channel from a subscription's pump to its reader,

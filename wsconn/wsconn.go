@@ -1,0 +1,385 @@
+// Package wsconn is the server side of Parley's WebSocket connections
+// (streams and runners), on the low-level framing of github.com/gobwas/ws,
+// built for many connections that are idle most of the time: a connection
+// holds no buffer while it is idle (a batch of frames is written into a
+// buffer taken from a pool and given back at the flush), reads without one
+// unless asked to, and needs no goroutine of the server's HTTP handling
+// once upgraded. Writes may come from two goroutines (a writer, and the
+// reader answering pings and closes); reads from one.
+package wsconn
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/parleyhq/parley/peek"
+)
+
+// Status codes a connection is closed with.
+const (
+	StatusNormal       ws.StatusCode = 1000
+	StatusGoingAway    ws.StatusCode = 1001
+	StatusTooBig       ws.StatusCode = 1009
+	StatusInternal     ws.StatusCode = 1011
+	StatusTryAgain     ws.StatusCode = 1013
+	StatusProtocol     ws.StatusCode = 1002
+	StatusUnsupported  ws.StatusCode = 1003
+	StatusPolicy       ws.StatusCode = 1008
+	StatusInvalidFrame ws.StatusCode = 1007
+)
+
+// Options configure Upgrade.
+type Options struct {
+	// OriginPatterns are the host patterns (path.Match syntax) of other
+	// origins whose browsers may connect. Same-origin requests and clients
+	// that send no Origin are always accepted; any other origin gets 403.
+	OriginPatterns []string
+	// ReadLimit bounds one message read (default 32 KiB): a larger one
+	// closes the connection with status 1009.
+	ReadLimit int64
+	// BufferedReads reads through a buffer of the connection's own, for a
+	// connection that is sent many frames (a runner's); others read the
+	// socket directly, and hold no buffer.
+	BufferedReads bool
+}
+
+// ErrClosed is what Read returns once the peer closed the connection (a
+// close frame, or the end of the stream).
+var ErrClosed = errors.New("websocket closed")
+
+// Conn is an upgraded WebSocket connection.
+type Conn struct {
+	conn  net.Conn
+	r     io.Reader
+	limit int64
+
+	wmu    sync.Mutex // guards bw, closed and the socket's writes
+	bw     *bufio.Writer
+	closed bool
+	// unanswered is set by Ping and cleared by a pong.
+	unanswered atomic.Bool
+	// pending holds what Poll read of a frame not yet whole.
+	pending []byte
+}
+
+// buffers holds the write buffers of every connection.
+var buffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+
+// Upgrade checks the request's origin (403 for a foreign one) and upgrades
+// it to a WebSocket connection, taking the connection over from net/http:
+// the handler may return and leave it to goroutines of the caller's. On
+// failure the client has been answered.
+func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
+	if err := checkOrigin(r, o.OriginPatterns); err != nil {
+		http.Error(w, err.Error(), http.StatusForbidden)
+		return nil, err
+	}
+	conn, rw, _, err := ws.HTTPUpgrader{}.Upgrade(r, w)
+	if err != nil {
+		return nil, err
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = 32 << 10
+	}
+	c := &Conn{conn: conn, limit: o.ReadLimit}
+	// What the client sent after its handshake, already read into net/http's
+	// buffer, is read first; the buffer itself is let go.
+	var early []byte
+	if n := rw.Reader.Buffered(); n > 0 {
+		early, _ = rw.Reader.Peek(n)
+		early = bytes.Clone(early)
+		c.pending = early // for Poll
+	}
+	var src io.Reader = conn
+	if len(early) > 0 {
+		src = io.MultiReader(bytes.NewReader(early), conn)
+	}
+	if o.BufferedReads {
+		src = bufio.NewReaderSize(src, 4<<10)
+	}
+	c.r = src
+	return c, nil
+}
+
+// checkOrigin accepts a request with no Origin, a same-origin one, and one
+// from a host OriginPatterns names.
+func checkOrigin(r *http.Request, patterns []string) error {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil {
+		return errors.New("the request's Origin is not a URL")
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return nil
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(strings.ToLower(p), strings.ToLower(u.Host)); ok {
+			return nil
+		}
+	}
+	return errors.New("the request's Origin is not allowed: " + u.Host)
+}
+
+// SetWriteDeadline bounds the writes that follow (the zero time: none).
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+
+// WriteText adds a text message to the batch being written: it reaches the
+// peer at the next Flush (or sooner, when the buffer fills).
+func (c *Conn) WriteText(p []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.frameLocked(ws.NewTextFrame(p))
+}
+
+// Flush sends the batch, and gives its buffer back to the pool.
+func (c *Conn) Flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked()
+}
+
+// frameLocked writes a frame into the batch; c.wmu must be held.
+func (c *Conn) frameLocked(f ws.Frame) error {
+	if c.closed {
+		return net.ErrClosed
+	}
+	if c.bw == nil {
+		c.bw = buffers.Get().(*bufio.Writer)
+		c.bw.Reset(c.conn)
+	}
+	return ws.WriteFrame(c.bw, f)
+}
+
+// flushLocked sends the batch; c.wmu must be held.
+func (c *Conn) flushLocked() error {
+	if c.bw == nil {
+		return nil
+	}
+	err := c.bw.Flush()
+	c.bw.Reset(nil)
+	buffers.Put(c.bw)
+	c.bw = nil
+	return err
+}
+
+// ErrNoPong is what Ping returns when the peer did not answer the ping
+// before it: a peer silent for a whole interval between pings is gone.
+var ErrNoPong = errors.New("the peer answered no ping")
+
+// Ping sends a ping. It fails with ErrNoPong, sending nothing, if the
+// ping it sent before is still unanswered.
+func (c *Conn) Ping() error {
+	if c.unanswered.Swap(true) {
+		return ErrNoPong
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.frameLocked(ws.NewPingFrame(nil)); err != nil {
+		return err
+	}
+	return c.flushLocked()
+}
+
+// Close sends a close frame with code and reason, after whatever the
+// batch holds, and closes the connection. The reason is cut to fit a
+// control frame.
+func (c *Conn) Close(code ws.StatusCode, reason string) error {
+	if len(reason) > 120 {
+		reason = reason[:120]
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed {
+		return net.ErrClosed
+	}
+	err := c.frameLocked(ws.NewCloseFrame(ws.NewCloseFrameBody(code, reason)))
+	if err == nil {
+		err = c.flushLocked()
+	}
+	c.closeLocked()
+	return err
+}
+
+// CloseNow closes the connection without a close frame.
+func (c *Conn) CloseNow() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.closeLocked()
+}
+
+func (c *Conn) closeLocked() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.bw != nil {
+		c.bw.Reset(nil)
+		buffers.Put(c.bw)
+		c.bw = nil
+	}
+	c.conn.Close()
+}
+
+// Read returns the next data message (text or binary), answering pings
+// and noting pongs on the way. A close frame from the peer is answered and
+// ends the connection (ErrClosed), and so does the end of the stream; a
+// message over the read limit closes it with status 1009, a protocol error
+// with 1002. The returned bytes are the caller's.
+func (c *Conn) Read() ([]byte, error) {
+	var msg []byte
+	fragmented := false
+	for {
+		h, err := ws.ReadHeader(c.r)
+		if err != nil {
+			c.CloseNow()
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, ErrClosed
+			}
+			return nil, err
+		}
+		if !h.Masked || h.Rsv != 0 {
+			c.Close(StatusProtocol, "client frames must be masked, with no extension bits")
+			return nil, ErrClosed
+		}
+		if h.OpCode.IsControl() {
+			if h.Length > 125 || !h.Fin {
+				c.Close(StatusProtocol, "control frames are short and whole")
+				return nil, ErrClosed
+			}
+			p, err := c.payload(h, nil)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.control(h, p); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch {
+		case h.OpCode == ws.OpContinuation && !fragmented, h.OpCode != ws.OpContinuation && fragmented:
+			c.Close(StatusProtocol, "continuation frames out of place")
+			return nil, ErrClosed
+		case h.OpCode != ws.OpContinuation && h.OpCode != ws.OpText && h.OpCode != ws.OpBinary:
+			c.Close(StatusProtocol, "unknown opcode")
+			return nil, ErrClosed
+		}
+		if int64(len(msg))+h.Length > c.limit {
+			c.Close(StatusTooBig, "message too big")
+			return nil, ErrClosed
+		}
+		if msg, err = c.payload(h, msg); err != nil {
+			return nil, err
+		}
+		if h.Fin {
+			return msg, nil
+		}
+		fragmented = true
+	}
+}
+
+// Poll handles, without waiting, what the peer has sent so far, for a
+// connection no goroutine reads (a stream's, whose client sends only
+// control frames): pings are answered (in the batch being written), pongs
+// noted, data messages dropped, and a close frame answered and reported
+// as ErrClosed, as the end of the stream is. A frame not yet whole waits
+// for the next Poll. It must not be called while another goroutine reads.
+func (c *Conn) Poll() error {
+	var buf [512]byte
+	for {
+		n, err := peek.Read(c.conn, buf[:])
+		c.pending = append(c.pending, buf[:n]...)
+		if err != nil {
+			c.CloseNow()
+			return ErrClosed
+		}
+		if n == 0 {
+			return c.handlePending()
+		}
+		if int64(len(c.pending)) > c.limit+14 {
+			c.Close(StatusTooBig, "message too big")
+			return ErrClosed
+		}
+	}
+}
+
+// handlePending handles the whole frames Poll has read.
+func (c *Conn) handlePending() error {
+	for len(c.pending) > 0 {
+		r := bytes.NewReader(c.pending)
+		h, err := ws.ReadHeader(r)
+		if err != nil {
+			return nil // not whole yet
+		}
+		if h.Length > c.limit {
+			c.Close(StatusTooBig, "message too big")
+			return ErrClosed
+		}
+		if int64(r.Len()) < h.Length {
+			return nil // not whole yet
+		}
+		if !h.Masked || h.Rsv != 0 || h.OpCode.IsControl() && (h.Length > 125 || !h.Fin) {
+			c.Close(StatusProtocol, "malformed frame")
+			return ErrClosed
+		}
+		at := len(c.pending) - r.Len()
+		p := c.pending[at : at+int(h.Length)]
+		ws.Cipher(p, h.Mask, 0)
+		if err := c.control(h, p); err != nil {
+			return err
+		}
+		c.pending = c.pending[at+int(h.Length):]
+	}
+	c.pending = nil // let the array go
+	return nil
+}
+
+// control handles a control frame (a data frame is dropped): a ping is
+// answered, a pong noted, a close answered and reported as ErrClosed.
+func (c *Conn) control(h ws.Header, p []byte) error {
+	switch h.OpCode {
+	case ws.OpPing:
+		c.wmu.Lock()
+		err := c.frameLocked(ws.NewPongFrame(p))
+		if err == nil {
+			err = c.flushLocked()
+		}
+		c.wmu.Unlock()
+		return err
+	case ws.OpPong:
+		c.unanswered.Store(false)
+	case ws.OpClose:
+		code, _ := ws.ParseCloseFrameData(p)
+		if code.Empty() {
+			code = StatusNormal
+		}
+		c.Close(code, "")
+		return ErrClosed
+	}
+	return nil
+}
+
+// payload reads a frame's payload, unmasked, after buf.
+func (c *Conn) payload(h ws.Header, buf []byte) ([]byte, error) {
+	at := len(buf)
+	buf = append(buf, make([]byte, h.Length)...)
+	if _, err := io.ReadFull(c.r, buf[at:]); err != nil {
+		c.CloseNow()
+		return nil, ErrClosed
+	}
+	ws.Cipher(buf[at:], h.Mask, 0)
+	return buf, nil
+}

@@ -1,0 +1,153 @@
+package wsconn_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/parleyhq/parley/wsconn"
+)
+
+// serve runs handle on each upgraded connection of a test server.
+func serve(t *testing.T, o wsconn.Options, handle func(*wsconn.Conn)) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := wsconn.Upgrade(w, r, o)
+		if err != nil {
+			return
+		}
+		go handle(c)
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
+func dial(t *testing.T, url string, header http.Header) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
+}
+
+// TestOrigins: no Origin, the same origin and an allowed pattern are
+// accepted; another origin is refused with 403 before any upgrade.
+func TestOrigins(t *testing.T) {
+	url := serve(t, wsconn.Options{OriginPatterns: []string{"*.example.com"}}, func(c *wsconn.Conn) { c.Close(wsconn.StatusNormal, "") })
+	host := strings.TrimPrefix(url, "ws://")
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"", true},
+		{"http://" + host, true},
+		{"https://app.example.com", true},
+		{"https://evil.test", false},
+		{"::not a url", false},
+	} {
+		h := http.Header{}
+		if tc.origin != "" {
+			h.Set("Origin", tc.origin)
+		}
+		c, resp, err := dial(t, url, h)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("origin %q refused: %v", tc.origin, err)
+		case !tc.ok && (err == nil || resp == nil || resp.StatusCode != http.StatusForbidden):
+			t.Errorf("origin %q: %v, want 403", tc.origin, err)
+		}
+		if c != nil {
+			c.CloseNow()
+		}
+	}
+}
+
+// TestReadAndLimit: Read returns each message whole (fragments joined),
+// answers pings, and closes with 1009 on a message over the limit.
+func TestReadAndLimit(t *testing.T) {
+	got := make(chan string, 4)
+	url := serve(t, wsconn.Options{ReadLimit: 1024, BufferedReads: true}, func(c *wsconn.Conn) {
+		for {
+			m, err := c.Read()
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- string(m)
+		}
+	})
+	c, _, err := dial(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	go func() { _, _, _ = c.Read(ctx) }() // to see pongs and the close
+	if err := c.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"frag", "mented"} {
+		if _, err := w.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(pctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	if m := <-got; m != "hello" {
+		t.Fatalf("first message %q", m)
+	}
+	if m := <-got; m != "fragmented" {
+		t.Fatalf("second message %q", m)
+	}
+	_ = c.Write(ctx, websocket.MessageText, []byte(strings.Repeat("x", 2048)))
+	if _, open := <-got; open {
+		t.Fatal("a message over the limit was read")
+	}
+}
+
+// TestPoll: a connection nobody reads handles what came between its
+// writes: a ping is answered, a close ends it.
+func TestPoll(t *testing.T) {
+	polled := make(chan error, 8)
+	url := serve(t, wsconn.Options{}, func(c *wsconn.Conn) {
+		for {
+			err := c.Poll()
+			polled <- err
+			if err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	c, _, err := dial(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	go func() { _, _, _ = c.Read(ctx) }()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(pctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	c.Close(websocket.StatusNormalClosure, "bye")
+	for err := range polled {
+		if err != nil {
+			if !errors.Is(err, wsconn.ErrClosed) {
+				t.Fatalf("Poll after the client closed: %v", err)
+			}
+			return
+		}
+	}
+}

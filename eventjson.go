@@ -12,23 +12,23 @@ import (
 // normalizes what it reads); empty Data is null.
 func (e *Event) AppendJSON(b []byte) []byte {
 	b = append(b, `{"conversationId":`...)
-	b = appendJSONString(b, e.ConversationID)
+	b = AppendJSONString(b, e.ConversationID)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.Type)
+	b = AppendJSONString(b, e.Type)
 	b = append(b, `,"turn":`...)
 	b = strconv.AppendInt(b, int64(e.Turn), 10)
 	if e.TurnID != "" {
 		b = append(b, `,"turnId":`...)
-		b = appendJSONString(b, e.TurnID)
+		b = AppendJSONString(b, e.TurnID)
 	}
 	if e.AgentID != "" {
 		b = append(b, `,"agentId":`...)
-		b = appendJSONString(b, e.AgentID)
+		b = AppendJSONString(b, e.AgentID)
 	}
 	b = append(b, `,"finality":`...)
-	b = appendJSONString(b, string(e.Finality))
+	b = AppendJSONString(b, string(e.Finality))
 	b = append(b, `,"ts":`...)
 	if e.Time.IsZero() {
 		b = append(b, "null"...)
@@ -53,9 +53,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string, escaped as json.Marshal
+// AppendJSONString appends s as a JSON string, escaped as json.Marshal
 // escapes it (HTML characters too; invalid UTF-8 as U+FFFD).
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -97,6 +97,25 @@ func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error 
 	return err
 }
 
+// decodeBytes is decodeJSON for a message held in memory (a runner's
+// frame): the usual, well-formed message is decoded without the buffered
+// reading and pre-scan decodeJSON needs for bodies; any other goes
+// through decodeJSON, for its error.
+func decodeBytes(data []byte, max int64, v any) error {
+	if int64(len(data)) <= max {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err == nil {
+			rest := data[dec.InputOffset():]
+			if len(bytes.TrimLeft(rest, " \t\r\n")) == 0 && bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+				return nil
+			}
+		}
+		reflect.ValueOf(v).Elem().SetZero() // decodeJSON decodes it again, from nothing
+	}
+	return decodeJSON(bytes.NewReader(data), max, v)
+}
+
 // decodeJSON decodes exactly one JSON object from rd into v and turns every
 // failure into a *parley.Error a client can act on: 413 for a body over max,
 // 400 for the rest, saying where and what.

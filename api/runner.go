@@ -1,10 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -169,7 +169,7 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
 // frame's conversation if it did.
 func runnerReply(ctx context.Context, rs applier, data []byte) *pendingReply {
 	var f dispatch.Frame
-	if err := decodeJSON(bytes.NewReader(data), maxRunnerFrame, &f); err != nil {
+	if err := decodeBytes(data, maxRunnerFrame, &f); err != nil {
 		return &pendingReply{f: &f, ack: engine.Acked(nil, err)}
 	}
 	return &pendingReply{f: &f, ack: rs.Submit(ctx, &f)}
@@ -199,13 +199,26 @@ func replyFrame(f *dispatch.Frame, res *engine.MessageResult, err error) []byte 
 		b, _ := json.Marshal(body)
 		return b
 	}
-	ack := map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq}
-	if f.ConversationID != "" {
-		ack["conversationId"] = f.ConversationID
-	}
 	if f.Type == "message.state" {
-		ack["message"] = res.Message
+		ack := map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq, "message": res.Message}
+		if f.ConversationID != "" {
+			ack["conversationId"] = f.ConversationID
+		}
+		b, _ := json.Marshal(ack)
+		return b
 	}
-	b, _ := json.Marshal(ack)
-	return b
+	// The ack of every delta: written by hand, as json.Marshal would write
+	// the map (keys sorted).
+	b := make([]byte, 0, 64+len(f.TurnID)+len(f.ConversationID))
+	b = append(b, '{')
+	if f.ConversationID != "" {
+		b = append(b, `"conversationId":`...)
+		b = parley.AppendJSONString(b, f.ConversationID)
+		b = append(b, ',')
+	}
+	b = append(b, `"seq":`...)
+	b = strconv.AppendInt(b, res.Seq, 10)
+	b = append(b, `,"turnId":`...)
+	b = parley.AppendJSONString(b, f.TurnID)
+	return append(b, `,"type":"ack"}`...)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -107,12 +108,29 @@ func (e *Engine) ListConversations(ctx context.Context, p store.ListConversation
 	views := make([]*View, 0, len(recs))
 	for _, r := range recs {
 		s, err := stateOf(r)
+		if err == nil && s.LastSeq < r.LastSeq {
+			s, err = e.foldTail(ctx, s, r.LastSeq)
+		}
 		if err != nil {
 			return nil, "", err
 		}
 		views = append(views, e.view(s))
 	}
 	return views, next, nil
+}
+
+// foldTail brings a state read from a stored snapshot up to the log's
+// head: a snapshot is rewritten only every so many streamed events (see
+// snapshotDue).
+func (e *Engine) foldTail(ctx context.Context, s conv.State, head int64) (conv.State, error) {
+	for s.LastSeq < head {
+		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.Conversation.ID, After: s.LastSeq, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
+		if err != nil || len(events) == 0 {
+			return s, err
+		}
+		s = conv.Evolve(s, events...)
+	}
+	return s, nil
 }
 
 func (e *Engine) view(s conv.State) *View {

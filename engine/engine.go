@@ -148,6 +148,9 @@ type conversation struct {
 	// published is the seq of the last event handed to the feed: whatever
 	// moves state past it (a reload, a catch-up) hands the feed the rest.
 	published int64
+	// snapshot is the seq the stored state snapshot is as of (see
+	// snapshotDue).
+	snapshot int64
 	// wanted is the newest seq other nodes said they wrote and catching
 	// whether a catch-up runs (see Notified); both guarded by Engine.mu.
 	wanted   int64
@@ -158,6 +161,7 @@ type conversation struct {
 	qmu     sync.Mutex
 	queue   []*pending
 	driving bool
+	wake    chan struct{} // tells a lingering driver of new work
 }
 
 // busy reports whether commands wait in c's queue or a driver works it.
@@ -324,16 +328,14 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	if err != nil {
 		return err
 	}
-	for s.LastSeq < rec.LastSeq {
-		// The snapshot lags the log (written by an older version): fold the rest.
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: s.LastSeq, Limit: feed.HistoryPage})
-		if err != nil {
-			return err
-		}
-		if len(events) == 0 {
-			return parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, s.LastSeq, rec.LastSeq)
-		}
-		s = conv.Evolve(s, events...)
+	c.snapshot = s.LastSeq
+	// The snapshot lags the log (it is not rewritten by every streamed
+	// delta, and an older version's may lag too): fold the rest.
+	if s, err = e.foldTail(ctx, s, rec.LastSeq); err != nil {
+		return err
+	}
+	if s.LastSeq < rec.LastSeq {
+		return parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, s.LastSeq, rec.LastSeq)
 	}
 	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
 	if c.published == 0 {
@@ -416,7 +418,7 @@ func (e *Engine) decideLocked(ctx context.Context, c *conversation, id string, b
 			return d, c.state, err // (a task's skipped firing writes no event, only the task)
 		}
 		next := conv.Evolve(c.state, d.Events...)
-		err = e.append(ctx, nil, c.state, next, d, respond)
+		err = e.append(ctx, c, nil, c.state, next, d, respond)
 		// Another writer (another node, or a racing duplicate id or
 		// idempotency key) got there first: catch up (publishing what the
 		// other wrote) or reload, and decide again, which turns a
@@ -506,10 +508,15 @@ func sameGuidance(a, b *parley.Guidance) bool {
 
 // append writes a decision: with the store's Append, or with write if
 // set (an append under a lock the caller holds).
-func (e *Engine) append(ctx context.Context, write func(store.AppendParams) error, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
-	state, queue, err := conv.EncodeStored(next, d.Events...)
-	if err != nil {
-		return err
+func (e *Engine) append(ctx context.Context, c *conversation, write func(store.AppendParams) error, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
+	var state, queue []byte
+	var err error
+	snapshot := snapshotDue(c.snapshot, next, d.Events)
+	if snapshot {
+		state, queue, err = conv.EncodeStored(next, d.Events...)
+		if err != nil {
+			return err
+		}
 	}
 	p := store.AppendParams{
 		ConversationID: prev.Conversation.ID,
@@ -534,7 +541,30 @@ func (e *Engine) append(ctx context.Context, write func(store.AppendParams) erro
 		err = write(p)
 	}
 	e.opts.Metrics.observeAppend(len(d.Events), time.Since(start), err)
+	if err == nil && snapshot {
+		c.snapshot = next.LastSeq
+	}
 	return err
+}
+
+// snapshotEvery is how many events of streamed text and tool updates
+// may follow a conversation's stored state snapshot before an append
+// rewrites it: streaming appends do not rewrite it each time (a reload
+// folds the events after it), every other append does.
+const snapshotEvery = 256
+
+// snapshotDue reports whether an append of events, which make next, must
+// rewrite the stored state snapshot, which is as of seq snapshot.
+func snapshotDue(snapshot int64, next conv.State, events []parley.Event) bool {
+	if next.LastSeq-snapshot >= snapshotEvery {
+		return true
+	}
+	for _, ev := range events {
+		if ev.Type != parley.EventChunk && ev.Type != parley.EventPartUpdated {
+			return true
+		}
+	}
+	return false
 }
 
 // scheduleClaimExpiry arms a timer that writes claim.expired when the

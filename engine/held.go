@@ -36,7 +36,7 @@ func (e *Engine) decideHeld(ctx context.Context, c *conversation, id string, bui
 			return nil
 		}
 		next = conv.Evolve(c.state, d.Events...)
-		if err := e.append(ctx, write, c.state, next, d, respond); err != nil {
+		if err := e.append(ctx, c, write, c.state, next, d, respond); err != nil {
 			return err
 		}
 		written = true

@@ -159,3 +159,54 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 		t.Fatalf("the log after the held append: %+v", evs)
 	}
 }
+
+// TestSnapshotEverySoOften: streamed deltas do not rewrite the stored
+// state snapshot each time; a new engine on the store (a restart), and the
+// list of conversations, fold the events after it and agree with the log.
+func TestSnapshotEverySoOften(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{})
+	id := b.conversation(t, parley.PolicyFree, "bot")
+	bot := conv.Actor{AgentID: "bot"}
+	if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: bot, ID: "m", Role: parley.RoleAssistant, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := b.db.GetConversation(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := string(rec.State)
+	for i := range 10 {
+		if _, err := b.eng.StreamText(b.ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec, err = b.db.GetConversation(b.ctx, id); err != nil || string(rec.State) != stored || rec.LastSeq != 12 {
+		t.Fatalf("after 10 deltas the store holds seq %d and a snapshot rewritten: %v (%v)", rec.LastSeq, string(rec.State) != stored, err)
+	}
+	next := engine.New(b.db, engine.Options{})
+	defer next.Close()
+	v, err := next.Conversation(b.ctx, id)
+	if err != nil || v.Head.LastSeq != 12 {
+		t.Fatalf("a new engine's head: %+v, %v", v, err)
+	}
+	if m, err := next.StreamingMessage(b.ctx, id, "m"); err != nil || textOf(m) != "0123456789" {
+		t.Fatalf("a new engine's message: %v, %v", m, err)
+	}
+	views, _, err := next.ListConversations(b.ctx, store.ListConversationsParams{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range views {
+		if v.Conversation.ID == id && v.Head.LastSeq != 12 {
+			t.Fatalf("the list's head: %+v", v.Head)
+		}
+	}
+	// A message ends: the snapshot is rewritten.
+	if _, err := b.eng.FinalizeMessage(b.ctx, id, conv.FinalizeMessage{Actor: bot, MessageID: "m", Reason: parley.FinishEndTurn}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = b.db.GetConversation(b.ctx, id); err != nil || string(rec.State) == stored {
+		t.Fatalf("the finalize left the snapshot (%v)", err)
+	}
+}

@@ -66,7 +66,14 @@ func (e *Engine) enqueue(id string, p *pending) <-chan outcome {
 	c.queue = append(c.queue, p)
 	start := !c.driving
 	c.driving = true
+	if c.wake == nil {
+		c.wake = make(chan struct{}, 1)
+	}
 	c.qmu.Unlock()
+	select {
+	case c.wake <- struct{}{}: // a driver lingering for work takes it
+	default:
+	}
 	if start {
 		if !e.track() {
 			e.fail(c, errClosed)
@@ -118,10 +125,17 @@ func (e *Engine) fail(c *conversation, err error) {
 	}
 }
 
-// drive works a conversation's queue until it is empty: a run of
-// streaming commands at its head as one append, any other command alone.
+// driverLinger is how long a driver waits for more work once its queue is
+// empty: a runner streaming at full speed keeps its conversation's driver
+// (and the stack it grew) instead of starting one per append.
+const driverLinger = 20 * time.Millisecond
+
+// drive works a conversation's queue until it has been empty for
+// driverLinger: a run of streaming commands at its head as one append,
+// any other command alone.
 func (e *Engine) drive(id string, q *conversation) {
 	defer e.wg.Done()
+	var linger *time.Timer
 	for {
 		q.qmu.Lock()
 		n := 0
@@ -132,6 +146,24 @@ func (e *Engine) drive(id string, q *conversation) {
 			n = 1
 		}
 		if n == 0 {
+			q.qmu.Unlock()
+			if linger == nil {
+				linger = time.NewTimer(driverLinger)
+			} else {
+				linger.Reset(driverLinger)
+			}
+			select {
+			case <-q.wake:
+				linger.Stop()
+				continue
+			case <-e.done:
+			case <-linger.C:
+			}
+			q.qmu.Lock()
+			if len(q.queue) > 0 { // came as the timer fired
+				q.qmu.Unlock()
+				continue
+			}
 			q.driving = false
 			q.qmu.Unlock()
 			return
@@ -211,7 +243,7 @@ func (e *Engine) decideStreams(id string, batch []*pending) error {
 		r := e.decideRun(ctx, c, id, live)
 		var werr error
 		if r.stale == nil && len(r.d.Events) > 0 {
-			if werr = e.append(ctx, nil, c.state, r.next, r.d, nil); werr == nil {
+			if werr = e.append(ctx, c, nil, c.state, r.next, r.d, nil); werr == nil {
 				e.applied(c, id, r.next, r.d)
 				r.answer(r.next, nil)
 				c.mu.Unlock()

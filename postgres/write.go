@@ -104,7 +104,7 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 	var tag pgconn.CommandTag
 	var err error
 	if im := p.Import; im != nil {
-		tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = $2, import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
+		tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state), import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
 			last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
 	} else {
 		tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq)
@@ -145,9 +145,9 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 }
 
 // bumpConversation moves an ordinary conversation's last seq from $4 to
-// $1 and replaces its state with $2; it matches no row if another writer
-// moved it first.
-const bumpConversation = `UPDATE conversations SET last_seq = $1, state = $2 WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL`
+// $1 and replaces its state with $2 (unless it is NULL); it matches no row
+// if another writer moved it first.
+const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state) WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL`
 
 // queueRows queues the rows an append writes beside its events: the prompt
 // queue, message rows, outbox deliveries, reverted messages' removal and

@@ -2,8 +2,8 @@
 // modernc.org/sqlite. The database runs in WAL mode with one writer
 // connection and a pool of read-only connections. Every write goes through one
 // goroutine that commits whatever writes are waiting in one transaction (group
-// commit), each in its own savepoint so that a failing write takes nothing
-// else down with it.
+// commit); a batch in which one write fails is run again with each write in
+// its own savepoint, so that a failing write takes nothing else down with it.
 package sqlite
 
 import (
@@ -182,20 +182,27 @@ func (db *DB) writer() {
 	}
 }
 
-// commit runs a batch in one transaction, each request in a savepoint.
+// commit runs a batch in one transaction. Each request runs as it is,
+// which is what every one of them does almost always (the engine decides
+// a write on the state it holds): if one fails, the transaction is rolled
+// back and the batch run again, each request in a savepoint, so that a
+// failing request takes nothing else down with it.
 func (db *DB) commit(batch []*writeReq) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
-	err := func() error {
-		tx, err := db.w.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		for i, r := range batch {
-			results[i] = db.savepoint(ctx, tx, r.fn)
-		}
-		return tx.Commit()
-	}()
+	whole, err := db.commitWhole(ctx, batch)
+	if !whole {
+		err = func() error {
+			tx, err := db.w.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			for i, r := range batch {
+				results[i] = db.savepoint(ctx, tx, r.fn)
+			}
+			return tx.Commit()
+		}()
+	}
 	db.batches.Add(1)
 	db.writes.Add(int64(len(batch)))
 	for i, r := range batch {
@@ -205,6 +212,23 @@ func (db *DB) commit(batch []*writeReq) {
 			r.done <- results[i]
 		}
 	}
+}
+
+// commitWhole runs a batch in one transaction with no savepoints. It
+// reports whole false, having rolled back, if a request failed, and
+// otherwise what the commit came to.
+func (db *DB) commitWhole(ctx context.Context, batch []*writeReq) (whole bool, err error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return true, err
+	}
+	for _, r := range batch {
+		if err := r.fn(ctx, tx); err != nil {
+			_ = tx.Rollback()
+			return false, nil
+		}
+	}
+	return true, tx.Commit()
 }
 
 // savepoint runs fn so that its writes are undone if it fails.

@@ -32,8 +32,8 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
-	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = ? WHERE id = ? AND last_seq = ? AND import_owner IS NULL`)
-	s.bumpImport = prep(`UPDATE conversations SET last_seq = ?, state = ?, import_expires = ? WHERE id = ? AND last_seq = ? AND import_owner = ?`)
+	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state) WHERE id = ? AND last_seq = ? AND import_owner IS NULL`)
+	s.bumpImport = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state), import_expires = ? WHERE id = ? AND last_seq = ? AND import_owner = ?`)
 	s.upsertQueue = prep(`INSERT INTO queues (conversation_id, queue) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`)
 	s.insertIdempotency = prep(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	s.savepoint = prep(`SAVEPOINT w`)

@@ -300,7 +300,11 @@ type AppendParams struct {
 	// append fails with ECONFLICT if the task no longer runs at Task.From.
 	Task        *parley.TaskAdvance
 	Idempotency *Idempotency
-	State       []byte
+	// State, if not nil, replaces the conversation's state snapshot (JSON
+	// owned by package conv, as of the append's last seq); nil leaves the
+	// stored one, which is then older than the log's head: readers fold
+	// the events after it (ConversationRecord.State says as of which).
+	State []byte
 	// Queue, if not nil, replaces the conversation's prompt queue; nil
 	// leaves it as it is. It is kept apart from State so that the appends
 	// that do not change the queue (text deltas, messages, claims: all but

@@ -141,3 +141,17 @@ func testTaskOnlyAppend(t *testing.T, s store.Store) {
 		t.Fatalf("%d events after an append of none, want 1", len(events))
 	}
 }
+
+// testNilStateKeepsSnapshot: an append without a state snapshot moves the
+// conversation's last seq and leaves the stored snapshot as it was.
+func testNilStateKeepsSnapshot(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}}); err != nil {
+		t.Fatal(err)
+	}
+	wantStored(t, s, id, 2, `{"v":1}`, "", false)
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{event(id, 3, "a")}, State: []byte(`{"v":3}`)}); err != nil {
+		t.Fatal(err)
+	}
+	wantStored(t, s, id, 3, `{"v":3}`, "", false)
+}

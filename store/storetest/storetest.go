@@ -61,6 +61,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"DueTasksFairRounds", testDueTasksFair},
 		{"TaskOnlyAppend", testTaskOnlyAppend},
 		{"QueueKeptApart", testQueueKeptApart},
+		{"NilStateKeepsSnapshot", testNilStateKeepsSnapshot},
 		{"ReadEventsPaging", testReadEvents},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},

@@ -1,6 +1,7 @@
 package parley
 
 import (
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
@@ -105,4 +106,64 @@ func AppendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendJSON appends c as JSON to b, byte for byte what json.Marshal
+// writes: the form every chunk event's data is stored in.
+func (c Chunk) AppendJSON(b []byte) []byte {
+	b = append(b, `{"messageId":`...)
+	b = AppendJSONString(b, c.MessageID)
+	b = append(b, `,"content":`...)
+	b = AppendJSONString(b, c.Content)
+	if c.Checkpoint {
+		b = append(b, `,"checkpoint":true`...)
+	}
+	return append(b, '}')
+}
+
+// ParseChunk reads a chunk event's data. The form AppendJSON writes is
+// read without reflection (unless the text holds an escape); any other
+// JSON of a chunk is read by encoding/json.
+func ParseChunk(data []byte) (Chunk, error) {
+	const head, mid = `{"messageId":"`, `","content":"`
+	if s := string(data); len(s) > len(head) && s[:len(head)] == head {
+		rest := s[len(head):]
+		if i := indexQuoteOrBackslash(rest); i >= 0 && rest[i] == '"' && len(rest) > i+len(mid) && rest[i:i+len(mid)] == mid {
+			id := rest[:i]
+			rest = rest[i+len(mid):]
+			if j := indexQuoteOrBackslash(rest); j >= 0 && rest[j] == '"' {
+				content, tail := rest[:j], rest[j+1:]
+				switch tail {
+				case "}":
+					return Chunk{MessageID: id, Content: content}, nil
+				case `,"checkpoint":true}`:
+					return Chunk{MessageID: id, Content: content, Checkpoint: true}, nil
+				}
+			}
+		}
+	}
+	var c Chunk
+	err := json.Unmarshal(data, &c)
+	return c, err
+}
+
+// indexQuoteOrBackslash returns the index of the first '"' or '\' in s, or
+// -1; a control character or invalid UTF-8 counts as '\' (it needs the
+// slow path).
+func indexQuoteOrBackslash(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return i
+		case c == '\\' || c < 0x20:
+			return i
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i
+			}
+			i += size - 1
+		}
+	}
+	return -1
 }

@@ -52,3 +52,39 @@ func FuzzEventJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChunkJSON: Chunk.AppendJSON writes what json.Marshal writes, and
+// ParseChunk reads back what was written (and any chunk JSON as
+// encoding/json reads it).
+func FuzzChunkJSON(f *testing.F) {
+	f.Add("r1", "Hello, <world> & \"friends\"\n", true)
+	f.Add("", "", false)
+	f.Add("m", "\xff\u2028é\\", false)
+	f.Fuzz(func(t *testing.T, id, content string, checkpoint bool) {
+		c := parley.Chunk{MessageID: id, Content: content, Checkpoint: checkpoint}
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := c.AppendJSON(nil)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("AppendJSON\n%s\njson.Marshal\n%s", got, want)
+		}
+		var wantBack parley.Chunk
+		if err := json.Unmarshal(want, &wantBack); err != nil {
+			t.Fatal(err)
+		}
+		back, err := parley.ParseChunk(got)
+		if err != nil || back != wantBack {
+			t.Fatalf("ParseChunk(%s) = %+v, %v; encoding/json reads %+v", got, back, err, wantBack)
+		}
+		// Other JSON of a chunk (another order, spaces) is read as
+		// encoding/json reads it.
+		idJSON, _ := json.Marshal(id)
+		contentJSON, _ := json.Marshal(content)
+		other := []byte(`{ "content": ` + string(contentJSON) + `, "messageId": ` + string(idJSON) + `}`)
+		if back, err := parley.ParseChunk(other); err != nil || back != (parley.Chunk{MessageID: wantBack.MessageID, Content: wantBack.Content}) {
+			t.Fatalf("ParseChunk(%s) = %+v, %v", other, back, err)
+		}
+	})
+}

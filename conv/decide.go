@@ -82,7 +82,12 @@ type decider struct {
 
 // emit appends an event with the next seq and evolves the decider's state.
 func (d *decider) emit(typ string, turn int, turnID, agentID string, fin parley.Finality, data any) parley.Event {
-	raw, _ := json.Marshal(data)
+	var raw []byte
+	if c, ok := data.(parley.Chunk); ok {
+		raw = c.AppendJSON(make([]byte, 0, 48+len(c.Content))) // every delta: without reflection
+	} else {
+		raw, _ = json.Marshal(data)
+	}
 	e := parley.Event{
 		ConversationID: d.s.Conversation.ID,
 		Seq:            d.s.LastSeq + 1,

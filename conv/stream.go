@@ -318,8 +318,7 @@ func applyStream(s State, e parley.Event, m messageHead) State {
 // to, the bytes it carries, and whether the row was rewritten with it.
 func streamDelta(e parley.Event) (id string, bytes int, checkpoint bool) {
 	if e.Type == parley.EventChunk {
-		var c parley.Chunk
-		_ = json.Unmarshal(e.Data, &c)
+		c, _ := parley.ParseChunk(e.Data)
 		return c.MessageID, len(c.Content), c.Checkpoint
 	}
 	var u parley.PartUpdate

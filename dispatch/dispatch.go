@@ -96,10 +96,16 @@ type handle struct {
 	// dropped is set when its conversation was deleted (guarded by
 	// Dispatcher.mu).
 	dropped bool
-	// given counts the prompts dispatched to it (guarded by
-	// Dispatcher.mu), to break ties between agent-wide connections.
-	given uint64
+	// given counts the prompts dispatched to it, and trying the dispatches
+	// under way that chose it (both guarded by Dispatcher.mu), to choose
+	// between agent-wide connections.
+	given  uint64
+	trying int
 }
+
+// load is how busy an agent-wide connection is: the prompts it answers
+// and the dispatches that chose it.
+func (h *handle) load() int { return len(h.held) + h.trying }
 
 // wide reports whether h is an agent-wide connection.
 func (h *handle) wide() bool { return h.conversationID == "" }
@@ -341,28 +347,39 @@ func (d *Dispatcher) attachedLocked(conversationID, agentID string) bool {
 // candidates returns the connections a prompt of the conversation of s may
 // go to, one per agent, by agent id: the newest of the agent's runners of
 // the conversation, else (if the agent takes part) its least busy
-// agent-wide runner (of those as busy, the one given fewest prompts).
-func (d *Dispatcher) candidates(s conv.State) []*handle {
+// agent-wide runner (of those as busy, the one given fewest prompts),
+// marked as chosen (trying) until release is called.
+func (d *Dispatcher) candidates(s conv.State) (hs []*handle, release func()) {
 	id := s.Conversation.ID
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	byAgent := d.runners[id]
-	hs := make([]*handle, 0, len(byAgent))
+	hs = make([]*handle, 0, len(byAgent))
 	for _, list := range byAgent {
 		if len(list) > 0 {
 			hs = append(hs, list[len(list)-1])
 		}
 	}
+	var chosen []*handle
 	for agent, list := range d.wide {
 		if len(byAgent[agent]) > 0 || len(list) == 0 || !s.IsMember(agent) {
 			continue
 		}
-		hs = append(hs, slices.MinFunc(list, func(a, b *handle) int {
-			return cmp.Or(cmp.Compare(len(a.held), len(b.held)), cmp.Compare(a.given, b.given))
-		}))
+		h := slices.MinFunc(list, func(a, b *handle) int {
+			return cmp.Or(cmp.Compare(a.load(), b.load()), cmp.Compare(a.given, b.given))
+		})
+		h.trying++ // so that the dispatches under way at once spread
+		chosen = append(chosen, h)
 	}
+	hs = append(hs, chosen...)
 	slices.SortFunc(hs, func(a, b *handle) int { return strings.Compare(a.agentID, b.agentID) })
-	return hs
+	return hs, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, h := range chosen {
+			h.trying--
+		}
+	}
 }
 
 // newestOf returns the connection of agentID that is told about the

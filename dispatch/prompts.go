@@ -29,7 +29,9 @@ func (d *Dispatcher) kick(conversationID string) {
 // for it here, it does nothing: the node that has one dispatches.
 func (d *Dispatcher) kickWhenReady(s conv.State) {
 	id := s.Conversation.ID
-	if len(d.candidates(s)) == 0 {
+	hs, release := d.candidates(s)
+	release()
+	if len(hs) == 0 {
 		return
 	}
 	d.kick(id)
@@ -68,7 +70,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, conversationID string) error 
 	if len(s.Queue) == 0 || s.Active() != nil {
 		return nil
 	}
-	for _, h := range d.candidates(s) {
+	hs, release := d.candidates(s)
+	defer release()
+	for _, h := range hs {
 		p, err := d.eng.DispatchPrompt(ctx, conversationID, h.agentID)
 		if err != nil {
 			return err

@@ -36,6 +36,11 @@ func (c *countingStore) Append(ctx context.Context, p store.AppendParams) error 
 	return c.Store.Append(ctx, p)
 }
 
+// AppendAsync is Append, on a goroutine of its own.
+func (c *countingStore) AppendAsync(p store.AppendParams, done func(error)) {
+	go func() { done(c.Append(context.Background(), p)) }()
+}
+
 // bot writes the streamed messages of the amplification benchmarks.
 var bot = conv.Actor{AgentID: "bot"}
 

@@ -75,6 +75,11 @@ func (o overtaken) Append(ctx context.Context, p store.AppendParams) error {
 	return o.Store.Append(ctx, p)
 }
 
+// AppendAsync is Append, on a goroutine of its own.
+func (o overtaken) AppendAsync(p store.AppendParams, done func(error)) {
+	go func() { done(o.Append(context.Background(), p)) }()
+}
+
 // TestOvertakenWriterStillWrites: node B's writes into a conversation that
 // node A writes without pause (a runner streaming at full speed there) are
 // overtaken at every optimistic attempt. After two, B decides holding the

@@ -121,6 +121,7 @@ type Engine struct {
 	opts    Options
 	hub     *feed.Hub
 	runners Runners // see SetRunners
+	workers workers
 
 	mu     sync.Mutex
 	convs  map[string]*conversation
@@ -160,8 +161,7 @@ type conversation struct {
 	// whether a driver works the queue (see queue.go).
 	qmu     sync.Mutex
 	queue   []*pending
-	driving bool
-	wake    chan struct{} // tells a lingering driver of new work
+	driving bool // a command has the turn
 }
 
 // busy reports whether commands wait in c's queue or a driver works it.
@@ -174,9 +174,11 @@ func (c *conversation) busy() bool {
 // New returns an Engine over s.
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
-	return &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
+	e := &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
 		Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects, Delivered: opts.Metrics.Delivered}),
 		runners: noRunners{}, convs: make(map[string]*conversation), done: make(chan struct{}), owner: NewID()}
+	e.workers.start(workerCount())
+	return e
 }
 
 // Store returns the engine's store, for reads. Writes must go through the engine.
@@ -207,7 +209,8 @@ func (e *Engine) Close() {
 		c.mu.Unlock()
 	}
 	e.hub.EndAll(errClosed)
-	e.wg.Wait()
+	e.wg.Wait() // the appends under way too: their outcomes come to the workers
+	e.workers.stop()
 }
 
 func (e *Engine) isClosed() bool {
@@ -376,7 +379,15 @@ func (e *Engine) resync(c *conversation, id string) {
 // command's look-ups. respond makes the JSON response stored for
 // idempotent retries (nil when the command takes no client request id).
 func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (conv.Command, error), respond func(conv.Decision) (*store.Idempotency, error)) (conv.Decision, conv.State, error) {
-	o := <-e.enqueue(id, &pending{ctx: ctx, build: build, respond: respond})
+	p := &pending{ctx: ctx, build: build, respond: respond, turn: make(chan struct{})}
+	q := e.enqueue(id, p)
+	if q == nil {
+		o := <-p.done // the engine is closed
+		return o.d, o.s, o.err
+	}
+	<-p.turn
+	o := e.decideOne(id, p)
+	e.next(id, q)
 	return o.d, o.s, o.err
 }
 
@@ -509,30 +520,9 @@ func sameGuidance(a, b *parley.Guidance) bool {
 // append writes a decision: with the store's Append, or with write if
 // set (an append under a lock the caller holds).
 func (e *Engine) append(ctx context.Context, c *conversation, write func(store.AppendParams) error, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
-	var state, queue []byte
-	var err error
-	snapshot := snapshotDue(c.snapshot, next, d.Events)
-	if snapshot {
-		state, queue, err = conv.EncodeStored(next, d.Events...)
-		if err != nil {
-			return err
-		}
-	}
-	p := store.AppendParams{
-		ConversationID: prev.Conversation.ID,
-		ExpectSeq:      prev.LastSeq,
-		Events:         d.Events,
-		Messages:       d.Messages,
-		RemoveMessages: d.Removed,
-		Deliveries:     d.Deliveries,
-		Task:           d.Task,
-		State:          state,
-		Queue:          queue, // nil unless the events change the queue
-	}
-	if respond != nil {
-		if p.Idempotency, err = respond(d); err != nil {
-			return err
-		}
+	p, snapshot, err := e.appendParams(c, prev, next, d, respond)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	if write == nil {
@@ -545,6 +535,36 @@ func (e *Engine) append(ctx context.Context, c *conversation, write func(store.A
 		c.snapshot = next.LastSeq
 	}
 	return err
+}
+
+// appendParams makes the append of decision d, which takes c from prev
+// to next; snapshot says whether it rewrites the stored state snapshot.
+func (e *Engine) appendParams(c *conversation, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) (p store.AppendParams, snapshot bool, err error) {
+	var state, queue []byte
+	snapshot = snapshotDue(c.snapshot, next, d.Events)
+	if snapshot {
+		state, queue, err = conv.EncodeStored(next, d.Events...)
+		if err != nil {
+			return p, false, err
+		}
+	}
+	p = store.AppendParams{
+		ConversationID: prev.Conversation.ID,
+		ExpectSeq:      prev.LastSeq,
+		Events:         d.Events,
+		Messages:       d.Messages,
+		RemoveMessages: d.Removed,
+		Deliveries:     d.Deliveries,
+		Task:           d.Task,
+		State:          state,
+		Queue:          queue, // nil unless the events change the queue
+	}
+	if respond != nil {
+		if p.Idempotency, err = respond(d); err != nil {
+			return p, false, err
+		}
+	}
+	return p, snapshot, nil
 }
 
 // snapshotEvery is how many events of streamed text and tool updates

@@ -41,6 +41,11 @@ func (g *holdingStore) Append(ctx context.Context, p store.AppendParams) error {
 	return g.Store.Append(ctx, p)
 }
 
+// AppendAsync is Append, on a goroutine of its own.
+func (g *holdingStore) AppendAsync(p store.AppendParams, done func(error)) {
+	go func() { done(g.Append(context.Background(), p)) }()
+}
+
 // TestFailedAppendFailsItsFollowers: a runner's deltas queued while the
 // append before them is being written fail with it when it fails, none is
 // published, and the engine's state, the log and the subscribers stay in

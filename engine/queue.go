@@ -12,19 +12,26 @@ import (
 )
 
 // The commands of one conversation are decided one append at a time, in
-// the order they came, by a driver: a goroutine that works the
-// conversation's queue while it holds anything. While an append is being
-// written, the commands that come meanwhile wait in the queue; the
-// streaming commands among them (text deltas and tool updates of a
-// runner's message) are then decided together and written as one append,
-// consecutive text deltas of one message as one chunk event. So a runner
-// that sends faster than one commit per frame (it keeps several frames in
-// flight) has its frames written in ever larger appends, not one commit
-// per frame, and what is stored stays one event per delta at low rates.
-// Every command is still decided on the state its predecessors left, and
-// answered once what it wrote is durable.
+// the order they came: they queue, and the turn passes down the queue.
+// While an append is being written, the commands that come meanwhile
+// wait; the streaming commands among them (text deltas and tool updates
+// of a runner's message) are then decided together and written as one
+// append, consecutive text deltas of one message as one chunk event. So a
+// runner that sends faster than one commit per frame (it keeps several
+// frames in flight) has its frames written in ever larger appends, not one
+// commit per frame, and what is stored stays one event per delta at low
+// rates. Every command is still decided on the state its predecessors
+// left, and answered once what it wrote is durable.
+//
+// A command whose caller waits for it (decide) is decided and written on
+// its caller's goroutine when its turn comes. A run of streaming commands,
+// whose callers go on without waiting (StreamTextAsync), is decided by one
+// of a few workers, which hands the append to the store without waiting
+// for it (Store.AppendAsync); its outcome comes back to a worker, which
+// answers the run and passes the turn on. So no goroutine waits on the
+// disk for a runner, and none exists per conversation.
 
-// pending is a command waiting for its conversation's driver.
+// pending is a command waiting for its turn.
 type pending struct {
 	ctx     context.Context
 	build   func(conv.State) (conv.Command, error)
@@ -32,7 +39,9 @@ type pending struct {
 	// stream is set for a streaming command, which may share an append
 	// with the streaming commands next to it.
 	stream *streamCmd
-	done   chan outcome
+	// turn is closed when a waiting caller's command has the turn.
+	turn chan struct{}
+	done chan outcome
 }
 
 // streamCmd is a streaming command: a text delta (text set), or another
@@ -53,35 +62,233 @@ type outcome struct {
 // maxStreamBatch bounds the streaming commands decided into one append.
 const maxStreamBatch = 256
 
-// enqueue queues p behind the conversation's other commands and returns
-// the channel its outcome comes on.
-func (e *Engine) enqueue(id string, p *pending) <-chan outcome {
+// enqueue queues p behind the conversation's other commands, and gives it
+// the turn at once if the conversation has none under way. It returns the
+// conversation its queue is on.
+func (e *Engine) enqueue(id string, p *pending) *conversation {
 	p.done = make(chan outcome, 1)
 	if e.isClosed() {
 		p.done <- outcome{err: errClosed}
-		return p.done
+		if p.turn != nil {
+			close(p.turn)
+		}
+		return nil
 	}
 	c := e.entry(id)
 	c.qmu.Lock()
 	c.queue = append(c.queue, p)
-	start := !c.driving
+	idle := !c.driving
 	c.driving = true
-	if c.wake == nil {
-		c.wake = make(chan struct{}, 1)
-	}
 	c.qmu.Unlock()
-	select {
-	case c.wake <- struct{}{}: // a driver lingering for work takes it
-	default:
+	if idle {
+		e.start(id, c)
 	}
-	if start {
-		if !e.track() {
-			e.fail(c, errClosed)
-		} else {
-			go e.drive(id, c)
+	return c
+}
+
+// next gives the turn to the head of q's queue (its turn is taken by the
+// caller): a waiting caller's command, or a run of streaming commands,
+// which it decides itself (it waits on nothing: the append goes to the
+// store without waiting). With nothing queued, the conversation has no
+// turn under way.
+func (e *Engine) next(id string, q *conversation) {
+	q.qmu.Lock()
+	if len(q.queue) == 0 {
+		q.driving = false
+		q.qmu.Unlock()
+		return
+	}
+	if q.queue[0].stream == nil {
+		p := q.queue[0]
+		q.queue = q.queue[1:]
+		q.qmu.Unlock()
+		close(p.turn) // its caller decides it, then passes the turn
+		return
+	}
+	n := 1
+	for n < len(q.queue) && n < maxStreamBatch && q.queue[n].stream != nil {
+		n++
+	}
+	batch := q.queue[:n:n]
+	q.queue = q.queue[n:]
+	q.qmu.Unlock()
+	e.decideStreams(id, q, batch, 0)
+}
+
+// start gives the turn of an idle conversation to the head of its queue:
+// a run of streaming commands goes to a worker rather than being decided
+// on the goroutine that queued it (a runner's reader), so that the frames
+// read meanwhile join it.
+func (e *Engine) start(id string, q *conversation) {
+	q.qmu.Lock()
+	stream := len(q.queue) > 0 && q.queue[0].stream != nil
+	q.qmu.Unlock()
+	if stream {
+		e.work(func() { e.next(id, q) })
+		return
+	}
+	e.next(id, q)
+}
+
+// decideOne decides a command that is not streaming, on its caller's
+// goroutine, when its turn has come.
+func (e *Engine) decideOne(id string, p *pending) outcome {
+	if err := p.ctx.Err(); err != nil {
+		return outcome{err: err}
+	}
+	c, err := e.lockLoaded(p.ctx, id)
+	if err != nil {
+		return outcome{err: err}
+	}
+	d, s, err := e.decideLocked(p.ctx, c, id, p.build, p.respond)
+	c.mu.Unlock()
+	return outcome{d, s, err}
+}
+
+// decideStreams decides a run of streaming commands on the state each
+// leaves for the next, hands what they decided to the store as one
+// append, and answers each once it is durable (writeDone). Consecutive
+// text deltas of one message (by one writer) are decided as one, their
+// text joined: one chunk event. A refused command writes nothing and is
+// answered at once; the others go on. It runs on a worker.
+func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, attempt int) {
+	var live []*pending
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- outcome{err: err}
+			continue
 		}
+		live = append(live, p)
 	}
-	return p.done
+	if len(live) == 0 {
+		e.next(id, q)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := e.lockLoaded(ctx, id)
+	if err != nil {
+		for _, p := range live {
+			p.done <- outcome{err: err}
+		}
+		e.next(id, q)
+		return
+	}
+	r := e.decideRun(ctx, c, id, live)
+	if r.stale != nil {
+		c.mu.Unlock()
+		e.retryStreams(id, q, live, attempt, r.stale)
+		return
+	}
+	if len(r.d.Events) == 0 {
+		r.answer(c.state, nil) // refused, or wrote nothing
+		c.mu.Unlock()
+		e.next(id, q)
+		return
+	}
+	p, snapshot, err := e.appendParams(c, c.state, r.next, r.d, nil)
+	if err != nil {
+		r.answer(c.state, err)
+		c.mu.Unlock()
+		e.failStreams(q, err)
+		e.next(id, q)
+		return
+	}
+	if !e.track() { // Close waits for the outcome
+		r.answer(c.state, errClosed)
+		c.mu.Unlock()
+		e.next(id, q)
+		return
+	}
+	c.mu.Unlock()
+	start := time.Now()
+	e.store.AppendAsync(p, func(err error) {
+		e.opts.Metrics.observeAppend(len(r.d.Events), time.Since(start), err)
+		e.work(func() {
+			defer e.wg.Done()
+			e.writeDone(id, q, c, r, snapshot, live, attempt, err)
+		})
+	})
+}
+
+// writeDone takes the outcome of a run's append: on success the run's
+// state becomes the conversation's, its events are published and its
+// commands answered; on failure its commands, and the streaming commands
+// queued behind it, fail with the error. Then the turn passes on. It runs
+// on a worker.
+func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, snapshot bool, live []*pending, attempt int, err error) {
+	c.mu.Lock()
+	if err == nil {
+		if snapshot {
+			c.snapshot = r.next.LastSeq
+		}
+		for _, m := range r.streams {
+			c.remember(m) // the run's assemblies, durable now
+		}
+		e.applied(c, id, r.next, r.d)
+		r.answer(r.next, nil)
+		c.mu.Unlock()
+		e.next(id, q)
+		return
+	}
+	if parley.ErrorCode(err) == parley.ECONFLICT {
+		c.mu.Unlock()
+		e.retryStreams(id, q, live, attempt, err) // another node wrote first
+		return
+	}
+	if parley.ErrorCode(err) == parley.EINTERNAL {
+		e.resync(c, id)
+	}
+	r.answer(c.state, err)
+	c.mu.Unlock()
+	e.failStreams(q, err)
+	e.next(id, q)
+}
+
+// retryStreams decides a run again that met a newer log (another node
+// wrote): once more as a run, after catching up; then command by command,
+// as decide does it.
+func (e *Engine) retryStreams(id string, q *conversation, live []*pending, attempt int, cause error) {
+	if attempt == 0 && e.opts.Shared {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c, err := e.lockLoaded(ctx, id) // catches up to the log's head
+		if err == nil {
+			c.mu.Unlock()
+		}
+		cancel()
+		e.decideStreams(id, q, live, 1)
+		return
+	}
+	if !e.opts.Shared {
+		for _, p := range live {
+			p.done <- outcome{err: cause}
+		}
+		e.failStreams(q, cause)
+		e.next(id, q)
+		return
+	}
+	for _, p := range live {
+		p.done <- e.decideOne(id, p)
+	}
+	e.next(id, q)
+}
+
+// failStreams fails the streaming commands queued on q with err: they were
+// sent counting on a run that could not be written, so that no runner's
+// message goes on past a hole.
+func (e *Engine) failStreams(q *conversation, err error) {
+	q.qmu.Lock()
+	var failed []*pending
+	q.queue = slices.DeleteFunc(q.queue, func(p *pending) bool {
+		if p.stream != nil {
+			failed = append(failed, p)
+		}
+		return p.stream != nil
+	})
+	q.qmu.Unlock()
+	for _, p := range failed {
+		p.done <- outcome{err: err}
+	}
 }
 
 // Ack is what a queued streaming command comes to, once it is known (see
@@ -114,179 +321,14 @@ func (a *Ack) Wait() (*MessageResult, error) {
 	return a.res, a.err
 }
 
-// fail ends every command queued on c with err.
-func (e *Engine) fail(c *conversation, err error) {
-	c.qmu.Lock()
-	q := c.queue
-	c.queue, c.driving = nil, false
-	c.qmu.Unlock()
-	for _, p := range q {
-		p.done <- outcome{err: err}
-	}
-}
-
-// driverLinger is how long a driver waits for more work once its queue is
-// empty: a runner streaming at full speed keeps its conversation's driver
-// (and the stack it grew) instead of starting one per append.
-const driverLinger = 20 * time.Millisecond
-
-// drive works a conversation's queue until it has been empty for
-// driverLinger: a run of streaming commands at its head as one append,
-// any other command alone.
-func (e *Engine) drive(id string, q *conversation) {
-	defer e.wg.Done()
-	var linger *time.Timer
-	for {
-		q.qmu.Lock()
-		n := 0
-		for n < len(q.queue) && n < maxStreamBatch && q.queue[n].stream != nil {
-			n++
-		}
-		if n == 0 && len(q.queue) > 0 {
-			n = 1
-		}
-		if n == 0 {
-			q.qmu.Unlock()
-			if linger == nil {
-				linger = time.NewTimer(driverLinger)
-			} else {
-				linger.Reset(driverLinger)
-			}
-			select {
-			case <-q.wake:
-				linger.Stop()
-				continue
-			case <-e.done:
-			case <-linger.C:
-			}
-			q.qmu.Lock()
-			if len(q.queue) > 0 { // came as the timer fired
-				q.qmu.Unlock()
-				continue
-			}
-			q.driving = false
-			q.qmu.Unlock()
-			return
-		}
-		batch := q.queue[:n:n]
-		q.queue = q.queue[n:]
-		q.qmu.Unlock()
-		if batch[0].stream == nil {
-			e.decideOne(id, batch[0])
-		} else if err := e.decideStreams(id, batch); err != nil {
-			// The streaming commands queued behind a run that could not be
-			// written were sent counting on it: they fail with it, so that
-			// no runner's message goes on past a hole.
-			q.qmu.Lock()
-			var failed []*pending
-			q.queue = slices.DeleteFunc(q.queue, func(p *pending) bool {
-				if p.stream != nil {
-					failed = append(failed, p)
-				}
-				return p.stream != nil
-			})
-			q.qmu.Unlock()
-			for _, p := range failed {
-				p.done <- outcome{err: err}
-			}
-		}
-	}
-}
-
-// decideOne decides a command that is not streaming (or one alone).
-func (e *Engine) decideOne(id string, p *pending) {
-	if err := p.ctx.Err(); err != nil {
-		p.done <- outcome{err: err}
-		return
-	}
-	c, err := e.lockLoaded(p.ctx, id)
-	if err != nil {
-		p.done <- outcome{err: err}
-		return
-	}
-	d, s, err := e.decideLocked(p.ctx, c, id, p.build, p.respond)
-	c.mu.Unlock()
-	p.done <- outcome{d, s, err}
-}
-
-// decideStreams decides a run of streaming commands on the state each
-// leaves for the next, writes what they decided as one append, and
-// answers each. Consecutive text deltas of one message (by one writer)
-// are decided as one, their text joined: one chunk event. A refused
-// command writes nothing and is answered at once; the others go on. If
-// the append fails, every command of the run is answered with its error,
-// which decideStreams returns. With other nodes writing, a run that meets
-// a newer log is decided again on it; one that keeps meeting one is
-// decided command by command, as decide does.
-func (e *Engine) decideStreams(id string, batch []*pending) error {
-	var live []*pending
-	for _, p := range batch {
-		if err := p.ctx.Err(); err != nil {
-			p.done <- outcome{err: err}
-			continue
-		}
-		live = append(live, p)
-	}
-	if len(live) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := e.lockLoaded(ctx, id)
-	if err != nil {
-		for _, p := range live {
-			p.done <- outcome{err: err}
-		}
-		return nil // nothing was written: a refusal, not a failed write
-	}
-	for attempt := 0; ; attempt++ {
-		r := e.decideRun(ctx, c, id, live)
-		var werr error
-		if r.stale == nil && len(r.d.Events) > 0 {
-			if werr = e.append(ctx, c, nil, c.state, r.next, r.d, nil); werr == nil {
-				e.applied(c, id, r.next, r.d)
-				r.answer(r.next, nil)
-				c.mu.Unlock()
-				return nil
-			}
-			c.streams = nil // the run's assemblies were never written: rebuild from the store
-		}
-		conflict := r.stale != nil || parley.ErrorCode(werr) == parley.ECONFLICT
-		if conflict && attempt == 0 {
-			// Another node wrote: catch up and decide the run again.
-			if moved, cerr := e.catchUp(ctx, c, id); cerr == nil && moved {
-				continue
-			}
-		}
-		if conflict && e.opts.Shared {
-			// Overtaken again: one at a time, each as decide does it.
-			c.mu.Unlock()
-			for _, p := range live {
-				e.decideOne(id, p)
-			}
-			return nil
-		}
-		if r.stale != nil {
-			werr = r.stale
-		}
-		if werr == nil {
-			r.answer(c.state, nil) // refused, or wrote nothing
-			c.mu.Unlock()
-			return nil
-		}
-		if parley.ErrorCode(werr) == parley.EINTERNAL {
-			e.resync(c, id)
-		}
-		r.answer(c.state, werr)
-		c.mu.Unlock()
-		return werr
-	}
-}
-
 // run is a run of streaming commands decided together.
 type run struct {
-	next conv.State
-	d    conv.Decision // what they all write: events, message rows, deliveries
+	start, next conv.State    // before and after the run
+	d           conv.Decision // what they all write: events, message rows, deliveries
+	// streams holds the assemblies of the messages the run changed, as of
+	// next: the conversation's own (as of its state) are left alone until
+	// the run is durable, for readers.
+	streams map[string]*parley.Message
 	// results holds each command's outcome.
 	results map[*pending]outcome
 	order   []*pending
@@ -311,7 +353,7 @@ func (r *run) answer(s conv.State, err error) {
 // decideRun decides the commands of a run on c's state, each on what the
 // ones before it leave. c.mu must be held.
 func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps []*pending) *run {
-	r := &run{next: c.state, results: make(map[*pending]outcome, len(ps)), order: ps}
+	r := &run{start: c.state, next: c.state, results: make(map[*pending]outcome, len(ps)), order: ps, streams: map[string]*parley.Message{}}
 	rows := map[string]int{} // message id → index in r.d.Messages, so that a later row of a message replaces an earlier
 	env := e.env()
 	for i := 0; i < len(ps); {
@@ -327,10 +369,10 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 				j++
 			}
 		}
-		d, err := e.decideStream(ctx, c, id, r.next, cmd, delta, env)
+		d, err := e.decideStream(ctx, r, id, cmd, delta, env)
 		if err != nil && j > i+1 && parley.ErrorCode(err) == parley.ETOOLARGE {
 			j = i + 1 // joined, the text is too large: decide the first alone, the rest after it
-			d, err = e.decideStream(ctx, c, id, r.next, cmd, []byte(cmd.text.Delta), env)
+			d, err = e.decideStream(ctx, r, id, cmd, []byte(cmd.text.Delta), env)
 		}
 		if errors.Is(err, errStale) {
 			r.stale = err
@@ -351,7 +393,9 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 					r.d.Messages = append(r.d.Messages, m)
 				}
 			}
-			c.remember(d.Result.Message) // the next command's assembly
+			if m := d.Result.Message; m != nil {
+				r.streams[m.ID] = m // the next command's assembly
+			}
 			r.d.Result = d.Result
 		}
 		i = j
@@ -360,11 +404,18 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 }
 
 // decideStream decides one streaming command (a text delta with text
-// delta, if joined) on s. c.mu must be held.
-func (e *Engine) decideStream(ctx context.Context, c *conversation, id string, s conv.State, cmd *streamCmd, delta []byte, env conv.Env) (conv.Decision, error) {
-	m, err := e.assembled(ctx, id, cmd.messageID, s)
-	if err != nil {
-		return conv.Decision{}, err
+// delta, if joined) on the run's state. The conversation's lock must be
+// held.
+func (e *Engine) decideStream(ctx context.Context, r *run, id string, cmd *streamCmd, delta []byte, env conv.Env) (conv.Decision, error) {
+	s := r.next
+	m, ok := r.streams[cmd.messageID]
+	if !ok {
+		// Not changed by the run yet: as the conversation holds it, which
+		// is as of the state the run started from.
+		var err error
+		if m, err = e.assembled(ctx, id, cmd.messageID, r.start); err != nil {
+			return conv.Decision{}, err
+		}
 	}
 	var command conv.Command
 	if cmd.text != nil {

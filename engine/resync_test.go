@@ -31,6 +31,11 @@ func (s *lostAnswerStore) Append(ctx context.Context, p store.AppendParams) erro
 	return nil
 }
 
+// AppendAsync is Append, on a goroutine of its own.
+func (s *lostAnswerStore) AppendAsync(p store.AppendParams, done func(error)) {
+	go func() { done(s.Append(context.Background(), p)) }()
+}
+
 // TestWriteWithALostAnswerIsPublished: when the store fails without a
 // verdict but the write committed, the engine rereads the conversation:
 // the head agrees with the log at once, subscribers get the event without

@@ -54,7 +54,9 @@ func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd)
 		}
 		return cmd.with(conv.StreamLookups{Message: m}), err
 	}
-	return &Ack{done: e.enqueue(convID, &pending{ctx: ctx, build: build, stream: cmd})}
+	p := &pending{ctx: ctx, build: build, stream: cmd}
+	e.enqueue(convID, p)
+	return &Ack{done: p.done}
 }
 
 // FinalizeMessage ends a streaming message.
@@ -129,8 +131,7 @@ func AssembleMessage(ctx context.Context, st store.Store, m *parley.Message, upT
 func ApplyStreamEvent(m *parley.Message, ev parley.Event) bool {
 	switch ev.Type {
 	case parley.EventChunk:
-		var ch parley.Chunk
-		if json.Unmarshal(ev.Data, &ch) == nil && ch.MessageID == m.ID {
+		if ch, err := parley.ParseChunk(ev.Data); err == nil && ch.MessageID == m.ID {
 			m.AppendText(ch.Content)
 			return true
 		}

@@ -74,6 +74,11 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	return db.group.append(ctx, &p)
 }
 
+// AppendAsync implements store.Store: Append on a goroutine of its own.
+func (db *DB) AppendAsync(p store.AppendParams, done func(error)) {
+	go func() { done(db.Append(context.Background(), p)) }()
+}
+
 // appendOne commits one append in a transaction of its own. The
 // conditional UPDATE takes the conversation's row lock until commit, so
 // appends to one conversation commit in seq order; a writer that read an

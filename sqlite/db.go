@@ -124,7 +124,17 @@ func (db *DB) Close() error {
 // writeReq is one write waiting for the writer.
 type writeReq struct {
 	fn   func(ctx context.Context, tx *sql.Tx) error
-	done chan error
+	done chan error  // gets the result, or
+	cb   func(error) // is called with it
+}
+
+// finish hands a request its result.
+func (r *writeReq) finish(err error) {
+	if r.cb != nil {
+		r.cb(err)
+		return
+	}
+	r.done <- err
 }
 
 var errClosed = parley.Errorf(parley.EUNAVAILABLE, "the database is closed")
@@ -147,6 +157,24 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 		return errClosed
 	}
 	return <-req.done
+}
+
+// writeAsync queues fn for the next group commit and calls done with its
+// result (on the writer's goroutine). It waits only while the writer's
+// queue is full.
+func (db *DB) writeAsync(fn func(ctx context.Context, tx *sql.Tx) error, done func(error)) {
+	req := &writeReq{fn: fn, cb: done}
+	select {
+	case <-db.closing:
+		done(errClosed)
+		return
+	default:
+	}
+	select {
+	case db.reqs <- req:
+	case <-db.closing:
+		done(errClosed)
+	}
 }
 
 // writer commits queued writes in batches until Close.
@@ -207,9 +235,9 @@ func (db *DB) commit(batch []*writeReq) {
 	db.writes.Add(int64(len(batch)))
 	for i, r := range batch {
 		if err != nil {
-			r.done <- fmt.Errorf("commit: %w", err)
+			r.finish(fmt.Errorf("commit: %w", err))
 		} else {
-			r.done <- results[i]
+			r.finish(results[i])
 		}
 	}
 }

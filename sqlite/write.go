@@ -118,6 +118,19 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p) })
 }
 
+// AppendAsync implements store.Store.
+func (db *DB) AppendAsync(p store.AppendParams, done func(error)) {
+	if err := store.CheckDense(p.Events, p.ExpectSeq); err != nil {
+		done(err)
+		return
+	}
+	if err := store.CheckLease(p.Import); err != nil {
+		done(err)
+		return
+	}
+	db.writeAsync(func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p) }, done)
+}
+
 // Exclusive implements store.Store. The one writer of the database holds
 // the write transaction while fn runs, so nothing else is written then.
 func (db *DB) Exclusive(ctx context.Context, id string, fn func(write func(store.AppendParams) error) error) error {

@@ -58,6 +58,10 @@ type Store interface {
 	// conversation is an import in progress of Import.Owner. On error nothing
 	// is written.
 	Append(ctx context.Context, p AppendParams) error
+	// AppendAsync is Append without waiting for it: done is called with
+	// what Append would return, once the append is committed or refused.
+	// done must not block; it may be called on a goroutine of the store's.
+	AppendAsync(p AppendParams, done func(error))
 	// Exclusive calls fn holding conversation id's append lock: until fn
 	// returns, no other writer, on any node, appends to it. The append fn
 	// makes with the write it is given (at most one) commits when fn

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,8 @@ type Conn struct {
 	unanswered atomic.Bool
 	// pending holds what Poll read of a frame not yet whole.
 	pending []byte
+	// rbuf is the buffer Read reads messages into.
+	rbuf []byte
 }
 
 // buffers holds the write buffers of every connection.
@@ -238,9 +241,15 @@ func (c *Conn) closeLocked() {
 // and noting pongs on the way. A close frame from the peer is answered and
 // ends the connection (ErrClosed), and so does the end of the stream; a
 // message over the read limit closes it with status 1009, a protocol error
-// with 1002. The returned bytes are the caller's.
+// with 1002. The returned bytes are valid until the next Read: a
+// connection reads every message into one buffer of its own.
 func (c *Conn) Read() ([]byte, error) {
-	var msg []byte
+	msg := c.rbuf[:0]
+	defer func() {
+		if cap(msg) <= 64<<10 { // a large message's buffer is let go
+			c.rbuf = msg[:0]
+		}
+	}()
 	fragmented := false
 	for {
 		h, err := ws.ReadHeader(c.r)
@@ -375,7 +384,7 @@ func (c *Conn) control(h ws.Header, p []byte) error {
 // payload reads a frame's payload, unmasked, after buf.
 func (c *Conn) payload(h ws.Header, buf []byte) ([]byte, error) {
 	at := len(buf)
-	buf = append(buf, make([]byte, h.Length)...)
+	buf = slices.Grow(buf, int(h.Length))[:at+int(h.Length)]
 	if _, err := io.ReadFull(c.r, buf[at:]); err != nil {
 		c.CloseNow()
 		return nil, ErrClosed

@@ -382,8 +382,8 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 	p := &pending{ctx: ctx, build: build, respond: respond, turn: make(chan struct{})}
 	q := e.enqueue(id, p)
 	if q == nil {
-		o := <-p.done // the engine is closed
-		return o.d, o.s, o.err
+		<-p.done // the engine is closed
+		return p.out.d, p.out.s, p.out.err
 	}
 	<-p.turn
 	o := e.decideOne(id, p)

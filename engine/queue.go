@@ -41,7 +41,15 @@ type pending struct {
 	stream *streamCmd
 	// turn is closed when a waiting caller's command has the turn.
 	turn chan struct{}
-	done chan outcome
+	// out is the command's outcome, set before done is closed.
+	out  outcome
+	done chan struct{}
+}
+
+// answer gives p its outcome.
+func (p *pending) answer(o outcome) {
+	p.out = o
+	close(p.done)
 }
 
 // streamCmd is a streaming command: a text delta (text set), or another
@@ -66,9 +74,9 @@ const maxStreamBatch = 256
 // the turn at once if the conversation has none under way. It returns the
 // conversation its queue is on.
 func (e *Engine) enqueue(id string, p *pending) *conversation {
-	p.done = make(chan outcome, 1)
+	p.done = make(chan struct{})
 	if e.isClosed() {
-		p.done <- outcome{err: errClosed}
+		p.answer(outcome{err: errClosed})
 		if p.turn != nil {
 			close(p.turn)
 		}
@@ -155,7 +163,7 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 	var live []*pending
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
-			p.done <- outcome{err: err}
+			p.answer(outcome{err: err})
 			continue
 		}
 		live = append(live, p)
@@ -169,7 +177,7 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 	c, err := e.lockLoaded(ctx, id)
 	if err != nil {
 		for _, p := range live {
-			p.done <- outcome{err: err}
+			p.answer(outcome{err: err})
 		}
 		e.next(id, q)
 		return
@@ -181,21 +189,21 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 		return
 	}
 	if len(r.d.Events) == 0 {
-		r.answer(c.state, nil) // refused, or wrote nothing
+		r.answer(nil) // refused, or wrote nothing
 		c.mu.Unlock()
 		e.next(id, q)
 		return
 	}
 	p, snapshot, err := e.appendParams(c, c.state, r.next, r.d, nil)
 	if err != nil {
-		r.answer(c.state, err)
+		r.answer(err)
 		c.mu.Unlock()
 		e.failStreams(q, err)
 		e.next(id, q)
 		return
 	}
 	if !e.track() { // Close waits for the outcome
-		r.answer(c.state, errClosed)
+		r.answer(errClosed)
 		c.mu.Unlock()
 		e.next(id, q)
 		return
@@ -226,7 +234,7 @@ func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, 
 			c.remember(m) // the run's assemblies, durable now
 		}
 		e.applied(c, id, r.next, r.d)
-		r.answer(r.next, nil)
+		r.answer(nil)
 		c.mu.Unlock()
 		e.next(id, q)
 		return
@@ -239,7 +247,7 @@ func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, 
 	if parley.ErrorCode(err) == parley.EINTERNAL {
 		e.resync(c, id)
 	}
-	r.answer(c.state, err)
+	r.answer(err)
 	c.mu.Unlock()
 	e.failStreams(q, err)
 	e.next(id, q)
@@ -261,14 +269,14 @@ func (e *Engine) retryStreams(id string, q *conversation, live []*pending, attem
 	}
 	if !e.opts.Shared {
 		for _, p := range live {
-			p.done <- outcome{err: cause}
+			p.answer(outcome{err: cause})
 		}
 		e.failStreams(q, cause)
 		e.next(id, q)
 		return
 	}
 	for _, p := range live {
-		p.done <- e.decideOne(id, p)
+		p.answer(e.decideOne(id, p))
 	}
 	e.next(id, q)
 }
@@ -287,30 +295,41 @@ func (e *Engine) failStreams(q *conversation, err error) {
 	})
 	q.qmu.Unlock()
 	for _, p := range failed {
-		p.done <- outcome{err: err}
+		p.answer(outcome{err: err})
 	}
 }
 
 // Ack is what a queued streaming command comes to, once it is known (see
 // StreamTextAsync). One goroutine at a time may use it.
 type Ack struct {
-	done <-chan outcome
-	got  bool
-	res  *MessageResult
-	err  error
+	p   *pending
+	got bool
+	res *MessageResult
+	err error
 }
 
 // Acked returns an Ack that has its outcome already.
 func Acked(res *MessageResult, err error) *Ack { return &Ack{got: true, res: res, err: err} }
 
 // Ready reports whether the outcome is known: Wait would not wait.
-func (a *Ack) Ready() bool { return a.got || len(a.done) > 0 }
+func (a *Ack) Ready() bool {
+	if a.got {
+		return true
+	}
+	select {
+	case <-a.p.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // Wait waits for the outcome.
 func (a *Ack) Wait() (*MessageResult, error) {
 	if !a.got {
-		o := <-a.done
-		a.got = true
+		<-a.p.done
+		o := a.p.out
+		a.got, a.p = true, nil
 		if o.err != nil {
 			a.err = o.err
 		} else {
@@ -338,15 +357,19 @@ type run struct {
 }
 
 // answer sends each command its outcome: those whose decision writes the
-// run's err, if not nil, else their own, with the state s after the run.
-func (r *run) answer(s conv.State, err error) {
+// run's err, if not nil, else their own.
+func (r *run) answer(err error) {
 	for _, p := range r.order {
 		o := r.results[p]
 		if err != nil && o.err == nil && len(o.d.Events) > 0 {
 			o = outcome{err: err}
 		}
-		o.s = s
-		p.done <- o
+		if m := o.d.Result.Message; m != nil && r.streams[m.ID] != nil {
+			o.d.Result.Message = r.streams[m.ID] // as the run left it (see decideRun)
+		}
+		// Only what an Ack tells is kept: the result, not the state (which
+		// a streaming command's caller never asks for) nor the events.
+		p.answer(outcome{d: conv.Decision{Result: o.d.Result}, err: o.err})
 	}
 }
 
@@ -378,9 +401,6 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 			r.stale = err
 			return r
 		}
-		for k := i; k < j; k++ {
-			r.results[ps[k]] = outcome{d: d, err: err}
-		}
 		if err == nil && len(d.Events) > 0 {
 			r.next = conv.Evolve(r.next, d.Events...)
 			r.d.Events = append(r.d.Events, d.Events...)
@@ -397,6 +417,17 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 				r.streams[m.ID] = m // the next command's assembly
 			}
 			r.d.Result = d.Result
+		}
+		// A command's outcome keeps only the head of its message: each
+		// decision makes the message anew, and a run holds none but the
+		// last of each (r.streams) until it is answered.
+		if m := d.Result.Message; m != nil {
+			head := *m
+			head.Parts, head.Content = nil, ""
+			d.Result.Message = &head
+		}
+		for k := i; k < j; k++ {
+			r.results[ps[k]] = outcome{d: d, err: err}
 		}
 		i = j
 	}

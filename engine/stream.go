@@ -56,7 +56,7 @@ func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd)
 	}
 	p := &pending{ctx: ctx, build: build, stream: cmd}
 	e.enqueue(convID, p)
-	return &Ack{done: p.done}
+	return &Ack{p: p}
 }
 
 // FinalizeMessage ends a streaming message.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,7 +24,7 @@ func (b *bench) ceilings(ctx context.Context, rep *Report, dir string) error {
 	if cfg.Postgres != "" {
 		rep.Ceilings.Store, err = pgCeiling(ctx, cfg.Postgres, cfg.Conversations, cfg.DeltaBytes, cfg.CeilingDuration)
 	} else {
-		rep.Ceilings.Store, err = sqliteCeiling(ctx, dir, cfg.Conversations, cfg.DeltaBytes, cfg.CeilingDuration)
+		rep.Ceilings.Store, err = sqliteCeiling(ctx, dir, cfg.SQLiteSync, cfg.Conversations, cfg.DeltaBytes, cfg.CeilingDuration)
 	}
 	if err != nil {
 		return fmt.Errorf("store ceiling: %w", err)
@@ -60,8 +61,9 @@ func chunkRows(n, deltaBytes int) (ids []string, data [][]byte, msgIDs []string)
 // sqliteCeiling inserts chunk event rows, ceilingBatch per transaction,
 // interleaved over n conversations, into a scratch SQLite file in dir with
 // Parley's schema and pragmas, for d.
-func sqliteCeiling(ctx context.Context, dir string, n, deltaBytes int, d time.Duration) (StoreCeiling, error) {
-	res := StoreCeiling{Kind: "sqlite", Method: fmt.Sprintf("batched inserts of the same chunk event rows, %d per transaction over %d conversations, into a scratch SQLite file in %s (WAL, synchronous=NORMAL); bytes: its db+wal growth after wal_checkpoint(TRUNCATE)", ceilingBatch, n, dir)}
+func sqliteCeiling(ctx context.Context, dir, sync string, n, deltaBytes int, d time.Duration) (StoreCeiling, error) {
+	sync = strings.ToUpper(sync)
+	res := StoreCeiling{Kind: "sqlite", Method: fmt.Sprintf("batched inserts of the same chunk event rows, %d per transaction over %d conversations, into a scratch SQLite file in %s (WAL, synchronous=%s); bytes: its db+wal growth after wal_checkpoint(TRUNCATE)", ceilingBatch, n, dir, sync)}
 	path := filepath.Join(dir, randomName("parley-bench-ceiling-")+".db")
 	defer removeSQLite(path)
 	db, err := sqlite.Open(ctx, path, sqlite.Options{}) // Parley's schema
@@ -71,7 +73,7 @@ func sqliteCeiling(ctx context.Context, dir string, n, deltaBytes int, d time.Du
 	if err := db.Close(); err != nil {
 		return res, err
 	}
-	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous("+sync+")&_txlock=immediate")
 	if err != nil {
 		return res, err
 	}

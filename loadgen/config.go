@@ -57,6 +57,10 @@ type Config struct {
 	Dir string
 	// Keep leaves the started server's database (file or schema) in place.
 	Keep bool
+	// SQLiteSync is the synchronous setting, "full" (the default) or
+	// "normal", of a started server's SQLite file (-sqlite-sync) and of the
+	// store ceiling's scratch file, so that both pay for the same durability.
+	SQLiteSync string
 
 	// Nodes is how many servers the run starts on one PostgreSQL schema
 	// (default 1; more needs Postgres and no Server). The runner of
@@ -111,6 +115,9 @@ func (c *Config) setDefaults() error {
 	if c.Transport == "" {
 		c.Transport = TransportWS
 	}
+	if c.SQLiteSync == "" {
+		c.SQLiteSync = "full"
+	}
 	if c.Duration == 0 {
 		c.Duration = 10 * time.Second
 	}
@@ -129,6 +136,8 @@ func (c *Config) setDefaults() error {
 		return errors.New("conversations × subscribers must be at most 200000")
 	case c.Transport != TransportWS && c.Transport != TransportSSE:
 		return fmt.Errorf("transport must be %q or %q, not %q", TransportWS, TransportSSE, c.Transport)
+	case c.SQLiteSync != "full" && c.SQLiteSync != "normal":
+		return fmt.Errorf("sqlite sync must be full or normal, not %q", c.SQLiteSync)
 	case c.Rate < 0 || c.PromptRate < 0:
 		return errors.New("rates must not be negative")
 	case c.DeltaBytes < stampLen || c.DeltaBytes > 64<<10:

@@ -70,6 +70,8 @@ type Counts struct {
 	ToolFramesAcked int64 `json:"toolFramesAcked"`
 	TextBytes       int64 `json:"textBytes"`
 	EventsDelivered int64 `json:"eventsDelivered"`
+	// ChunksDelivered counts chunk events: each holds one delta, or the
+	// deltas of a runner that came while a commit was under way.
 	ChunksDelivered int64 `json:"chunksDelivered"`
 	Prompts         int64 `json:"prompts"`
 	PromptsAnswered int64 `json:"promptsAnswered"`

@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 				cleanups = append(cleanups, func() error { return removeSQLite(dbPath) })
 			}
 			rep.Store, rep.StoreLocation = "sqlite", dbPath
-			args = append(args, "-postgres=", "-db", dbPath)
+			args = append(args, "-postgres=", "-db", dbPath, "-sqlite-sync", cfg.SQLiteSync)
 			s, err := newSQLiteSizer(dbPath)
 			if err != nil {
 				return nil, err

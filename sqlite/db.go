@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,8 +28,32 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read connection pool (default 4).
 	Readers int
+	// Sync is SQLite's synchronous setting for the writer: SyncFull (the
+	// default) syncs the log to disk at every commit, so an acknowledged
+	// write survives power loss; SyncNormal syncs only at checkpoints, so it
+	// survives the process crashing but a power loss may take the last
+	// commits back.
+	Sync Sync
 	// Logger receives nothing today; it is kept for symmetry with other stores.
 	Logger *slog.Logger
+}
+
+// Sync names how durable a commit is before it is acknowledged.
+type Sync string
+
+// The synchronous settings a DB may run with.
+const (
+	SyncFull   Sync = "full"   // a commit survives power loss (the default)
+	SyncNormal Sync = "normal" // a commit survives a crash of the process
+)
+
+// ParseSync reads a -sqlite-sync flag's value.
+func ParseSync(s string) (Sync, error) {
+	switch Sync(s) {
+	case SyncFull, SyncNormal:
+		return Sync(s), nil
+	}
+	return "", fmt.Errorf("sqlite sync must be full or normal, not %q", s)
 }
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
@@ -43,8 +68,12 @@ type DB struct {
 	stopped chan struct{}
 	once    sync.Once
 
-	batches, writes atomic.Int64
-	stmts           statements
+	batches, writes, checkpoints atomic.Int64
+	stmts                        statements
+
+	ckpt     *sql.DB       // the checkpointer's connection
+	kick     chan struct{} // wakes the checkpointer after a commit
+	ckptDone chan struct{} // closed when the checkpointer has stopped
 }
 
 var _ store.Store = (*DB)(nil)
@@ -58,15 +87,17 @@ type Stats struct {
 }
 
 // dsn returns the connection string for path with the pragmas Parley needs.
-func dsn(path string, readOnly bool) string {
+func dsn(path string, readOnly bool, sync Sync) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous("+strings.ToUpper(string(sync))+")")
 	q.Add("_pragma", "foreign_keys(ON)")
 	if readOnly {
 		q.Add("_pragma", "query_only(ON)")
 	} else {
+		// The checkpointer checkpoints, not the commits (see checkpoint.go).
+		q.Add("_pragma", "wal_autocheckpoint(0)")
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + path + "?" + q.Encode()
@@ -81,7 +112,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.Readers <= 0 {
 		opts.Readers = 4
 	}
-	w, err := sql.Open("sqlite", dsn(path, false))
+	if opts.Sync == "" {
+		opts.Sync = SyncFull
+	}
+	if _, err := ParseSync(string(opts.Sync)); err != nil {
+		return nil, err
+	}
+	w, err := sql.Open("sqlite", dsn(path, false, opts.Sync))
 	if err != nil {
 		return nil, err
 	}
@@ -91,20 +128,30 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", dsn(path, true))
+	r, err := sql.Open("sqlite", dsn(path, true, opts.Sync))
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	db := &DB{path: path, w: w, r: r, opts: opts,
-		reqs: make(chan *writeReq, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{})}
+	ckpt, err := sql.Open("sqlite", dsn(path, false, opts.Sync))
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	ckpt.SetMaxOpenConns(1)
+	db := &DB{path: path, w: w, r: r, ckpt: ckpt, opts: opts,
+		reqs: make(chan *writeReq, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
+		kick: make(chan struct{}, 1), ckptDone: make(chan struct{})}
 	if err := db.stmts.prepare(ctx, w); err != nil {
 		db.w.Close()
 		db.r.Close()
+		db.ckpt.Close()
 		return nil, err
 	}
+	go db.checkpointer(ckpt, db.kick, db.ckptDone)
 	go db.writer()
 	return db, nil
 }
@@ -117,8 +164,11 @@ func (db *DB) Stats() Stats { return Stats{Batches: db.batches.Load(), Writes: d
 func (db *DB) Close() error {
 	db.once.Do(func() { close(db.closing) })
 	<-db.stopped
+	<-db.ckptDone
 	db.stmts.close()
-	return errors.Join(db.r.Close(), db.w.Close())
+	// The writer's connection closes last: closing the last connection
+	// checkpoints the whole log and removes it.
+	return errors.Join(db.ckpt.Close(), db.r.Close(), db.w.Close())
 }
 
 // writeReq is one write waiting for the writer.
@@ -233,6 +283,10 @@ func (db *DB) commit(batch []*writeReq) {
 	}
 	db.batches.Add(1)
 	db.writes.Add(int64(len(batch)))
+	select {
+	case db.kick <- struct{}{}:
+	default:
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.finish(fmt.Errorf("commit: %w", err))

@@ -25,6 +25,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.DBPath, "db", "", "with -server: its SQLite file, to measure bytes stored per text byte")
 	fs.StringVar(&cfg.Postgres, "postgres", "", "PostgreSQL URL: the started server stores in a new schema there (with -server: measure that database); the store ceiling runs in a scratch schema there")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the temporary database and the ceiling's scratch file (default: a new temporary directory)")
+	fs.StringVar(&cfg.SQLiteSync, "sqlite-sync", "full", "the started server's -sqlite-sync (full or normal), also used by the store ceiling")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the started server's database (file or schema)")
 	fs.IntVar(&cfg.Nodes, "nodes", 1, "with -postgres: start this many servers on one schema; runners stream through one node and subscribers follow on the others")
 	fs.IntVar(&cfg.Conversations, "conversations", 10, "conversations streaming at once")

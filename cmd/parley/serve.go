@@ -35,6 +35,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	dbPath := fs.String("db", envOr("PARLEY_DB", "./parley.db"), "SQLite database file")
 	addr := fs.String("addr", envOr("PARLEY_ADDR", "127.0.0.1:7700"), "listen address")
 	pgURL := fs.String("postgres", envOr("PARLEY_POSTGRES_URL", ""), "a PostgreSQL URL: store there instead of in the SQLite file (several nodes may share it)")
+	syncMode := fs.String("sqlite-sync", envOr("PARLEY_SQLITE_SYNC", "full"), "full: an acknowledged write survives power loss (the log is synced at every commit); normal: it survives a crash of the process, and a power loss may take the last commits back")
 	allowOpen := fs.Bool("allow-open", false, "run without tokens on a non-loopback address (dangerous)")
 	reopen := fs.Bool("reopen", false, "run open although this store has had tokens, when every one of them is revoked")
 	var guards api.Guards
@@ -79,7 +80,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	db, where, err := openStore(ctx, *dbPath, *pgURL, log)
+	sync, err := sqlite.ParseSync(*syncMode)
+	if err != nil {
+		return fmt.Errorf("-sqlite-sync: %w", err)
+	}
+	db, where, err := openStore(ctx, *dbPath, *pgURL, sync, log)
 	if err != nil {
 		return err
 	}
@@ -235,7 +240,7 @@ func isLoopback(addr string) bool {
 
 // openStore opens the PostgreSQL store if a URL is given, else the SQLite
 // file. It says which, without the URL (it may hold a password).
-func openStore(ctx context.Context, path, pgURL string, log *slog.Logger) (store.Store, string, error) {
+func openStore(ctx context.Context, path, pgURL string, sync sqlite.Sync, log *slog.Logger) (store.Store, string, error) {
 	if pgURL != "" {
 		db, err := postgres.Open(ctx, pgURL)
 		if err != nil {
@@ -243,11 +248,11 @@ func openStore(ctx context.Context, path, pgURL string, log *slog.Logger) (store
 		}
 		return db, "postgres", nil
 	}
-	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, Sync: sync})
 	if err != nil {
 		return nil, "", fmt.Errorf("open %s: %w", path, err)
 	}
-	return db, "sqlite:" + path, nil
+	return db, "sqlite:" + path + " (synchronous=" + string(sync) + ")", nil
 }
 
 // webhookFlag collects -channel-webhook TYPE=URL flags.

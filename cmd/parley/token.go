@@ -48,7 +48,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	db, _, err := openStore(ctx, *dbPath, *pgURL, nil)
+	db, _, err := openStore(ctx, *dbPath, *pgURL, sqlite.SyncFull, nil)
 	if err != nil {
 		return err
 	}

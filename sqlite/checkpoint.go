@@ -1,0 +1,51 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// SQLite in WAL mode appends every commit to the write-ahead log; a
+// checkpoint copies the log's pages into the database file (syncing it) so
+// that the log can start over. Left to itself SQLite checkpoints inside the
+// commit that crosses 1000 pages of log, so that one commit in a few hundred
+// waits for the copy and its syncs. Here the writer never checkpoints
+// (wal_autocheckpoint is off on its connection): a goroutine of its own does,
+// on a connection of its own, a moment after commits happen. A PASSIVE
+// checkpoint runs beside the writer and the readers without blocking them;
+// only when the log has grown past walRestartPages (readers kept it from
+// starting over) does a RESTART checkpoint wait, briefly holding writers
+// back, until the log can start from the beginning.
+
+const (
+	// checkpointPause is the least time between two checkpoints.
+	checkpointPause = 100 * time.Millisecond
+	// walRestartPages is how long the log may grow (in 4 KiB pages) before a
+	// checkpoint waits for readers to let it start over.
+	walRestartPages = 16384
+)
+
+// checkpointer checkpoints after commits until the DB closes. kick gets a
+// value after every commit.
+func (db *DB) checkpointer(conn *sql.DB, kick <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	ctx := context.Background()
+	for {
+		select {
+		case <-kick:
+		case <-db.closing:
+			return
+		}
+		var busy, pages, copied int
+		if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &pages, &copied); err == nil && pages > walRestartPages {
+			_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &pages, &copied)
+		}
+		db.checkpoints.Add(1)
+		select {
+		case <-time.After(checkpointPause):
+		case <-db.closing:
+			return
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSyncSetting checks that a DB commits with the synchronous setting it
+// was opened with, FULL unless told otherwise, on the writer and the readers
+// alike (a reader may checkpoint the log, and syncs as its setting says).
+func TestSyncSetting(t *testing.T) {
+	for _, tc := range []struct {
+		sync Sync
+		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{
+		{"", 2},
+		{SyncFull, 2},
+		{SyncNormal, 1},
+	} {
+		db, err := Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), Options{Sync: tc.sync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var w, r int
+		if err := db.w.QueryRow("PRAGMA synchronous").Scan(&w); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.r.QueryRow("PRAGMA synchronous").Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		if w != tc.want || r != tc.want {
+			t.Errorf("Sync %q: writer synchronous=%d, reader %d, want %d", tc.sync, w, r, tc.want)
+		}
+		db.Close()
+	}
+	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), Options{Sync: "off"}); err == nil {
+		t.Error("Sync \"off\" was accepted")
+	}
+}
+
+// TestCheckpointsOffTheWriter checks that the writer never checkpoints
+// (its connection has automatic checkpoints off) and that the checkpointer
+// does, after commits: the log's pages reach the database file.
+func TestCheckpointsOffTheWriter(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var auto int
+	if err := db.w.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil {
+		t.Fatal(err)
+	}
+	if auto != 0 {
+		t.Errorf("the writer checkpoints every %d pages", auto)
+	}
+	if _, err := db.w.Exec("CREATE TABLE filler (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		if err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO filler VALUES (randomblob(8000))")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The checkpointer runs a moment after the last commit: the rows then
+	// reach the database file, not only the log.
+	var size int64
+	for end := time.Now().Add(10 * time.Second); size < 300*8000 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+		fi, err := os.Stat(db.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size = fi.Size()
+	}
+	if size < 300*8000 {
+		t.Errorf("the database file holds %d bytes after 300 rows of 8000: nothing was checkpointed", size)
+	}
+	var n int
+	if err := db.r.QueryRow("SELECT count(*) FROM filler").Scan(&n); err != nil || n != 300 {
+		t.Errorf("read %d rows (%v)", n, err)
+	}
+}

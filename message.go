@@ -113,6 +113,10 @@ type Message struct {
 	// stream's snapshot does so): fetch the whole message with
 	// GET …/messages/{id}. The message itself is never summarized.
 	Summarized *Summary `json:"summarized,omitempty"`
+
+	// text holds Content's bytes while the message streams, shared with
+	// its copies (see text.go).
+	text *textBuf
 }
 
 // Summary says what a summarized copy of a message left out.
@@ -151,13 +155,26 @@ type Legacy struct {
 // streaming text part (as after a tool call). Content grows by the delta.
 // The server assembles messages with it, and clients fold chunk events
 // with it, so the two never disagree.
+//
+// The text grows in place, shared with the copies of m (see text.go): a
+// message of many deltas costs its text's bytes, not their square.
 func (m *Message) AppendText(delta string) {
-	if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == PartText && m.Parts[n-1].Streaming {
-		m.Parts[n-1].Text += delta
-	} else {
-		m.Parts = append(m.Parts, Part{Type: PartText, Text: delta, Streaming: true})
+	old := m.Content
+	m.Content = appendShared(&m.text, old, delta)
+	n := len(m.Parts)
+	if n == 0 || m.Parts[n-1].Type != PartText || !m.Parts[n-1].Streaming {
+		m.Parts = append(m.Parts, Part{Type: PartText, Text: m.Content[len(old):], Streaming: true})
+		return
 	}
-	m.Content += delta
+	// The streaming part is the content's last text: its end, when the
+	// content holds it there (it always does when made by AppendText; the
+	// compare costs nothing when both are the same bytes).
+	t := m.Parts[n-1].Text
+	if len(t) <= len(old) && old[len(old)-len(t):] == t {
+		m.Parts[n-1].Text = m.Content[len(old)-len(t):]
+	} else {
+		m.Parts[n-1].Text = t + delta
+	}
 }
 
 // ApplyTool applies a change of a tool call to a streaming message: p is a

@@ -383,7 +383,7 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 	q := e.enqueue(id, p)
 	if q == nil {
 		<-p.done // the engine is closed
-		return p.out.d, p.out.s, p.out.err
+		return conv.Decision{}, conv.State{}, p.err
 	}
 	<-p.turn
 	o := e.decideOne(id, p)

@@ -41,14 +41,17 @@ type pending struct {
 	stream *streamCmd
 	// turn is closed when a waiting caller's command has the turn.
 	turn chan struct{}
-	// out is the command's outcome, set before done is closed.
-	out  outcome
+	// res and err are what the command came to, set before done is
+	// closed: all a streaming command's Ack tells (its events and the
+	// state it left are not kept for it).
+	res  conv.Result
+	err  error
 	done chan struct{}
 }
 
 // answer gives p its outcome.
 func (p *pending) answer(o outcome) {
-	p.out = o
+	p.res, p.err = o.d.Result, o.err
 	close(p.done)
 }
 
@@ -328,12 +331,11 @@ func (a *Ack) Ready() bool {
 func (a *Ack) Wait() (*MessageResult, error) {
 	if !a.got {
 		<-a.p.done
-		o := a.p.out
+		r, err := a.p.res, a.p.err
 		a.got, a.p = true, nil
-		if o.err != nil {
-			a.err = o.err
+		if err != nil {
+			a.err = err
 		} else {
-			r := o.d.Result
 			a.res = &MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn, EndedPrompt: r.EndedPrompt}
 		}
 	}
@@ -348,35 +350,42 @@ type run struct {
 	// next: the conversation's own (as of its state) are left alone until
 	// the run is durable, for readers.
 	streams map[string]*parley.Message
-	// results holds each command's outcome.
-	results map[*pending]outcome
+	// results holds the outcome of each command of order.
+	results []runResult
 	order   []*pending
 	// stale is set when a row read was newer than the state (another node
 	// wrote): the run must be decided again.
 	stale error
 }
 
+// runResult is what one command of a run came to: only what its Ack
+// tells, not the events nor the state.
+type runResult struct {
+	res   conv.Result
+	err   error
+	wrote bool // its decision has events in the run's append
+}
+
 // answer sends each command its outcome: those whose decision writes the
 // run's err, if not nil, else their own.
 func (r *run) answer(err error) {
-	for _, p := range r.order {
-		o := r.results[p]
-		if err != nil && o.err == nil && len(o.d.Events) > 0 {
-			o = outcome{err: err}
+	for i, p := range r.order {
+		o := r.results[i]
+		if err != nil && o.err == nil && o.wrote {
+			o = runResult{err: err}
 		}
-		if m := o.d.Result.Message; m != nil && r.streams[m.ID] != nil {
-			o.d.Result.Message = r.streams[m.ID] // as the run left it (see decideRun)
+		if m := o.res.Message; m != nil && r.streams[m.ID] != nil {
+			o.res.Message = r.streams[m.ID] // as the run left it (see decideRun)
 		}
-		// Only what an Ack tells is kept: the result, not the state (which
-		// a streaming command's caller never asks for) nor the events.
-		p.answer(outcome{d: conv.Decision{Result: o.d.Result}, err: o.err})
+		p.res, p.err = o.res, o.err
+		close(p.done)
 	}
 }
 
 // decideRun decides the commands of a run on c's state, each on what the
 // ones before it leave. c.mu must be held.
 func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps []*pending) *run {
-	r := &run{start: c.state, next: c.state, results: make(map[*pending]outcome, len(ps)), order: ps, streams: map[string]*parley.Message{}}
+	r := &run{start: c.state, next: c.state, results: make([]runResult, len(ps)), order: ps, streams: map[string]*parley.Message{}}
 	rows := map[string]int{} // message id → index in r.d.Messages, so that a later row of a message replaces an earlier
 	env := e.env()
 	for i := 0; i < len(ps); {
@@ -427,7 +436,7 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 			d.Result.Message = &head
 		}
 		for k := i; k < j; k++ {
-			r.results[ps[k]] = outcome{d: d, err: err}
+			r.results[k] = runResult{res: d.Result, err: err, wrote: err == nil && len(d.Events) > 0}
 		}
 		i = j
 	}

@@ -8,14 +8,25 @@ import "sync"
 // when nothing does. Pushes never block: past maxPushed waiting, the
 // outbox overflows and the connection is dropped (a runner that reads
 // nothing). Answers block the reader past maxInFlight unanswered frames.
+//
+// No goroutine waits on an outbox. Whatever makes something writable (a
+// push, an answer becoming known, the reader leaving, the token cut off)
+// kicks it, and if no writer runs, one is started: it writes what is ready,
+// in order, and ends at the first answer not yet known (which kicks the
+// outbox again once it is). So a runner connection that is idle, or
+// waiting for the disk, costs no writer goroutine.
 type outbox struct {
 	mu       sync.Mutex
 	items    []outItem
 	pushed   int // pushed frames waiting
 	inFlight int // answers not yet written
-	wake     chan struct{}
 	room     chan struct{} // signaled when an answer is written
 	closed   bool          // by the reader leaving, or an overflow
+	writing  bool          // a writer runs
+	over     bool          // the writer is done for good
+	// writer writes what take returns, until it returns nothing; it is
+	// started on a goroutine of its own.
+	writer func()
 }
 
 // outItem is a pushed frame or an answer.
@@ -28,7 +39,7 @@ type outItem struct {
 const maxPushed = 256
 
 func newOutbox() *outbox {
-	return &outbox{wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+	return &outbox{room: make(chan struct{}, 1)}
 }
 
 func signal(c chan struct{}) {
@@ -38,40 +49,59 @@ func signal(c chan struct{}) {
 	}
 }
 
+// kick starts the writer unless it runs, or is done.
+func (q *outbox) kick() {
+	q.mu.Lock()
+	start := !q.writing && !q.over && q.writer != nil
+	if start {
+		q.writing = true
+	}
+	q.mu.Unlock()
+	if start {
+		go q.writer()
+	}
+}
+
 // push queues a frame the server sends; nil asks to close.
 func (q *outbox) push(frame []byte) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
 		return
 	}
 	if q.pushed >= maxPushed {
 		q.closed = true // a runner that reads nothing: drop it
 		q.items = nil
-		signal(q.wake)
-		return
+	} else {
+		q.pushed++
+		q.items = append(q.items, outItem{frame: frame})
 	}
-	q.pushed++
-	q.items = append(q.items, outItem{frame: frame})
-	signal(q.wake)
+	q.mu.Unlock()
+	q.kick()
 }
 
 // reply queues an answer, waiting while maxInFlight are unanswered. It
 // reports false once the outbox is closed.
 func (q *outbox) reply(r *pendingReply) bool {
+	// Asked before the answer is queued: once queued, the writer may take
+	// it (and Wait on it) at any moment.
+	r.ack.OnReady(q.kick)
 	q.mu.Lock()
 	for q.inFlight >= maxInFlight && !q.closed {
 		q.mu.Unlock()
 		<-q.room
 		q.mu.Lock()
 	}
-	defer q.mu.Unlock()
 	if q.closed {
+		q.mu.Unlock()
 		return false
 	}
 	q.inFlight++
 	q.items = append(q.items, outItem{reply: r})
-	signal(q.wake)
+	q.mu.Unlock()
+	if r.ready() {
+		q.kick() // it may have been known before it was queued
+	}
 	return true
 }
 
@@ -83,39 +113,46 @@ func (q *outbox) answered() {
 	signal(q.room)
 }
 
-// take waits for what is queued and returns it all; false once the
-// outbox is closed, or when cut is closed.
-func (q *outbox) take(cut <-chan struct{}) ([]outItem, bool) {
-	for {
-		q.mu.Lock()
-		items, closed := q.items, q.closed
-		q.items = nil
-		for _, it := range items {
-			if it.reply == nil {
-				q.pushed--
-			}
+// take returns, for the writer, the items at the head of the outbox that
+// can be written now: pushed frames and known answers, up to the first
+// answer not yet known. With none, the writer is to end: done says it is
+// done for good (the outbox is closed and empty), and the outbox will
+// start a writer again when it is kicked unless done.
+func (q *outbox) take() (items []outItem, done bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for n < len(q.items) && (q.items[n].reply == nil || q.items[n].reply.ready()) {
+		if q.items[n].reply == nil {
+			q.pushed--
 		}
-		q.mu.Unlock()
-		if len(items) > 0 {
-			return items, true
-		}
-		if closed {
-			return nil, false
-		}
-		select {
-		case <-q.wake:
-		case <-cut:
-			return nil, false
-		}
+		n++
 	}
+	if n > 0 {
+		items, q.items = q.items[:n:n], q.items[n:]
+		return items, false
+	}
+	q.writing = false
+	if q.closed && len(q.items) == 0 {
+		q.over = true
+	}
+	return nil, q.over
+}
+
+// end stops the outbox for good: no writer is started again.
+func (q *outbox) end() {
+	q.mu.Lock()
+	q.over, q.closed, q.items = true, true, nil
+	q.mu.Unlock()
+	signal(q.room)
 }
 
 // close closes the outbox: the writer stops once it has written what was
-// queued... and a reader waiting for room goes.
+// queued, and a reader waiting for room goes.
 func (q *outbox) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	signal(q.wake)
 	signal(q.room)
+	q.kick()
 }

@@ -78,20 +78,24 @@ func (s *Server) agentRunner(w http.ResponseWriter, r *http.Request, who parley.
 
 // serveRunner runs a runner connection: attach (with the function that
 // pushes frames to it) returns what applies its frames and what detaches
-// it when it leaves. Once upgraded, the connection is served by two
-// goroutines of its own and the handler returns: one reads the frames and
+// it when it leaves. Once upgraded, the connection is served by one
+// goroutine of its own, and the handler returns: it reads the frames and
 // applies them in order, without waiting for each to be durable (text
-// deltas and tool updates only queue); the other writes, in one order,
-// what the server pushes (prompts, aborts, reverts) and the answers to the
-// frames, each once what it wrote is durable, several per flush.
+// deltas and tool updates only queue). What goes out (prompts, aborts,
+// reverts the server pushes, and the answers to the frames, each once
+// what it wrote is durable) is written in one order, several per flush, by
+// a writer that runs only while there is something to write (see outbox).
 func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.Identity, attach func(push func([]byte)) (applier, func())) {
 	// Revoking the token ends the connection: an error frame, then close.
 	cut := newCutoff()
-	release, ok := s.connect(w, who, cut.end)
+	q := newOutbox()
+	release, ok := s.connect(w, who, func(err error) {
+		cut.end(err)
+		q.kick()
+	})
 	if !ok {
 		return
 	}
-	q := newOutbox()
 	// The runner is attached before its handshake completes, so that
 	// nothing pushed once it is connected is lost: the frames wait in q.
 	rs, detach := attach(q.push)
@@ -101,7 +105,10 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 		release()
 		return
 	}
-	go s.writeRunner(c, q, cut)
+	q.mu.Lock()
+	q.writer = func() { s.writeRunner(c, q, cut) }
+	q.mu.Unlock()
+	q.kick() // what was pushed before the upgrade
 	go func() {
 		defer release()
 		defer q.close()
@@ -122,40 +129,46 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 	}()
 }
 
-// writeRunner writes a runner connection's outbox until it closes, the
-// conversation is deleted (a nil frame), the token is cut off, or the
-// runner stops reading; then it closes the connection.
+// writeRunner writes what a runner connection's outbox has ready, and
+// returns when it has nothing more ready. Once the outbox is closed and
+// empty, the conversation is deleted (a nil frame), the token is cut off,
+// or the runner stops reading, it closes the connection.
 func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
-	defer c.CloseNow()
 	for {
-		items, ok := q.take(cut.c)
-		if !ok {
-			if cut.ended() {
-				s.closeCut(c, cut.err)
+		if cut.ended() {
+			q.end()
+			s.closeCut(c, cut.err)
+			c.CloseNow()
+			return
+		}
+		items, done := q.take()
+		if len(items) == 0 {
+			if done {
+				c.CloseNow() // closed, or overflowed
 			}
-			return // closed, or overflowed
+			return
 		}
 		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 		for _, it := range items {
-			if it.reply != nil && !it.reply.ready() {
-				// Send what is written so far before waiting for the disk.
-				if c.Flush() != nil {
-					return
-				}
-			}
 			frame := it.frame
 			if it.reply != nil {
 				frame = it.reply.frame()
 				q.answered()
 			} else if frame == nil {
+				q.end()
 				c.Close(statusDeleted, "conversation deleted")
+				c.CloseNow()
 				return
 			}
 			if c.WriteText(frame) != nil {
+				q.end()
+				c.CloseNow()
 				return
 			}
 		}
 		if c.Flush() != nil {
+			q.end()
+			c.CloseNow()
 			return
 		}
 		_ = c.SetWriteDeadline(time.Time{})
@@ -181,6 +194,7 @@ type pendingReply struct {
 	ack *engine.Ack
 }
 
+// ready reports whether the outcome is known.
 func (p *pendingReply) ready() bool { return p.ack.Ready() }
 
 func (p *pendingReply) frame() []byte {

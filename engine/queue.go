@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -47,12 +48,29 @@ type pending struct {
 	res  conv.Result
 	err  error
 	done chan struct{}
+	// notify, if set (Ack.OnReady), is called once the outcome is known;
+	// told says whether it is set, or the outcome given.
+	notify func()
+	told   atomic.Int32
 }
 
+// The states of pending.told.
+const (
+	notifyNone  = iota // nothing asked to be told
+	notifyAsked        // notify is set
+	notifyDone         // the outcome is given
+)
+
 // answer gives p its outcome.
-func (p *pending) answer(o outcome) {
-	p.res, p.err = o.d.Result, o.err
+func (p *pending) answer(o outcome) { p.settle(o.d.Result, o.err) }
+
+// settle gives p its outcome, and calls its notify, if any.
+func (p *pending) settle(res conv.Result, err error) {
+	p.res, p.err = res, err
 	close(p.done)
+	if p.told.Swap(notifyDone) == notifyAsked {
+		p.notify()
+	}
 }
 
 // streamCmd is a streaming command: a text delta (text set), or another
@@ -327,6 +345,21 @@ func (a *Ack) Ready() bool {
 	}
 }
 
+// OnReady calls fn once the outcome is known: at once if it is, else on
+// the goroutine that learns it, which fn must not block. Call it at most
+// once, before Wait.
+func (a *Ack) OnReady(fn func()) {
+	if a.got {
+		fn()
+		return
+	}
+	p := a.p
+	p.notify = fn
+	if !p.told.CompareAndSwap(notifyNone, notifyAsked) {
+		fn() // answered already
+	}
+}
+
 // Wait waits for the outcome.
 func (a *Ack) Wait() (*MessageResult, error) {
 	if !a.got {
@@ -377,8 +410,7 @@ func (r *run) answer(err error) {
 		if m := o.res.Message; m != nil && r.streams[m.ID] != nil {
 			o.res.Message = r.streams[m.ID] // as the run left it (see decideRun)
 		}
-		p.res, p.err = o.res, o.err
-		close(p.done)
+		p.settle(o.res, o.err)
 	}
 }
 

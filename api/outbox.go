@@ -18,8 +18,8 @@ import "sync"
 type outbox struct {
 	mu       sync.Mutex
 	items    []outItem
-	pushed   int // pushed frames waiting
-	inFlight int // answers not yet written
+	pushed   int           // pushed frames waiting
+	inFlight int           // answers not yet written
 	room     chan struct{} // signaled when an answer is written
 	closed   bool          // by the reader leaving, or an overflow
 	writing  bool          // a writer runs

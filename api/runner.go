@@ -181,9 +181,12 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
 // or {"type":"error","turnId":…,"error":{code,message}}; both name the
 // frame's conversation if it did.
 func runnerReply(ctx context.Context, rs applier, data []byte) *pendingReply {
-	var f dispatch.Frame
-	if err := decodeBytes(data, maxRunnerFrame, &f); err != nil {
-		return &pendingReply{f: &f, ack: engine.Acked(nil, err)}
+	f, ok := dispatch.ParseFrame(data) // most frames: all strings
+	if !ok || len(data) > maxRunnerFrame {
+		f = dispatch.Frame{}
+		if err := decodeBytes(data, maxRunnerFrame, &f); err != nil {
+			return &pendingReply{f: &f, ack: engine.Acked(nil, err)}
+		}
 	}
 	return &pendingReply{f: &f, ack: rs.Submit(ctx, &f)}
 }

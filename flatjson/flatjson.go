@@ -1,0 +1,188 @@
+// Package flatjson reads the JSON objects that carry most of a runner's
+// traffic, a text delta ({"type":"text","turnId":"m1","delta":"…"}), without
+// reflection: a flat object whose values are all strings. Anything else (a
+// number, a nested value, invalid JSON) is left to encoding/json: Each
+// reports false and the caller decodes the usual way, so that every error
+// and every unusual input is handled there, once.
+package flatjson
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Each calls field with each key and value of s, a JSON object whose
+// values are all strings, in order, and reports whether s was one (and
+// every call returned true). Values without escapes are substrings of s.
+// It reports false, having perhaps called field for some keys already, for
+// anything else: another kind of value, a duplicate key, invalid UTF-8,
+// invalid JSON, or text after the object.
+func Each(s string, field func(key, value string) bool) bool {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return skipSpace(s, i+1) == len(s)
+	}
+	var seen [24]string // keys so far, to refuse duplicates (few keys)
+	n := 0
+	for {
+		key, j, ok := str(s, i)
+		if !ok {
+			return false
+		}
+		for _, k := range seen[:min(n, len(seen))] {
+			if k == key {
+				return false
+			}
+		}
+		if n >= len(seen) {
+			return false
+		}
+		seen[n] = key
+		n++
+		i = skipSpace(s, j)
+		if i >= len(s) || s[i] != ':' {
+			return false
+		}
+		val, j, ok := str(s, skipSpace(s, i+1))
+		if !ok || !field(key, val) {
+			return false
+		}
+		i = skipSpace(s, j)
+		if i >= len(s) {
+			return false
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case '}':
+			return skipSpace(s, i+1) == len(s)
+		default:
+			return false
+		}
+	}
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// str reads the JSON string starting at s[i] and returns its value and the
+// index after it.
+func str(s string, i int) (string, int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return "", 0, false
+	}
+	start := i + 1
+	for j := start; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '"':
+			v := s[start:j]
+			if !utf8.ValidString(v) {
+				return "", 0, false // encoding/json would replace the bytes
+			}
+			return v, j + 1, true
+		case c == '\\':
+			return unescape(s, start, j)
+		case c < 0x20:
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+// unescape reads the rest of a string from s[start:] whose first escape is
+// at s[j], and returns its value and the index after it.
+func unescape(s string, start, j int) (string, int, bool) {
+	var b strings.Builder
+	b.Grow(j - start + 16)
+	b.WriteString(s[start:j])
+	for j < len(s) {
+		c := s[j]
+		switch {
+		case c == '"':
+			v := b.String()
+			if !utf8.ValidString(v) {
+				return "", 0, false
+			}
+			return v, j + 1, true
+		case c < 0x20:
+			return "", 0, false
+		case c != '\\':
+			b.WriteByte(c)
+			j++
+			continue
+		}
+		if j+1 >= len(s) {
+			return "", 0, false
+		}
+		switch s[j+1] {
+		case '"', '\\', '/':
+			b.WriteByte(s[j+1])
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(s, j+2)
+			if !ok {
+				return "", 0, false
+			}
+			j += 6
+			if utf16.IsSurrogate(r) {
+				// A pair, or (as encoding/json reads it) U+FFFD.
+				r2, ok := rune(-1), false
+				if j+6 <= len(s) && s[j] == '\\' && s[j+1] == 'u' {
+					r2, ok = hex4(s, j+2)
+				}
+				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+					r = dec
+					j += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			b.WriteRune(r)
+			continue
+		default:
+			return "", 0, false
+		}
+		j += 2
+	}
+	return "", 0, false
+}
+
+// hex4 reads the four hex digits at s[i:].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

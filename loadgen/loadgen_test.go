@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -308,4 +309,30 @@ func parseStampErr() (time.Duration, error) {
 		return d, nil
 	}
 	return 0, errors.New("no stamp")
+}
+
+// TestParseReply reads acks as the server writes them without reflection,
+// and everything else as encoding/json does.
+func TestParseReply(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want serverFrame
+	}{
+		{`{"seq":42,"turnId":"m1","type":"ack"}`, serverFrame{Type: "ack", Seq: 42}},
+		{`{"conversationId":"c","seq":7,"turnId":"m1","type":"ack"}`, serverFrame{Type: "ack", Seq: 7}},
+		{`{"seq":x,"turnId":"m1","type":"ack"}`, serverFrame{}},
+		{`{"type":"error","turnId":"m1","error":{"code":"invalid","message":"no"}}`, func() serverFrame {
+			f := serverFrame{Type: "error"}
+			f.Error.Code, f.Error.Message = "invalid", "no"
+			return f
+		}()},
+		{`{"type":"prompt","messageId":"p1"}`, serverFrame{Type: "prompt"}},
+	} {
+		got, err := parseReply([]byte(tc.in))
+		var want serverFrame
+		werr := json.Unmarshal([]byte(tc.in), &want)
+		if (err == nil) != (werr == nil) || got != want || (err == nil && got != tc.want) {
+			t.Errorf("parseReply(%s) = %+v, %v; want %+v (encoding/json: %+v, %v)", tc.in, got, err, tc.want, want, werr)
+		}
+	}
 }

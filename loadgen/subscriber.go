@@ -60,8 +60,8 @@ func (s *subscriber) run(ctx context.Context) {
 				continue
 			}
 			s.b.cnt.chunks.Add(1)
-			var ch parley.Chunk
-			if err := json.Unmarshal(f.Event.Data, &ch); err != nil {
+			ch, err := parley.ParseChunk(f.Event.Data)
+			if err != nil {
 				s.b.fail(&s.b.cnt.subscriberErrors, fmt.Errorf("subscriber: bad chunk: %w", err))
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/parleyhq/parley/loadgen"
@@ -41,6 +42,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "how long to run before measuring")
 	fs.DurationVar(&cfg.CeilingDuration, "ceiling-duration", 2*time.Second, "how long each ceiling phase runs")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of a table")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator (this process, not the server) to this file")
 	out := fs.String("out", "", "also write the report as JSON to this file")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -61,6 +63,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if !*quiet {
 		cfg.Progress = stderr
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := loadgen.Run(ctx, cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,6 +162,15 @@ func (s *Stream) Frames(ctx context.Context) iter.Seq2[Frame, error] {
 // duplicate event. A server error frame or a gap is returned as an error,
 // which makes Next reconnect from the last position.
 func (s *Stream) accept(typ string, data []byte) (f Frame, skip bool, err error) {
+	if (typ == "" || (typ != "init" && typ != "guidance" && typ != "error")) && bytes.HasPrefix(data, []byte(`{"conversationId":`)) {
+		// An event, as the server writes every one: read without
+		// reflection (see parley.ParseEvent).
+		ev, err := parley.ParseEvent(data)
+		if err != nil {
+			return f, false, err
+		}
+		return s.event(ev)
+	}
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -190,23 +200,30 @@ func (s *Stream) accept(typ string, data []byte) (f Frame, skip bool, err error)
 	case "error":
 		return f, false, frameError(data)
 	default:
-		var ev parley.Event
-		if err := json.Unmarshal(data, &ev); err != nil {
+		ev, err := parley.ParseEvent(data)
+		if err != nil {
 			return f, false, err
 		}
-		f.Type = ev.Type
-		if s.pos != nil && ev.Seq <= s.pos.Seq {
-			return f, true, nil
-		}
-		if s.pos != nil && ev.Seq != s.pos.Seq+1 {
-			return f, false, fmt.Errorf("gap in stream: got seq %d after %d", ev.Seq, s.pos.Seq)
-		}
-		epoch := ""
-		if s.pos != nil {
-			epoch = s.pos.Epoch
-		}
-		s.pos, f.Event = &parley.Position{Seq: ev.Seq, Epoch: epoch}, &ev
+		return s.event(ev)
 	}
+	return f, false, nil
+}
+
+// event takes an event frame: skip is true for a duplicate; a gap is an
+// error.
+func (s *Stream) event(ev parley.Event) (f Frame, skip bool, err error) {
+	f.Type = ev.Type
+	if s.pos != nil && ev.Seq <= s.pos.Seq {
+		return f, true, nil
+	}
+	if s.pos != nil && ev.Seq != s.pos.Seq+1 {
+		return f, false, fmt.Errorf("gap in stream: got seq %d after %d", ev.Seq, s.pos.Seq)
+	}
+	epoch := ""
+	if s.pos != nil {
+		epoch = s.pos.Epoch
+	}
+	s.pos, f.Event = &parley.Position{Seq: ev.Seq, Epoch: epoch}, &ev
 	return f, false, nil
 }
 

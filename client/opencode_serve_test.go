@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
 )
 
@@ -122,7 +123,9 @@ func serveOpenCode(t *testing.T, f *fakeOpenCode, o client.OpenCodeOptions) (c *
 		t.Fatal(err)
 	}
 	id = v.Conversation.ID
-	st := c.Subscribe(ctx, id, client.SubscribeOptions{})
+	// From the start: a stream connects at its first Next, which comes
+	// after the prompts are sent.
+	st := c.Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{Seq: 0, Epoch: v.Conversation.Epoch}})
 	t.Cleanup(st.Close)
 	r, err := c.ConnectRunner(ctx, id, "opencode")
 	if err != nil {

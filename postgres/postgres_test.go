@@ -109,3 +109,19 @@ func TestUpgradeMovesQueues(t *testing.T) {
 	defer raw.Close()
 	storetest.UpgradeMovesQueues(t, raw, database.DialectPostgres, postgres.Migrations(), func() store.Store { return open(t, url) })
 }
+
+// TestUpgradeIndexesMessages: the messages of a schema made before search
+// are found once the current code has opened it
+// (storetest.UpgradeIndexesMessages).
+func TestUpgradeIndexesMessages(t *testing.T) {
+	url := pgtest.Schema(t)
+	if err := postgres.MigrateTo(context.Background(), url, storetest.SearchVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeIndexesMessages(t, raw, func() store.Store { return open(t, url) })
+}

@@ -35,3 +35,27 @@ func TestUpgradeMovesQueues(t *testing.T) {
 		return db
 	})
 }
+
+// TestUpgradeIndexesMessages: the messages of a database made before
+// search are found once the current code has opened it
+// (storetest.UpgradeIndexesMessages).
+func TestUpgradeIndexesMessages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := sqlite.MigrateTo(ctx, path, storetest.SearchVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeIndexesMessages(t, raw, func() store.Store {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

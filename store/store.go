@@ -127,6 +127,17 @@ type Store interface {
 	// transitively, in seq order, without the message itself.
 	Descendants(ctx context.Context, p DescendantsParams) ([]*parley.Message, error)
 
+	// Search returns the messages whose text has every term of p.Query,
+	// best first (by the backend's rank, then newest first), p.Limit of
+	// them after the first p.Offset: in every conversation but imports in
+	// progress, or in p.ConversationID's, or in p.Member's. A message is
+	// found once it has ended (a streamed message once it is finalized),
+	// by the first SearchIndexedChars of its text, and is gone from the
+	// search with its row (a revert, a deleted conversation). Of the
+	// messages that match, the newest SearchCandidates are ranked. A
+	// query without terms finds nothing.
+	Search(ctx context.Context, p SearchParams) ([]parley.SearchHit, error)
+
 	// GetIdempotency returns the record of an earlier write with the same
 	// (conversation, agent, key). It returns ENOTFOUND if there is none.
 	GetIdempotency(ctx context.Context, conversationID, agentID, key string) (*Idempotency, error)

@@ -71,6 +71,12 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"ConcurrentAppendsOneConversation", testConcurrentOne},
 		{"BadAppendsAmongMany", testBadAppendsAmongMany},
 		{"Exclusive", testExclusive},
+		{"SearchRanksAndPages", testSearchRanksAndPages},
+		{"SearchPhrases", testSearchPhrases},
+		{"SearchNarrowsAndFilters", testSearchNarrowsAndFilters},
+		{"SearchFollowsTheRows", testSearchFollowsTheRows},
+		{"SearchLongAndOddText", testSearchLongAndOddText},
+		{"SearchHostileQueries", testSearchHostileQueries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

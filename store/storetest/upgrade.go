@@ -5,7 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley"
@@ -90,4 +93,46 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// SearchVersion is the schema version that indexes message text for
+// search.
+const SearchVersion = 9
+
+// UpgradeIndexesMessages is the search's upgrade test of every backend.
+// raw is a database at SearchVersion-1, reached through database/sql; open
+// opens it as a store with the current code, which migrates it. The
+// messages written before the upgrade are found after it: the finished
+// ones (one with a NUL character in its text), not the one still
+// streaming.
+func UpgradeIndexesMessages(t *testing.T, raw *sql.DB, open func() store.Store) {
+	t.Helper()
+	c := `{"id":"old","epoch":"e","title":"before search","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	if _, err := raw.Exec(`INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES ($1, $2, $3, 4, $4)`,
+		"old", "2026-01-01T00:00:00.000Z", []byte(c), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO conversation_members (agent_id, created_at, conversation_id) VALUES ('a', $1, 'old')`, "2026-01-01T00:00:00.000Z"); err != nil {
+		t.Fatal(err)
+	}
+	at := parley.NewTime(t0.Time)
+	streaming := said("old", "streaming", "a", "upgraded words so far", at)
+	streaming.Status = parley.StatusStreaming
+	for i, m := range []*parley.Message{said("old", "done", "a", "upgraded words in full", at), said("old", "nul", "a", "upgraded\x00 words \\u0000 too", at), streaming} {
+		m.Seq = int64(i + 2)
+		if _, err := raw.Exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ($1, $2, $3, $4, NULL, $5, 0, $6)`,
+			m.ConversationID, m.ID, m.Seq, m.TurnID, m.AgentID, []byte(mustJSON(t, m))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open()
+	defer s.Close()
+	for _, p := range []store.SearchParams{{}, {ConversationID: "old"}, {Member: "a"}} {
+		hits := search(t, s, p, "upgraded words")
+		slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
+		wantHits(t, fmt.Sprintf("after the upgrade, %+v", p), hits, "done", "nul")
+		if hits[0].ConversationTitle != "before search" || hits[0].Seq != 2 {
+			t.Fatalf("the hit says %+v", hits[0])
+		}
+	}
 }

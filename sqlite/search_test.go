@@ -1,0 +1,91 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
+)
+
+// TestSearchIndexSurvivesVacuum: the search index names message rows by
+// their rowid, so VACUUM (which an operator may run on the file) must keep
+// them. A database whose messages were written, rewritten and partly
+// removed is vacuumed; its index then passes FTS5's own check against the
+// rows, and finds what it found before.
+func TestSearchIndexSurvivesVacuum(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parley.Conversation{ID: "c", Epoch: "e", TurnPolicy: parley.PolicyFree, MessageFormat: "v2"}
+	trace := func(seq int64) []parley.Event {
+		return []parley.Event{{ConversationID: "c", Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}}
+	}
+	if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: trace(1), State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var ms []*parley.Message
+	for i := range 40 {
+		text := fmt.Sprintf("vacuumed word%d", i)
+		ms = append(ms, &parley.Message{ID: fmt.Sprintf("m%d", i), ConversationID: "c", Seq: 2, Role: parley.RoleUser, AgentID: "a",
+			Content: text, Parts: []parley.Part{{Type: parley.PartText, Text: text}}, Status: parley.StatusComplete, Finality: parley.FinalityNone})
+	}
+	var removed []string
+	for i := 0; i < 40; i += 3 {
+		removed = append(removed, ms[i].ID)
+	}
+	for _, p := range []store.AppendParams{
+		{ConversationID: "c", ExpectSeq: 1, Events: trace(2), Messages: ms, State: []byte(`{}`)},
+		{ConversationID: "c", ExpectSeq: 2, Events: trace(3), RemoveMessages: removed, State: []byte(`{}`)},
+	} {
+		if err := db.Append(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	find := func(db store.Store) int {
+		q, _ := store.ParseSearch("vacuumed")
+		hits, err := db.Search(ctx, store.SearchParams{Query: q, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hits {
+			if h.Snippet[0].Text != "vacuumed" || h.Snippet[1].Text != " word"+h.MessageID[1:] {
+				t.Fatalf("message %s has the snippet %+v", h.MessageID, h.Snippet)
+			}
+		}
+		return len(hits)
+	}
+	before := find(db)
+	db.Close()
+	if before != 40-len(removed) {
+		t.Fatalf("found %d messages before, want %d", before, 40-len(removed))
+	}
+
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{`VACUUM`, `INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1)`} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	db, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if after := find(db); after != before {
+		t.Fatalf("found %d messages after VACUUM, %d before", after, before)
+	}
+}

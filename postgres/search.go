@@ -19,7 +19,8 @@ import (
 // newest rows for a common one, stopping once it has them), ranked by
 // ts_rank (divided by one plus the log of the message's length, as bm25
 // favours short messages), then the page of that ranking with each hit's
-// row, its conversation's title and a snippet (ts_headline).
+// row, its conversation's title and a snippet (ts_headline, with "…"
+// where it starts or ends inside the text, as SQLite's snippet has).
 func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.SearchHit, error) {
 	hits := []parley.SearchHit{}
 	terms := store.SearchTerms(p.Query)
@@ -55,11 +56,15 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 		)
 		SELECT p.rank, m.conversation_id, m.id, m.seq, m.agent_id,
 			coalesce(mj.j->>'role', ''), coalesce(mj.j->>'createdAt', ''), coalesce(cj.j->>'title', ''),
-			ts_headline('simple', message_search_text(m.data), ` + tsq + `,
-				'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=` + strconv.Itoa(store.SnippetWords) + `, MinWords=` + strconv.Itoa(store.SnippetWords/2) + `, ShortWord=0')
+			CASE WHEN h.at > 1 THEN '…' ELSE '' END || h.hl || CASE WHEN h.at + h.len <= length(b.body) THEN '…' ELSE '' END
 		FROM page p JOIN messages m ON m.conversation_id = p.conversation_id AND m.id = p.id
 			JOIN conversations c ON c.id = p.conversation_id
 			CROSS JOIN LATERAL (SELECT ` + jsonOf("m.data") + ` AS j) mj CROSS JOIN LATERAL (SELECT ` + jsonOf("c.data") + ` AS j) cj
+			CROSS JOIN LATERAL (SELECT message_search_text(m.data) AS body) b
+			CROSS JOIN LATERAL (SELECT hl, position(plain IN b.body) AS at, length(plain) AS len FROM (
+				SELECT hl, translate(hl, chr(2) || chr(3), '') AS plain FROM (
+					SELECT ts_headline('simple', b.body, ` + tsq + `, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) ||
+						', MaxWords=` + strconv.Itoa(store.SnippetWords) + `, MinWords=` + strconv.Itoa(store.SnippetWords/2) + `, ShortWord=0, MaxFragments=1') AS hl) x) y) h
 		ORDER BY p.rank DESC, p.search_order DESC`
 	// Planned for these very values, each time (not a cached statement's
 	// generic plan): whether a word is common or rare, and how many

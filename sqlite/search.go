@@ -22,6 +22,9 @@ import (
 // of such terms alone ranks its hits newest first.
 const (
 	commonRows = 100_000
+	// weighedWords is the most words of a search that are counted: a
+	// term whose words are all past them is left out of the ranking.
+	weighedWords = 8
 	// memberTerms is the most conversations of an agent that a search of
 	// its conversations names in the index query; an agent in more is
 	// searched by checking each row found instead.
@@ -80,7 +83,12 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 	}
 	scores := map[int64]float64{}
 	if len(ranked) > 0 {
-		if scores, err = bm25(ctx, tx, ranked, cands[len(cands)-1], cands[0]); err != nil {
+		match := andTerms(ranked)
+		if p.ConversationID != "" {
+			// Only the conversation's rows, however long ago it began.
+			match = convTerm(p.ConversationID) + " AND " + match
+		}
+		if scores, err = bm25(ctx, tx, match, cands[len(cands)-1], cands[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -103,14 +111,17 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 }
 
 // rankedTerms returns the terms to rank by: those with a word in at most
-// commonRows rows. found is false if a word is in no row at all, so that
-// nothing can match.
+// commonRows rows, of the first weighedWords words. found is false if a
+// word is in no row at all, so that nothing can match.
 func rankedTerms(ctx context.Context, tx *sql.Tx, terms []string) (ranked []string, found bool, err error) {
 	counts := map[string]int{}
 	for _, t := range terms {
 		rare := false
 		for _, w := range store.SearchWords(t) {
 			n, ok := counts[w]
+			if !ok && len(counts) == weighedWords {
+				continue
+			}
 			if !ok {
 				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM message_search WHERE message_search MATCH ? LIMIT ?)`,
 					phrase(w), commonRows+1).Scan(&n); err != nil {
@@ -198,11 +209,11 @@ func memberConversations(ctx context.Context, tx *sql.Tx, agent string) ([]strin
 }
 
 // bm25 returns the bm25 rank (higher is better) of the rows from rowid lo
-// to hi that have every one of terms: no more rows than the rarest term
-// has, which is at most commonRows.
-func bm25(ctx context.Context, tx *sql.Tx, terms []string, lo, hi int64) (map[int64]float64, error) {
+// to hi that match: no more rows than its rarest term has, which is at
+// most commonRows. (FTS5 refuses bm25 beside a list of rowids.)
+func bm25(ctx context.Context, tx *sql.Tx, match string, lo, hi int64) (map[int64]float64, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT rowid, -bm25(message_search, 0.0, 1.0) FROM message_search
-		WHERE message_search MATCH ? AND rowid BETWEEN ? AND ?`, andTerms(terms), lo, hi)
+		WHERE message_search MATCH ? AND rowid BETWEEN ? AND ?`, match, lo, hi)
 	if err != nil {
 		return nil, err
 	}

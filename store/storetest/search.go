@@ -127,8 +127,8 @@ func testSearchRanksAndPages(t *testing.T, s store.Store) {
 	if m := matched(h); len(m) == 0 || !slices.Equal(slices.Compact(m), []string{w["alpha"]}) {
 		t.Fatalf("the snippet %+v marks %v, want %s", h.Snippet, m, w["alpha"])
 	}
-	if !strings.Contains(snippetText(h), "one") {
-		t.Fatalf("the snippet %q leaves out the text around the word", snippetText(h))
+	if text := snippetText(h); !strings.Contains(text, "one") || strings.Contains(text, "…") {
+		t.Fatalf("the snippet %q leaves out the text around the word, or marks a cut in a short message", text)
 	}
 
 	// Five messages alike rank alike: newest first. Pages cut that order.
@@ -256,7 +256,7 @@ func testSearchFollowsTheRows(t *testing.T, s store.Store) {
 // markers, NUL characters and escapes in it is written and found, and its
 // snippet marks only what was found.
 func testSearchLongAndOddText(t *testing.T, s store.Store) {
-	w := searchWords("kappa", "lambda", "mu", "nu")
+	w := searchWords("kappa", "lambda", "mu", "nu", "xi")
 	id := newMembersConversation(t, s, "", "a")
 	var long strings.Builder
 	long.WriteString(w["kappa"] + " ")
@@ -265,10 +265,20 @@ func testSearchLongAndOddText(t *testing.T, s store.Store) {
 	}
 	long.WriteString(w["lambda"])
 	odd := w["mu"] + " \x02not marked\x03 a\x00b \\u0000 \\\\u0000 \u0000 " + w["nu"]
-	appendMessages(t, s, id, 1, said(id, "long", "a", long.String(), t0), said(id, "odd", "a", odd, t0))
-	wantHits(t, "the start of a long message", search(t, s, store.SearchParams{}, w["kappa"]), "long")
+	middle := strings.Repeat("before ", 60) + w["xi"] + strings.Repeat(" after", 60)
+	appendMessages(t, s, id, 1, said(id, "long", "a", long.String(), t0), said(id, "odd", "a", odd, t0), said(id, "middle", "a", middle, t0))
+	hits := search(t, s, store.SearchParams{}, w["kappa"])
+	wantHits(t, "the start of a long message", hits, "long")
+	if text := snippetText(hits[0]); !strings.HasPrefix(text, w["kappa"]) || !strings.HasSuffix(text, "…") || len(text) > 1000 {
+		t.Fatalf("the snippet of the start of a long message: %q", text)
+	}
+	hits = search(t, s, store.SearchParams{}, w["xi"])
+	wantHits(t, "the middle of a message", hits, "middle")
+	if text := snippetText(hits[0]); !strings.HasPrefix(text, "…") || !strings.HasSuffix(text, "…") || !strings.Contains(text, "before") || !strings.Contains(text, "after") {
+		t.Fatalf("the snippet of the middle of a message: %q", text)
+	}
 	wantHits(t, "past what is indexed", search(t, s, store.SearchParams{}, w["lambda"]))
-	hits := search(t, s, store.SearchParams{}, w["nu"]+" "+w["mu"])
+	hits = search(t, s, store.SearchParams{}, w["nu"]+" "+w["mu"])
 	wantHits(t, "odd text", hits, "odd")
 	if m := matched(hits[0]); !slices.Equal(m, []string{w["mu"], w["nu"]}) {
 		t.Fatalf("the snippet %+v marks %v", hits[0].Snippet, m)

@@ -149,9 +149,9 @@ func BuildSearchCorpus(ctx context.Context, s store.Store, c SearchCorpus) error
 // BenchmarkSearch measures searches of corpus c in s, a page of 20 each:
 // a word in most messages (98%), one in 8%, one in 0.05%, a rare word (ten
 // messages),
-// a phrase of two common words, a common word in one conversation, and a
-// common word in the conversations of an agent that takes part in one in a
-// hundred.
+// a phrase of two common words, two words, a common word and a frequent one
+// in one conversation, and a common word in the conversations of an agent
+// that takes part in one in a hundred.
 func BenchmarkSearch(b *testing.B, s store.Store, c SearchCorpus) {
 	cases := []struct {
 		name string
@@ -164,6 +164,7 @@ func BenchmarkSearch(b *testing.B, s store.Store, c SearchCorpus) {
 		{"phrase", store.SearchParams{Query: SearchQueryOf(benchWord(0) + " " + benchWord(1))}},
 		{"two-words", store.SearchParams{Query: SearchQueryOf(benchWord(1), benchWord(30))}},
 		{"narrowed", store.SearchParams{Query: SearchQueryOf(benchWord(0)), ConversationID: benchConversation(c.Conversations / 2)}},
+		{"narrowed-frequent", store.SearchParams{Query: SearchQueryOf(benchWord(30)), ConversationID: benchConversation(c.Conversations / 2)}},
 		{"member", store.SearchParams{Query: SearchQueryOf(benchWord(0)), Member: benchScout}},
 	}
 	for _, tc := range cases {

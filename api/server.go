@@ -135,6 +135,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
 	m.HandleFunc("POST /v1/conversations/{id}/revert", s.authed(s.revert))
 
+	m.HandleFunc("GET /v1/search", s.authed(s.search))
+
 	m.HandleFunc("POST /v1/chat", s.authed(s.postChat))
 	m.HandleFunc("GET /v1/chat/{id}/stream", s.authed(s.resumeChat))
 	m.HandleFunc("POST /v1/ag-ui", s.authed(s.postAGUI))

@@ -15,6 +15,7 @@ import type {
   PromptMode,
   QueuedPrompt,
   Role,
+  SearchHit,
   Task,
   Token,
   TurnPolicy,
@@ -134,6 +135,24 @@ export interface ConversationPage {
   nextCursor?: string;
 }
 
+/** What `search` looks for, and which page of the answer it returns. */
+export interface SearchOptions {
+  /** Words a message's text must all have, and phrases in double quotes; nothing else is syntax. */
+  q: string;
+  /** Narrows the search to one conversation. */
+  conversationId?: string;
+  /** The page's size: 1 to 100 (the server's default: 20). */
+  limit?: number;
+  /** A page's `nextCursor`, with the same `q` and `conversationId`. */
+  cursor?: string;
+}
+
+/** A page of a search's hits, best first; `nextCursor` is there when there may be more. */
+export interface SearchPage {
+  hits: SearchHit[];
+  nextCursor?: string;
+}
+
 /** A message in its thread. */
 export interface Thread {
   root: Message;
@@ -222,6 +241,23 @@ export class ParleyClient {
   /** Removes a conversation with everything in it (admin). */
   async deleteConversation(id: string): Promise<void> {
     await this.send("DELETE", conv(id));
+  }
+
+  // Search.
+
+  /** One page of the messages whose text has `q`, best first, in the conversations the token may read. */
+  search(opts: SearchOptions): Promise<SearchPage> {
+    return this.get("/v1/search", { q: opts.q, conversationId: opts.conversationId || undefined, limit: opts.limit, cursor: opts.cursor || undefined });
+  }
+
+  /** Every hit of a search, best first, page by page. */
+  async *searchAll(opts: SearchOptions): AsyncGenerator<SearchHit, void, undefined> {
+    let cursor = opts.cursor;
+    do {
+      const page = await this.search({ ...opts, cursor });
+      yield* page.hits;
+      cursor = page.nextCursor;
+    } while (cursor);
   }
 
   // Messages.

@@ -18,6 +18,8 @@ export {
   type NewTask,
   type Precondition,
   type PromptResult,
+  type SearchOptions,
+  type SearchPage,
   type Thread,
   type TurnResult,
   type WebSocketLike,

@@ -172,6 +172,25 @@ export interface View {
   guidance: Guidance | null;
 }
 
+/** A piece of a search hit's snippet: plain text, `match` on the words the search found. Show it as text, never as HTML. */
+export interface SnippetPart {
+  text: string;
+  match?: boolean;
+}
+
+/** A message a search found: where it is, who wrote it, a snippet of its text, and its rank (higher first, within one search). */
+export interface SearchHit {
+  conversationId: string;
+  conversationTitle?: string;
+  messageId: string;
+  seq: number;
+  agentId: string;
+  role: Role;
+  createdAt: string;
+  snippet: SnippetPart[];
+  rank: number;
+}
+
 /** A prompt mode: `followup` (FIFO), `steer`, `collect` or `reject`. */
 export type PromptMode = "followup" | "steer" | "collect" | "reject";
 

@@ -219,3 +219,49 @@ describe("identity", () => {
     expect(at).toBeLessThanOrEqual(Date.now() + 1000);
   });
 });
+
+describe("search", () => {
+  it("finds messages by their text, best first, page by page, with the words found marked", async () => {
+    const c = shared();
+    const word = "ptarmigan" + Math.random().toString(36).slice(2, 8).replace(/[0-9]/g, "x");
+    const id = await conversation(c, "birds");
+    const other = await conversation(c, "elsewhere");
+    for (let i = 0; i < 4; i++) await c.postMessage(id, { id: `s${i}`, agentId: "alice", content: `a ${(word + " ").repeat(i + 1)}in the snow <b>` });
+    await c.postMessage(other, { id: "far", agentId: "bob", content: `another ${word}` });
+    const first = await c.search({ q: word.toUpperCase(), conversationId: id, limit: 2 });
+    expect(first.hits.map((h) => h.messageId)).toEqual(["s3", "s2"]);
+    expect(first.nextCursor).toBeTruthy();
+    const hit = first.hits[0]!;
+    expect(hit).toMatchObject({ conversationId: id, conversationTitle: "birds", agentId: "alice", role: "assistant" });
+    expect(hit.rank).toBeGreaterThan(first.hits[1]!.rank);
+    expect(hit.snippet.filter((p) => p.match).map((p) => p.text)).toContain(word);
+    expect(hit.snippet.map((p) => p.text).join("")).toContain("<b>"); // markup is text
+    const all: string[] = [];
+    for await (const h of c.searchAll({ q: word, conversationId: id, limit: 2 })) all.push(h.messageId);
+    expect(all).toEqual(["s3", "s2", "s1", "s0"]);
+    const everywhere = await c.search({ q: word });
+    expect(everywhere.hits.map((h) => h.messageId).sort()).toEqual(["far", "s0", "s1", "s2", "s3"]);
+    expect((await c.search({ q: `"${word} in the snow"` })).hits.map((h) => h.messageId).sort()).toEqual(["s0", "s1", "s2", "s3"]);
+    await expect(c.search({ q: "" })).rejects.toMatchObject({ status: 400, code: "invalid_request" });
+    await expect(c.search({ q: word, limit: 101 })).rejects.toMatchObject({ status: 422, code: "invalid_value" });
+    await expect(c.search({ q: "other", cursor: first.nextCursor })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it("finds for an agent only what its conversations hold", async () => {
+    const server = await startServer(inject("parleyBinary"));
+    try {
+      const open = new ParleyClient({ baseUrl: server.url });
+      const admin = new ParleyClient({ baseUrl: server.url, token: (await open.createToken({ kind: "admin" })).token });
+      const alice = new ParleyClient({ baseUrl: server.url, token: (await admin.createToken({ kind: "agent", agentId: "alice" })).token });
+      const ours = (await admin.createConversation({ participants: ["alice"], turnPolicy: "free" })).conversation.id;
+      const theirs = (await admin.createConversation({ participants: ["carol"], turnPolicy: "free" })).conversation.id;
+      await admin.postMessage(ours, { id: "mine", agentId: "alice", content: "the walrus" });
+      await admin.postMessage(theirs, { id: "hers", agentId: "carol", content: "the walrus too" });
+      expect((await alice.search({ q: "walrus" })).hits.map((h) => h.messageId)).toEqual(["mine"]);
+      expect((await admin.search({ q: "walrus" })).hits.map((h) => h.messageId).sort()).toEqual(["hers", "mine"]);
+      await expect(alice.search({ q: "walrus", conversationId: theirs })).rejects.toMatchObject({ status: 403, code: "forbidden" });
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { ParleyClient, View } from "@parleyhq/client";
+import { SearchResults } from "../components/SearchResults";
 import { ago, errorText } from "../lib/format";
 import { conversationPath, navigate } from "../lib/route";
 import type { AuthState } from "../lib/auth";
@@ -18,23 +19,33 @@ const POLL_MS = 5000;
 /**
  * The conversations, newest first, a page of 100 at a time as the reader
  * scrolls (cursor paging), virtualized. Live: the pages on screen are read
- * again every 5 s. Search asks the server for the titles that contain what
- * is typed (after a pause in typing), and pages through those alike.
+ * again every 5 s. Search by title asks the server for the titles that
+ * contain what is typed (after a pause in typing), and pages through those
+ * alike; search of messages shows the messages found in their stead.
  */
 export function ConversationList({ auth }: { auth: AuthState }) {
   const [query, setQuery] = useState("");
   const [title, setTitle] = useState("");
+  const [words, setWords] = useState("");
+  const [found, setFound] = useState("");
   useEffect(() => {
     const t = setTimeout(() => setTitle(query.trim()), 250);
     return () => clearTimeout(t);
   }, [query]);
+  useEffect(() => {
+    const t = setTimeout(() => setFound(words.trim()), 300);
+    return () => clearTimeout(t);
+  }, [words]);
   return (
     <main className="list-page">
       <div className="list-top">
-        <h1>Conversations</h1>
-        <input type="search" className="search" aria-label="Search by title" placeholder="Search by title" value={query} maxLength={200} onChange={(e) => setQuery(e.target.value)} />
+        <h1>{found ? "Messages found" : "Conversations"}</h1>
+        <div className="list-search">
+          <input type="search" className="search" aria-label="Search messages" placeholder="Search messages" value={words} maxLength={1024} onChange={(e) => setWords(e.target.value)} />
+          <input type="search" className="search" aria-label="Search by title" placeholder="Search by title" value={query} maxLength={200} disabled={found !== ""} onChange={(e) => setQuery(e.target.value)} />
+        </div>
       </div>
-      <ListPages key={title} client={auth.client} title={title} />
+      {found ? <SearchResults key={found} client={auth.client} q={found} /> : <ListPages key={title} client={auth.client} title={title} />}
     </main>
   );
 }

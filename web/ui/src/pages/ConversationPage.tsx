@@ -3,6 +3,7 @@ import { ParleyError, type ExportFormat, type Message, type PromptMode, type Que
 import { Composer } from "../components/Composer";
 import { ConfirmDialog } from "../components/ConfirmDialog";
 import { ConversationHead } from "../components/ConversationHead";
+import { ConversationSearch } from "../components/ConversationSearch";
 import { FlowView } from "../components/FlowView";
 import { MessageList, type MessageListHandle } from "../components/MessageList";
 import { QueuePanel } from "../components/QueuePanel";
@@ -223,6 +224,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
         <button type="button" className="linkish back" onClick={() => navigate("/")}>
           ← Conversations
         </button>
+        <ConversationSearch client={auth.client} id={id} onJump={onJump} />
         <div className="conv-tools">
           <button type="button" onClick={() => void download("markdown")}>
             Export Markdown

@@ -80,3 +80,32 @@ func withSchema(b *testing.B, base, schema string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// BenchmarkAppendMessagesPostgres measures writing messages with the
+// search column and its indexes and, for comparison, without them (dropped
+// from the schema).
+func BenchmarkAppendMessagesPostgres(b *testing.B) {
+	for _, indexed := range []bool{true, false} {
+		name := map[bool]string{true: "indexed", false: "unindexed"}[indexed]
+		b.Run(name, func(b *testing.B) {
+			url := pgtest.Schema(b)
+			db, err := postgres.Open(context.Background(), url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			if !indexed {
+				conn, err := pgx.Connect(context.Background(), url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, err = conn.Exec(context.Background(), `ALTER TABLE messages DROP COLUMN search, DROP COLUMN search_order`)
+				conn.Close(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			storetest.BenchmarkAppendMessages(b, db)
+		})
+	}
+}

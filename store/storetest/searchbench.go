@@ -257,3 +257,18 @@ func newBenchConversation(b *testing.B, s store.Store) string {
 	}
 	return id
 }
+
+// BenchDeltas returns n text deltas of about 32 bytes each, of words drawn
+// from the corpus's vocabulary, as a model streams them.
+func BenchDeltas(n int) []string {
+	z := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 1, benchWords-1)
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for b.Len() < 32 {
+			b.WriteString(benchWord(int(z.Uint64())) + " ")
+		}
+		out[i] = b.String()
+	}
+	return out
+}

@@ -66,24 +66,14 @@ func (c *Client) ListConversations(ctx context.Context, o ListConversationsOptio
 // lists, page after page (o.Cursor, if set, is where it starts). An error
 // is yielded once, with a nil view, and ends the iteration.
 func (c *Client) EachConversation(ctx context.Context, o ListConversationsOptions) iter.Seq2[*View, error] {
-	return func(yield func(*View, error) bool) {
-		for {
-			p, err := c.ListConversations(ctx, o)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, v := range p.Conversations {
-				if !yield(v, nil) {
-					return
-				}
-			}
-			if p.NextCursor == "" {
-				return
-			}
-			o.Cursor = p.NextCursor
+	return each(func(cursor string) ([]*View, string, error) {
+		o.Cursor = cursor
+		p, err := c.ListConversations(ctx, o)
+		if err != nil {
+			return nil, "", err
 		}
-	}
+		return p.Conversations, p.NextCursor, nil
+	}, o.Cursor)
 }
 
 // ListMessagesOptions choose a page of a conversation's messages.
@@ -198,12 +188,13 @@ func (c *Client) Thread(ctx context.Context, conversationID, messageID string) (
 	return call[Thread](ctx, c, http.MethodGet, convPath(conversationID, "/messages/"+url.PathEscape(messageID)+"/thread"), nil)
 }
 
-// each iterates over the items of pages read by page(after), which returns
-// a page's items and the after of the next page (0 on the last).
-func each[T any](page func(after int64) ([]T, int64, error), after int64) iter.Seq2[T, error] {
+// each iterates over the items of pages read by page(at), which returns a
+// page's items and where the next page starts: an after seq or a cursor,
+// the zero value on the last page.
+func each[T any, C comparable](page func(at C) ([]T, C, error), at C) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		for {
-			items, next, err := page(after)
+			items, next, err := page(at)
 			if err != nil {
 				var zero T
 				yield(zero, err)
@@ -214,10 +205,11 @@ func each[T any](page func(after int64) ([]T, int64, error), after int64) iter.S
 					return
 				}
 			}
-			if next == 0 {
+			var last C
+			if next == last {
 				return
 			}
-			after = next
+			at = next
 		}
 	}
 }

@@ -55,22 +55,12 @@ func (c *Client) Search(ctx context.Context, o SearchOptions) (*SearchPage, erro
 // (o.Cursor, if set, is where it starts). An error is yielded once, with a
 // nil hit, and ends the iteration.
 func (c *Client) EachHit(ctx context.Context, o SearchOptions) iter.Seq2[*parley.SearchHit, error] {
-	return func(yield func(*parley.SearchHit, error) bool) {
-		for {
-			p, err := c.Search(ctx, o)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, h := range p.Hits {
-				if !yield(h, nil) {
-					return
-				}
-			}
-			if p.NextCursor == "" {
-				return
-			}
-			o.Cursor = p.NextCursor
+	return each(func(cursor string) ([]*parley.SearchHit, string, error) {
+		o.Cursor = cursor
+		p, err := c.Search(ctx, o)
+		if err != nil {
+			return nil, "", err
 		}
-	}
+		return p.Hits, p.NextCursor, nil
+	}, o.Cursor)
 }

@@ -173,39 +173,31 @@ func candidates(ctx context.Context, tx *sql.Tx, terms []string, p store.SearchP
 		}
 	}
 	args[0] = match
-	rows, err := tx.QueryContext(ctx, q+` ORDER BY f.rowid DESC LIMIT ?2`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var rid int64
-		if err := rows.Scan(&rid); err != nil {
-			return nil, err
-		}
-		out = append(out, rid)
-	}
-	return out, rows.Err()
+	return column[int64](ctx, tx, q+` ORDER BY f.rowid DESC LIMIT ?2`, args...)
 }
 
 // memberConversations returns up to memberTerms+1 of the conversations
 // agent takes part in.
 func memberConversations(ctx context.Context, tx *sql.Tx, agent string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT conversation_id FROM conversation_members WHERE agent_id = ? LIMIT ?`, agent, memberTerms+1)
+	return column[string](ctx, tx, `SELECT conversation_id FROM conversation_members WHERE agent_id = ? LIMIT ?`, agent, memberTerms+1)
+}
+
+// column returns the one column of the rows a query reads.
+func column[T any](ctx context.Context, tx *sql.Tx, q string, args ...any) ([]T, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
+	var out []T
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		out = append(out, v)
 	}
-	return ids, rows.Err()
+	return out, rows.Err()
 }
 
 // bm25 returns the bm25 rank (higher is better) of the rows from rowid lo

@@ -55,7 +55,7 @@ func SearchBenchCorpus(tb testing.TB) SearchCorpus {
 
 // The words the benchmarks search for. benchRare is written into ten
 // messages of the corpus, whatever its size; the others are the
-// vocabulary's first (in 98% of the messages), its 30th (8%) and its
+// vocabulary's first (in 94% of the messages), its 30th (8%) and its
 // 3000th (0.05%).
 const (
 	benchRare   = "quokkaberry"
@@ -147,7 +147,7 @@ func BuildSearchCorpus(ctx context.Context, s store.Store, c SearchCorpus) error
 }
 
 // BenchmarkSearch measures searches of corpus c in s, a page of 20 each:
-// a word in most messages (98%), one in 8%, one in 0.05%, a rare word (ten
+// a word in most messages (94%), one in 8%, one in 0.05%, a rare word (ten
 // messages),
 // a phrase of two common words, two words, a common word and a frequent one
 // in one conversation, and a common word in the conversations of an agent

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -157,6 +158,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		MaxImportBytes: *maxImport,
 		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
 		Guards:         guards,
+		BackupDir:      backupDir(*dbPath, *pgURL),
 	})
 	go handler.WatchTokens(ctx)
 
@@ -191,6 +193,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		return err
 	}
 	return nil
+}
+
+// backupDir is where GET /v1/admin/backup writes a backup before it sends
+// it: beside the SQLite file, on its file system (the system's temporary
+// directory may be small).
+func backupDir(dbPath, pgURL string) string {
+	if pgURL != "" {
+		return ""
+	}
+	return filepath.Dir(dbPath)
 }
 
 // maxHeaderBytes bounds a request's headers (and its URL); past it: 431.

@@ -54,7 +54,7 @@ func trace(id string, seq int64) parley.Event {
 }
 
 // newConversations makes n conversations of db (their seq 1 written).
-func newConversations(t *testing.T, db store.Store, n int) []string {
+func newConversations(t testing.TB, db store.Store, n int) []string {
 	t.Helper()
 	var ids []string
 	for range n {

@@ -115,8 +115,13 @@ func TestRestoreGivesClientsASnapshot(t *testing.T) {
 	backedUp := messagesOf(t, ctx, c, id)
 
 	backup := filepath.Join(dir, "backup.db")
-	if out := runParley(t, "backup", "-db", db, backup); !strings.Contains(out, "backed up "+db+" to "+backup) {
-		t.Fatalf("backup said %q", out)
+	// Not on a terminal: a plain line of progress at each tenth.
+	if out, stderr := runParleyErr(t, "backup", "-db", db, backup); !strings.Contains(out, "backed up "+db+" to "+backup) ||
+		!regexp.MustCompile(`(?m)^backing up: 100% \((\d+) of (\d+) pages\)$`).MatchString(stderr) {
+		t.Fatalf("backup said %q, and %q", out, stderr)
+	}
+	if _, stderr := runParleyFail(t, "backup", "-db", db, backup); !strings.Contains(stderr, "exists") {
+		t.Fatalf("a backup over a file: %s", stderr)
 	}
 	// After the backup: a second exchange, seen by the client.
 	if _, err := c.PostMessage(ctx, id, client.Message{ID: "q2", AgentID: "human", Role: parley.RoleUser, Content: "second?", Finality: parley.FinalityTurn}); err != nil {
@@ -291,5 +296,21 @@ func TestBackupUnderLoadRestoresWhole(t *testing.T) {
 				t.Fatalf("%s of %s: %d events, header %s", id, backup, events, first)
 			}
 		}
+	}
+}
+
+// TestChunkRetentionFlag: serve takes a retention in days, weeks or Go's
+// units, and refuses one under a minute or malformed.
+func TestChunkRetentionFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, bad := range []string{"30s", "7x", "-1d", "1.5d"} {
+		if _, stderr := runParleyFail(t, "serve", "-db", filepath.Join(dir, "bad.db"), "-addr", "127.0.0.1:0", "-chunk-retention", bad); !strings.Contains(stderr, "chunk-retention") {
+			t.Fatalf("-chunk-retention %s: %s", bad, stderr)
+		}
+	}
+	srv := startServer(t, filepath.Join(dir, "parley.db"), "-chunk-retention", "7d")
+	if _, err := client.New(srv.url, "").CreateConversation(context.Background(), client.NewConversation{Title: "kept a week"}); err != nil {
+		t.Fatal(err)
 	}
 }

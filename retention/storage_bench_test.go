@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/postgres"
@@ -186,6 +188,7 @@ func BenchmarkCompactedStorage(b *testing.B) {
 		b.Logf("%s: by table, after  %v", name, ta)
 		b.ReportMetric(float64(before)/float64(text), name+"-bytes-before/text-byte")
 		b.ReportMetric(float64(after)/float64(text), name+"-bytes-after/text-byte")
+		checkResumes(b, ctx, st, id, export.Bytes(), deltas)
 	}
 	for b.Loop() {
 	}
@@ -218,4 +221,63 @@ func BenchmarkCompactedStorage(b *testing.B) {
 		}
 		report("postgres", func() (int64, map[string]int64) { return postgresSizes(b, ctx, url) }, pg)
 	})
+}
+
+// checkResumes folds, for positions before, inside and after the spans
+// compaction made (the first message, one in the middle, the last), what a
+// client held there before compaction (the export's events up to it) and
+// then the compacted log after it, and fails unless each gives the stored
+// messages.
+func checkResumes(b *testing.B, ctx context.Context, st store.Store, id string, export []byte, deltas int) {
+	b.Helper()
+	var events []parley.Event
+	for line := range bytes.SplitSeq(export, []byte("\n")) {
+		var l struct{ Event *parley.Event }
+		if json.Unmarshal(line, &l) == nil && l.Event != nil {
+			events = append(events, *l.Event)
+		}
+	}
+	rows, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, Limit: 100_000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := shownMessages(rows)
+	per := int64(deltas + 2) // a message, its deltas, its end
+	last := int64(len(events))
+	mid := (last / per / 2) * per
+	for _, at := range []int64{0, 1, 2 + per/2, per, per + 1, mid + 1 + per/3, last - 2, last - 1, last} {
+		f := &client.Fold{}
+		for _, e := range events[:at] {
+			if err := f.ApplyEvent(e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for after := at; after < last; {
+			page, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: after, Limit: 1000})
+			if err != nil || len(page) == 0 {
+				b.Fatalf("reading after %d: %d events, err %v", after, len(page), err)
+			}
+			for _, e := range page {
+				if e.Seq != after+1 {
+					b.Fatalf("seq %d after %d", e.Seq, after)
+				}
+				if err := f.ApplyEvent(e); err != nil {
+					b.Fatal(err)
+				}
+				after = e.Seq
+			}
+		}
+		if got := shownMessages(f.Messages()); got != want {
+			b.Fatalf("resumed from %d of %d: the fold differs from the rows", at, last)
+		}
+	}
+}
+
+// shownMessages is what a client shows of messages.
+func shownMessages(ms []*parley.Message) string {
+	var sb strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&sb, "%s %s %q\n", m.ID, m.Status, m.Content)
+	}
+	return sb.String()
 }

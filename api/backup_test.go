@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,13 +157,7 @@ func TestBackupOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	eng := engine.New(db, engine.Options{})
-	defer eng.Close()
-	runners := dispatch.New(eng, dispatch.Options{})
-	defer runners.Close()
-	srv := httptest.NewServer(api.New(eng, runners, api.Options{Open: true}))
-	defer srv.Close()
+	srv, _, _ := serveStore(t, db, engine.Options{}, dispatch.Options{}, api.Options{Open: true})
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/admin/backup", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -168,48 +168,28 @@ func messageEnds(ctx context.Context, tx pgx.Tx, id string, rows []store.LogRow)
 func (db *DB) RenewEpochs(ctx context.Context, p store.RenewEpochsParams) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		n = 0
-		for after := ""; ; {
-			rows, err := tx.Query(ctx, `SELECT id, data FROM conversations WHERE id > $1 ORDER BY id LIMIT 1000`, after)
+		read := func(after string) ([]store.EpochRenewal, error) {
+			rows, err := tx.Query(ctx, `SELECT c.id, c.data, e.data FROM conversations c
+				LEFT JOIN events e ON e.conversation_id = c.id AND e.seq = 1 AND e.type = $1
+				WHERE c.id > $2 ORDER BY c.id LIMIT $3`, parley.EventConversationCreated, after, store.RenewBatch)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			type stored struct {
-				id   string
-				data []byte
-			}
-			batch, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stored, error) {
-				var s stored
-				return s, r.Scan(&s.id, &s.data)
+			return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.EpochRenewal, error) {
+				var e store.EpochRenewal
+				return e, r.Scan(&e.ID, &e.Data, &e.Created)
 			})
-			if err != nil || len(batch) == 0 {
+		}
+		write := func(r store.EpochRenewal) error {
+			if _, err := tx.Exec(ctx, `UPDATE conversations SET data = $2 WHERE id = $1`, r.ID, r.Data); err != nil || r.Created == nil {
 				return err
 			}
-			for _, c := range batch {
-				epoch := p.Epoch()
-				data, err := store.WithEpoch(c.data, epoch)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `UPDATE conversations SET data = $2 WHERE id = $1`, c.id, data); err != nil {
-					return err
-				}
-				var created []byte
-				err = tx.QueryRow(ctx, `SELECT data FROM events WHERE conversation_id = $1 AND seq = 1 AND type = $2`, c.id, parley.EventConversationCreated).Scan(&created)
-				if err == nil {
-					if created, err = store.WithEpoch(created, epoch); err == nil {
-						_, err = tx.Exec(ctx, `UPDATE events SET data = $2 WHERE conversation_id = $1 AND seq = 1`, c.id, created)
-					}
-				} else if errors.Is(err, pgx.ErrNoRows) {
-					err = nil
-				}
-				if err != nil {
-					return err
-				}
-				n++
-			}
-			after = batch[len(batch)-1].id
+			_, err := tx.Exec(ctx, `UPDATE events SET data = $2 WHERE conversation_id = $1 AND seq = 1`, r.ID, r.Created)
+			return err
 		}
+		var err error
+		n, err = store.RenewAll(p, read, write)
+		return err
 	})
 	return n, err
 }

@@ -140,21 +140,29 @@ func TestBackupUnderWrites(t *testing.T) {
 	}
 }
 
+// backedUp makes a database (dir/parley.db, open) of n conversations and
+// a backup of it (dir/backup.db).
+func backedUp(t *testing.T, n int) (string, *sqlite.DB, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "parley.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := newConversations(t, db, n)
+	if err := sqlite.Backup(context.Background(), db.Path(), filepath.Join(dir, "backup.db"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir, db, ids
+}
+
 // TestRestore restores a backup into a new file and over a database: the
 // conversations are the backup's, each with a new epoch in its record and
 // its first event, and everything else as it was.
 func TestRestore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := newConversations(t, db, 3)
-	if err := sqlite.Backup(ctx, db.Path(), filepath.Join(dir, "backup.db"), nil); err != nil {
-		t.Fatal(err)
-	}
+	dir, db, ids := backedUp(t, 3)
 	// Written after the backup: gone once it is restored.
 	later := newConversations(t, db, 1)[0]
 	if err := db.Close(); err != nil {
@@ -198,16 +206,8 @@ func TestRestore(t *testing.T) {
 func TestRestoreRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := sqlite.Open(ctx, filepath.Join(dir, "parley.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := newConversations(t, db, 1)
+	dir, db, ids := backedUp(t, 1)
 	backup := filepath.Join(dir, "backup.db")
-	if err := sqlite.Backup(ctx, db.Path(), backup, nil); err != nil {
-		t.Fatal(err)
-	}
 	epoch := func() string { return "f0000000" }
 	if _, err := sqlite.Restore(ctx, backup, db.Path(), epoch, nil); parley.ErrorCode(err) != parley.EBUSY {
 		t.Fatalf("restore into a database in use: %v", err)
@@ -250,7 +250,7 @@ func TestRestoreRefusals(t *testing.T) {
 			t.Fatalf("%s: %v, want %s", name, err, c.code)
 		}
 	}
-	db, err = sqlite.Open(ctx, db.Path(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, db.Path(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -175,70 +175,34 @@ func (db *DB) messageEnds(ctx context.Context, id string, rows []store.LogRow) (
 func (db *DB) RenewEpochs(ctx context.Context, p store.RenewEpochsParams) (int, error) {
 	n := 0
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		n = 0
-		for after := ""; ; {
-			batch, err := conversationData(ctx, tx, after)
-			if err != nil || len(batch) == 0 {
+		read := func(after string) ([]store.EpochRenewal, error) {
+			rows, err := tx.QueryContext(ctx, `SELECT c.id, c.data, e.data FROM conversations c
+				LEFT JOIN events e ON e.conversation_id = c.id AND e.seq = 1 AND e.type = ?
+				WHERE c.id > ? ORDER BY c.id LIMIT ?`, parley.EventConversationCreated, after, store.RenewBatch)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []store.EpochRenewal
+			for rows.Next() {
+				var r store.EpochRenewal
+				if err := rows.Scan(&r.ID, &r.Data, &r.Created); err != nil {
+					return nil, err
+				}
+				out = append(out, r)
+			}
+			return out, rows.Err()
+		}
+		write := func(r store.EpochRenewal) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET data = ? WHERE id = ?`, r.Data, r.ID); err != nil || r.Created == nil {
 				return err
 			}
-			for _, c := range batch {
-				epoch := p.Epoch()
-				data, err := store.WithEpoch(c.data, epoch)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, `UPDATE conversations SET data = ? WHERE id = ?`, data, c.id); err != nil {
-					return err
-				}
-				if err := renewCreated(ctx, tx, c.id, epoch); err != nil {
-					return err
-				}
-				n++
-			}
-			after = batch[len(batch)-1].id
+			_, err := tx.ExecContext(ctx, `UPDATE events SET data = ? WHERE conversation_id = ? AND seq = 1`, r.Created, r.ID)
+			return err
 		}
+		var err error
+		n, err = store.RenewAll(p, read, write)
+		return err
 	})
 	return n, err
-}
-
-// storedConversation is a conversation's id and its data as stored.
-type storedConversation struct {
-	id   string
-	data []byte
-}
-
-// conversationData reads a batch of conversations in id order after after.
-func conversationData(ctx context.Context, tx *sql.Tx, after string) ([]storedConversation, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, data FROM conversations WHERE id > ? ORDER BY id LIMIT 1000`, after)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []storedConversation
-	for rows.Next() {
-		var c storedConversation
-		if err := rows.Scan(&c.id, &c.data); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-// renewCreated sets the epoch in a conversation's conversation.created
-// event, if it has one (seq 1).
-func renewCreated(ctx context.Context, tx *sql.Tx, id, epoch string) error {
-	var data []byte
-	err := tx.QueryRowContext(ctx, `SELECT data FROM events WHERE conversation_id = ? AND seq = 1 AND type = ?`, id, parley.EventConversationCreated).Scan(&data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if data, err = store.WithEpoch(data, epoch); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE events SET data = ? WHERE conversation_id = ? AND seq = 1`, data, id)
-	return err
 }

@@ -326,6 +326,47 @@ type RenewEpochsParams struct {
 	Epoch func() string
 }
 
+// EpochRenewal is one conversation as RenewEpochs reads and writes it:
+// its record's data and its conversation.created event's (nil if it has
+// none), as stored.
+type EpochRenewal struct {
+	ID            string
+	Data, Created []byte
+}
+
+// RenewAll is RenewEpochs over a backend's two steps: read reads the
+// conversations after an id, in id order, a batch at a time (none once
+// done); write stores one with its new epoch. It returns how many it
+// renewed.
+func RenewAll(p RenewEpochsParams, read func(after string) ([]EpochRenewal, error), write func(EpochRenewal) error) (int, error) {
+	n := 0
+	for after := ""; ; {
+		batch, err := read(after)
+		if err != nil || len(batch) == 0 {
+			return n, err
+		}
+		for _, r := range batch {
+			epoch := p.Epoch()
+			if r.Data, err = WithEpoch(r.Data, epoch); err != nil {
+				return n, err
+			}
+			if r.Created != nil {
+				if r.Created, err = WithEpoch(r.Created, epoch); err != nil {
+					return n, err
+				}
+			}
+			if err := write(r); err != nil {
+				return n, err
+			}
+			n++
+		}
+		after = batch[len(batch)-1].ID
+	}
+}
+
+// RenewBatch is how many conversations RenewAll reads at a time.
+const RenewBatch = 1000
+
 // WithEpoch returns the JSON of a conversation (data, as stored: an
 // object with an "epoch" string) with its epoch set to epoch, every other
 // byte as it was.

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,7 +85,7 @@ func (p *pauses) take() []time.Duration {
 
 // BenchmarkBackupUnderWrites backs up a database of PARLEY_BENCH_BACKUP_MB
 // MiB of events (default 16) while 4 writers append to it as fast as they
-// can, one event of 200 bytes a commit, and reports how long the backup
+// can, one event of PARLEY_BENCH_WRITE_BYTES bytes (default 200) a commit, and reports how long the backup
 // took and the longest any write took during it, beside the longest in a
 // second before it and in as long as it took after it (the WAL, which
 // could not be checkpointed past the backup's snapshot, catches up then).
@@ -93,6 +94,11 @@ func BenchmarkBackupUnderWrites(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("PARLEY_BENCH_BACKUP_MB")); err == nil && n > 0 {
 		mb = n
 	}
+	size := 200
+	if n, err := strconv.Atoi(os.Getenv("PARLEY_BENCH_WRITE_BYTES")); err == nil && n > 0 {
+		size = n
+	}
+	payload := json.RawMessage(fmt.Sprintf(`{"payload":"%0*d"}`, size, 0))
 	path := filledDB(b, mb)
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -116,6 +122,7 @@ func BenchmarkBackupUnderWrites(b *testing.B) {
 				}
 				start := time.Now()
 				e := trace(id, seq+1)
+				e.Data = payload
 				if err := db.Append(ctx, store.AppendParams{ConversationID: id, ExpectSeq: seq, Events: []parley.Event{e}, State: []byte(`{}`)}); err != nil {
 					b.Error(err)
 					return
@@ -162,5 +169,59 @@ func BenchmarkBackupUnderWrites(b *testing.B) {
 			brate, bp99.Round(time.Microsecond), bmax.Round(time.Microsecond),
 			drate, dp99.Round(time.Microsecond), dmax.Round(time.Microsecond),
 			arate, ap99.Round(time.Microsecond), amax.Round(time.Microsecond))
+	}
+}
+
+// BenchmarkWritesBehindALongRead holds a read snapshot open, as an online
+// backup does while it copies, while a writer appends 64 KiB events one a
+// commit until the log is past the 64 MiB at which the checkpointer would
+// make it start over, and reports the longest append. (Before the
+// checkpointer left the log alone behind such a reader, that was the 10 s
+// of the busy timeout, again and again.)
+func BenchmarkWritesBehindALongRead(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "parley.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	id := newConversations(b, db, 1)[0]
+	payload := json.RawMessage(fmt.Sprintf(`{"payload":"%065536d"}`, 0))
+	seq := int64(1)
+	for b.Loop() {
+		r, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+		if err != nil {
+			b.Fatal(err)
+		}
+		conn, err := r.Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n int
+		if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+			b.Fatal(err)
+		}
+		if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		var longest time.Duration
+		start := time.Now()
+		for range 2400 { // about 150 MiB of log
+			e := trace(id, seq+1)
+			e.Data = payload
+			t := time.Now()
+			if err := db.Append(ctx, store.AppendParams{ConversationID: id, ExpectSeq: seq, Events: []parley.Event{e}, State: []byte(`{}`)}); err != nil {
+				b.Fatal(err)
+			}
+			longest = max(longest, time.Since(t))
+			seq++
+		}
+		took := time.Since(start)
+		conn.ExecContext(ctx, `ROLLBACK`)
+		conn.Close()
+		r.Close()
+		b.ReportMetric(float64(longest.Microseconds())/1000, "longest-write-ms")
+		b.Logf("2400 appends of 64 KiB behind a read snapshot in %s; the longest took %s", took.Round(time.Millisecond), longest.Round(time.Microsecond))
 	}
 }

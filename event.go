@@ -34,6 +34,10 @@ const (
 	// EventMessagesRemoved records a revert: the messages it removed, a
 	// message and every one after it; Data is MessagesRemoved.
 	EventMessagesRemoved = "messages.removed"
+	// EventCompacted stands where a chunk or part.updated event of a message
+	// that ended long ago was, once retention compacted it: the message's
+	// row holds what it carried. Data is {}; it changes no message.
+	EventCompacted = "compacted"
 )
 
 // Event is one entry of a conversation's log. Seq numbers the events of one

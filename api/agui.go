@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -277,9 +278,28 @@ func (s *Server) streamAGUI(ctx context.Context, w http.ResponseWriter, thread, 
 			return
 		}
 	}
-	end := s.followAnswer(ctx, thread, from, a, out, func(steps []step, seq int64) error {
-		return write(enc.frames(steps), seq)
-	})
+	follow := func(seq int64) error {
+		return s.followAnswer(ctx, thread, parley.Position{Seq: seq, Epoch: from.Epoch}, a, out, func(steps []step, seq int64) error {
+			if resume != nil && a.tombstone != 0 && a.tombstone <= resume.seq {
+				// Retention compacted deltas of the run before the position:
+				// the frames made of them then are not those made of them
+				// now, so the client's place among them is lost. Nothing was
+				// sent yet (every frame so far was at or before the position).
+				return errRestartRun
+			}
+			return write(enc.frames(steps), seq)
+		})
+	}
+	end := follow(from.Seq)
+	if errors.Is(end, errRestartRun) {
+		// As for a history replaced: the run is sent whole.
+		resume, a, enc = nil, newAnswer(runID), &aguiEncoder{thread: thread, run: runID}
+		started, _ := json.Marshal(map[string]string{"type": "RUN_STARTED", "threadId": thread, "runId": runID})
+		if write([][]byte{started}, from.Seq) != nil {
+			return
+		}
+		end = follow(from.Seq)
+	}
 	if text, ok := s.endText(thread, end); ok {
 		f, _ := json.Marshal(map[string]string{"type": "RUN_ERROR", "message": text, "code": parley.ErrorCode(end)})
 		if out.data("", f) == nil {

@@ -4,9 +4,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/retention"
 )
 
 // runInput is a RunAgentInput as @ag-ui/client's HttpAgent posts it.
@@ -103,4 +105,57 @@ func TestAGUIEndings(t *testing.T) {
 	if got := chunkTypes(st.all(), "message"); got != "RUN_STARTED\nRUN_ERROR message=\"the model is down\"" {
 		t.Fatalf("failed run:\n%s", got)
 	}
+}
+
+// TestAGUIResumeAfterCompaction: once retention compacted the run's text
+// deltas, a client resuming from a position at or after them gets the
+// events after it as before, and one resuming from before them (whose
+// place among the events of the deltas is lost) gets the run whole again,
+// as for a history replaced: never part of the text twice.
+func TestAGUIResumeAfterCompaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	in := runInput("t-1", "run-1", "What is 6 x 7?", map[string]any{"to": "bob"})
+	st := events(t, b.postJSON("/v1/ag-ui", b.alice, in))
+	run := b.runnerConn("t-1", b.bob)
+	until(t, b, run, "prompt")
+	script(t, b, run, "r1", 0, len(scriptedAnswer))
+	do(t, b, run, `{"type":"complete"}`)
+	full := st.all()
+	sw := retention.New(b.db, retention.Options{Retention: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if n, err := sw.Pass(b.ctx); err != nil || n.Events == 0 {
+		t.Fatalf("compaction: %+v, err %v", n, err)
+	}
+	whole, exact := 0, 0
+	for i, ev := range full {
+		rest := events(t, b.postJSON("/v1/ag-ui", b.alice, in, "Last-Event-ID", ev.id)).all()
+		got := aguiTypes(append(slices.Clone(full[:i+1]), rest...))
+		if len(rest) > 0 && strings.HasPrefix(aguiTypes(rest[:1]), "RUN_STARTED") {
+			got = aguiTypes(rest)
+			whole++
+		} else {
+			exact++
+		}
+		if joinDeltas(got) != joinDeltas(wantAGUI) {
+			t.Fatalf("resumed after %s:\n%s", ev.id, aguiTypes(rest))
+		}
+	}
+	if whole == 0 || exact == 0 {
+		t.Fatalf("%d resumes sent the run whole, %d went on exactly; want some of each", whole, exact)
+	}
+}
+
+// joinDeltas joins consecutive TEXT_MESSAGE_CONTENT events into one: the
+// text a client shows, whichever deltas brought it.
+func joinDeltas(events string) string {
+	const content = `TEXT_MESSAGE_CONTENT messageId="r1" delta="`
+	var out []string
+	for _, line := range strings.Split(events, "\n") {
+		if n := len(out); n > 0 && strings.HasPrefix(line, content) && strings.HasPrefix(out[n-1], content) {
+			out[n-1] = strings.TrimSuffix(out[n-1], `"`) + strings.TrimPrefix(line, content)
+			continue
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }

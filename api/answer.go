@@ -78,6 +78,8 @@ type answerState struct {
 	sent  map[int]*textSent
 	tools map[string]*toolSent
 	done  bool
+	// tombstone is the seq of the last compacted event folded (0: none).
+	tombstone int64
 }
 
 type textSent struct {
@@ -107,6 +109,11 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 		return out
 	}
 	switch ev.Type {
+	case parley.EventCompacted:
+		// Retention compacted a delta here: the message.updated that ends
+		// its message brings what it held, so the steps it made then move
+		// there.
+		a.tombstone = ev.Seq
 	case parley.EventMessage, parley.EventMessageUpdated:
 		var m parley.Message
 		if json.Unmarshal(ev.Data, &m) != nil {

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -87,6 +88,11 @@ func (o *sseOut) done() { _ = o.rc.SetWriteDeadline(time.Time{}) }
 // it.
 var errReplaced = parley.Errorf(parley.ENOTFOUND, "the conversation's history was replaced; the answer followed is no longer in it")
 
+// errRestartRun is what an emit returns to end following an answer whose
+// steps, up to the position a client resumes from, are no longer those it
+// was sent: the caller sends the answer again from its start.
+var errRestartRun = errors.New("the answer's events before the position were compacted")
+
 // followAnswer reads conversation id's log after position from, folds every
 // event into a, and hands each event's steps (with the event's seq) to
 // emit, then flushes each batch of events once; it pings out after
@@ -122,7 +128,9 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 			}
 			steps = a.apply(*ev, steps[:0])
 			from.Seq = ev.Seq
-			if err := emit(steps, ev.Seq); err != nil {
+			if err := emit(steps, ev.Seq); errors.Is(err, errRestartRun) {
+				return true, err
+			} else if err != nil {
 				return true, errClientGone
 			}
 			return a.ended(), nil

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
 )
 
 // bundle is a real server over loopback: SQLite file, engine, API, and
@@ -53,11 +54,7 @@ func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, ao
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(db, eopts)
-	runners := dispatch.New(eng, dopts)
-	handler := api.New(eng, runners, aopts)
-	srv := httptest.NewServer(handler)
-	t.Cleanup(func() { srv.Close(); runners.Close(); eng.Close(); db.Close() })
+	srv, eng, handler := serveStore(t, db, eopts, dopts, aopts)
 	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
 		s, _, err := eng.CreateToken(ctx, kind, agent, "")
@@ -68,6 +65,18 @@ func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, ao
 	}
 	b.admin, b.alice, b.bob, b.viewer = mk(parley.TokenAdmin, ""), mk(parley.TokenAgent, "alice"), mk(parley.TokenAgent, "bob"), mk(parley.TokenViewer, "")
 	return b, handler
+}
+
+// serveStore serves the API over an engine on db, over loopback, until the
+// test ends (and closes db then).
+func serveStore(t testing.TB, db store.Store, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*httptest.Server, *engine.Engine, *api.Server) {
+	t.Helper()
+	eng := engine.New(db, eopts)
+	runners := dispatch.New(eng, dopts)
+	handler := api.New(eng, runners, aopts)
+	srv := httptest.NewServer(handler)
+	t.Cleanup(func() { srv.Close(); runners.Close(); eng.Close(); db.Close() })
+	return srv, eng, handler
 }
 
 // response is an answer with its decoded JSON body.

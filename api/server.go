@@ -54,6 +54,10 @@ type Options struct {
 	// WriteTimeout bounds one batch of writes to a stream client that does not
 	// read (default 10s); past it the client is dropped.
 	WriteTimeout time.Duration
+	// BackupDir is where GET /v1/admin/backup writes a backup before it
+	// sends it (default: the system's temporary directory); the server sets
+	// it beside its database.
+	BackupDir string
 	// Guards hold the protections of open mode, request bodies and quotas.
 	Guards
 }
@@ -68,6 +72,8 @@ type Server struct {
 	metrics *httpMetrics
 	open    atomic.Bool
 	creates *rateLimiter // nil: no bound
+	// backingUp is true while a backup is made or sent: one at a time.
+	backingUp atomic.Bool
 }
 
 // New returns the API over eng and its runners.
@@ -149,6 +155,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
 	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))
 	m.HandleFunc("DELETE /v1/tokens/{id}", s.authed(s.revokeToken))
+	m.HandleFunc("GET /v1/admin/backup", s.authed(s.backup))
 
 	// The web UI: static files that need no token, but an open server
 	// answers them only as it answers everything else (checkOpen).

@@ -23,3 +23,7 @@ func ValidEpoch(s string) bool {
 	}
 	return true
 }
+
+// NewEpoch returns a new random epoch, as the server makes them: for a
+// restore, which gives every conversation a new one.
+func NewEpoch() string { return newEpoch() }

@@ -79,3 +79,17 @@ func parseNotice(line string) (feed.Notice, bool) {
 	}
 	return feed.Notice{ConversationID: fields[0], Seq: seq, Queue: len(fields) > 2 && fields[2] == "q"}, true
 }
+
+// Listeners counts the connections to the database at url, other than
+// its own, that listen for Parley's appends: one per running node.
+func Listeners(ctx context.Context, url string) (int, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = $1`,
+		"LISTEN "+NotifyChannel).Scan(&n)
+	return n, err
+}

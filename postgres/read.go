@@ -137,16 +137,18 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	return recs, next, nil
 }
 
-// ReadEvents implements store.Store.
+// ReadEvents implements store.Store. A compacted span is one row, stored
+// at its last seq, so that the rows after a position are those after it
+// in the index whether or not the position is inside a span.
 func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+	limit := clampLimit(p.Limit)
 	rows, err := db.pool.Query(ctx, `SELECT seq, type, turn, turn_id, agent_id, finality, ts, data FROM events
-		WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, p.ConversationID, p.After, clampLimit(p.Limit))
+		WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, p.ConversationID, p.After, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var events []parley.Event
-	size := 0
+	page := store.NewEventPage(p, limit)
 	for rows.Next() {
 		e := parley.Event{ConversationID: p.ConversationID}
 		var fin string
@@ -156,12 +158,11 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 			return nil, err
 		}
 		e.Finality, e.Time, e.Data = parley.Finality(fin), fromTS(ts), data
-		events = append(events, e)
-		if size += len(data); p.MaxBytes > 0 && size >= p.MaxBytes {
+		if page.Add(e) {
 			break // the rest of the page waits for the next read
 		}
 	}
-	return events, rows.Err()
+	return page.Events, rows.Err()
 }
 
 // GetMessage implements store.Store.

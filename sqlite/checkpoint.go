@@ -15,8 +15,8 @@ import (
 // on a connection of its own, a moment after commits happen. A PASSIVE
 // checkpoint runs beside the writer and the readers without blocking them;
 // only when the log has grown past walRestartPages (readers kept it from
-// starting over) does a RESTART checkpoint wait, briefly holding writers
-// back, until the log can start from the beginning.
+// starting over) and was copied whole does a RESTART checkpoint wait,
+// briefly holding writers back, until the log can start from the beginning.
 
 const (
 	// checkpointPause is the least time between two checkpoints.
@@ -38,7 +38,13 @@ func (db *DB) checkpointer(conn *sql.DB, kick <-chan struct{}, done chan<- struc
 			return
 		}
 		var busy, pages, copied int
-		if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &pages, &copied); err == nil && pages > walRestartPages {
+		// RESTART holds writers back until every reader has left the log,
+		// for up to the busy timeout, again each round: behind a reader of
+		// an old snapshot (an online backup holds one for as long as it
+		// copies) that would stall writers for seconds at a time. So only
+		// when the PASSIVE checkpoint could copy the whole log, which no
+		// reader of an old snapshot lets it, is the log made to start over.
+		if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &pages, &copied); err == nil && pages > walRestartPages && copied == pages {
 			_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &pages, &copied)
 		}
 		db.checkpoints.Add(1)

@@ -220,6 +220,27 @@ type Store interface {
 	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
 	UpdateDelivery(ctx context.Context, d *parley.Delivery) error
 
+	// CompactionCursors pages over the conversations (not imports in
+	// progress) in id order after p.After, with where compaction of each
+	// stands (see compact.go).
+	CompactionCursors(ctx context.Context, p CompactionCursorsParams) ([]CompactionCursor, error)
+
+	// Compact looks at up to p.MaxRows stored rows of a conversation's log
+	// after its compaction cursor, replaces the runs PlanCompaction finds
+	// with spans, and moves the cursor, in one transaction. Reads of the
+	// log stay exact across it: ReadEvents returns a tombstone for each seq
+	// compacted. It returns ENOTFOUND for an unknown conversation (or an
+	// import in progress) and EBUSY (ErrCompactionRaced) when the rows
+	// changed under it; several nodes may run it at once.
+	Compact(ctx context.Context, p CompactParams) (CompactResult, error)
+
+	// RenewEpochs gives every conversation a new epoch (in its record and
+	// in its conversation.created event), in one transaction, and returns
+	// how many it renewed: after a restore, so that a client holding a
+	// position of the history it replaced reloads. Run it with no server
+	// on the store.
+	RenewEpochs(ctx context.Context, p RenewEpochsParams) (int, error)
+
 	// Close releases the store's resources after in-flight writes finish.
 	Close() error
 }

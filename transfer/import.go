@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 )
 
 // ImportOptions tune an import.
@@ -427,6 +428,7 @@ var knownEvents = map[string]bool{
 	parley.EventMessageUpdated: true, parley.EventMessagesRemoved: true, conv.EventTaskRun: true,
 	conv.EventPromptQueued: true, conv.EventPromptDispatched: true, conv.EventPromptCompleted: true,
 	conv.EventPromptCanceled: true, conv.EventPromptRequeued: true, conv.EventPromptPromoted: true,
+	parley.EventCompacted: true,
 }
 
 // event adds one event of an export to the batch.
@@ -450,6 +452,9 @@ func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 	data, err := json.Marshal(e.Data)
 	if err != nil {
 		return parley.Errorf(parley.EINVALID, "row %d: event %d: data: %v", imp.row, e.Seq, err)
+	}
+	if e.Type == parley.EventCompacted && string(data) != string(store.TombstoneData) {
+		return parley.Errorf(parley.EINVALIDVALUE, "row %d: event %d is compacted, whose data is {}, not %s", imp.row, e.Seq, data)
 	}
 	e.Data = data
 	imp.events = append(imp.events, *e)

@@ -7,6 +7,8 @@
 //	parley demo      a server with scripted agents in one conversation, for the web UI
 //	parley export    write a conversation as Markdown, JSON or JSON Lines
 //	parley import    load an export or legacy message rows into a server
+//	parley backup    copy a running server's SQLite store into a new file
+//	parley restore   replace a stopped server's SQLite store with a backup
 package main
 
 import (
@@ -27,7 +29,7 @@ Usage:
                  [-max-thread-depth 100] [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096]
                  [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL] [-log-level info]
                  [-create-rate 10] [-create-burst 100] [-max-token-connections 1000]
-                 [-body-timeout 30s] [-header-timeout 10s]
+                 [-body-timeout 30s] [-header-timeout 10s] [-chunk-retention 7d]
   parley migrate [-db ./parley.db] [-postgres URL]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db] [-postgres URL]
   parley token list   [-db ./parley.db] [-postgres URL]
@@ -36,6 +38,9 @@ Usage:
   parley demo    [-db ./parley-demo.db] [-addr 127.0.0.1:7700] [-every 8s] [-task-every 1m]
   parley export  [-server URL] [-token T] [-format markdown|json|jsonl] [-o FILE] CONVERSATION
   parley import  [-server URL] [-token T] [-id ID] [-title T] [-participants a,b] [-progress auto|on|off] FILE|-
+  parley backup  [-db ./parley.db | -server URL -token T] [-progress auto|on|off] FILE
+  parley restore [-db ./parley.db] [-progress auto|on|off] FILE
+  parley restore -postgres URL   (after pg_restore or point-in-time recovery: new epochs)
   parley bench   [-server URL] [-postgres URL] [-nodes 1] [-conversations 10] [-subscribers 1] [-transport ws|sse] [-rate 20] [-json]
 
 Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and
@@ -74,6 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runExport(ctx, rest, stdout, stderr)
 	case "import":
 		return runImport(ctx, rest, stdout, stderr)
+	case "backup":
+		return runBackup(ctx, rest, stdout, stderr)
+	case "restore":
+		return runRestore(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

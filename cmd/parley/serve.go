@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/postgres"
+	"github.com/parleyhq/parley/retention"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,6 +63,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
 	importLease := fs.Duration("import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
 	maxTasks := fs.Int("max-tasks-per-agent", engine.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
+	var chunkRetention daysFlag
+	fs.Var(&chunkRetention, "chunk-retention", "compact the chunk events of messages that ended longer ago than this (7d, 36h; at least 1m), keeping their text in the messages; 0 (the default) keeps every event")
 	webhooks := webhookFlag{}
 	fs.Var(webhooks, "channel-webhook", "TYPE=URL: post replies to prompts from channels of TYPE to URL (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +74,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
 		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+	}
+	if r := time.Duration(chunkRetention); r != 0 && r < time.Minute {
+		return fmt.Errorf("-chunk-retention %s: keep chunk events at least a minute (0 keeps them all)", r)
 	}
 	if n := limits.MaxMessageJSON(); n > parley.MaxFrameBytes-64<<10 {
 		return fmt.Errorf("-max-message-bytes %d lets one message weigh %d bytes in JSON, over what a stream's frame may carry (%d)", limits.MaxMessageBytes, n, parley.MaxFrameBytes)
@@ -140,6 +147,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	go runners.KeepPresence(ctx)
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
 	go eng.RunTasks(ctx, time.Second)
+	if r := time.Duration(chunkRetention); r > 0 {
+		go retention.New(db, retention.Options{Retention: r, Logger: log}).Run(ctx)
+	}
 	handler := api.New(eng, runners, api.Options{
 		Open:           open,
 		Logger:         log,
@@ -148,6 +158,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		MaxImportBytes: *maxImport,
 		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
 		Guards:         guards,
+		BackupDir:      backupDir(*dbPath, *pgURL),
 	})
 	go handler.WatchTokens(ctx)
 
@@ -182,6 +193,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		return err
 	}
 	return nil
+}
+
+// backupDir is where GET /v1/admin/backup writes a backup before it sends
+// it: beside the SQLite file, on its file system (the system's temporary
+// directory may be small).
+func backupDir(dbPath, pgURL string) string {
+	if pgURL != "" {
+		return ""
+	}
+	return filepath.Dir(dbPath)
 }
 
 // maxHeaderBytes bounds a request's headers (and its URL); past it: 431.

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/parleyhq/parley/client"
 )
@@ -83,7 +81,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	show := *progress == "on" || (*progress == "auto" && isTerminal(stderr))
 	var bar *progressBar
 	if show {
-		bar = newProgressBar(stderr, size)
+		bar = newProgressBar(stderr, "importing", size, bytesOf, true)
 		in = bar.reader(in)
 		defer bar.stop()
 	}
@@ -114,86 +112,4 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "%d warnings: %v\n", total, res.WarningCounts)
 	}
 	return nil
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// progressBar draws how much of the input was sent, on one line, at most
-// five times a second.
-type progressBar struct {
-	w     io.Writer
-	size  int64
-	start time.Time
-	mu    sync.Mutex
-	n     int64
-	last  time.Time
-	done  bool
-}
-
-func newProgressBar(w io.Writer, size int64) *progressBar {
-	return &progressBar{w: w, size: size, start: time.Now()}
-}
-
-func (p *progressBar) reader(r io.Reader) io.Reader { return &countingReader{r: r, p: p} }
-
-type countingReader struct {
-	r io.Reader
-	p *progressBar
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.p.add(int64(n), false)
-	return n, err
-}
-
-func (p *progressBar) add(n int64, force bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n += n
-	now := time.Now()
-	if p.done || (!force && now.Sub(p.last) < 200*time.Millisecond) {
-		return
-	}
-	p.last = now
-	rate := float64(p.n) / max(now.Sub(p.start).Seconds(), 0.001)
-	if p.size > 0 {
-		frac := min(float64(p.n)/float64(p.size), 1)
-		filled := int(frac * 30)
-		fmt.Fprintf(p.w, "\rimporting %3.0f%% [%s%s] %s / %s  %s/s ", frac*100,
-			strings.Repeat("#", filled), strings.Repeat(" ", 30-filled), bytesOf(p.n), bytesOf(p.size), bytesOf(int64(rate)))
-	} else {
-		fmt.Fprintf(p.w, "\rimporting %s  %s/s ", bytesOf(p.n), bytesOf(int64(rate)))
-	}
-}
-
-// stop draws the final state and ends the line.
-func (p *progressBar) stop() {
-	p.add(0, true)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.done {
-		p.done = true
-		fmt.Fprintln(p.w)
-	}
-}
-
-func bytesOf(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

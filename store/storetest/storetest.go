@@ -35,6 +35,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 	// So are the outbox's takes, which lease every due row: alone too.
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, newStore(t)) })
 	t.Run("TakeDeliveriesOnce", func(t *testing.T) { testTakeDeliveriesOnce(t, newStore(t)) })
+	// RenewEpochs renews every conversation's epoch: alone too.
+	t.Run("RenewEpochs", func(t *testing.T) { testRenewEpochs(t, newStore(t)) })
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -77,6 +79,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"SearchFollowsTheRows", testSearchFollowsTheRows},
 		{"SearchLongAndOddText", testSearchLongAndOddText},
 		{"SearchHostileQueries", testSearchHostileQueries},
+		{"CompactSpans", testCompactSpans},
+		{"CompactInSteps", testCompactInSteps},
+		{"CompactRemovedMessages", testCompactRemovedMessages},
+		{"CompactRefusals", testCompactRefusals},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,208 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
+)
+
+// CompactionCursors implements store.Store.
+func (db *DB) CompactionCursors(ctx context.Context, p store.CompactionCursorsParams) ([]store.CompactionCursor, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.last_seq, k.epoch = json_extract(CAST(c.data AS TEXT), '$.epoch'), k.through, k.due
+		FROM conversations c LEFT JOIN compaction k ON k.conversation_id = c.id
+		WHERE c.id > ? AND c.import_owner IS NULL ORDER BY c.id LIMIT ?`, p.After, clampLimit(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.CompactionCursor
+	for rows.Next() {
+		var c store.CompactionCursor
+		var same sql.NullBool
+		var through sql.NullInt64
+		var due sql.NullString
+		if err := rows.Scan(&c.ConversationID, &c.LastSeq, &same, &through, &due); err != nil {
+			return nil, err
+		}
+		if same.Bool { // else never compacted, or in another epoch: from the start
+			c.Through = through.Int64
+			if c.Due, err = parseTime(due.String); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// Compact implements store.Store. It reads on a reader connection, then
+// writes in the writer's next commit, where it checks that the rows it read
+// are still there: only a compaction changes stored rows of a log, and one
+// process owns the file.
+func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.CompactResult, error) {
+	var res store.CompactResult
+	var data []byte
+	var through sql.NullInt64
+	var cursorEpoch sql.NullString
+	err := db.r.QueryRowContext(ctx, `SELECT c.data, k.through, k.epoch FROM conversations c LEFT JOIN compaction k ON k.conversation_id = c.id
+		WHERE c.id = ? AND c.import_owner IS NULL`, p.ConversationID).Scan(&data, &through, &cursorEpoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return res, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", p.ConversationID)
+	}
+	if err != nil {
+		return res, err
+	}
+	var conv parley.Conversation
+	if err := json.Unmarshal(data, &conv); err != nil {
+		return res, err
+	}
+	from := int64(0)
+	if cursorEpoch.String == conv.Epoch {
+		from = through.Int64
+	}
+	logRows, complete, err := db.logRows(ctx, p.ConversationID, from, p.Rows())
+	if err != nil {
+		return res, err
+	}
+	ends, err := db.messageEnds(ctx, p.ConversationID, logRows)
+	if err != nil {
+		return res, err
+	}
+	plan := store.PlanCompaction(logRows, ends, from, complete, p)
+	err = db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var epoch sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT json_extract(CAST(data AS TEXT), '$.epoch') FROM conversations WHERE id = ? AND import_owner IS NULL`,
+			p.ConversationID).Scan(&epoch)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && epoch.String != conv.Epoch {
+			return store.ErrCompactionRaced(p.ConversationID)
+		}
+		if err != nil {
+			return err
+		}
+		for _, s := range plan.Spans {
+			r, err := tx.ExecContext(ctx, `DELETE FROM events WHERE conversation_id = ? AND seq BETWEEN ? AND ?`, p.ConversationID, s.From, s.To)
+			if err != nil {
+				return err
+			}
+			if n, err := r.RowsAffected(); err != nil || n != int64(s.Rows) {
+				return errors.Join(err, store.ErrCompactionRaced(p.ConversationID))
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES (?, ?, ?, 0, '', '', 'none', ?, ?)`,
+				p.ConversationID, s.To, parley.EventCompacted, formatTime(s.Time), store.SpanData(s.From)); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO compaction (conversation_id, epoch, through, due) VALUES (?, ?, ?, ?)
+			ON CONFLICT (conversation_id) DO UPDATE SET epoch = excluded.epoch, through = excluded.through, due = excluded.due`,
+			p.ConversationID, conv.Epoch, plan.Through, formatTime(plan.Due))
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	for _, s := range plan.Spans {
+		res.Compacted += s.Fresh
+		res.Removed += s.Rows - 1
+	}
+	res.Through, res.Due, res.More = plan.Through, plan.Due, plan.More
+	return res, nil
+}
+
+// logRows reads up to limit stored rows of a log after seq after, and says
+// whether they reach its end.
+func (db *DB) logRows(ctx context.Context, id string, after int64, limit int) ([]store.LogRow, bool, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, ts, CASE WHEN type IN (?, ?, ?) THEN data END FROM events
+		WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, id, after, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	var out []store.LogRow
+	for rows.Next() {
+		var seq int64
+		var typ, ts string
+		var data []byte
+		if err := rows.Scan(&seq, &typ, &ts, &data); err != nil {
+			return nil, false, err
+		}
+		t, err := parseTime(ts)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, store.ReadLogRow(seq, typ, t, data))
+	}
+	return out, len(out) < limit, rows.Err()
+}
+
+// messageEnds reads whether and when the messages that rows name ended.
+func (db *DB) messageEnds(ctx context.Context, id string, rows []store.LogRow) (map[string]store.MessageEnd, error) {
+	ids := store.MessageIDs(rows)
+	ends := make(map[string]store.MessageEnd, len(ids))
+	if len(ids) == 0 {
+		return ends, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	q, err := db.r.QueryContext(ctx, `SELECT id, json_extract(CAST(data AS TEXT), '$.status'), json_extract(CAST(data AS TEXT), '$.updatedAt') FROM messages
+		WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))`, id, string(list))
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	for q.Next() {
+		var mid string
+		var status, at sql.NullString
+		if err := q.Scan(&mid, &status, &at); err != nil {
+			return nil, err
+		}
+		end := store.MessageEnd{Found: true, Ended: status.String != string(parley.StatusStreaming)}
+		if end.At, err = parseTime(at.String); err != nil {
+			return nil, err
+		}
+		ends[mid] = end
+	}
+	return ends, q.Err()
+}
+
+// RenewEpochs implements store.Store.
+func (db *DB) RenewEpochs(ctx context.Context, p store.RenewEpochsParams) (int, error) {
+	n := 0
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		read := func(after string) ([]store.EpochRenewal, error) {
+			rows, err := tx.QueryContext(ctx, `SELECT c.id, c.data, e.data FROM conversations c
+				LEFT JOIN events e ON e.conversation_id = c.id AND e.seq = 1 AND e.type = ?
+				WHERE c.id > ? ORDER BY c.id LIMIT ?`, parley.EventConversationCreated, after, store.RenewBatch)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []store.EpochRenewal
+			for rows.Next() {
+				var r store.EpochRenewal
+				if err := rows.Scan(&r.ID, &r.Data, &r.Created); err != nil {
+					return nil, err
+				}
+				out = append(out, r)
+			}
+			return out, rows.Err()
+		}
+		write := func(r store.EpochRenewal) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET data = ? WHERE id = ?`, r.Data, r.ID); err != nil || r.Created == nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE events SET data = ? WHERE conversation_id = ? AND seq = 1`, r.Created, r.ID)
+			return err
+		}
+		var err error
+		n, err = store.RenewAll(p, read, write)
+		return err
+	})
+	return n, err
+}

@@ -10,6 +10,7 @@ export {
   type ExportFormat,
   type FetchLike,
   type ImportResult,
+  type ImportWarning,
   type MessagePage,
   type MessageResult,
   type NewConversation,

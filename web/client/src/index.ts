@@ -50,3 +50,15 @@ export {
   type PromptQueue,
 } from "./state.js";
 export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot } from "./live.js";
+export {
+  Reply,
+  Runner,
+  agentRunner,
+  conversationRunner,
+  type CreateOptions,
+  type FinalizeOptions,
+  type RunnerHandler,
+  type RunnerOptions,
+  type RunnerPush,
+  type ToolUpdate,
+} from "./runner.js";

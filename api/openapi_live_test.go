@@ -50,30 +50,7 @@ func describe(errs []*errors.ValidationError) string {
 // against the document.
 func (c *conformance) call(method, path, token string, body any, status int, header ...string) response {
 	c.t.Helper()
-	var data []byte
-	if body != nil {
-		data, _ = json.Marshal(body)
-	}
-	mk := func() *http.Request {
-		var rd io.Reader = http.NoBody
-		if data != nil {
-			rd = bytes.NewReader(data)
-		}
-		req, err := http.NewRequestWithContext(c.ctx, method, c.url+path, rd)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if data != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		return req
-	}
+	mk := func() *http.Request { return c.request(method, path, token, body, header...) }
 	if status < 400 {
 		if ok, errs := c.v.ValidateHttpRequest(mk()); !ok {
 			c.t.Errorf("%s %s: the request does not conform to openapi.json:%s", method, path, describe(errs))

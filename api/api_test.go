@@ -97,6 +97,22 @@ func (r response) code() string {
 
 func (b *bundle) do(method, path, token string, body any, header ...string) response {
 	b.t.Helper()
+	resp, err := http.DefaultClient.Do(b.request(method, path, token, body, header...))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+// request makes a request as token: body is sent as it is (a string or
+// bytes) or as JSON; header holds name, value pairs ("Host" sets the
+// request's Host).
+func (b *bundle) request(method, path, token string, body any, header ...string) *http.Request {
+	b.t.Helper()
 	var rd io.Reader
 	switch v := body.(type) {
 	case nil:
@@ -125,15 +141,7 @@ func (b *bundle) do(method, path, token string, body any, header ...string) resp
 		}
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	_ = json.Unmarshal(raw, &r.body)
-	return r
+	return req
 }
 
 func (b *bundle) want(r response, status int, code string) {

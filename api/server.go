@@ -107,61 +107,78 @@ func New(eng *engine.Engine, runners *dispatch.Dispatcher, opts Options) *Server
 	return s
 }
 
+// route is one endpoint of the API: a method, a path pattern in
+// net/http.ServeMux syntax, and its handler. The mux is built from routes,
+// and the OpenAPI document (openapi.json) must describe each of them.
+type route struct {
+	method, path string
+	handler      http.HandlerFunc
+}
+
+// apiRoutes are the API's endpoints. The web UI's files are mounted beside
+// them (routes).
+func (s *Server) apiRoutes() []route {
+	return []route{
+		{"GET", "/healthz", s.guarded(s.healthz)},
+		{"GET", "/readyz", s.guarded(s.readyz)},
+		{"GET", "/metrics", s.guarded(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}).ServeHTTP)},
+		{"GET", "/v1/openapi.json", s.guarded(serveOpenAPI)},
+
+		{"POST", "/v1/conversations", s.authed(s.limited(s.createConversation))},
+		{"GET", "/v1/conversations", s.authed(s.listConversations)},
+		{"GET", "/v1/conversations/{id}", s.authed(s.getConversation)},
+		{"DELETE", "/v1/conversations/{id}", s.authed(s.deleteConversation)},
+		{"GET", "/v1/conversations/{id}/export", s.authed(s.exportConversation)},
+		{"POST", "/v1/conversations/import", s.authed(s.importConversation)},
+		{"POST", "/v1/conversations/{id}/messages", s.authed(s.postMessage)},
+		{"GET", "/v1/conversations/{id}/messages", s.authed(s.listMessages)},
+		{"GET", "/v1/conversations/{id}/messages/{mid}", s.authed(s.getMessage)},
+		{"GET", "/v1/conversations/{id}/messages/{mid}/replies", s.authed(s.listReplies)},
+		{"GET", "/v1/conversations/{id}/messages/{mid}/thread", s.authed(s.getThread)},
+		{"POST", "/v1/conversations/{id}/events", s.authed(s.postEvent)},
+		{"GET", "/v1/conversations/{id}/events", s.authed(s.listEvents)},
+		{"POST", "/v1/conversations/{id}/turns/claim", s.authed(s.claimTurn)},
+		{"POST", "/v1/conversations/{id}/turns/reset", s.authed(s.resetTurn)},
+		{"POST", "/v1/conversations/{id}/turns/abort", s.authed(s.abortTurn)},
+		{"POST", "/v1/conversations/{id}/delegations", s.authed(s.delegate)},
+		{"GET", "/v1/conversations/{id}/stream", s.authed(s.streamSSE)},
+		{"GET", "/v1/conversations/{id}/ws", s.authed(s.streamWS)},
+		{"GET", "/v1/conversations/{id}/runner", s.authed(s.runner)},
+		{"GET", "/v1/agents/{agentId}/runner", s.authed(s.agentRunner)},
+		{"POST", "/v1/conversations/{id}/prompts", s.authed(s.postPrompt)},
+		{"GET", "/v1/conversations/{id}/prompts", s.authed(s.listPrompts)},
+		{"DELETE", "/v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw))},
+		{"POST", "/v1/conversations/{id}/prompts/{pid}/promote", s.authed(s.promptCommand(promote))},
+		{"POST", "/v1/conversations/{id}/abort", s.authed(s.abortResponse)},
+		{"POST", "/v1/conversations/{id}/revert", s.authed(s.revert)},
+
+		{"GET", "/v1/search", s.authed(s.search)},
+
+		{"POST", "/v1/chat", s.authed(s.postChat)},
+		{"GET", "/v1/chat/{id}/stream", s.authed(s.resumeChat)},
+		{"POST", "/v1/ag-ui", s.authed(s.postAGUI)},
+
+		{"POST", "/v1/tasks", s.authed(s.limited(s.createTask))},
+		{"GET", "/v1/tasks", s.authed(s.listTasks)},
+		{"DELETE", "/v1/tasks/{id}", s.authed(s.deleteTask)},
+
+		{"GET", "/v1/whoami", s.authed(s.whoami)},
+		{"POST", "/v1/tokens", s.authed(s.createToken)},
+		{"GET", "/v1/tokens", s.authed(s.listTokens)},
+		{"DELETE", "/v1/tokens/{id}", s.authed(s.revokeToken)},
+		{"GET", "/v1/admin/backup", s.authed(s.backup)},
+	}
+}
+
 func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /healthz", s.guarded(s.healthz))
-	m.HandleFunc("GET /readyz", s.guarded(s.readyz))
-	m.HandleFunc("GET /metrics", s.guarded(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}).ServeHTTP))
-
-	m.HandleFunc("POST /v1/conversations", s.authed(s.limited(s.createConversation)))
-	m.HandleFunc("GET /v1/conversations", s.authed(s.listConversations))
-	m.HandleFunc("GET /v1/conversations/{id}", s.authed(s.getConversation))
-	m.HandleFunc("DELETE /v1/conversations/{id}", s.authed(s.deleteConversation))
-	m.HandleFunc("GET /v1/conversations/{id}/export", s.authed(s.exportConversation))
-	m.HandleFunc("POST /v1/conversations/import", s.authed(s.importConversation))
-	m.HandleFunc("POST /v1/conversations/{id}/messages", s.authed(s.postMessage))
-	m.HandleFunc("GET /v1/conversations/{id}/messages", s.authed(s.listMessages))
-	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}", s.authed(s.getMessage))
-	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}/replies", s.authed(s.listReplies))
-	m.HandleFunc("GET /v1/conversations/{id}/messages/{mid}/thread", s.authed(s.getThread))
-	m.HandleFunc("POST /v1/conversations/{id}/events", s.authed(s.postEvent))
-	m.HandleFunc("GET /v1/conversations/{id}/events", s.authed(s.listEvents))
-	m.HandleFunc("POST /v1/conversations/{id}/turns/claim", s.authed(s.claimTurn))
-	m.HandleFunc("POST /v1/conversations/{id}/turns/reset", s.authed(s.resetTurn))
-	m.HandleFunc("POST /v1/conversations/{id}/turns/abort", s.authed(s.abortTurn))
-	m.HandleFunc("POST /v1/conversations/{id}/delegations", s.authed(s.delegate))
-	m.HandleFunc("GET /v1/conversations/{id}/stream", s.authed(s.streamSSE))
-	m.HandleFunc("GET /v1/conversations/{id}/ws", s.authed(s.streamWS))
-	m.HandleFunc("GET /v1/conversations/{id}/runner", s.authed(s.runner))
-	m.HandleFunc("GET /v1/agents/{agentId}/runner", s.authed(s.agentRunner))
-	m.HandleFunc("POST /v1/conversations/{id}/prompts", s.authed(s.postPrompt))
-	m.HandleFunc("GET /v1/conversations/{id}/prompts", s.authed(s.listPrompts))
-	m.HandleFunc("DELETE /v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw)))
-	m.HandleFunc("POST /v1/conversations/{id}/prompts/{pid}/promote", s.authed(s.promptCommand(promote)))
-	m.HandleFunc("POST /v1/conversations/{id}/abort", s.authed(s.abortResponse))
-	m.HandleFunc("POST /v1/conversations/{id}/revert", s.authed(s.revert))
-
-	m.HandleFunc("GET /v1/search", s.authed(s.search))
-
-	m.HandleFunc("POST /v1/chat", s.authed(s.postChat))
-	m.HandleFunc("GET /v1/chat/{id}/stream", s.authed(s.resumeChat))
-	m.HandleFunc("POST /v1/ag-ui", s.authed(s.postAGUI))
-
-	m.HandleFunc("POST /v1/tasks", s.authed(s.limited(s.createTask)))
-	m.HandleFunc("GET /v1/tasks", s.authed(s.listTasks))
-	m.HandleFunc("DELETE /v1/tasks/{id}", s.authed(s.deleteTask))
-
-	m.HandleFunc("GET /v1/whoami", s.authed(s.whoami))
-	m.HandleFunc("POST /v1/tokens", s.authed(s.createToken))
-	m.HandleFunc("GET /v1/tokens", s.authed(s.listTokens))
-	m.HandleFunc("DELETE /v1/tokens/{id}", s.authed(s.revokeToken))
-	m.HandleFunc("GET /v1/admin/backup", s.authed(s.backup))
-
+	for _, rt := range s.apiRoutes() {
+		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
+	}
 	// The web UI: static files that need no token, but an open server
 	// answers them only as it answers everything else (checkOpen).
 	ui := webui.Embedded()
 	for _, p := range ui.Patterns() {
-		m.HandleFunc("GET "+p, webui.Secure(s.guarded(ui.ServeHTTP)))
+		s.mux.HandleFunc("GET "+p, webui.Secure(s.guarded(ui.ServeHTTP)))
 	}
 }
 

@@ -340,13 +340,14 @@ func tooLargeIsNoError(err error) error {
 	return err
 }
 
-// create starts the Parley message on the answer's first content.
+// create starts the Parley message on the answer's first content, tied to
+// the OpenCode session that writes it (its metadata names the session).
 func (a *OpenCodeAdapter) create(ctx context.Context) error {
 	if a.turnID != "" {
 		return nil
 	}
 	a.turnID = uuid.NewString()
-	_, err := a.Runner.Create(ctx, a.turnID)
+	_, err := a.Runner.CreateWith(ctx, a.turnID, CreateOptions{OpenCodeSessionID: a.SessionID})
 	return err
 }
 

@@ -184,6 +184,20 @@ func TestServeOpenCodeAnswersEachPrompt(t *testing.T) {
 	refused := "error | error=OpenCode did not take the prompt: POST /session/" + openCodeSession +
 		`/prompt_async: 400 Bad Request: {"_tag":"BadRequest"} | finish(error)`
 	checkRun(t, conversationRun(ctx, t, c, id), "prompt.completed prompt.completed prompt.completed", errorShape, toolsShape, refused)
+	// Each answer is tied to the session that wrote it, the one made here.
+	answers := 0
+	for m, err := range c.EachMessage(ctx, id, client.ListMessagesOptions{AgentID: "opencode"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers++
+		if want := `{"opencodeSessionId":"` + openCodeSession + `"}`; string(m.Metadata) != want {
+			t.Errorf("answer %s has metadata %s, want %s", m.ID, m.Metadata, want)
+		}
+	}
+	if answers != 3 {
+		t.Errorf("%d answers, want 3", answers)
+	}
 }
 
 // TestServeOpenCodeStopsOpenCodeOnASteer: a steer aborts the answer under

@@ -13,41 +13,60 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// Runner is an agent's connection to a conversation's runner endpoint,
-// GET /v1/conversations/{id}/runner, over which it streams its answers with
-// the runner protocol (its frames are in docs/api.md, "Runners"). Serve
-// answers every prompt with a Handler, reconnecting by itself; or drive it
-// by hand: Next yields what the server sends (prompts, aborts, reverts),
-// and the other methods send one frame each and return once the server
-// acknowledged it as durable, or with the server's error (a *StatusError
-// with Status 0). Reconnect replaces a lost connection.
+// Runner is an agent's connection to a runner endpoint, over which it
+// streams its answers with the runner protocol (its frames are in
+// docs/api.md, "Runners"): a conversation's own, GET
+// /v1/conversations/{id}/runner (ConnectRunner), or the agent's for every
+// conversation it takes part in, GET /v1/agents/{agentId}/runner
+// (ConnectAgentRunner). Serve answers every prompt with a Handler,
+// reconnecting by itself; or drive it by hand: Next yields what the server
+// sends (prompts, aborts, reverts), and the other methods send one frame
+// each and return once the server acknowledged it as durable, or with the
+// server's error (a *StatusError with Status 0). On an agent-wide runner,
+// send them through In, which names the conversation. Reconnect replaces a
+// lost connection.
 type Runner struct {
-	c              *Client
-	url            string
+	*link
 	conversationID string
-	agentID        string
+	// scope is the conversation every frame names (conversationId): set on
+	// the views In makes of an agent-wide runner, empty on a
+	// conversation's own runner, whose frames need not name it.
+	scope string
+}
 
-	send sync.Mutex // one frame awaits its reply at a time
+// link is what a Runner and the views In makes of it share: the
+// connection and what it was told.
+type link struct {
+	c    *Client
+	url  string
+	wide bool // an agent-wide runner: every frame names its conversation
+
+	send sync.Mutex // frames are written, and their replies queued, in one order
 	dial sync.Mutex // one reconnect at a time
 
-	mu     sync.Mutex
-	conn   *runnerConn // the current connection
-	closed bool        // Close was called: no more reconnects
-	prompt string      // the last prompt Next returned
+	mu      sync.Mutex
+	conn    *runnerConn       // the current connection
+	closed  bool              // Close was called: no more reconnects
+	prompts map[string]string // the last prompt Next returned, by conversation ("" on a conversation's own runner)
 }
 
 // runnerConn is one WebSocket of a Runner, with the goroutine that reads it.
 type runnerConn struct {
-	ws      *websocket.Conn
-	pushes  chan Push
-	replies chan runnerReply
-	done    chan struct{}
-	err     error        // why it ended; set before done closes
-	fatal   *StatusError // an error frame that ends the connection for good
+	ws     *websocket.Conn
+	pushes chan Push
+	done   chan struct{}
+	err    error        // why it ended; set before done closes
+	fatal  *StatusError // an error frame that ends the connection for good
+
+	mu      sync.Mutex
+	waiting []chan runnerReply // one per frame written and not yet answered, in order
 }
 
 // Push is a frame the server sends a runner: Type is "prompt", "abort" or
 // "revert"; MessageID names the prompt's message or the message concerned.
+// On an agent-wide runner Type may also be "error": the runner's work in
+// ConversationID has ended (the conversation was deleted), and Error says
+// why.
 type Push struct {
 	Type          string          `json:"type"`
 	MessageID     string          `json:"messageId"`
@@ -55,10 +74,11 @@ type Push struct {
 	MessageFormat string          `json:"messageFormat,omitempty"`
 	AgentID       string          `json:"agentId,omitempty"`
 	Channel       *parley.Channel `json:"channel,omitempty"`
-	// ConversationID names the conversation the frame is about. The
-	// per-conversation runner endpoint leaves it out (it is the runner's);
-	// a runner that serves many conversations at once will need it.
-	ConversationID string `json:"conversationId,omitempty"`
+	// ConversationID names the conversation the frame is about: on an
+	// agent-wide runner, always; a conversation's own runner leaves it out
+	// (it is the runner's).
+	ConversationID string        `json:"conversationId,omitempty"`
+	Error          *parley.Error `json:"error,omitempty"`
 }
 
 // ToolUpdate is one status change of a tool call.
@@ -79,13 +99,41 @@ func (c *Client) ConnectRunner(ctx context.Context, conversationID, agentID stri
 	if agentID != "" {
 		u += "?agentId=" + url.QueryEscape(agentID)
 	}
-	r := &Runner{c: c, url: u, conversationID: conversationID, agentID: agentID}
+	return connectRunner(ctx, &link{c: c, url: u}, conversationID)
+}
+
+// ConnectAgentRunner opens the runner connection of agent agentID for
+// every conversation it takes part in (GET /v1/agents/{agentId}/runner):
+// the prompts of all of them come over this one connection, each naming
+// its conversation. Serve answers them, one at a time in each
+// conversation and the conversations side by side. The token must be the
+// agent's, or an admin's (a 403 *StatusError otherwise).
+func (c *Client) ConnectAgentRunner(ctx context.Context, agentID string) (*Runner, error) {
+	u := strings.Replace(c.baseURL, "http", "ws", 1) + "/v1/agents/" + url.PathEscape(agentID) + "/runner"
+	return connectRunner(ctx, &link{c: c, url: u, wide: true}, "")
+}
+
+func connectRunner(ctx context.Context, l *link, conversationID string) (*Runner, error) {
+	l.prompts = map[string]string{}
+	r := &Runner{link: l, conversationID: conversationID}
 	conn, err := r.open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r.conn = conn
 	return r, nil
+}
+
+// In returns the runner as it works in one conversation: on an
+// agent-wide runner, its frames name that conversation (conversationId).
+// It shares the runner's connection: Next, Close and Reconnect act on the
+// whole runner. On a conversation's own runner, In of its conversation is
+// the runner itself.
+func (r *Runner) In(conversationID string) *Runner {
+	if !r.wide {
+		return r
+	}
+	return &Runner{link: r.link, conversationID: conversationID, scope: conversationID}
 }
 
 // maxPushes bounds the prompts, aborts and reverts that wait for Next. A
@@ -99,12 +147,12 @@ func (r *Runner) open(ctx context.Context) (*runnerConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &runnerConn{ws: ws, pushes: make(chan Push, maxPushes), replies: make(chan runnerReply, 1), done: make(chan struct{})}
-	go c.read()
+	c := &runnerConn{ws: ws, pushes: make(chan Push, maxPushes), done: make(chan struct{})}
+	go c.read(r.wide)
 	return c, nil
 }
 
-func (c *runnerConn) read() {
+func (c *runnerConn) read(wide bool) {
 	defer close(c.done)
 	for {
 		_, data, err := c.ws.Read(context.Background())
@@ -119,23 +167,34 @@ func (c *runnerConn) read() {
 			return
 		}
 		var head struct {
-			Type   string  `json:"type"`
-			TurnID *string `json:"turnId"`
+			Type           string  `json:"type"`
+			TurnID         *string `json:"turnId"`
+			ConversationID string  `json:"conversationId"`
 		}
 		_ = json.Unmarshal(data, &head)
 		switch {
-		case head.Type == "error" && head.TurnID == nil:
+		case head.Type == "error" && head.TurnID == nil && (!wide || head.ConversationID == ""):
 			// Not a reply: the server ends the connection (the conversation
 			// was deleted, the token revoked) and says why first.
 			c.fatal = frameError(data)
-		case head.Type == "ack" || head.Type == "error":
+		case head.Type == "ack" || head.Type == "error" && head.TurnID != nil:
 			var reply runnerReply
 			if err := json.Unmarshal(data, &reply); err != nil {
 				c.err = fmt.Errorf("bad reply from the server: %w", err)
 				c.ws.CloseNow()
 				return
 			}
-			c.replies <- reply
+			c.mu.Lock()
+			if len(c.waiting) == 0 {
+				c.mu.Unlock()
+				c.err = errors.New("the server answered a frame that was not sent")
+				c.ws.CloseNow()
+				return
+			}
+			w := c.waiting[0]
+			c.waiting = c.waiting[1:]
+			c.mu.Unlock()
+			w <- reply // buffered: its caller may have gone
 		default:
 			var p Push
 			if json.Unmarshal(data, &p) != nil {
@@ -178,7 +237,11 @@ func (r *Runner) Next(ctx context.Context) (Push, error) {
 	case p := <-c.pushes:
 		if p.Type == "prompt" {
 			r.mu.Lock()
-			r.prompt = p.MessageID
+			r.prompts[p.ConversationID] = p.MessageID
+			if len(r.prompts) > maxPushes {
+				clear(r.prompts) // bounded: an agent-wide runner's prompts of long ago
+				r.prompts[p.ConversationID] = p.MessageID
+			}
 			r.mu.Unlock()
 		}
 		return p, nil
@@ -261,28 +324,39 @@ func (r *Runner) do(ctx context.Context, frame map[string]any) (int64, error) {
 	return reply.Seq, nil
 }
 
-// exchange sends one frame on c and waits for its reply. Replies come in
-// the order of the frames, so if ctx ends first the connection is closed:
-// the late reply must not be taken for the next frame's. Whether that
-// frame was applied is then unknown; a new connection's State tells. A
-// refused frame is a *StatusError with Status 0.
+// exchange sends one frame on c (naming the runner's conversation, on an
+// agent-wide runner) and waits for its reply. Frames of several callers
+// are sent without waiting for each other's replies, which come in the
+// order of the frames. If ctx ends first, the frame may or may not be
+// applied (State tells), and its reply is dropped when it comes. A refused
+// frame is a *StatusError with Status 0.
 func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]any) (*runnerReply, error) {
+	if r.scope != "" {
+		frame["conversationId"] = r.scope
+	}
+	b, _ := json.Marshal(frame)
+	reply := make(chan runnerReply, 1)
 	r.send.Lock()
-	defer r.send.Unlock()
 	select {
 	case <-c.done:
+		r.send.Unlock()
 		return nil, c.closedErr()
 	default:
 	}
-	b, _ := json.Marshal(frame)
-	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
+	c.mu.Lock()
+	c.waiting = append(c.waiting, reply)
+	c.mu.Unlock()
+	err := c.ws.Write(ctx, websocket.MessageText, b)
+	r.send.Unlock()
+	if err != nil {
+		c.ws.CloseNow() // its reply would be taken for the next frame's
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("runner connection: %w", err)
 	}
 	select {
-	case reply := <-c.replies:
+	case reply := <-reply:
 		if reply.Type == "error" {
 			if reply.Error == nil {
 				reply.Error = &parley.Error{Code: parley.EINTERNAL, Message: "an error frame without an error"}
@@ -293,8 +367,7 @@ func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]a
 	case <-c.done:
 		return nil, c.closedErr()
 	case <-ctx.Done():
-		c.ws.CloseNow()
-		return nil, ctx.Err()
+		return nil, ctx.Err() // its reply, when it comes, is dropped
 	}
 }
 
@@ -446,11 +519,12 @@ func (r *Runner) Complete(ctx context.Context) (int64, error) {
 	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "complete", "messageId": r.answering()}))
 }
 
-// answering is the id of the last prompt Next returned.
+// answering is the id of the last prompt Next returned (in the runner's
+// conversation, on a view In made).
 func (r *Runner) answering() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.prompt
+	return r.prompts[r.scope]
 }
 
 // omitEmptyStrings drops the fields whose value is "".

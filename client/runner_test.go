@@ -89,9 +89,11 @@ func TestRunnerStateAfterReconnect(t *testing.T) {
 
 // TestRunnerCallsWithDeadlinesNeverTakeAnotherReply: calls whose context
 // ends at random moments, before or after their frame went out, never get
-// another frame's reply: every seq a call returns holds that call's delta.
-// (A call whose reply is late closes the connection; the runner then
-// reconnects and carries on.)
+// another frame's reply: every seq a call returns holds that call's delta
+// (with the deltas the server wrote in the same chunk: a call that gave up
+// waiting lets the next frame go out while its own is on its way to disk).
+// (A call cut off while its frame was being written closes the
+// connection; the runner then reconnects and carries on.)
 func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 	t.Parallel()
 	c, ctx, id, connect := runnerSetup(t)
@@ -121,7 +123,7 @@ func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 		case errors.As(err, &pe):
 			t.Fatalf("delta %d: %v", i, err)
 		case !expired:
-			// The connection was closed by a call whose reply was late.
+			// The connection was closed by a call cut off mid-write.
 			closed++
 			r.Close()
 			r = connect("bot")
@@ -140,7 +142,7 @@ func TestRunnerCallsWithDeadlinesNeverTakeAnotherReply(t *testing.T) {
 			t.Fatalf("delta %q was acknowledged at seq %d, which holds %s", d, seq, events[min(seq, int64(len(events)))-1].Data)
 		}
 	}
-	t.Logf("%d deltas acknowledged, %d connections closed by a late reply", len(acked), closed)
+	t.Logf("%d deltas acknowledged, %d connections closed by a call cut off mid-write", len(acked), closed)
 	if len(acked) == 0 {
 		t.Fatal("no delta was acknowledged")
 	}

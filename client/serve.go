@@ -38,10 +38,14 @@ type Reverter interface {
 }
 
 // Serve answers the prompts the server dispatches to the runner, one at a
-// time, with h, until ctx ends (it returns ctx's error), Close is called
-// (ErrRunnerClosed), or the server ends the runner for good (the
-// conversation deleted, the token revoked: a *StatusError). For each
-// prompt it calls h.Answer, and then:
+// time in each conversation, with h, until ctx ends (it returns ctx's
+// error), Close is called (ErrRunnerClosed), or the server ends the runner
+// for good (the conversation deleted, the token revoked: a *StatusError).
+// An agent-wide runner (ConnectAgentRunner) answers the prompts of its
+// conversations side by side, each in its own call of h.Answer, and goes
+// on when one of its conversations is deleted (a Reverter hears nothing of
+// it: the answer under way there is canceled). For each prompt it calls
+// h.Answer, and then:
 //
 //   - when Answer returns nil, it finalizes the message still open (reason
 //     end_turn) and sends complete;
@@ -62,21 +66,32 @@ type Reverter interface {
 //
 // Do not call Next while Serve runs: Serve reads what the server sends.
 func (r *Runner) Serve(ctx context.Context, h Handler) error {
-	s := &serving{r: r, h: h, ctx: ctx, ended: map[string]string{}, done: make(chan *job)}
+	s := &serving{r: r, h: h, ctx: ctx, lanes: map[string]*lane{}, ended: map[promptKey]string{}, done: make(chan *job)}
 	return s.run()
 }
 
 // serving is the state of one Serve.
 type serving struct {
-	r       *Runner
-	h       Handler
-	ctx     context.Context
-	job     *job   // the prompt being answered
-	waiting []Push // prompts dispatched while another was answered
-	ended   map[string]string
-	order   []string // of ended, oldest first, to bound it
-	done    chan *job
+	r     *Runner
+	h     Handler
+	ctx   context.Context
+	lanes map[string]*lane // the conversations at work, by id ("" on a conversation's own runner)
+	ended map[promptKey]string
+	order []promptKey // of ended, oldest first, to bound it
+	done  chan *job
 }
+
+// lane is one conversation's work: the prompt being answered and those
+// dispatched while it was.
+type lane struct {
+	r       *Runner // the runner in this conversation (In)
+	job     *job
+	waiting []Push
+}
+
+// promptKey names a prompt: its conversation (on an agent-wide runner)
+// and its id.
+type promptKey struct{ conversation, id string }
 
 // job is one prompt being answered.
 type job struct {
@@ -89,7 +104,7 @@ type job struct {
 
 // maxEnded bounds how many answered prompts Serve remembers, to end again
 // one the server dispatches again after a reconnect.
-const maxEnded = 256
+const maxEnded = 1024
 
 func (s *serving) run() error {
 	for {
@@ -116,61 +131,95 @@ func (s *serving) run() error {
 	}
 }
 
-// stop cancels the answer under way and waits for its handler.
+// stop cancels the answers under way and waits for their handlers.
 func (s *serving) stop() {
-	if s.job != nil {
-		s.job.cancel()
-		<-s.done
-		s.job.rp.close()
-		s.job = nil
+	n := 0
+	for _, l := range s.lanes {
+		if l.job != nil {
+			l.job.cancel()
+			n++
+		}
+	}
+	for ; n > 0; n-- {
+		j := <-s.done
+		j.rp.close()
+	}
+	clear(s.lanes)
+}
+
+// lane returns the lane of a conversation, made when it is first named.
+func (s *serving) lane(conversationID string) *lane {
+	l := s.lanes[conversationID]
+	if l == nil {
+		l = &lane{r: s.r.In(conversationID)}
+		s.lanes[conversationID] = l
+	}
+	return l
+}
+
+// idle forgets a lane with nothing to do.
+func (s *serving) idle(conversationID string, l *lane) {
+	if l.job == nil && len(l.waiting) == 0 {
+		delete(s.lanes, conversationID)
 	}
 }
 
 // take acts on one frame the server sent.
 func (s *serving) take(p Push) error {
+	l := s.lane(p.ConversationID)
+	defer s.idle(p.ConversationID, l)
+	key := promptKey{p.ConversationID, p.MessageID}
 	switch p.Type {
 	case "prompt":
-		switch outcome, ended := s.ended[p.MessageID]; {
-		case s.job != nil && s.job.p.MessageID == p.MessageID:
+		switch outcome, ended := s.ended[key]; {
+		case l.job != nil && l.job.p.MessageID == p.MessageID:
 			// Dispatched again after a reconnect: it is being answered.
 		case ended:
 			// Answered before the server gave it back: end it again.
-			return s.end(p.MessageID, outcome, "")
-		case s.job != nil:
-			for _, w := range s.waiting {
+			return s.end(l, p.MessageID, outcome, "")
+		case l.job != nil:
+			for _, w := range l.waiting {
 				if w.MessageID == p.MessageID {
 					return nil
 				}
 			}
-			s.waiting = append(s.waiting, p)
+			l.waiting = append(l.waiting, p)
 		default:
-			s.start(p)
+			s.start(l, p)
 		}
 	case "abort":
-		if j := s.job; j != nil && (p.MessageID == "" || p.MessageID == j.p.MessageID) {
+		if j := l.job; j != nil && (p.MessageID == "" || p.MessageID == j.p.MessageID) {
 			j.aborted = true
 			j.cancel()
 			return nil
 		}
-		for i, w := range s.waiting {
+		for i, w := range l.waiting {
 			if w.MessageID == p.MessageID {
-				s.waiting = append(s.waiting[:i], s.waiting[i+1:]...)
-				return s.end(p.MessageID, "aborted", "")
+				l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
+				return s.end(l, p.MessageID, "aborted", "")
 			}
 		}
 	case "revert":
 		if rv, ok := s.h.(Reverter); ok {
 			rv.Revert(s.ctx, p.MessageID)
 		}
+	case "error":
+		// An agent-wide runner's work in this conversation has ended (it
+		// was deleted): nothing of it is answered any more.
+		l.waiting = nil
+		if j := l.job; j != nil {
+			j.aborted = true
+			j.cancel()
+		}
 	}
 	return nil
 }
 
-// start runs the handler of prompt p.
-func (s *serving) start(p Push) {
+// start runs the handler of prompt p in its lane.
+func (s *serving) start(l *lane, p Push) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	j := &job{p: p, cancel: cancel, rp: &Reply{Prompt: p, r: s.r, wire: s.ctx}}
-	s.job = j
+	j := &job{p: p, cancel: cancel, rp: &Reply{Prompt: p, r: l.r, wire: s.ctx}}
+	l.job = j
 	go func() {
 		j.err = s.h.Answer(ctx, j.rp)
 		s.done <- j
@@ -178,10 +227,13 @@ func (s *serving) start(p Push) {
 }
 
 // finish ends the answer whose handler returned, as Serve says, and
-// starts the next prompt waiting. Refusals are not errors: the answer
-// ends as well as the server lets it (a reverted message, say).
+// starts the next prompt waiting in its conversation. Refusals are not
+// errors: the answer ends as well as the server lets it (a reverted
+// message, say).
 func (s *serving) finish(j *job) error {
-	s.job = nil
+	l := s.lane(j.p.ConversationID)
+	defer s.idle(j.p.ConversationID, l)
+	l.job = nil
 	j.cancel()
 	rp := j.rp
 	rp.close()
@@ -199,32 +251,33 @@ func (s *serving) finish(j *job) error {
 		err = rp.finalize(s.ctx, FinalizeOptions{})
 	}
 	if err == nil || refused(err) {
-		err = s.end(j.p.MessageID, outcome, rp.msg)
+		err = s.end(l, j.p.MessageID, outcome, rp.msg)
 	}
 	if err != nil && !refused(err) {
 		return err
 	}
-	if len(s.waiting) > 0 {
-		p := s.waiting[0]
-		s.waiting = s.waiting[1:]
-		s.start(p)
+	if len(l.waiting) > 0 {
+		p := l.waiting[0]
+		l.waiting = l.waiting[1:]
+		s.start(l, p)
 	}
 	return nil
 }
 
 // end sends complete or aborted (with the message it cancels, if any) for
-// prompt id, and remembers that it did.
-func (s *serving) end(id, outcome, msg string) error {
-	if _, ok := s.ended[id]; !ok {
-		s.ended[id] = outcome
-		s.order = append(s.order, id)
+// prompt id of lane l, and remembers that it did.
+func (s *serving) end(l *lane, id, outcome, msg string) error {
+	key := promptKey{l.r.scope, id}
+	if _, ok := s.ended[key]; !ok {
+		s.ended[key] = outcome
+		s.order = append(s.order, key)
 		if len(s.order) > maxEnded {
 			delete(s.ended, s.order[0])
 			s.order = s.order[1:]
 		}
 	}
 	frame := omitEmptyStrings(map[string]any{"type": outcome, "messageId": id, "turnId": msg})
-	_, err := s.r.deliver(s.ctx, frame, "", nil)
+	_, err := l.r.deliver(s.ctx, frame, "", nil)
 	if refused(err) {
 		return nil
 	}

@@ -172,9 +172,24 @@ export interface ImportResult {
   events: number;
   messages: number;
   bytes: number;
-  warnings: { kind: string; row?: number; message: string }[];
+  /** The first 1000 oddities of imported legacy rows (an export imports without any). */
+  warnings: ImportWarning[];
+  /** Every warning, counted by kind. */
   warningCounts: Record<string, number>;
+  /** True when there were more warnings than `warnings` lists. */
   warningsTruncated: boolean;
+}
+
+/** One oddity of imported legacy rows, and what the import did about it (docs/export.md lists the kinds). */
+export interface ImportWarning {
+  /** The 1-based row of the input (its line, or its element of a JSON array). */
+  row: number;
+  /** What was found: `no-id`, `no-reply-to`, `missing-parent`, `self-reply`, `too-deep`, `out-of-order`, `no-time`, `bad-role`, `no-sender`, `new-agent`, `chats-merged`. */
+  kind: string;
+  /** The message of that row, when it has one. */
+  messageId?: string;
+  /** What was found and done, for people. */
+  text: string;
 }
 
 /** The body of `createTask`: a `cron` (five fields, UTC) or an `everyMs`. */

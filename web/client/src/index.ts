@@ -10,6 +10,7 @@ export {
   type ExportFormat,
   type FetchLike,
   type ImportResult,
+  type ImportWarning,
   type MessagePage,
   type MessageResult,
   type NewConversation,
@@ -49,3 +50,15 @@ export {
   type PromptQueue,
 } from "./state.js";
 export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot } from "./live.js";
+export {
+  Reply,
+  Runner,
+  agentRunner,
+  conversationRunner,
+  type CreateOptions,
+  type FinalizeOptions,
+  type RunnerHandler,
+  type RunnerOptions,
+  type RunnerPush,
+  type ToolUpdate,
+} from "./runner.js";

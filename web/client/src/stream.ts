@@ -259,14 +259,16 @@ export class Subscription implements AsyncIterable<Frame> {
   }
 }
 
-function wsURL(u: string): string {
+/** @internal The ws: or wss: URL of an http(s) URL (relative to the page in a browser). */
+export function wsURL(u: string): string {
   const base = (globalThis as { location?: { href: string } }).location?.href;
   const url = base ? new URL(u, base) : new URL(u);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   return url.toString();
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** @internal Waits ms, or until signal aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const t = setTimeout(done, ms);

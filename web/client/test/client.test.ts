@@ -188,6 +188,34 @@ describe("export", () => {
   });
 });
 
+describe("import", () => {
+  it("reads the warnings of an import of legacy rows as the server sends them", async () => {
+    const c = shared();
+    const id = `legacy-${Date.now()}`;
+    const rows = [
+      { agentId: "a1", role: "user", sender: "human", content: "Hello", messageId: "msg-1", createdAt: "2025-10-25T10:00:00Z" },
+      { agentId: "a1", role: "assistant", sender: "a1", content: "Hi", messageId: "msg-2", replyToMessageId: "msg-9", createdAt: "2025-10-25T10:00:01Z" },
+      { agentId: "a1", role: "assistant", sender: "a1", content: "again", createdAt: "2025-10-25T10:00:02Z", replyToMessageId: "msg-1" },
+    ];
+    const res = await c.importConversation(rows.map((r) => JSON.stringify(r)).join("\n"), { id, participants: ["human", "a1"] });
+    expect(res.source).toBe("legacy");
+    expect(res.conversation.id).toBe(id);
+    expect(res.messages).toBe(3);
+    // Each warning is {row, kind, messageId?, text}: the row it is about, what was found, the
+    // message concerned, and a sentence for people.
+    expect(res.warnings.map(({ row, kind, messageId }) => ({ row, kind, messageId }))).toEqual([
+      { row: 2, kind: "missing-parent", messageId: "msg-2" },
+      { row: 3, kind: "no-id", messageId: "legacy-3" },
+    ]);
+    for (const w of res.warnings) expect(w.text).toMatch(/\w+ \w+/);
+    expect(res.warnings[0]!.text).toContain("msg-9");
+    expect(res.warningCounts).toEqual({ "missing-parent": 1, "no-id": 1 });
+    expect(res.warningsTruncated).toBe(false);
+    const imported = await c.messages(id);
+    expect(imported.messages.map((m) => m.id)).toEqual(["msg-1", "msg-2", "legacy-3"]);
+  });
+});
+
 describe("identity", () => {
   it("says who a token acts as, and when the server runs open", async () => {
     const server = await startServer(inject("parleyBinary"));

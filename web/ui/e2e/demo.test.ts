@@ -21,8 +21,12 @@ beforeAll(async () => {
   // for the demo to be idle finds it idle until it asks.
   server = await startServer(inject("parleyBinary"), { command: "demo", args: ["-every", "1h", "-task-every", "1h"] });
   api = new ParleyClient({ baseUrl: server.url });
-  const list = await api.listConversations();
-  conversationId = list.conversations.find((v) => (v.conversation.title ?? "").startsWith("Parley demo"))!.conversation.id;
+  // The demo makes its conversation once the server listens: wait for it.
+  await until(async () => {
+    const list = await api.listConversations();
+    conversationId = list.conversations.find((v) => (v.conversation.title ?? "").startsWith("Parley demo"))?.conversation.id ?? "";
+    return conversationId !== "";
+  });
   await idle();
 });
 

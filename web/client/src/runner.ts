@@ -1,0 +1,556 @@
+// Runners: answering prompts over the runner WebSocket (docs/api.md,
+// "Runners"), on a conversation's own endpoint or on an agent's, which
+// serves every conversation the agent takes part in.
+
+import { ParleyError, errorFromBody, isFatal, isRecord } from "./errors.js";
+import { WSNotOpened } from "./transport.js";
+import { backoffDelay, sleep, wsURL } from "./stream.js";
+import type { ParleyClient, WebSocketLike } from "./client.js";
+import type { Channel, Finality, FinishReason, Message, ToolStatus } from "./types.js";
+
+/** A frame the server sends a runner (`error`: on an agent-wide runner, its work in `conversationId` ended). */
+export interface RunnerPush {
+  type: "prompt" | "abort" | "revert" | "error";
+  /** The prompt's id (its user message's), or the message concerned. */
+  messageId: string;
+  content?: string;
+  messageFormat?: "v1" | "v2";
+  /** Who asked. */
+  agentId?: string;
+  channel?: Channel | null;
+  /** The conversation: always on an agent-wide runner, never on a conversation's own. */
+  conversationId?: string;
+  error?: { code: string; message: string };
+}
+
+/** One change of a tool call. */
+export interface ToolUpdate {
+  callId: string;
+  toolName: string;
+  status: ToolStatus;
+  args?: unknown;
+  result?: unknown;
+  error?: string;
+}
+
+/** What a message may say when it is created, besides its id. */
+export interface CreateOptions {
+  /** The message it answers (default: the prompt). */
+  replyTo?: string;
+  /** The failed message it retries (default: the one a failover ended). */
+  retryOf?: string;
+  /** Where it goes outside Parley (default: the prompt's channel). */
+  channel?: Channel;
+  /** The OpenCode session that wrote it, kept in its metadata. */
+  opencodeSessionId?: string;
+}
+
+/** What a finalize may say. */
+export interface FinalizeOptions {
+  reason?: FinishReason;
+  /** When longer than the text streamed, the message's content. */
+  finalText?: string;
+  /** What it closes: the runner's turn by default; `none` lets another message follow in the turn. */
+  finality?: Finality;
+}
+
+/**
+ * Answers one prompt: `reply.prompt` is the prompt; write the answer with
+ * `reply`'s methods and return (or throw) when done. `signal` aborts when
+ * the answer is aborted (a steer, a stop, a revert, the conversation
+ * deleted) or the runner stops: stop then.
+ */
+export type RunnerHandler = (reply: Reply, signal: AbortSignal) => Promise<void>;
+
+/** How a runner reconnects. */
+export interface RunnerOptions {
+  /** The first wait before reconnecting, in ms (100). */
+  minBackoffMs?: number;
+  /** The longest wait, in ms (5000). */
+  maxBackoffMs?: number;
+}
+
+type Frame = Record<string, unknown>;
+
+/** The connection was lost before a frame's reply came. */
+class LostError extends Error {
+  override readonly name = "LostError";
+}
+
+/** One WebSocket of a runner: replies are matched to frames in order. */
+class RunnerConn {
+  private readonly waiting: { resolve: (f: Frame) => void; reject: (e: Error) => void }[] = [];
+  fatal: ParleyError | undefined;
+  readonly closed: Promise<void>;
+  private ended = false;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    wide: boolean,
+    onPush: (p: RunnerPush) => void,
+  ) {
+    let done!: () => void;
+    this.closed = new Promise((r) => (done = r));
+    ws.onmessage = (ev: MessageEvent) => {
+      if (typeof ev.data !== "string") return;
+      let f: unknown;
+      try {
+        f = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (!isRecord(f)) return;
+      const reply = f["type"] === "ack" || (f["type"] === "error" && "turnId" in f);
+      if (reply) this.waiting.shift()?.resolve(f);
+      else if (f["type"] === "error" && (!wide || !f["conversationId"])) this.fatal = errorFromBody(0, ev.data);
+      else onPush(f as unknown as RunnerPush);
+    };
+    ws.onclose = (ev: CloseEvent) => {
+      this.ended = true;
+      if (!this.fatal && ev.code === 4404) this.fatal = new ParleyError(0, "not_found", ev.reason || "the conversation was deleted");
+      if (!this.fatal && ev.code === 4401) this.fatal = new ParleyError(0, "unauthorized", ev.reason || "the token of this connection was revoked");
+      for (const w of this.waiting.splice(0)) w.reject(this.fatal ?? new LostError(`the runner connection closed (code ${ev.code})`));
+      done();
+    };
+  }
+
+  static open(WS: WebSocketLike, url: string, wide: boolean, onPush: (p: RunnerPush) => void): Promise<RunnerConn> {
+    return new Promise((resolve, reject) => {
+      const ws = new WS(url);
+      const conn = new RunnerConn(ws, wide, onPush); // listening before it opens: a prompt may come at once
+      const close = ws.onclose;
+      ws.onopen = () => {
+        ws.onclose = close;
+        resolve(conn);
+      };
+      ws.onclose = (ev: CloseEvent) => {
+        reject(new WSNotOpened(`the runner WebSocket closed before it opened (code ${ev.code})`));
+      };
+      ws.onerror = () => {
+        // a close follows
+      };
+    });
+  }
+
+  /** Sends one frame; resolves with its ack, rejects with the server's error (status 0) or a lost connection. */
+  send(frame: Frame): Promise<Frame> {
+    if (this.ended) return Promise.reject(this.fatal ?? new LostError("the runner connection closed"));
+    const reply = new Promise<Frame>((resolve, reject) => this.waiting.push({ resolve, reject }));
+    this.ws.send(JSON.stringify(frame));
+    return reply.then((f) => {
+      if (f["type"] === "error") throw errorFromBody(0, JSON.stringify(f));
+      return f;
+    });
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+/** A prompt being answered. */
+interface Job {
+  push: RunnerPush;
+  reply: Reply;
+  ctl: AbortController;
+  aborted: boolean;
+  done: Promise<void>;
+}
+
+/** One conversation's work: the prompt being answered and those given meanwhile. */
+interface Lane {
+  job?: Job;
+  waiting: RunnerPush[];
+}
+
+/**
+ * A runner of a conversation (`GET /v1/conversations/{id}/runner`):
+ * `serve` answers its prompts. `agentId` names the agent for an admin
+ * token (or an open server). It needs a WebSocket (ClientOptions.WebSocket
+ * in Node 20). (A function rather than a method of the client, so that a
+ * page that runs no runner bundles none of this.)
+ */
+export function conversationRunner(client: ParleyClient, conversationId: string, opts: RunnerOptions & { agentId?: string } = {}): Runner {
+  const { agentId, ...rest } = opts;
+  return new Runner(client, "/v1/conversations/" + encodeURIComponent(conversationId) + "/runner", { agentId }, false, rest);
+}
+
+/**
+ * The runner of an agent for every conversation it takes part in (`GET
+ * /v1/agents/{agentId}/runner`): `serve` answers the prompts of all of
+ * them over one connection, one at a time in each conversation and the
+ * conversations side by side. The token must be the agent's or an admin's.
+ */
+export function agentRunner(client: ParleyClient, agentId: string, opts: RunnerOptions = {}): Runner {
+  return new Runner(client, "/v1/agents/" + encodeURIComponent(agentId) + "/runner", {}, true, opts);
+}
+
+/** How many answered prompts a runner remembers, to end again one given back after a reconnect. */
+const MAX_ENDED = 1024;
+
+/**
+ * A runner: `serve` answers the prompts the server dispatches to it with a
+ * handler, one at a time in each conversation (an agent-wide runner's
+ * conversations side by side), reconnecting by itself. Make one with
+ * `conversationRunner` (a conversation's own) or `agentRunner` (every
+ * conversation of an agent).
+ */
+export class Runner {
+  private conn: RunnerConn | undefined;
+  private dialing: Promise<RunnerConn> | undefined;
+  private readonly lanes = new Map<string, Lane>();
+  private readonly ended = new Map<string, string>();
+  private readonly stopper = new AbortController();
+  private handler: RunnerHandler | undefined;
+  private failure: ((err: unknown) => void) | undefined;
+
+  /** @internal */
+  constructor(
+    private readonly client: ParleyClient,
+    private readonly path: string,
+    private readonly query: Record<string, string | undefined>,
+    /** Whether it serves every conversation of an agent: each frame names its conversation. */
+    readonly wide: boolean,
+    private readonly opts: RunnerOptions = {},
+  ) {
+    if (!client.WebSocketImpl) throw new TypeError("no WebSocket: pass one in ClientOptions.WebSocket (Node 20 has none)");
+  }
+
+  /**
+   * Answers prompts with `handler` until `close` is called or `signal`
+   * aborts (it then resolves, leaving what was under way to the agent's
+   * next runner), or the server ends the runner for good (it rejects with
+   * the {@link ParleyError}: a refused handshake, the conversation deleted,
+   * the token revoked). When the handler returns, the message it wrote is
+   * finalized and the prompt completed; when it throws, the answer ends
+   * with an error part showing the error's message; when the answer is
+   * aborted, its signal aborts and, once it returns, the prompt ends
+   * canceled. After a lost connection it reconnects with backoff, and each
+   * frame whose reply was lost is checked (`message.state`) and sent again
+   * only if it was not applied, so an answer goes on in the same message.
+   */
+  serve(handler: RunnerHandler, { signal }: { signal?: AbortSignal } = {}): Promise<void> {
+    this.handler = handler;
+    const stop = (): void => this.close();
+    signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) this.close();
+    return new Promise<void>((resolve, reject) => {
+      this.failure = reject;
+      this.stopper.signal.addEventListener("abort", () => resolve(), { once: true });
+      this.connection().catch((err: unknown) => this.fail(err));
+    }).finally(async () => {
+      signal?.removeEventListener("abort", stop);
+      this.close();
+      await Promise.all([...this.lanes.values()].flatMap((l) => (l.job ? [l.job.done] : [])));
+    });
+  }
+
+  /** Stops serving: the answers under way are aborted, and the connection closed. */
+  close(): void {
+    if (!this.stopper.signal.aborted) this.stopper.abort();
+    for (const l of this.lanes.values()) l.job?.ctl.abort();
+    this.conn?.close();
+  }
+
+  private fail(err: unknown): void {
+    if (this.stopper.signal.aborted) return;
+    this.failure?.(err);
+    this.close();
+  }
+
+  /** The current connection, made (with backoff) when there is none or `lost` is the current one. */
+  private connection(lost?: RunnerConn): Promise<RunnerConn> {
+    if (this.conn && this.conn !== lost) return Promise.resolve(this.conn);
+    this.dialing ??= this.dial().finally(() => (this.dialing = undefined));
+    return this.dialing;
+  }
+
+  private async dial(): Promise<RunnerConn> {
+    const url = wsURL(this.client.url(this.path, { ...this.query, token: this.client.token }));
+    for (let attempt = 0; ; attempt++) {
+      if (this.stopper.signal.aborted) throw new ParleyError(0, "unavailable", "the runner was closed");
+      try {
+        const conn = await RunnerConn.open(this.client.WebSocketImpl!, url, this.wide, (p) => this.take(p));
+        this.conn = conn;
+        void conn.closed.then(() => this.closed(conn));
+        return conn;
+      } catch (err) {
+        const why = err instanceof WSNotOpened ? await this.probe() : err;
+        if (isFatal(why)) {
+          this.fail(why);
+          throw why;
+        }
+      }
+      await sleep(backoffDelay(attempt, this.opts.minBackoffMs ?? 100, this.opts.maxBackoffMs ?? 5000), this.stopper.signal);
+    }
+  }
+
+  /** A WebSocket that did not open says nothing of why: ask over HTTP whether the token may run here. */
+  private async probe(): Promise<unknown> {
+    try {
+      if (!this.wide) {
+        await this.client.conversation(decodeURIComponent(this.path.split("/")[3]!));
+        return undefined;
+      }
+      const me = await this.client.whoami();
+      const agent = decodeURIComponent(this.path.split("/")[3]!);
+      if (me.kind === "viewer" || (me.kind === "agent" && me.agentId !== agent)) {
+        return new ParleyError(403, "forbidden", `this token (${me.kind} ${me.agentId}) cannot run agent ${agent}`);
+      }
+    } catch (err) {
+      return err;
+    }
+    return undefined;
+  }
+
+  /** A connection ended: for good (its error frame says why), or to be made again. */
+  private closed(conn: RunnerConn): void {
+    if (this.stopper.signal.aborted || this.conn !== conn) return;
+    if (conn.fatal && isFatal(conn.fatal)) return this.fail(conn.fatal);
+    this.connection(conn).catch((err: unknown) => this.fail(err));
+  }
+
+  /** Sends a frame in a conversation and returns its reply once applied, exactly once across reconnects. */
+  async deliver(conv: string, frame: Frame, msg: string, applied?: (m: Message | undefined) => boolean): Promise<Frame> {
+    if (this.wide) frame = { ...frame, conversationId: conv };
+    let conn = await this.connection();
+    for (;;) {
+      try {
+        return await conn.send(frame);
+      } catch (err) {
+        if (!(err instanceof LostError) || this.stopper.signal.aborted) throw err;
+      }
+      for (;;) {
+        conn = await this.connection(conn);
+        if (!msg || !applied) break;
+        let m: Message | undefined;
+        try {
+          const ack = await conn.send(this.wide ? { type: "message.state", turnId: msg, conversationId: conv } : { type: "message.state", turnId: msg });
+          m = ack["message"] as Message;
+        } catch (err) {
+          if (err instanceof LostError) continue;
+          if (!(err instanceof ParleyError && err.code === "not_found")) throw err;
+        }
+        if (applied(m)) return { type: "ack", message: m };
+        break;
+      }
+    }
+  }
+
+  private lane(conv: string): Lane {
+    let l = this.lanes.get(conv);
+    if (!l) this.lanes.set(conv, (l = { waiting: [] }));
+    return l;
+  }
+
+  private idle(conv: string, l: Lane): void {
+    if (!l.job && l.waiting.length === 0) this.lanes.delete(conv);
+  }
+
+  /** Acts on a frame the server sent. */
+  private take(p: RunnerPush): void {
+    if (this.stopper.signal.aborted) return;
+    const conv = p.conversationId ?? "";
+    const l = this.lane(conv);
+    const key = conv + "\n" + p.messageId;
+    switch (p.type) {
+      case "prompt": {
+        const outcome = this.ended.get(key);
+        if (l.job?.push.messageId === p.messageId) break; // given again after a reconnect: under way
+        if (outcome) void this.end(conv, p.messageId, outcome, "").catch((err: unknown) => this.fail(err));
+        else if (l.job) {
+          if (!l.waiting.some((w) => w.messageId === p.messageId)) l.waiting.push(p);
+        } else this.start(conv, l, p);
+        break;
+      }
+      case "abort":
+        if (l.job && (!p.messageId || l.job.push.messageId === p.messageId)) {
+          l.job.aborted = true;
+          l.job.ctl.abort();
+        } else {
+          const i = l.waiting.findIndex((w) => w.messageId === p.messageId);
+          if (i >= 0) {
+            l.waiting.splice(i, 1);
+            void this.end(conv, p.messageId, "aborted", "").catch((err: unknown) => this.fail(err));
+          }
+        }
+        break;
+      case "error":
+        l.waiting = [];
+        if (l.job) {
+          l.job.aborted = true;
+          l.job.ctl.abort();
+        }
+        break;
+    }
+    this.idle(conv, l);
+  }
+
+  private start(conv: string, l: Lane, p: RunnerPush): void {
+    const ctl = new AbortController();
+    const reply = new Reply(this, conv, p, ctl.signal);
+    const job: Job = { push: p, reply, ctl, aborted: false, done: Promise.resolve() };
+    l.job = job;
+    job.done = (async () => {
+      let err: unknown;
+      try {
+        await this.handler!(reply, ctl.signal);
+      } catch (e) {
+        err = e;
+      }
+      await this.finish(conv, l, job, err).catch((e: unknown) => this.fail(e));
+    })();
+  }
+
+  /** Ends the answer whose handler returned, and starts the next prompt of its conversation. */
+  private async finish(conv: string, l: Lane, job: Job, err: unknown): Promise<void> {
+    job.reply.closed = true;
+    if (this.stopper.signal.aborted) return;
+    let outcome = "complete";
+    try {
+      if (job.aborted) outcome = "aborted";
+      else if (err !== undefined) await job.reply.fail(err instanceof Error ? err.message : JSON.stringify(err));
+      else if (job.reply.messageId) await job.reply.end({ type: "message.finalize", reason: "end_turn" });
+      await this.end(conv, job.push.messageId, outcome, job.reply.messageId ?? "");
+    } catch (e) {
+      if (!(e instanceof ParleyError && e.status === 0)) throw e; // refused: it ends as well as the server lets it
+    } finally {
+      l.job = undefined;
+      const next = l.waiting.shift();
+      if (next && !this.stopper.signal.aborted) this.start(conv, l, next);
+      this.idle(conv, l);
+    }
+  }
+
+  /** Sends complete or aborted for a prompt, and remembers that it did. */
+  private async end(conv: string, id: string, outcome: string, msg: string): Promise<void> {
+    const key = conv + "\n" + id;
+    if (!this.ended.has(key)) {
+      this.ended.set(key, outcome);
+      if (this.ended.size > MAX_ENDED) this.ended.delete(this.ended.keys().next().value!);
+    }
+    try {
+      await this.deliver(conv, { type: outcome, messageId: id, ...(msg ? { turnId: msg } : {}) }, "");
+    } catch (err) {
+      if (!(err instanceof ParleyError && err.status === 0)) throw err;
+    }
+  }
+}
+
+/**
+ * Writes the answer to one prompt: `text`, `tool` and `finalize` write to
+ * the answer's message, which the first of them creates (replying to the
+ * prompt, to its channel) unless `create` made it already. Each resolves
+ * once the server made it durable, across reconnects; once the answer is
+ * aborted, each rejects at once and sends nothing.
+ */
+export class Reply {
+  private msg: string | undefined;
+  private textBytes = 0;
+  private retry: string | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  /** @internal */
+  closed = false;
+
+  /** @internal */
+  constructor(
+    private readonly runner: Runner,
+    private readonly conv: string,
+    /** The prompt being answered. */
+    readonly prompt: RunnerPush,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** The id of the answer's message open now, if any. */
+  get messageId(): string | undefined {
+    return this.msg;
+  }
+
+  /** Starts a message of the answer as `o` says (a message still open is finalized first, closing nothing). */
+  create(o: CreateOptions = {}): Promise<void> {
+    return this.serial(async () => {
+      if (this.msg) await this.end({ type: "message.finalize", reason: "end_turn", finality: "none" });
+      await this.open(o);
+    });
+  }
+
+  /** Appends a text delta to the answer. */
+  text(delta: string): Promise<void> {
+    return this.serial(async () => {
+      await this.open();
+      const want = this.textBytes + delta.length;
+      await this.runner.deliver(this.conv, { type: "message.part.text-delta", turnId: this.msg, delta }, this.msg!, (m) => !!m && m.content.length >= want);
+      this.textBytes = want;
+    });
+  }
+
+  /** Adds or updates a tool call of the answer. */
+  tool(u: ToolUpdate): Promise<void> {
+    return this.serial(async () => {
+      await this.open();
+      await this.runner.deliver(this.conv, { type: "message.part.tool-update", turnId: this.msg, ...u }, this.msg!, (m) =>
+        (m?.parts ?? []).some((p) => p.type === "tool-call" && p.callId === u.callId && p.status === u.status),
+      );
+    });
+  }
+
+  /** Ends the answer's message as `o` says (`serve` finalizes it when the handler returns). */
+  finalize(o: FinalizeOptions = {}): Promise<void> {
+    return this.serial(async () => {
+      await this.open();
+      await this.end({ type: "message.finalize", reason: o.reason ?? "end_turn", ...o });
+    });
+  }
+
+  /** Ends the answer's message with an error, keeping the turn: the next message retries it. */
+  failover(reason: string): Promise<void> {
+    return this.serial(async () => {
+      await this.open();
+      const failed = this.msg;
+      await this.end({ type: "error", turnId: failed, error: reason, finality: "none" });
+      this.retry = failed;
+    });
+  }
+
+  /** @internal Ends the answer with an error part, in a message of its own if none is open. */
+  async fail(text: string): Promise<void> {
+    await this.queue.catch(() => {});
+    if (!this.msg) await this.open();
+    await this.end({ type: "error", turnId: this.msg, error: text });
+  }
+
+  /** @internal Sends a frame that ends the open message. */
+  async end(frame: Frame): Promise<void> {
+    await this.runner.deliver(this.conv, { ...frame, turnId: this.msg }, this.msg!, (m) => !!m && m.status !== "streaming");
+    this.msg = undefined;
+    this.textBytes = 0;
+  }
+
+  private async open(o: CreateOptions = {}): Promise<void> {
+    if (this.msg) return;
+    const id = crypto.randomUUID();
+    const replyTo = o.replyTo ?? this.prompt.messageId;
+    const channel = o.channel ?? this.prompt.channel ?? undefined;
+    const retryOf = o.retryOf ?? this.retry;
+    const frame: Frame = { type: "message.create", turnId: id, replyTo };
+    if (retryOf) frame["retryOf"] = retryOf;
+    if (channel) Object.assign(frame, { channelType: channel.type, channelId: channel.id });
+    if (o.opencodeSessionId) frame["opencodeSessionId"] = o.opencodeSessionId;
+    await this.runner.deliver(this.conv, frame, id, (m) => !!m);
+    this.msg = id;
+    this.textBytes = 0;
+    this.retry = undefined;
+  }
+
+  /** Runs calls one after another, unless the answer was aborted or has ended. */
+  private serial(fn: () => Promise<void>): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.signal.aborted) throw this.signal.reason instanceof Error ? this.signal.reason : new Error("the answer was aborted");
+      if (this.closed) throw new Error(`the answer to prompt ${this.prompt.messageId} has ended: its handler returned`);
+      await fn();
+    };
+    const p = this.queue.then(run, run);
+    this.queue = p.catch(() => {});
+    return p;
+  }
+}

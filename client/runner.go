@@ -331,6 +331,15 @@ func (r *Runner) do(ctx context.Context, frame map[string]any) (int64, error) {
 // applied (State tells), and its reply is dropped when it comes. A refused
 // frame is a *StatusError with Status 0.
 func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]any) (*runnerReply, error) {
+	reply, err := r.post(ctx, c, frame)
+	if err != nil {
+		return nil, err
+	}
+	return c.await(ctx, reply)
+}
+
+// post sends one frame on c and returns where its reply will come.
+func (r *Runner) post(ctx context.Context, c *runnerConn, frame map[string]any) (chan runnerReply, error) {
 	if r.scope != "" {
 		frame["conversationId"] = r.scope
 	}
@@ -355,6 +364,11 @@ func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]a
 		}
 		return nil, fmt.Errorf("runner connection: %w", err)
 	}
+	return reply, nil
+}
+
+// await waits for the reply of a frame posted on c.
+func (c *runnerConn) await(ctx context.Context, reply chan runnerReply) (*runnerReply, error) {
 	select {
 	case reply := <-reply:
 		if reply.Type == "error" {
@@ -369,6 +383,34 @@ func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]a
 	case <-ctx.Done():
 		return nil, ctx.Err() // its reply, when it comes, is dropped
 	}
+}
+
+// Pending is a frame sent without waiting for its answer (TextAsync).
+type Pending struct {
+	c     *runnerConn
+	reply chan runnerReply
+	done  bool // seq and err are the answer
+	seq   int64
+	err   error
+}
+
+// Wait waits for the frame's answer: the seq it was acknowledged with
+// (deltas that reached the server while a commit was under way share one
+// chunk event, and its seq), or why it was refused (a *StatusError) or
+// lost (the connection ended: State tells whether it was applied). If ctx
+// ends first, Wait returns ctx's error and may be called again.
+func (p *Pending) Wait(ctx context.Context) (int64, error) {
+	if !p.done {
+		reply, err := p.c.await(ctx, p.reply)
+		if err != nil && ctx.Err() != nil {
+			return 0, err
+		}
+		p.done, p.err = true, err
+		if err == nil {
+			p.seq = reply.Seq
+		}
+	}
+	return p.seq, p.err
 }
 
 // State returns the message turnID as the server holds it, with the text
@@ -429,7 +471,26 @@ func createFrame(turnID string, o CreateOptions) map[string]any {
 
 // Text appends a text delta.
 func (r *Runner) Text(ctx context.Context, turnID, delta string) (int64, error) {
-	return r.do(ctx, map[string]any{"type": "message.part.text-delta", "turnId": turnID, "delta": delta})
+	return r.do(ctx, textFrame(turnID, delta))
+}
+
+// TextAsync sends a text delta without waiting for its answer: Wait on
+// what it returns. Frames go out in the order of the calls, and the server
+// applies them in that order, committing the deltas that come while a
+// commit is under way together; so a runner that keeps several deltas in
+// flight streams several times faster than one that waits for each. ctx
+// bounds the sending only.
+func (r *Runner) TextAsync(ctx context.Context, turnID, delta string) (*Pending, error) {
+	c := r.current()
+	reply, err := r.post(ctx, c, textFrame(turnID, delta))
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{c: c, reply: reply}, nil
+}
+
+func textFrame(turnID, delta string) map[string]any {
+	return map[string]any{"type": "message.part.text-delta", "turnId": turnID, "delta": delta}
 }
 
 // Tool adds or updates a tool call.

@@ -284,3 +284,69 @@ func TestRunnerOptionsAndReconnect(t *testing.T) {
 		t.Fatalf("Reconnect after Close: %v", err)
 	}
 }
+
+// TestTextAsyncKeepsDeltasInFlight: a runner sends 300 deltas without
+// waiting for each (TextAsync, 32 in flight): they are applied in order,
+// every one is acknowledged with the seq of a chunk that holds it, and the
+// deltas that came while a commit was under way share chunks, so the log
+// has fewer chunk events than deltas.
+func TestTextAsyncKeepsDeltasInFlight(t *testing.T) {
+	t.Parallel()
+	c, ctx, id, connect := runnerSetup(t)
+	r := connect("bot")
+	defer r.Close()
+	if _, err := r.Create(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	const n, window = 300, 32
+	var inFlight []*client.Pending
+	acked := map[string]int64{}
+	wait := func() {
+		p := inFlight[0]
+		inFlight = inFlight[1:]
+		seq, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acked[fmt.Sprintf("d%d;", len(acked))] = seq
+	}
+	var want strings.Builder
+	for i := range n {
+		d := fmt.Sprintf("d%d;", i)
+		want.WriteString(d)
+		p, err := r.TextAsync(ctx, "m1", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inFlight = append(inFlight, p); len(inFlight) == window {
+			wait()
+		}
+	}
+	for len(inFlight) > 0 {
+		wait()
+	}
+	m, err := r.State(ctx, "m1")
+	if err != nil || m.Content != want.String() {
+		t.Fatalf("the message holds %q (%v), want every delta in order", m.Content, err)
+	}
+	events, _, err := c.Events(ctx, id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for _, e := range events {
+		if e.Type == parley.EventChunk {
+			chunks++
+		}
+	}
+	for d, seq := range acked {
+		ch, err := parley.ParseChunk(events[seq-1].Data)
+		if err != nil || events[seq-1].Type != parley.EventChunk || !slices.Contains(strings.SplitAfter(ch.Content, ";"), d) {
+			t.Fatalf("delta %q was acknowledged at seq %d, which holds %s", d, seq, events[seq-1].Data)
+		}
+	}
+	if chunks >= n {
+		t.Errorf("%d chunk events for %d deltas sent %d at a time: none shared a commit", chunks, n, window)
+	}
+	t.Logf("%d deltas in %d chunk events", n, chunks)
+}

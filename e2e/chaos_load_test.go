@@ -134,11 +134,13 @@ type runner struct {
 	name           string
 	steady         bool
 	gen, msgs      int
-	agent, message string          // the message being streamed, "" between messages
-	created        bool            // message.create of message was acknowledged
-	tools          map[string]bool // the tool calls of message already made
-	next           int             // the next delta of message
-	finishing      bool            // a finalize of message was sent
+	agent, message string            // the message being streamed, "" between messages
+	created        bool              // message.create of message was acknowledged
+	tools          map[string]bool   // the tool calls of message already made
+	next           int               // the next delta of message to send
+	acked          int               // the deltas of message acknowledged (all before next, but those in flight)
+	inFlight       []*client.Pending // deltas sent and not yet acknowledged (a steady runner keeps up to 8)
+	finishing      bool              // a finalize of message was sent
 	conn           *client.Runner
 }
 
@@ -174,6 +176,10 @@ func (r *runner) run(ctx context.Context) {
 	}
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if r.conn != nil && r.drain() != nil {
+		r.conn.Close() // what the server holds is asked again below
+		r.conn = nil
+	}
 	if r.conn == nil {
 		if err := r.connect(fctx); err != nil {
 			r.l.fail("runner %s: reconnecting to finish %s: %v", r.agent, r.message, err)
@@ -222,10 +228,10 @@ func (r *runner) connect(ctx context.Context) error {
 	}
 	r.created = true // if its answer was lost, the create was durable all the same
 	n := strings.Count(m.Content, ";")
-	if m.Content != deltas(n) || n < r.next {
-		r.l.fail("runner %s: message %s holds %q after the crash; %d deltas were acknowledged", r.agent, r.message, m.Content, r.next)
+	if m.Content != deltas(n) || n < r.acked || n > r.next {
+		r.l.fail("runner %s: message %s holds %q after the crash; %d deltas were acknowledged, %d sent", r.agent, r.message, m.Content, r.acked, r.next)
 	}
-	r.next = n
+	r.next, r.acked, r.inFlight = n, n, nil
 	r.l.mu.Lock()
 	r.l.continued++
 	r.l.mu.Unlock()
@@ -248,7 +254,7 @@ func (r *runner) connect(ctx context.Context) error {
 func (r *runner) stream(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if r.message == "" {
-			r.message, r.created, r.next, r.tools = fmt.Sprintf("%s-m%d", r.agent, r.msgs), false, 0, map[string]bool{}
+			r.message, r.created, r.next, r.acked, r.tools = fmt.Sprintf("%s-m%d", r.agent, r.msgs), false, 0, 0, map[string]bool{}
 			r.msgs++
 		}
 		if !r.created {
@@ -263,6 +269,13 @@ func (r *runner) stream(ctx context.Context) error {
 				return err
 			}
 			r.created = true
+		}
+		if r.next > 0 && (r.next%20 == 0 || r.steady && r.next == 60) {
+			// A tool call or the finalize comes after every delta before it
+			// is acknowledged.
+			if err := r.drain(); err != nil {
+				return err
+			}
 		}
 		if call := fmt.Sprintf("call-%d", r.next); r.next > 0 && r.next%20 == 0 && !r.tools[call] {
 			if err := r.tool(call, parley.ToolRunning); err != nil {
@@ -282,12 +295,69 @@ func (r *runner) stream(ctx context.Context) error {
 			continue
 		}
 		d := delta(r.next)
+		if r.steady {
+			// Up to 8 deltas in flight: the server commits those that come
+			// while a commit is under way together, in one chunk.
+			if err := r.sendAsync(d); err != nil {
+				return err
+			}
+			r.next++
+			continue
+		}
 		if err := r.send("chunk", ack{msgID: r.message, text: d}, func(ctx context.Context) (int64, error) { return r.conn.Text(ctx, r.message, d) }); err != nil {
 			return err
 		}
 		r.next++
+		r.acked++
 		if !r.steady {
 			pause(ctx, 3*time.Millisecond) // the flaky runner is slower
+		}
+	}
+	return nil
+}
+
+// sendAsync sends delta d without waiting for its answer, once fewer than
+// 8 deltas are in flight.
+func (r *runner) sendAsync(d string) error {
+	if len(r.inFlight) == 8 {
+		if err := r.waitOne(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := opContext()
+	defer cancel()
+	p, err := r.conn.TextAsync(ctx, r.message, d)
+	if err != nil {
+		return err
+	}
+	r.inFlight = append(r.inFlight, p)
+	return nil
+}
+
+// waitOne waits for the answer to the oldest delta in flight and records
+// its ack.
+func (r *runner) waitOne() error {
+	p := r.inFlight[0]
+	ctx, cancel := opContext()
+	defer cancel()
+	seq, err := p.Wait(ctx)
+	if refused(err) {
+		r.l.fail("runner %s: delta %d of %s refused: %v", r.agent, r.acked, r.message, err)
+	}
+	if err != nil {
+		return err
+	}
+	r.inFlight = r.inFlight[1:]
+	r.l.add(ack{conv: r.conv, seq: seq, kind: "chunk", msgID: r.message, text: delta(r.acked)})
+	r.acked++
+	return nil
+}
+
+// drain waits for every delta in flight.
+func (r *runner) drain() error {
+	for len(r.inFlight) > 0 {
+		if err := r.waitOne(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -87,13 +87,13 @@ func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) err
 	if err := s.schedule(ctx, o.taskEvery); err != nil {
 		return err
 	}
+	if err := s.note(ctx); err != nil {
+		return err
+	}
 	log.Info("demo running: open its conversation in a browser, or follow it in the terminal",
 		slog.String("conversation", s.id), slog.String("ui", base+"/c/"+url.PathEscape(s.id)),
 		slog.String("tail", self()+" tail -server "+base+" "+s.id),
 		slog.String("you", "in the web UI you write as the member "+demoYou))
-	if err := s.note(ctx); err != nil {
-		return err
-	}
 	go s.person(ctx, o.every)
 	return s.supervise(ctx)
 }

@@ -5,7 +5,8 @@ import { readFile } from "node:fs/promises";
 import { ParleyClient, type Message } from "@parleyhq/client";
 import type { BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startServer, type Server } from "../../client/test/server.js";
+import type { Server } from "../../client/test/server.js";
+import { startDemo } from "./lib/demo.js";
 import { screenshot, browserPerFile } from "./lib/browser.js";
 import { seen, squeeze, watchMessage } from "./lib/watch.js";
 
@@ -19,14 +20,8 @@ beforeAll(async () => {
   // run (-every 1h), and the scheduled task does not fire within it either
   // (-task-every 1h): the questions are the tests', so a test that waits
   // for the demo to be idle finds it idle until it asks.
-  server = await startServer(inject("parleyBinary"), { command: "demo", args: ["-every", "1h", "-task-every", "1h"] });
+  ({ server, conversationId } = await startDemo(inject("parleyBinary")));
   api = new ParleyClient({ baseUrl: server.url });
-  // The demo makes its conversation once the server listens: wait for it.
-  await until(async () => {
-    const list = await api.listConversations();
-    conversationId = list.conversations.find((v) => (v.conversation.title ?? "").startsWith("Parley demo"))?.conversation.id ?? "";
-    return conversationId !== "";
-  });
   await idle();
 });
 

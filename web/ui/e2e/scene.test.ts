@@ -9,7 +9,8 @@
 import { ParleyClient, type Message, type ParleyEvent } from "@parleyhq/client";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startServer, type Server } from "../../client/test/server.js";
+import type { Server } from "../../client/test/server.js";
+import { startDemo } from "./lib/demo.js";
 import { browserPerFile, screenshot } from "./lib/browser.js";
 
 let server: Server;
@@ -18,12 +19,8 @@ let api: ParleyClient;
 let conversationId: string;
 
 beforeAll(async () => {
-  // As in demo.test.ts, the scripted person asks once at the start and the
-  // task never fires: the questions are the tests'.
-  server = await startServer(inject("parleyBinary"), { command: "demo", args: ["-every", "1h", "-task-every", "1h"] });
+  ({ server, conversationId } = await startDemo(inject("parleyBinary")));
   api = new ParleyClient({ baseUrl: server.url });
-  const list = await api.listConversations();
-  conversationId = list.conversations.find((v) => (v.conversation.title ?? "").startsWith("Parley demo"))!.conversation.id;
   await idle();
   // The demo fails over on every 4th answer (and resets its turn before the
   // retry), and its reviewer claims its turn on every other one: ask until

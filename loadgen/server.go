@@ -202,8 +202,8 @@ func newSQLiteSizer(path string) (*sqliteSizer, error) {
 }
 
 func (s *sqliteSizer) size(ctx context.Context) (int64, error) {
-	if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return 0, fmt.Errorf("checkpoint %s: %w", s.path, err)
+	if err := s.truncate(ctx); err != nil {
+		return 0, err
 	}
 	var n int64
 	for _, p := range []string{s.path, s.path + "-wal"} {
@@ -217,6 +217,33 @@ func (s *sqliteSizer) size(ctx context.Context) (int64, error) {
 		n += fi.Size()
 	}
 	return n, nil
+}
+
+// truncate checkpoints the whole WAL into the database file and empties
+// it. A checkpoint that meets a reader of an older snapshot, or the
+// server's own checkpointer, copies what it can and reports busy, leaving
+// the WAL as long as it was: that is tried again, for at most 30 s, since
+// a WAL that happened to be long would be counted as stored bytes.
+func (s *sqliteSizer) truncate(ctx context.Context) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var busy, logPages, done int
+		err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &done)
+		if err != nil {
+			return fmt.Errorf("checkpoint %s: %w", s.path, err)
+		}
+		if busy == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("checkpoint %s: still busy after 30 s (%d of %d WAL pages copied)", s.path, done, logPages)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (s *sqliteSizer) describe() string {

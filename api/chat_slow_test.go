@@ -90,9 +90,13 @@ func TestSlowChatClientLosesNothing(t *testing.T) {
 }
 
 // setupListening is setup with the server on the listener listen makes.
+// A stream client may stall for up to a minute before it is dropped (the
+// default is 10 s): the slow client reads nothing until the runner has
+// written its whole answer, which on a loaded machine takes longer than
+// 10 s; what is tested is the subscriber's queue, not the write timeout.
 func setupListening(t *testing.T, eopts engine.Options, listen func() net.Listener) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
 	if err != nil {
@@ -100,7 +104,7 @@ func setupListening(t *testing.T, eopts engine.Options, listen func() net.Listen
 	}
 	eng := engine.New(db, eopts)
 	runners := dispatch.New(eng, dispatch.Options{})
-	srv := httptest.NewUnstartedServer(api.New(eng, runners, api.Options{}))
+	srv := httptest.NewUnstartedServer(api.New(eng, runners, api.Options{WriteTimeout: time.Minute}))
 	srv.Listener.Close()
 	srv.Listener = listen()
 	srv.Start()

@@ -98,9 +98,14 @@ func (q *outbox) reply(r *pendingReply) bool {
 	}
 	q.inFlight++
 	q.items = append(q.items, outItem{reply: r})
+	// It may have been known before it was queued, when a kick found
+	// nothing to write. Asked under q.mu: once it is unlocked, the writer
+	// may take the answer and Wait on it, and an Ack is for one goroutine
+	// at a time.
+	known := r.ready()
 	q.mu.Unlock()
-	if r.ready() {
-		q.kick() // it may have been known before it was queued
+	if known {
+		q.kick()
 	}
 	return true
 }

@@ -403,7 +403,11 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, id strin
 	defer out.done()
 	end := s.followAnswer(ctx, id, from, a, out, func(steps []step, _ int64) error {
 		for i := range steps {
-			if err := out.data("", uiChunk(&steps[i])); err != nil {
+			chunk := uiChunk(&steps[i])
+			if chunk == nil {
+				continue
+			}
+			if err := out.data("", chunk); err != nil {
 				return err
 			}
 		}
@@ -435,12 +439,21 @@ func (s *Server) endText(id string, end error) (text string, ok bool) {
 	return text, true
 }
 
-// uiChunk is a step as a UI message stream chunk. It carries only fields
-// that `ai` 5.0.0, whose chunk schema refuses any other, lists.
+// uiChunk is a step as a UI message stream chunk, or nil for a step that
+// has none. It carries only fields that `ai` 5.0.0, whose chunk schema
+// refuses any other, lists.
+//
+// A retry's start has none: the answer's attempts are one UI message, under
+// the first attempt's id. A second start naming the retry would rename the
+// message, and useChat would then show it as a second answer, beside the
+// first attempt's parts.
 func uiChunk(st *step) []byte {
 	var c map[string]any
 	switch st.kind {
 	case stepStart:
+		if st.retry {
+			return nil
+		}
 		c = map[string]any{"type": "start"}
 		if st.id != "" {
 			c["messageId"] = st.id

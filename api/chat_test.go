@@ -253,8 +253,8 @@ func TestChatResumesExactly(t *testing.T) {
 }
 
 // TestChatStopRegenerateAndErrors: stopping (POST …/abort, by the asker)
-// ends the answer with abort; a failed answer ends with error and its
-// text; a regenerate removes the last exchange and asks again, so that
+// ends the answer with abort; a failed answer that its runner does not
+// retry ends with error and its text; a regenerate removes the last exchange and asks again, so that
 // the conversation holds only the new one.
 func TestChatStopRegenerateAndErrors(t *testing.T) {
 	t.Parallel()
@@ -275,10 +275,10 @@ func TestChatStopRegenerateAndErrors(t *testing.T) {
 	until(t, b, run, "prompt")
 	do(t, b, run, `{"type":"message.create","turnId":"r2"}`)
 	do(t, b, run, `{"type":"error","turnId":"r2","error":"the model is down"}`)
+	do(t, b, run, `{"type":"complete"}`) // no retry: the answer ended with that error
 	if got := chunkTypes(st.all(), "errorText"); got != "start\nerror errorText=\"the model is down\"\n[DONE]" {
 		t.Fatalf("failed stream:\n%s", got)
 	}
-	do(t, b, run, `{"type":"complete"}`)
 
 	st = events(t, b.postJSON("/v1/chat", b.bob, chatBody(id, "u3", "Once")))
 	until(t, b, run, "prompt")

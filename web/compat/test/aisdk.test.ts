@@ -64,6 +64,21 @@ async function play(run: Runner, id: string, from: number, to?: number): Promise
   for (const f of scriptedAnswer(id).slice(from, to)) await run.send(f);
 }
 
+/**
+ * Asks a new chat a question through DefaultChatTransport: the chat, the
+ * runner that got the question, and the answer folding (a failure of which
+ * is the test's to see, whenever it comes).
+ */
+async function ask(ai: AI, text: string): Promise<{ chat: string; run: Runner; folding: Promise<UIMessage> }> {
+  const chat = newId("chat");
+  const stream = await transport(ai).sendMessages({ chatId: chat, messages: question(text), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
+  const run = await Runner.attach(url(), admin(), chat);
+  expect((await run.next())["content"]).toBe(text);
+  const folding = fold(ai, stream);
+  folding.catch(() => undefined); // seen by the test's own await
+  return { chat, run, folding };
+}
+
 describe.each(versions)("%s", (_name, ai) => {
   test("a message sent folds to exactly the stored answer, its tool part output-available", async () => {
     const chat = newId("chat");
@@ -125,11 +140,7 @@ describe.each(versions)("%s", (_name, ai) => {
   });
 
   test("an answer stopped (abort) folds to the stored canceled answer", async () => {
-    const chat = newId("chat");
-    const stream = await transport(ai).sendMessages({ chatId: chat, messages: question("Stop me"), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
-    const run = await Runner.attach(url(), admin(), chat);
-    await run.next();
-    const folding = fold(ai, stream);
+    const { chat, run, folding } = await ask(ai, "Stop me");
     await play(run, "r1", 0, 4); // text, then the search running
     const stop = await fetch(`${url()}/v1/conversations/${chat}/abort`, { method: "POST", headers: { Authorization: "Bearer " + you() } });
     expect(stop.status).toBe(202);
@@ -145,11 +156,7 @@ describe.each(versions)("%s", (_name, ai) => {
   });
 
   test("an answer that ends in an error surfaces as the SDK's error", async () => {
-    const chat = newId("chat");
-    const stream = await transport(ai).sendMessages({ chatId: chat, messages: question("Fail"), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
-    const run = await Runner.attach(url(), admin(), chat);
-    await run.next();
-    const folding = fold(ai, stream);
+    const { chat, run, folding } = await ask(ai, "Fail");
     await play(run, "r1", 0, 2);
     await run.send({ type: "error", turnId: "r1", error: "the model is down" });
     await run.send({ type: "complete" }); // no retry: the answer ended with that error
@@ -159,11 +166,7 @@ describe.each(versions)("%s", (_name, ai) => {
   });
 
   test("a tool call that fails gives the tool part output-error", async () => {
-    const chat = newId("chat");
-    const stream = await transport(ai).sendMessages({ chatId: chat, messages: question("Search"), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
-    const run = await Runner.attach(url(), admin(), chat);
-    await run.next();
-    const folding = fold(ai, stream);
+    const { chat, run, folding } = await ask(ai, "Search");
     for (const f of [
       { type: "message.create", turnId: "r1" },
       { type: "message.part.tool-update", turnId: "r1", callId: "c1", toolName: "search", status: "running", args: { q: "6 x 7" } },
@@ -202,6 +205,23 @@ describe.each(versions)("%s", (_name, ai) => {
     const r = await fetch(`${url()}/v1/conversations/${chat}/messages`, { headers: { Authorization: "Bearer " + admin() } });
     const ids = ((await r.json()) as { messages: { id: string }[] }).messages.map((x) => x.id);
     expect(ids).toEqual([q[0]!.id, "r2"]); // the first answer is gone
+    run.close();
+  });
+
+  test("a failover streams on into the retry: one message, the failed attempt's parts then the retry's, no error", async () => {
+    const { chat, run, folding } = await ask(ai, "What is 6 x 7?");
+    await play(run, "r1", 0, 4); // text, then the search running
+    await run.send({ type: "error", turnId: "r1", error: "the model's connection dropped", finality: "none" }); // keeps the prompt
+    await run.send({ type: "message.create", turnId: "r2", retryOf: "r1" });
+    await run.send({ type: "message.part.text-delta", turnId: "r2", delta: "It is 42." });
+    await run.send({ type: "message.finalize", turnId: "r2", reason: "end_turn" });
+    await run.send({ type: "complete" });
+    const m = await folding; // no error on the way
+    const [failed, retry] = [await stored(chat, "r1"), await stored(chat, "r2")];
+    expect([failed.status, retry.status]).toEqual(["error", "complete"]);
+    expect(m.id).toBe("r1");
+    expect(uiParts(m)).toEqual([...storedParts(failed), ...storedParts(retry)]);
+    expect(uiParts(m).at(-1)).toEqual({ text: "It is 42." });
     run.close();
   });
 });

@@ -322,7 +322,10 @@ func (s *Server) askedBefore(ctx context.Context, convID, id string) (parley.Pos
 
 // resumeChat serves GET /v1/chat/{id}/stream, what the AI SDK's
 // reconnectToStream asks: 204 when no answer is under way, otherwise the
-// answer under way from its start, then live.
+// answer under way from its start, then live. A chat not made yet has
+// none: useChat with resume asks as a new chat's page loads, before its
+// first question makes the conversation. (Whether a conversation exists is
+// no secret: one the caller may not read is 403.)
 func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	id := r.PathValue("id")
 	err := s.readable(r, who)
@@ -332,6 +335,9 @@ func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 	)
 	if err == nil {
 		a, from, err = s.answerUnderWay(r.Context(), id)
+	}
+	if parley.ErrorCode(err) == parley.ENOTFOUND && parley.ValidID(id) {
+		err, a = nil, nil
 	}
 	if err != nil {
 		writeErr(w, s.log, err)

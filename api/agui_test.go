@@ -102,6 +102,7 @@ func TestAGUIEndings(t *testing.T) {
 	until(t, b, run, "prompt")
 	do(t, b, run, `{"type":"message.create","turnId":"r2"}`)
 	do(t, b, run, `{"type":"error","turnId":"r2","error":"the model is down"}`)
+	do(t, b, run, `{"type":"complete"}`) // no retry
 	if got := chunkTypes(st.all(), "message"); got != "RUN_STARTED\nRUN_ERROR message=\"the model is down\"" {
 		t.Fatalf("failed run:\n%s", got)
 	}

@@ -19,6 +19,14 @@ import (
 // protocol is an encoder of these steps (chat.go, agui.go), and the steps
 // depend only on the events, so that a stream built from the log again from
 // the same point says exactly what the first said.
+//
+// A runner that fails over ends its message with an error and, keeping the
+// prompt, answers again in a new message that names the failed one in
+// retryOf: the person asked one question, and its answer is the retry. So
+// the answer to a prompt is followed through its attempts: an attempt that
+// ends with an error is held, and the answer goes on in the message that
+// retries it (a stepStart with retry set), or ends with that error once
+// the prompt ends without a retry.
 
 // stepKind names what changed in the answer.
 type stepKind int
@@ -26,6 +34,8 @@ type stepKind int
 const (
 	// stepStart: the answer's message exists (step.id is its id), or the
 	// prompt ended without one (step.id is "", and a stepFinish follows).
+	// With step.retry, the answer goes on in message step.id, which
+	// retries the attempt that failed.
 	stepStart stepKind = iota
 	stepTextStart
 	stepTextDelta
@@ -61,6 +71,8 @@ type step struct {
 	text string       // a text delta, or an error's text
 	part *parley.Part // the tool call, as it is now
 	end  answerEnd
+	// retry marks the stepStart of a retry: not the answer's first message.
+	retry bool
 }
 
 // answerState is one answer, folded from the log. Its zero value is not
@@ -78,6 +90,12 @@ type answerState struct {
 	sent  map[int]*textSent
 	tools map[string]*toolSent
 	done  bool
+	// attempt counts the retries followed: m is the attempt-th retry.
+	attempt int
+	// failed holds the error of attempt m while a retry may follow it:
+	// until the prompt ends (promptEnded).
+	failed      *string
+	promptEnded bool
 	// tombstone is the seq of the last compacted event folded (0: none).
 	tombstone int64
 }
@@ -119,12 +137,20 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 		if json.Unmarshal(ev.Data, &m) != nil {
 			return out
 		}
-		if a.m == nil {
+		switch {
+		case a.m == nil:
 			if !a.answers(&m) {
 				return out
 			}
 			out = append(out, step{kind: stepStart, id: m.ID})
-		} else if m.ID != a.m.ID {
+		case m.ID == a.m.ID:
+		case a.failed != nil && (m.RetryOf == a.m.ID || a.answers(&m)):
+			// The attempt that failed is retried: the answer goes on in
+			// the retry, whose parts are new ones.
+			a.attempt++
+			a.failed, a.sent, a.tools = nil, map[int]*textSent{}, map[string]*toolSent{}
+			out = append(out, step{kind: stepStart, id: m.ID, retry: true})
+		default:
 			return out
 		}
 		a.m = &m
@@ -155,7 +181,15 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 		var p struct {
 			ID string `json:"id"`
 		}
-		if a.m == nil && a.prompt != "" && json.Unmarshal(ev.Data, &p) == nil && p.ID == a.prompt {
+		if a.prompt == "" || json.Unmarshal(ev.Data, &p) != nil || p.ID != a.prompt {
+			return out
+		}
+		a.promptEnded = true
+		switch {
+		case a.failed != nil:
+			// No retry came: the answer ends with its attempt's error.
+			return a.finish(out, endError, *a.failed)
+		case a.m == nil:
 			out = append(out, step{kind: stepStart})
 			end := endComplete
 			if ev.Type == conv.EventPromptCanceled {
@@ -175,8 +209,14 @@ func (a *answerState) answers(m *parley.Message) bool {
 	return m.Role != parley.RoleUser && m.ID != a.prompt && (m.ReplyTo == a.prompt || m.TurnID == a.prompt)
 }
 
-// textID names text part i of the answer in the steps.
-func textID(i int) string { return "t" + strconv.Itoa(i) }
+// textID names text part i of the answer's message in the steps: "t<i>",
+// and "r<k>t<i>" in its k-th retry.
+func (a *answerState) textID(i int) string {
+	if a.attempt == 0 {
+		return "t" + strconv.Itoa(i)
+	}
+	return "r" + strconv.Itoa(a.attempt) + "t" + strconv.Itoa(i)
+}
 
 // diff appends the steps that bring what was stepped up to the answer as
 // it is now, part by part in order: so a text part ends before the tool
@@ -198,17 +238,17 @@ func (a *answerState) diff(out []step) []step {
 			}
 			if !t.started {
 				t.started = true
-				out = append(out, step{kind: stepTextStart, id: textID(i)})
+				out = append(out, step{kind: stepTextStart, id: a.textID(i)})
 			}
 			// Text only grows while it streams; a text a finalize made
 			// shorter (none does) would send nothing more.
 			if len(p.Text) > t.bytes {
-				out = append(out, step{kind: stepTextDelta, id: textID(i), text: p.Text[t.bytes:]})
+				out = append(out, step{kind: stepTextDelta, id: a.textID(i), text: p.Text[t.bytes:]})
 				t.bytes = len(p.Text)
 			}
 			if !p.Streaming || final {
 				t.ended = true
-				out = append(out, step{kind: stepTextEnd, id: textID(i)})
+				out = append(out, step{kind: stepTextEnd, id: a.textID(i)})
 			}
 		case parley.PartToolCall:
 			t := a.tools[p.CallID]
@@ -244,6 +284,11 @@ func (a *answerState) diff(out []step) []step {
 				text = p.Message
 			}
 		}
+		if a.prompt != "" && !a.promptEnded {
+			// Its runner keeps the prompt: it may retry (a failover).
+			a.failed = &text
+			return a.closeParts(out)
+		}
 		return a.finish(out, endError, text)
 	}
 	return a.finish(out, endComplete, "")
@@ -252,21 +297,29 @@ func (a *answerState) diff(out []step) []step {
 // finish ends the answer: every text part and tool call still open is
 // closed first, so that every protocol's stream ends well formed.
 func (a *answerState) finish(out []step, end answerEnd, text string) []step {
-	if a.m != nil {
-		for i := range a.m.Parts {
-			p := &a.m.Parts[i]
-			if t := a.sent[i]; p.Type == parley.PartText && t != nil && t.started && !t.ended {
-				t.ended = true
-				out = append(out, step{kind: stepTextEnd, id: textID(i)})
-			}
-			if t := a.tools[p.CallID]; p.Type == parley.PartToolCall && t != nil && !t.input {
-				t.input = true
-				out = append(out, step{kind: stepToolInput, id: p.CallID, part: clonePart(p)})
-			}
-		}
-	}
+	out = a.closeParts(out)
 	a.done = true
 	return append(out, step{kind: stepFinish, end: end, text: text})
+}
+
+// closeParts closes every text part and tool call of the message that is
+// still open.
+func (a *answerState) closeParts(out []step) []step {
+	if a.m == nil {
+		return out
+	}
+	for i := range a.m.Parts {
+		p := &a.m.Parts[i]
+		if t := a.sent[i]; p.Type == parley.PartText && t != nil && t.started && !t.ended {
+			t.ended = true
+			out = append(out, step{kind: stepTextEnd, id: a.textID(i)})
+		}
+		if t := a.tools[p.CallID]; p.Type == parley.PartToolCall && t != nil && !t.input {
+			t.input = true
+			out = append(out, step{kind: stepToolInput, id: p.CallID, part: clonePart(p)})
+		}
+	}
+	return out
 }
 
 func clonePart(p *parley.Part) *parley.Part {

@@ -322,7 +322,10 @@ func (s *Server) askedBefore(ctx context.Context, convID, id string) (parley.Pos
 
 // resumeChat serves GET /v1/chat/{id}/stream, what the AI SDK's
 // reconnectToStream asks: 204 when no answer is under way, otherwise the
-// answer under way from its start, then live.
+// answer under way from its start, then live. A chat not made yet has
+// none: useChat with resume asks as a new chat's page loads, before its
+// first question makes the conversation. (Whether a conversation exists is
+// no secret: one the caller may not read is 403.)
 func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	id := r.PathValue("id")
 	err := s.readable(r, who)
@@ -332,6 +335,9 @@ func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 	)
 	if err == nil {
 		a, from, err = s.answerUnderWay(r.Context(), id)
+	}
+	if parley.ErrorCode(err) == parley.ENOTFOUND && parley.ValidID(id) {
+		err, a = nil, nil
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -403,7 +409,11 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, id strin
 	defer out.done()
 	end := s.followAnswer(ctx, id, from, a, out, func(steps []step, _ int64) error {
 		for i := range steps {
-			if err := out.data("", uiChunk(&steps[i])); err != nil {
+			chunk := uiChunk(&steps[i])
+			if chunk == nil {
+				continue
+			}
+			if err := out.data("", chunk); err != nil {
 				return err
 			}
 		}
@@ -435,12 +445,21 @@ func (s *Server) endText(id string, end error) (text string, ok bool) {
 	return text, true
 }
 
-// uiChunk is a step as a UI message stream chunk. It carries only fields
-// that `ai` 5.0.0, whose chunk schema refuses any other, lists.
+// uiChunk is a step as a UI message stream chunk, or nil for a step that
+// has none. It carries only fields that `ai` 5.0.0, whose chunk schema
+// refuses any other, lists.
+//
+// A retry's start has none: the answer's attempts are one UI message, under
+// the first attempt's id. A second start naming the retry would rename the
+// message, and useChat would then show it as a second answer, beside the
+// first attempt's parts.
 func uiChunk(st *step) []byte {
 	var c map[string]any
 	switch st.kind {
 	case stepStart:
+		if st.retry {
+			return nil
+		}
 		c = map[string]any{"type": "start"}
 		if st.id != "" {
 			c["messageId"] = st.id

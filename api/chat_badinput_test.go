@@ -61,7 +61,7 @@ func TestBadChatRequests(t *testing.T) {
 		{"a body over 16 MiB", "POST", "/v1/chat", "alice", huge, nil, 413, "too_large", "16777216"},
 		{"a regenerate that removes others' messages", "POST", "/v1/chat", "alice", chat("{c}", msg("q1", "user", text("question")), `,"trigger":"regenerate-message","messageId":"a1"`), nil, 403, "forbidden", "revert"},
 
-		{"resume: unknown chat", "GET", "/v1/chat/nope/stream", "alice", "", nil, 404, "not_found", "nope"},
+		{"resume: a chat id no chat can have", "GET", "/v1/chat/" + strings.Repeat("c", 129) + "/stream", "alice", "", nil, 404, "not_found", "ccc"},
 		{"resume: an outsider", "GET", "/v1/chat/priv/stream", "bob", "", nil, 403, "forbidden", "does not take part"},
 		{"resume: no token", "GET", "/v1/chat/{c}/stream", "none", "", nil, 401, "unauthorized", ""},
 

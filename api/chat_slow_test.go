@@ -35,7 +35,11 @@ func TestSlowChatClientLosesNothing(t *testing.T) {
 			return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, opt, 4096) })
 		}
 	}
-	b := setupListening(t, engine.Options{SubscriberBuffer: 4, Metrics: metrics}, func() net.Listener {
+	// The client reads nothing until the runner has sent all: each batch of
+	// writes may wait that long (on a loaded machine, longer than the
+	// default 10 s), which is not what this test is about.
+	aopts := api.Options{WriteTimeout: 10 * time.Minute}
+	b := setupListening(t, engine.Options{SubscriberBuffer: 4, Metrics: metrics}, aopts, func() net.Listener {
 		l, err := (&net.ListenConfig{Control: small(syscall.SO_SNDBUF)}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -90,13 +94,9 @@ func TestSlowChatClientLosesNothing(t *testing.T) {
 }
 
 // setupListening is setup with the server on the listener listen makes.
-// A stream client may stall for up to a minute before it is dropped (the
-// default is 10 s): the slow client reads nothing until the runner has
-// written its whole answer, which on a loaded machine takes longer than
-// 10 s; what is tested is the subscriber's queue, not the write timeout.
-func setupListening(t *testing.T, eopts engine.Options, listen func() net.Listener) *bundle {
+func setupListening(t *testing.T, eopts engine.Options, aopts api.Options, listen func() net.Listener) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
 	if err != nil {
@@ -104,7 +104,7 @@ func setupListening(t *testing.T, eopts engine.Options, listen func() net.Listen
 	}
 	eng := engine.New(db, eopts)
 	runners := dispatch.New(eng, dispatch.Options{})
-	srv := httptest.NewUnstartedServer(api.New(eng, runners, api.Options{WriteTimeout: time.Minute}))
+	srv := httptest.NewUnstartedServer(api.New(eng, runners, aopts))
 	srv.Listener.Close()
 	srv.Listener = listen()
 	srv.Start()

@@ -209,7 +209,7 @@ func TestChatStreamsTheAnswer(t *testing.T) {
 }
 
 // TestChatResumesExactly: GET /v1/chat/{id}/stream answers 204 while no
-// answer is under way; mid-answer it replays the answer from its start and
+// answer is under way, in a chat not made yet too (and makes nothing); mid-answer it replays the answer from its start and
 // goes on live, chunk for chunk what the first stream sent; the same
 // question posted again (a retried request) follows the same answer and
 // asks nothing new; and once the answer ended it is 204 again.
@@ -220,6 +220,10 @@ func TestChatResumesExactly(t *testing.T) {
 	if r := b.send("GET", "/v1/chat/"+id+"/stream", b.bob, nil); r.StatusCode != 204 {
 		t.Fatalf("nothing under way: %d", r.StatusCode)
 	}
+	if r := b.send("GET", "/v1/chat/not-made-yet/stream", b.bob, nil); r.StatusCode != 204 {
+		t.Fatalf("a chat not made yet: %d", r.StatusCode)
+	}
+	b.want(b.do("GET", "/v1/conversations/not-made-yet", b.admin, nil), 404, "not_found")
 	first := events(t, b.postJSON("/v1/chat", b.bob, chatBody(id, "u1", "What is 6 x 7?")))
 	run := b.runnerConn(id, b.alice)
 	until(t, b, run, "prompt")
@@ -253,8 +257,8 @@ func TestChatResumesExactly(t *testing.T) {
 }
 
 // TestChatStopRegenerateAndErrors: stopping (POST …/abort, by the asker)
-// ends the answer with abort; a failed answer ends with error and its
-// text; a regenerate removes the last exchange and asks again, so that
+// ends the answer with abort; a failed answer that its runner does not
+// retry ends with error and its text; a regenerate removes the last exchange and asks again, so that
 // the conversation holds only the new one.
 func TestChatStopRegenerateAndErrors(t *testing.T) {
 	t.Parallel()
@@ -275,10 +279,10 @@ func TestChatStopRegenerateAndErrors(t *testing.T) {
 	until(t, b, run, "prompt")
 	do(t, b, run, `{"type":"message.create","turnId":"r2"}`)
 	do(t, b, run, `{"type":"error","turnId":"r2","error":"the model is down"}`)
+	do(t, b, run, `{"type":"complete"}`) // no retry: the answer ended with that error
 	if got := chunkTypes(st.all(), "errorText"); got != "start\nerror errorText=\"the model is down\"\n[DONE]" {
 		t.Fatalf("failed stream:\n%s", got)
 	}
-	do(t, b, run, `{"type":"complete"}`)
 
 	st = events(t, b.postJSON("/v1/chat", b.bob, chatBody(id, "u3", "Once")))
 	until(t, b, run, "prompt")

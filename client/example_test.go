@@ -545,6 +545,26 @@ func ExampleClient_Export() {
 	// worth keeping
 }
 
+// Back up the whole server into a file of its own (an admin token).
+func ExampleClient_Backup() {
+	ctx := context.Background()
+	c := client.New(serverURL(), "")
+	f, err := os.CreateTemp("", "parley-backup-*.db")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	n, err := c.Backup(ctx, f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		log.Fatal(err) // the file is not a whole backup
+	}
+	fmt.Println(n > 0)
+	// Output: true
+}
+
 // Tokens: the first one ends open mode; each acts as its kind and agent.
 func ExampleClient_CreateToken() {
 	ctx := context.Background()

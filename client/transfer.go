@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,6 +18,24 @@ func (c *Client) Export(ctx context.Context, id, format string, w io.Writer) (in
 	if format != "" {
 		path += "?format=" + url.QueryEscape(format)
 	}
+	return c.download(ctx, path, w)
+}
+
+// Backup writes a copy of the server's whole store to w as it streams in
+// (GET /v1/admin/backup: an SQLite database file, as it was at one moment
+// while the server ran), and returns how many bytes it wrote. It needs an
+// admin token; a server on PostgreSQL answers not_found, one already
+// making or sending a backup busy. A copy cut short is an error, not a
+// shorter file: write it to a file of its own and keep that only when
+// Backup returns nil (`parley restore` restores it).
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	return c.download(ctx, "/v1/admin/backup", w)
+}
+
+// download copies the body of GET path to w, through a buffer of its own
+// size (io.Copy's), and checks that the whole body the server announced
+// came.
+func (c *Client) download(ctx context.Context, path string, w io.Writer) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+path, nil)
 	if err != nil {
 		return 0, err
@@ -31,7 +50,11 @@ func (c *Client) Export(ctx context.Context, id, format string, w io.Writer) (in
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return 0, decodeError(resp.StatusCode, resp.Header, data)
 	}
-	return io.Copy(w, resp.Body)
+	n, err := io.Copy(w, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("GET %s ended after %d of %d bytes", path, n, resp.ContentLength)
+	}
+	return n, err
 }
 
 // ImportOptions tune Import.

@@ -2,30 +2,11 @@
 // against the real parley binary: a question asked with useChat, the page
 // reloaded mid-answer, and the answer shown once, going on where it was.
 
-import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, expect, inject, test } from "vitest";
-import { Runner, startPage, startParley } from "./servers.js";
+import type { Page } from "playwright-core";
+import { expect, test } from "vitest";
+import { Runner, browserFixture } from "./servers.js";
 
-const chromiumPath = process.env["PARLEY_CHROMIUM"] ?? "/usr/bin/chromium";
-
-let browser: Browser;
-let parley: Awaited<ReturnType<typeof startParley>>;
-let page: Awaited<ReturnType<typeof startPage>>;
-
-beforeAll(async () => {
-  if (!existsSync(chromiumPath)) throw new Error(`no Chromium at ${chromiumPath}: install Debian's chromium package (./.ci/run does), or set PARLEY_CHROMIUM`);
-  parley = await startParley(inject("parleyBinary"));
-  page = await startPage(parley.addr);
-  // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-  browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
-});
-
-afterAll(async () => {
-  await browser?.close();
-  page?.server.close();
-  await parley?.stop();
-});
+const f = browserFixture();
 
 declare global {
   interface Window {
@@ -51,21 +32,21 @@ const answerText = (p: Page) => p.locator('[data-role="assistant"] .text').allTe
 
 test("a reload mid-answer shows the answer once, and it goes on", async () => {
   const chat = "chat-e2e";
-  const api = "http://" + parley.addr;
+  const api = "http://" + f.parley.addr;
   const made = await fetch(api + "/v1/conversations", {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ id: chat, participants: ["helper"], members: ["you"] }),
   });
   expect(made.status).toBe(201);
-  const run = await Runner.attach(parley.addr, chat);
-  const context = await browser.newContext();
+  const run = await Runner.attach(f.parley.addr, chat);
+  const context = await f.browser.newContext();
   await context.addInitScript(record);
   const p = await context.newPage();
   const errors: string[] = [];
   p.on("pageerror", (e) => errors.push(e.message));
 
-  await p.goto(`${page.url}/?chat=${chat}`);
+  await p.goto(`${f.page.url}/?chat=${chat}`);
   await p.getByLabel("Question").fill("What is 6 x 7?");
   await p.getByRole("button", { name: "Send" }).click();
   expect((await run.next())["content"]).toBe("What is 6 x 7?");

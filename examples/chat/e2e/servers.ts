@@ -1,6 +1,6 @@
 // What the browser test runs: `parley serve` (open: token-less, on
 // loopback), the built page served with /v1 passed on to it (as `npm run
-// dev` does), and the agent "helper" as a runner of one conversation.
+// dev` does), and the agent "helper" as a runner, of one conversation or agent-wide.
 
 import { spawn } from "node:child_process";
 import { createReadStream, existsSync, mkdtempSync } from "node:fs";
@@ -8,7 +8,36 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { extname, join, resolve } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, inject } from "vitest";
 import WebSocket from "ws";
+
+const chromiumPath = process.env["PARLEY_CHROMIUM"] ?? "/usr/bin/chromium";
+
+/** What a browser test file uses: Parley, the page served, and Chromium. */
+export interface Fixture {
+  browser: Browser;
+  parley: Awaited<ReturnType<typeof startParley>>;
+  page: Awaited<ReturnType<typeof startPage>>;
+}
+
+/** Starts the fixture before the file's tests and stops it after them; its fields are set once they run. */
+export function browserFixture(): Fixture {
+  const f = {} as Fixture;
+  beforeAll(async () => {
+    if (!existsSync(chromiumPath)) throw new Error(`no Chromium at ${chromiumPath}: install Debian's chromium package (./.ci/run does), or set PARLEY_CHROMIUM`);
+    f.parley = await startParley(inject("parleyBinary"));
+    f.page = await startPage(f.parley.addr);
+    // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+    f.browser = await chromium.launch({ executablePath: chromiumPath, args: ["--no-sandbox"] });
+  });
+  afterAll(async () => {
+    await f.browser?.close();
+    f.page?.server.close();
+    await f.parley?.stop();
+  });
+  return f;
+}
 
 /** Starts `parley serve` on a free loopback port; its address and a stop. */
 export async function startParley(binary: string): Promise<{ addr: string; stop(): Promise<void> }> {
@@ -65,12 +94,21 @@ export async function startPage(addr: string): Promise<{ url: string; server: Se
 
 type Frame = Record<string, unknown>;
 
-/** The agent "helper" attached to one conversation (an open server acts as admin). */
+/**
+ * The agent "helper" as a runner (an open server acts as admin): attached to
+ * one conversation, or agent-wide, to every conversation it is asked in,
+ * where each frame it sends names the conversation of the last prompt.
+ */
 export class Runner {
   private readonly pushes: Frame[] = [];
   private readonly waiting: ((f: Frame) => void)[] = [];
   private readonly replies: ((f: Frame) => void)[] = [];
-  private constructor(private readonly ws: WebSocket) {
+  /** On an agent-wide connection, the conversation of the last prompt taken. */
+  private conversation = "";
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly wide: boolean,
+  ) {
     ws.on("message", (data) => {
       const f = JSON.parse((data as Buffer).toString()) as Frame;
       if (f["type"] === "ack" || (f["type"] === "error" && this.replies.length > 0)) this.replies.shift()?.(f);
@@ -79,9 +117,18 @@ export class Runner {
     });
   }
 
-  static async attach(addr: string, conversation: string): Promise<Runner> {
-    const ws = new WebSocket(`ws://${addr}/v1/conversations/${conversation}/runner?agentId=helper`);
-    const r = new Runner(ws);
+  static attach(addr: string, conversation: string): Promise<Runner> {
+    return Runner.open(`ws://${addr}/v1/conversations/${conversation}/runner?agentId=helper`, false);
+  }
+
+  /** One connection for every conversation in which helper is asked, those not made yet included. */
+  static attachAgent(addr: string): Promise<Runner> {
+    return Runner.open(`ws://${addr}/v1/agents/helper/runner`, true);
+  }
+
+  private static async open(url: string, wide: boolean): Promise<Runner> {
+    const ws = new WebSocket(url);
+    const r = new Runner(ws, wide);
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
       ws.once("error", reject);
@@ -89,14 +136,15 @@ export class Runner {
     return r;
   }
 
-  next(): Promise<Frame> {
-    const f = this.pushes.shift();
-    return f ? Promise.resolve(f) : new Promise((r) => this.waiting.push(r));
+  async next(): Promise<Frame> {
+    const f = this.pushes.shift() ?? (await new Promise<Frame>((r) => this.waiting.push(r)));
+    if (this.wide && f["type"] === "prompt") this.conversation = f["conversationId"] as string;
+    return f;
   }
 
   async send(frame: Frame): Promise<void> {
     const reply = new Promise<Frame>((r) => this.replies.push(r));
-    this.ws.send(JSON.stringify(frame));
+    this.ws.send(JSON.stringify(this.wide ? { ...frame, conversationId: this.conversation } : frame));
     const r = await reply;
     if (r["type"] !== "ack") throw new Error(`runner frame ${JSON.stringify(frame)}: ${JSON.stringify(r)}`);
   }

@@ -35,32 +35,49 @@ interface ParleyMessage {
   id: string;
   role: string;
   status: string;
+  retryOf?: string;
   parts: { type: string; text?: string; callId?: string; toolName?: string; status?: string; args?: unknown; result?: unknown; error?: string }[];
 }
 
 /**
  * The messages the conversation holds, as UI messages: every question, and
  * every answer that has ended. An answer still being written is left out:
- * resuming replays it from its start.
+ * resuming replays it from its start. The attempts of an answer whose
+ * runner failed over (each retry names the attempt it retries) are one
+ * answer, as the chat stream shows them: the first attempt's parts, then
+ * the retry's, under the first attempt's id.
  */
 async function storedMessages(id: string): Promise<UIMessage[]> {
   const r = await fetch(`/v1/conversations/${encodeURIComponent(id)}/messages?limit=1000`, { headers });
   if (r.status === 404) return []; // a new chat: its first question makes it
   if (!r.ok) throw new Error(`reading the chat: ${r.status} ${await r.text()}`);
   const { messages } = (await r.json()) as { messages: ParleyMessage[] };
-  return messages
-    .filter((m) => (m.role === "user" || m.role === "assistant") && m.status !== "streaming")
-    .map((m) => ({
-      id: m.id,
-      role: m.role as "user" | "assistant",
-      parts: m.parts.flatMap((p): UIMessage["parts"] => {
-        if (p.type === "text") return [{ type: "text", text: p.text ?? "", state: "done" }];
-        if (p.type !== "tool-call") return [];
-        const type: `tool-${string}` = `tool-${p.toolName ?? ""}`;
-        const base = { type, toolCallId: p.callId ?? "", input: p.args ?? {}, providerExecuted: true };
-        return [p.status === "completed" ? { ...base, state: "output-available", output: p.result } : { ...base, state: "output-error", errorText: p.error ?? "failed" }];
-      }),
-    }));
+  const byId = new Map(messages.map((m) => [m.id, m]));
+  const first = (m: ParleyMessage): ParleyMessage => {
+    let at = m;
+    for (let n = 0; n < messages.length && at.retryOf && byId.has(at.retryOf); n++) at = byId.get(at.retryOf)!;
+    return at;
+  };
+  // Each answer's attempts, in order, under its first attempt.
+  const attempts = new Map<ParleyMessage, ParleyMessage[]>();
+  for (const m of messages) {
+    if (m.role !== "user" && m.role !== "assistant") continue;
+    const list = attempts.get(first(m));
+    if (list) list.push(m);
+    else attempts.set(first(m), [m]);
+  }
+  return [...attempts]
+    .filter(([, all]) => all.every((m) => m.status !== "streaming"))
+    .map(([m, all]) => ({ id: m.id, role: m.role as "user" | "assistant", parts: all.flatMap((a) => a.parts.flatMap(uiPart)) }));
+}
+
+/** A stored part as a UI message part (tool calls ran on the runner's side). */
+function uiPart(p: ParleyMessage["parts"][number]): UIMessage["parts"] {
+  if (p.type === "text") return [{ type: "text", text: p.text ?? "", state: "done" }];
+  if (p.type !== "tool-call") return [];
+  const type: `tool-${string}` = `tool-${p.toolName ?? ""}`;
+  const base = { type, toolCallId: p.callId ?? "", input: p.args ?? {}, providerExecuted: true };
+  return [p.status === "completed" ? { ...base, state: "output-available", output: p.result } : { ...base, state: "output-error", errorText: p.error ?? "failed" }];
 }
 
 export function App() {

@@ -1,5 +1,6 @@
 // The HTTP calls of docs/api.md.
 
+import { backupOf, type Backup } from "./backup.js";
 import { ParleyError, responseError } from "./errors.js";
 import { Subscription, type SubscribeOptions } from "./stream.js";
 import type {
@@ -452,6 +453,16 @@ export class ParleyClient {
     return (await res.json()) as ImportResult;
   }
 
+  /**
+   * A copy of the server's whole store (admin), streamed: pipe its `body`
+   * to a file, and keep the file only if the stream ends without an error.
+   * A server on PostgreSQL rejects with `not_found`, one already sending a
+   * backup with `busy`.
+   */
+  async backup(opts: { signal?: AbortSignal } = {}): Promise<Backup> {
+    return backupOf(await this.request("GET", "/v1/admin/backup", {}, undefined, {}, opts.signal));
+  }
+
   // Scheduled tasks.
 
   /** Schedules a prompt. */
@@ -546,11 +557,19 @@ export class ParleyClient {
   }
 
   /** Sends one request; an answer that is not 2xx rejects with its {@link ParleyError}. */
-  async request(method: string, path: string, query: Query = {}, body?: BodyInit, headers: Record<string, string> = {}): Promise<Response> {
+  async request(
+    method: string,
+    path: string,
+    query: Query = {},
+    body?: BodyInit,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Response> {
     const res = await this.fetchImpl(this.url(path, query), {
       method,
       headers: { Accept: "application/json", ...this.headers(), ...headers },
       ...(body === undefined ? {} : { body }),
+      ...(signal === undefined ? {} : { signal }),
       cache: "no-store",
     });
     if (!res.ok) throw await responseError(res);

@@ -2,6 +2,7 @@
 
 export * from "./types.js";
 export { ParleyError, errorFromBody, isFatal, type ErrorCode } from "./errors.js";
+export type { Backup } from "./backup.js";
 export {
   ParleyClient,
   type ClientOptions,

@@ -1,6 +1,13 @@
 // The HTTP calls against the real server.
 
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { ReadableStream as NodeWebStream } from "node:stream/web";
 import { describe, expect, inject, it } from "vitest";
+import { backupOf } from "../src/backup.js";
 import { ParleyClient, ParleyError, type FetchLike } from "../src/index.js";
 import { Runner, conversation, shared, until } from "./helpers.js";
 import { startServer } from "./server.js";
@@ -213,6 +220,46 @@ describe("import", () => {
     expect(res.warningsTruncated).toBe(false);
     const imported = await c.messages(id);
     expect(imported.messages.map((m) => m.id)).toEqual(["msg-1", "msg-2", "legacy-3"]);
+  });
+});
+
+describe("backup", () => {
+  it("streams the whole store to a file that a server serves again; only an admin may", async () => {
+    const server = await startServer(inject("parleyBinary"));
+    const dir = mkdtempSync(join(tmpdir(), "parley-backup-"));
+    let copy: Awaited<ReturnType<typeof startServer>> | undefined;
+    try {
+      const admin = await new ParleyClient({ baseUrl: server.url }).createToken({ kind: "admin" });
+      const c = new ParleyClient({ baseUrl: server.url, token: admin.token });
+      const alice = await c.createToken({ kind: "agent", agentId: "alice" });
+      const { conversation: made } = await c.createConversation({ id: "kept", participants: ["alice"] });
+      await c.postMessage(made.id, { agentId: "alice", content: "worth keeping" });
+
+      const b = await c.backup();
+      expect(b.filename).toMatch(/^parley-\d{8}T\d{6}Z\.db$/);
+      const path = join(dir, b.filename);
+      await pipeline(Readable.fromWeb(b.body as NodeWebStream), createWriteStream(path));
+      expect(statSync(path).size).toBe(b.size);
+      expect(readFileSync(path).subarray(0, 16).toString("latin1")).toBe("SQLite format 3\0");
+
+      await expect(new ParleyClient({ baseUrl: server.url, token: alice.token }).backup()).rejects.toMatchObject({ status: 403, code: "forbidden" });
+
+      // The file is the store: a server started on it holds the conversation.
+      copy = await startServer(inject("parleyBinary"), { db: path });
+      const again = new ParleyClient({ baseUrl: copy.url, token: admin.token });
+      expect((await again.messages("kept")).messages.map((m) => m.content)).toEqual(["worth keeping"]);
+    } finally {
+      await copy?.stop();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("fails a copy cut short of the size the server announced", async () => {
+    const cut = backupOf(new Response("SQLite", { headers: { "Content-Length": "4096" } }));
+    await expect(new Response(cut.body).arrayBuffer()).rejects.toThrow("the backup ended after 6 of 4096 bytes");
+    const whole = backupOf(new Response("SQLite", { headers: { "Content-Length": "6" } }));
+    expect(new TextDecoder().decode(await new Response(whole.body).arrayBuffer())).toBe("SQLite");
   });
 });
 

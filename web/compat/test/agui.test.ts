@@ -110,3 +110,26 @@ test("a run cut mid-answer and posted again with Last-Event-ID goes on exactly, 
   expect(text).toBe((await stored(thread, "r1")).content);
   run.close();
 });
+
+test("a failover runs on into the retry, as the verifier accepts: the failed attempt's message, then the retry's", async () => {
+  const thread = newId("thread");
+  const a = agent(thread, "What is 6 x 7?");
+  let started = (): void => undefined;
+  const runStarted = new Promise<void>((r) => (started = r));
+  let failed = "";
+  const running = a.runAgent({ runId: newId("run"), forwardedProps: { to: "helper" } }, { onRunStartedEvent: () => started(), onRunErrorEvent: ({ event }) => void (failed = event.message) });
+  await runStarted;
+  const run = await Runner.attach(url(), admin(), thread);
+  await run.next();
+  for (const f of scriptedAnswer("r1").slice(0, 4)) await run.send(f); // text, then the search running
+  await run.send({ type: "error", turnId: "r1", error: "the model's connection dropped", finality: "none" }); // keeps the prompt
+  await run.send({ type: "message.create", turnId: "r2", retryOf: "r1" });
+  await run.send({ type: "message.part.text-delta", turnId: "r2", delta: "It is 42." });
+  await run.send({ type: "message.finalize", turnId: "r2", reason: "end_turn" });
+  await run.send({ type: "complete" });
+  const { newMessages } = await running;
+  expect(failed).toBe("");
+  expect(newMessages.find((m) => m.id === "r1")).toMatchObject({ role: "assistant", content: (await stored(thread, "r1")).content });
+  expect(newMessages.find((m) => m.id === "r2")).toMatchObject({ role: "assistant", content: "It is 42." });
+  run.close();
+});

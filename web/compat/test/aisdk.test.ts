@@ -16,12 +16,18 @@ interface UIMessage {
   parts: Record<string, unknown>[];
 }
 interface Transport {
-  sendMessages(o: { chatId: string; messages: UIMessage[]; abortSignal: AbortSignal | undefined; trigger: "submit-message"; messageId: string | undefined }): Promise<ReadableStream<unknown>>;
+  sendMessages(o: {
+    chatId: string;
+    messages: UIMessage[];
+    abortSignal: AbortSignal | undefined;
+    trigger: "submit-message" | "regenerate-message";
+    messageId: string | undefined;
+  }): Promise<ReadableStream<unknown>>;
   reconnectToStream(o: { chatId: string }): Promise<ReadableStream<unknown> | null>;
 }
 interface AI {
   DefaultChatTransport: new (o: { api: string; headers: Record<string, string>; body: Record<string, unknown> }) => Transport;
-  readUIMessageStream(o: { stream: ReadableStream<never> }): AsyncIterable<UIMessage>;
+  readUIMessageStream(o: { stream: ReadableStream<never>; onError?: (e: unknown) => void }): AsyncIterable<UIMessage>;
 }
 
 /** The version of an installed package, from its package.json. */
@@ -29,8 +35,8 @@ const version = (dir: string): string =>
   (JSON.parse(readFileSync(new URL(`../node_modules/${dir}/package.json`, import.meta.url), "utf8")) as { version: string }).version;
 
 const versions: [string, AI][] = [
-  ["ai " + version("ai"), aiLatest as unknown as AI],
-  ["ai " + version("ai5"), ai5 as unknown as AI],
+  ["ai " + version("ai"), aiLatest],
+  ["ai " + version("ai5"), ai5],
 ];
 
 /** A transport to Parley for the user "you", asking the agent "helper". */
@@ -39,10 +45,16 @@ const transport = (ai: AI): Transport =>
 
 const question = (text: string): UIMessage[] => [{ id: newId("u"), role: "user", parts: [{ type: "text", text }] }];
 
-/** Folds a UI message stream with readUIMessageStream; the last message. */
+/**
+ * Folds a UI message stream with readUIMessageStream; the last message. An
+ * `error` chunk fails it with the error the SDK made of it (its onError),
+ * as useChat fails a request with one.
+ */
 async function fold(ai: AI, stream: ReadableStream<unknown>): Promise<UIMessage> {
   let last: UIMessage | undefined;
-  for await (const m of ai.readUIMessageStream({ stream: stream as ReadableStream<never> })) last = m;
+  let failed: Error | undefined;
+  for await (const m of ai.readUIMessageStream({ stream: stream as ReadableStream<never>, onError: (e) => (failed ??= e as Error) })) last = m;
+  if (failed) throw failed;
   if (!last) throw new Error("the stream held no message");
   return last;
 }
@@ -50,6 +62,21 @@ async function fold(ai: AI, stream: ReadableStream<unknown>): Promise<UIMessage>
 /** Sends frames of the scripted answer, from..to. */
 async function play(run: Runner, id: string, from: number, to?: number): Promise<void> {
   for (const f of scriptedAnswer(id).slice(from, to)) await run.send(f);
+}
+
+/**
+ * Asks a new chat a question through DefaultChatTransport: the chat, the
+ * runner that got the question, and the answer folding (a failure of which
+ * is the test's to see, whenever it comes).
+ */
+async function ask(ai: AI, text: string): Promise<{ chat: string; run: Runner; folding: Promise<UIMessage> }> {
+  const chat = newId("chat");
+  const stream = await transport(ai).sendMessages({ chatId: chat, messages: question(text), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
+  const run = await Runner.attach(url(), admin(), chat);
+  expect((await run.next())["content"]).toBe(text);
+  const folding = fold(ai, stream);
+  folding.catch(() => undefined); // seen by the test's own await
+  return { chat, run, folding };
 }
 
 describe.each(versions)("%s", (_name, ai) => {
@@ -109,6 +136,92 @@ describe.each(versions)("%s", (_name, ai) => {
     await play(run, "r1", 0);
     await folding;
     expect(await t.reconnectToStream({ chatId: chat })).toBeNull();
+    run.close();
+  });
+
+  test("an answer stopped (abort) folds to the stored canceled answer", async () => {
+    const { chat, run, folding } = await ask(ai, "Stop me");
+    await play(run, "r1", 0, 4); // text, then the search running
+    const stop = await fetch(`${url()}/v1/conversations/${chat}/abort`, { method: "POST", headers: { Authorization: "Bearer " + you() } });
+    expect(stop.status).toBe(202);
+    expect((await run.next())["type"]).toBe("abort");
+    await run.send({ type: "aborted" });
+    const m = await folding;
+    const s = await stored(chat, "r1");
+    expect(s.status).toBe("canceled");
+    expect(m.id).toBe("r1");
+    expect(uiParts(m)).toEqual(storedParts(s));
+    expect(uiParts(m)).toContainEqual(expect.objectContaining({ tool: "search", state: "output-error" })); // it was running
+    run.close();
+  });
+
+  test("an answer that ends in an error surfaces as the SDK's error", async () => {
+    const { chat, run, folding } = await ask(ai, "Fail");
+    await play(run, "r1", 0, 2);
+    await run.send({ type: "error", turnId: "r1", error: "the model is down" });
+    await run.send({ type: "complete" }); // no retry: the answer ended with that error
+    await expect(folding).rejects.toThrow("the model is down");
+    expect((await stored(chat, "r1")).status).toBe("error");
+    run.close();
+  });
+
+  test("a tool call that fails gives the tool part output-error", async () => {
+    const { chat, run, folding } = await ask(ai, "Search");
+    for (const f of [
+      { type: "message.create", turnId: "r1" },
+      { type: "message.part.tool-update", turnId: "r1", callId: "c1", toolName: "search", status: "running", args: { q: "6 x 7" } },
+      { type: "message.part.tool-update", turnId: "r1", callId: "c1", toolName: "search", status: "error", error: "the index is offline" },
+      { type: "message.part.text-delta", turnId: "r1", delta: "The search failed." },
+      { type: "message.finalize", turnId: "r1", reason: "end_turn" },
+      { type: "complete" },
+    ]) {
+      await run.send(f);
+    }
+    const m = await folding;
+    expect(uiParts(m)).toEqual(storedParts(await stored(chat, "r1")));
+    expect(uiParts(m)[0]).toEqual({ tool: "search", callId: "c1", state: "output-error", input: { q: "6 x 7" }, output: "the index is offline" });
+    run.close();
+  });
+
+  test("regenerate-message reverts the last answer and asks again, folding to the new stored answer", async () => {
+    const chat = newId("chat");
+    const t = transport(ai);
+    const q = question("What is 6 x 7?");
+    const first = await t.sendMessages({ chatId: chat, messages: q, abortSignal: undefined, trigger: "submit-message", messageId: undefined });
+    const run = await Runner.attach(url(), admin(), chat);
+    await run.next();
+    const folding = fold(ai, first);
+    await play(run, "r1", 0);
+    const answer = await folding;
+    // What useChat's regenerate sends: the messages up to the question, and the answer asked again.
+    const again = await t.sendMessages({ chatId: chat, messages: q, abortSignal: undefined, trigger: "regenerate-message", messageId: answer.id });
+    expect(await run.next()).toMatchObject({ type: "revert", messageId: q[0]!.id }); // the runner is told: from the question on
+    expect(await run.next()).toMatchObject({ type: "prompt", messageId: q[0]!.id, content: "What is 6 x 7?" });
+    const refolding = fold(ai, again);
+    await play(run, "r2", 0);
+    const m = await refolding;
+    expect(m.id).toBe("r2");
+    expect(uiParts(m)).toEqual(storedParts(await stored(chat, "r2")));
+    const r = await fetch(`${url()}/v1/conversations/${chat}/messages`, { headers: { Authorization: "Bearer " + admin() } });
+    const ids = ((await r.json()) as { messages: { id: string }[] }).messages.map((x) => x.id);
+    expect(ids).toEqual([q[0]!.id, "r2"]); // the first answer is gone
+    run.close();
+  });
+
+  test("a failover streams on into the retry: one message, the failed attempt's parts then the retry's, no error", async () => {
+    const { chat, run, folding } = await ask(ai, "What is 6 x 7?");
+    await play(run, "r1", 0, 4); // text, then the search running
+    await run.send({ type: "error", turnId: "r1", error: "the model's connection dropped", finality: "none" }); // keeps the prompt
+    await run.send({ type: "message.create", turnId: "r2", retryOf: "r1" });
+    await run.send({ type: "message.part.text-delta", turnId: "r2", delta: "It is 42." });
+    await run.send({ type: "message.finalize", turnId: "r2", reason: "end_turn" });
+    await run.send({ type: "complete" });
+    const m = await folding; // no error on the way
+    const [failed, retry] = [await stored(chat, "r1"), await stored(chat, "r2")];
+    expect([failed.status, retry.status]).toEqual(["error", "complete"]);
+    expect(m.id).toBe("r1");
+    expect(uiParts(m)).toEqual([...storedParts(failed), ...storedParts(retry)]);
+    expect(uiParts(m).at(-1)).toEqual({ text: "It is 42." });
     run.close();
   });
 });

@@ -26,7 +26,13 @@ type accessFixture struct {
 
 func newAccessFixture(t *testing.T) *accessFixture {
 	t.Helper()
-	b := setup(t, engine.Options{}, api.Options{})
+	return newAccessFixtureOn(t, engine.Options{})
+}
+
+// newAccessFixtureOn is newAccessFixture on an engine of opts.
+func newAccessFixtureOn(t *testing.T, opts engine.Options) *accessFixture {
+	t.Helper()
+	b := setup(t, opts, api.Options{})
 	f := &accessFixture{bundle: b}
 	mk := func(agent string) string {
 		s, _, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, agent, "")

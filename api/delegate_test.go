@@ -2,12 +2,10 @@ package api_test
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/dispatch"
@@ -54,9 +52,8 @@ func TestDelegateStreamsEndWithTheTurn(t *testing.T) {
 		b.want(b.do("POST", f.base+"/messages", b.alice, map[string]any{"content": fmt.Sprintf("round %d", i)}), 201, "")
 		b.want(b.do("POST", f.base+"/delegations", b.alice, map[string]any{"to": "worker"}), 200, "")
 		if i == 0 { // a delegate reads and writes, but attaches no runner
-			u := "ws" + strings.TrimPrefix(b.url, "http") + f.base + "/runner"
-			if _, resp, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {bearer(f.worker)}}}); err == nil || resp == nil || resp.StatusCode != 403 {
-				t.Errorf("a delegate attaches a runner: %v, want 403", err)
+			if status, code := b.dialError(f.base+"/runner", "Authorization", bearer(f.worker)); status != 403 || code != parley.EFORBIDDEN {
+				t.Errorf("a delegate attaches a runner: %d %q, want 403 forbidden", status, code)
 			}
 		}
 		worker := b.streams(f.id, f.worker)
@@ -80,9 +77,8 @@ func TestDelegateStreamsEndWithTheTurn(t *testing.T) {
 		}
 		wantChatForbidden(t, ending.name, chat)
 		b.want(b.do("GET", f.base+"/messages", f.worker, nil), 403, parley.EFORBIDDEN)
-		u := "ws" + strings.TrimPrefix(b.url, "http") + f.base + "/ws"
-		if _, resp, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {bearer(f.worker)}}}); err == nil || resp == nil || resp.StatusCode != 403 {
-			t.Errorf("%s: the former delegate dials the stream again: %v, want 403", ending.name, err)
+		if status, code := b.dialError(f.base+"/ws", "Authorization", bearer(f.worker)); status != 403 || code != parley.EFORBIDDEN {
+			t.Errorf("%s: the former delegate dials the stream again: %d %q, want 403 forbidden", ending.name, status, code)
 		}
 		// carol, a member, reads on: what she writes next (or, once the
 		// conversation is closed, the write that closed it) reaches her.

@@ -15,15 +15,17 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// liveConns are one token's three kinds of live connection to a
-// conversation: a runner (nil if none), an SSE stream and a WebSocket
-// stream, each past its first frame.
+// liveConns are one token's four kinds of live connection: a runner of a
+// conversation and an agent-wide runner (nil if none), an SSE stream and
+// a WebSocket stream of the conversation, each past its first frame (the
+// agent-wide runner sends none first: it is live once dialled).
 type liveConns struct {
-	runner, ws *websocket.Conn
-	sse        func() (sseEvent, error)
+	runner, wide, ws *websocket.Conn
+	sse              func() (sseEvent, error)
 }
 
-// liveConns opens a runner (as carol), an SSE and a WebSocket stream of
+// liveConns opens a runner of conversation id and one of every
+// conversation (both as carol), an SSE and a WebSocket stream of
 // conversation id with token ("" for none: an open server).
 func (b *bundle) liveConns(id, token string) liveConns {
 	b.t.Helper()
@@ -32,6 +34,7 @@ func (b *bundle) liveConns(id, token string) liveConns {
 	if ack := send(b.t.(*testing.T), b, l.runner, `{"type":"message.create","turnId":"r1"}`); ack["type"] != "ack" {
 		b.t.Fatalf("runner before the revocation: %v", ack)
 	}
+	l.wide = b.agentRunnerConn("carol", token)
 	return l
 }
 
@@ -82,13 +85,13 @@ func (l liveConns) wantCutOff(t *testing.T, within time.Duration, says string) {
 // wantEnded waits (at most within) for each connection to end with an
 // error frame of code, saying says, then, on the WebSockets, the close
 // code status. It returns the frames each got before its error frame, by
-// name (runner, ws, SSE).
+// name (runner, agent-wide runner, ws, SSE).
 func (l liveConns) wantEnded(t *testing.T, within time.Duration, code string, status websocket.StatusCode, says string) map[string][]map[string]any {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	got := map[string][]map[string]any{}
-	for name, c := range map[string]*websocket.Conn{"runner": l.runner, "ws": l.ws} {
+	for name, c := range map[string]*websocket.Conn{"runner": l.runner, "agent-wide runner": l.wide, "ws": l.ws} {
 		if c == nil {
 			continue
 		}
@@ -152,8 +155,8 @@ func wantErrorFrame(t *testing.T, name string, frames []map[string]any, code, sa
 }
 
 // TestRevokingATokenEndsItsConnections: revoking a token through the API
-// ends, within 1 s, its runner connection, its SSE stream and its WebSocket
-// stream, each with an error frame unauthorized saying the token was
+// ends, within 1 s, its runner connection, its agent-wide runner, its SSE
+// stream and its WebSocket stream, each with an error frame unauthorized saying the token was
 // revoked (and close code 4401); nothing the runner sends afterwards is
 // written. Another token's connections carry on.
 func TestRevokingATokenEndsItsConnections(t *testing.T) {

@@ -247,7 +247,8 @@ func TestAccessAllowed(t *testing.T) {
 	b.want(b.do("POST", f.base+"/prompts/pc/promote", f.carol, nil), 200, "")
 	b.want(b.do("DELETE", f.base+"/prompts/pc", b.alice, nil), 200, "")
 	b.want(b.do("DELETE", f.base+"/prompts/pa", b.alice, nil), 200, "")
-	// A task is removed by its agent or the owner; carol removes hers.
+	// A task is removed by its agent or the owner: alice, the owner,
+	// removes carol's.
 	b.want(b.do("DELETE", "/v1/tasks/"+f.taskOfCarol, b.alice, nil), 204, "")
 	// A member reverts what is all its own; the owner reverts anybody's.
 	b.want(b.do("POST", f.base+"/messages", f.carol, map[string]any{"id": "c2", "content": "again", "finality": "turn"}), 201, "")
@@ -311,9 +312,9 @@ func TestAccessAllowed(t *testing.T) {
 	}
 }
 
-// TestStopAndRevertWhileStreaming: bob's runner cannot revert alice's
-// message while hers streams; carol cannot stop the answer to alice's
-// prompt; alice, who asked, can.
+// TestStopAndRevertWhileStreaming: bob's runner cannot revert the answer
+// to alice's prompt while it streams, nor can bob revert it over HTTP or
+// stop it; alice, who asked, can stop it.
 func TestStopAndRevertWhileStreaming(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{})

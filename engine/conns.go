@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/parleyhq/parley"
 )
@@ -23,8 +24,10 @@ type conns struct {
 	mu sync.Mutex
 	by map[string]map[*liveConn]struct{} // by token id; "" is the open server's one identity
 	// delegated holds, by conversation id, the streams of agents that read
-	// it as delegates of its open turn.
+	// it as delegates of its open turn; watching counts them, so that a
+	// write looks at them without a lock when there are none.
 	delegated map[string]map[*liveConn]parley.Identity
+	watching  atomic.Int64
 }
 
 // liveConn is one live connection; end ends it (at most once).

@@ -57,12 +57,17 @@ func (m *conns) watch(id string, conn *liveConn, who parley.Identity) {
 		m.delegated[id] = make(map[*liveConn]parley.Identity)
 	}
 	m.delegated[id][conn] = who
+	m.watching.Add(1)
 }
 
 func (m *conns) unwatch(id string, conn *liveConn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.delegated[id][conn]; !ok {
+		return
+	}
 	delete(m.delegated[id], conn)
+	m.watching.Add(-1)
 	if len(m.delegated[id]) == 0 {
 		delete(m.delegated, id)
 	}
@@ -70,6 +75,9 @@ func (m *conns) unwatch(id string, conn *liveConn) {
 
 // watched reports whether a delegate reads conversation id.
 func (m *conns) watched(id string) bool {
+	if m.watching.Load() == 0 {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.delegated[id]) > 0
@@ -83,6 +91,9 @@ type delegateReader struct {
 
 // readers returns the delegates' streams of conversation id.
 func (m *conns) readers(id string) []delegateReader {
+	if m.watching.Load() == 0 {
+		return nil // the common case: no delegate streams anywhere
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	set := m.delegated[id]

@@ -15,11 +15,12 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// agentRunnerConn dials the agent-wide runner WebSocket of agent.
+// agentRunnerConn dials the agent-wide runner WebSocket of agent with
+// token ("" for none: an open server).
 func (b *bundle) agentRunnerConn(agent, token string) *websocket.Conn {
 	b.t.Helper()
 	u := "ws" + strings.TrimPrefix(b.url, "http") + "/v1/agents/" + agent + "/runner"
-	c, _, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	c, _, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {bearer(token)}}})
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -126,6 +126,9 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 			if ev == nil {
 				return false, nil // guidance: not part of an answer
 			}
+			if ctx.Err() != nil {
+				return true, errClientGone // ended by the server (see cutOff) or the client
+			}
 			steps = a.apply(*ev, steps[:0])
 			from.Seq = ev.Seq
 			if err := emit(steps, ev.Seq); errors.Is(err, errRestartRun) {

@@ -67,6 +67,16 @@ func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, ao
 	return b, handler
 }
 
+// agentToken makes a token of agent and returns its secret.
+func (b *bundle) agentToken(agent string) string {
+	b.t.Helper()
+	s, _, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, agent, "")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return s
+}
+
 // serveStore serves the API over an engine on db, over loopback, until the
 // test ends (and closes db then).
 func serveStore(t testing.TB, db store.Store, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*httptest.Server, *engine.Engine, *api.Server) {

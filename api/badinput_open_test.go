@@ -70,10 +70,11 @@ func TestOpenModeRefusesWebPages(t *testing.T) {
 	)
 	f.run(t, cases)
 
-	// WebSocket upgrades: streams and the runner, from another origin or
-	// to another name, are refused before the upgrade.
+	// WebSocket upgrades: streams and the runners (of one conversation, and
+	// of an agent in all of its), from another origin or to another name,
+	// are refused before the upgrade.
 	before := f.snapshot()
-	for _, path := range []string{"/v1/conversations/" + f.c + "/ws", "/v1/conversations/" + f.c + "/runner?agentId=carol"} {
+	for _, path := range []string{"/v1/conversations/" + f.c + "/ws", "/v1/conversations/" + f.c + "/runner?agentId=carol", "/v1/agents/carol/runner"} {
 		for _, h := range [][]string{{"Origin", evil}, {"Origin", "null"}, {"Host", "evil.example" + port}, {"Host", "evil.example" + port, "Origin", "http://evil.example" + port}} {
 			if status, code := f.dialOpen(path, h...); status != 403 || code != "forbidden" {
 				t.Errorf("upgrade %s with %v: %d %q, want 403 forbidden", path, h, status, code)
@@ -111,7 +112,7 @@ func TestOpenModeServesItsOwn(t *testing.T) {
 	}
 	// Requests without a body need no content type.
 	f.want(f.do("POST", "/v1/conversations/"+f.c+"/abort", "", nil), 404, "not_found")
-	for _, path := range []string{"/v1/conversations/" + f.c + "/ws", "/v1/conversations/" + f.c + "/runner?agentId=carol"} {
+	for _, path := range []string{"/v1/conversations/" + f.c + "/ws", "/v1/conversations/" + f.c + "/runner?agentId=carol", "/v1/agents/carol/runner"} {
 		for _, h := range []http.Header{{}, {"Origin": {f.url}}} {
 			c, _, err := websocket.Dial(f.ctx, "ws"+strings.TrimPrefix(f.url, "http")+path, &websocket.DialOptions{HTTPHeader: h})
 			if err != nil {

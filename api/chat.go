@@ -349,7 +349,7 @@ func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 	}
 	ctx, cut := context.WithCancelCause(r.Context())
 	defer cut(nil)
-	release, ok := s.connect(w, who, cut)
+	release, ok := s.connectReader(w, r, who, cut) // the right to read again, now held
 	if !ok {
 		return
 	}

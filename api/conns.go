@@ -24,6 +24,12 @@ import (
 // same request now gets, 401. Reconnecting with the same token cannot help.
 const statusUnauthorized ws.StatusCode = 4401
 
+// statusForbidden closes the streams whose right to read ended while they
+// were open (a delegate's, when its turn ends): 4000 plus the HTTP status
+// the same request now gets, 403. Reconnecting with the same token cannot
+// help.
+const statusForbidden ws.StatusCode = 4403
+
 // errOpenEnded ends the connections an open server let in once it requires
 // tokens.
 var errOpenEnded = parley.Errorf(parley.EUNAUTHORIZED, "this server now requires a token: connect again with one")
@@ -56,6 +62,19 @@ func (c *cutoff) ended() bool {
 // the connection ends.
 func (s *Server) connect(w http.ResponseWriter, who parley.Identity, end func(error)) (release func(), ok bool) {
 	release, err := s.eng.Connect(who, s.opts.MaxConnsPerToken, end)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return nil, false
+	}
+	return release, true
+}
+
+// connectReader is connect for a stream of the conversation the path names
+// ({id}): it answers 404 for an unknown conversation and 403 for an agent
+// that may not read it (before 429), and the stream of a delegate of the
+// open turn is ended by end (forbidden) when that turn ends.
+func (s *Server) connectReader(w http.ResponseWriter, r *http.Request, who parley.Identity, end func(error)) (release func(), ok bool) {
+	release, err := s.eng.ConnectReader(r.Context(), who, s.opts.MaxConnsPerToken, r.PathValue("id"), end)
 	if err != nil {
 		writeErr(w, s.log, err)
 		return nil, false

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 )
@@ -87,6 +88,51 @@ func checkDecode[T any](t *testing.T, data []byte) {
 		t.Fatalf("re-encoded value %s does not decode: %v", b, err)
 	}
 	_ = requestHash(&again)
+}
+
+// FuzzClaimTTL feeds a claim's and a reset's ttlMs, as JSON text, through
+// the body decoder and the range check, with longest claims from a
+// millisecond to a year. A ttlMs accepted is a whole number from 0 (the
+// default) to the longest claim, in milliseconds, and becomes exactly that
+// many milliseconds; any other number is refused before anything is
+// decided: invalid_value naming ttlMs (the handlers return it before the
+// engine sees the command), or invalid_request for text that is not a
+// whole number.
+func FuzzClaimTTL(f *testing.F) {
+	for _, s := range []string{"0", "1", "600000", "600001", "-1", "18446744073710", "9223372036854775807", "-9223372036854775808",
+		"99999999999999999999", "1.5", "1e3", "-0", `"5"`, "null"} {
+		f.Add(s, int64(10*time.Minute/time.Millisecond))
+	}
+	f.Add("86400000", int64(1))
+	f.Fuzz(func(t *testing.T, text string, longestMs int64) {
+		longest := time.Duration(uint64(longestMs-1)%uint64(366*24*time.Hour/time.Millisecond)+1) * time.Millisecond // 1 ms to a year
+		var claim claimRequest
+		var reset resetRequest
+		for _, c := range []struct {
+			body string
+			into any
+			ms   *int64
+		}{{`{"ttlMs":` + text + `}`, &claim, &claim.TTLMs}, {`{"claim":true,"ttlMs":` + text + `}`, &reset, &reset.TTLMs}} {
+			if err := decodeJSON(strings.NewReader(c.body), 1<<20, c.into); err != nil {
+				if code := parley.ErrorCode(err); code != parley.EINVALID && code != parley.EINVALIDVALUE {
+					t.Fatalf("%s: refused with %v", c.body, err)
+				}
+				continue
+			}
+			ms := *c.ms
+			if n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64); err == nil && n != ms {
+				t.Fatalf("%s decoded to ttlMs %d", c.body, ms)
+			}
+			d, err := claimTTL(ms, longest)
+			if ms >= 0 && ms <= longest.Milliseconds() {
+				if err != nil || d != time.Duration(ms)*time.Millisecond || d > longest {
+					t.Fatalf("ttlMs %d with claims up to %s: %v, %v", ms, longest, d, err)
+				}
+			} else if parley.ErrorCode(err) != parley.EINVALIDVALUE || !strings.Contains(parley.ErrorMessage(err), "ttlMs") {
+				t.Fatalf("ttlMs %d with claims up to %s: %v, %v; want invalid_value", ms, longest, d, err)
+			}
+		}
+	})
 }
 
 // FuzzPosition feeds the resume position reader and the query number reader

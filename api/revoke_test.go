@@ -15,37 +15,39 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// liveConns are one token's three kinds of live connection to a
-// conversation: a runner, an SSE stream and a WebSocket stream, each past
-// its first frame.
+// liveConns are one token's four kinds of live connection: a runner of a
+// conversation and an agent-wide runner (nil if none), an SSE stream and
+// a WebSocket stream of the conversation, each past its first frame (the
+// agent-wide runner sends none first: it is live once dialled).
 type liveConns struct {
-	runner, ws *websocket.Conn
-	sse        func() (sseEvent, error)
+	runner, wide, ws *websocket.Conn
+	sse              func() (sseEvent, error)
 }
 
+// liveConns opens a runner of conversation id and one of every
+// conversation (both as carol), an SSE and a WebSocket stream of
+// conversation id with token ("" for none: an open server).
 func (b *bundle) liveConns(id, token string) liveConns {
 	b.t.Helper()
-	var l liveConns
-	auth := "" // none: an open server
-	if token != "" {
-		auth = "Bearer " + token
-	}
-	dial := func(path string) *websocket.Conn {
-		c, _, err := websocket.Dial(b.ctx, "ws"+strings.TrimPrefix(b.url, "http")+"/v1/conversations/"+id+path, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {auth}}})
-		if err != nil {
-			b.t.Fatalf("dial %s: %v", path, err)
-		}
-		b.t.Cleanup(func() { c.CloseNow() })
-		return c
-	}
-	l.runner, l.ws = dial("/runner?agentId=carol"), dial("/ws")
+	l := b.streams(id, token)
+	l.runner = b.dialAs(id, token, "/runner?agentId=carol")
 	if ack := send(b.t.(*testing.T), b, l.runner, `{"type":"message.create","turnId":"r1"}`); ack["type"] != "ack" {
 		b.t.Fatalf("runner before the revocation: %v", ack)
 	}
+	l.wide = b.agentRunnerConn("carol", token)
+	return l
+}
+
+// streams opens an SSE and a WebSocket stream of conversation id with
+// token, each past its init.
+func (b *bundle) streams(id, token string) liveConns {
+	b.t.Helper()
+	var l liveConns
+	l.ws = b.dialAs(id, token, "/ws")
 	if f := readFrame(b.t, b.ctx, l.ws); f["type"] != "init" {
 		b.t.Fatalf("ws first frame %v", f)
 	}
-	_, resp := b.openSSE(id, "", "Authorization", auth)
+	_, resp := b.openSSE(id, "", "Authorization", bearer(token))
 	l.sse = sseFrames(bufio.NewReader(resp.Body))
 	if ev, err := l.sse(); err != nil || ev.event != "init" {
 		b.t.Fatalf("SSE first event %v, %v", ev, err)
@@ -53,26 +55,58 @@ func (b *bundle) liveConns(id, token string) liveConns {
 	return l
 }
 
+// bearer is the Authorization header of token ("" for none).
+func bearer(token string) string {
+	if token == "" {
+		return ""
+	}
+	return "Bearer " + token
+}
+
+// dialAs opens the WebSocket path of conversation id with token.
+func (b *bundle) dialAs(id, token, path string) *websocket.Conn {
+	b.t.Helper()
+	c, _, err := websocket.Dial(b.ctx, "ws"+strings.TrimPrefix(b.url, "http")+"/v1/conversations/"+id+path, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {bearer(token)}}})
+	if err != nil {
+		b.t.Fatalf("dial %s: %v", path, err)
+	}
+	b.t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
 // wantCutOff waits (at most within) for each connection to end with an
 // error frame unauthorized, saying why (says), then, on the WebSockets, the
 // close code 4401.
 func (l liveConns) wantCutOff(t *testing.T, within time.Duration, says string) {
 	t.Helper()
+	l.wantEnded(t, within, "unauthorized", 4401, says)
+}
+
+// wantEnded waits (at most within) for each connection to end with an
+// error frame of code, saying says, then, on the WebSockets, the close
+// code status. It returns the frames each got before its error frame, by
+// name (runner, agent-wide runner, ws, SSE).
+func (l liveConns) wantEnded(t *testing.T, within time.Duration, code string, status websocket.StatusCode, says string) map[string][]map[string]any {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	for name, c := range map[string]*websocket.Conn{"runner": l.runner, "ws": l.ws} {
-		var last map[string]any
+	got := map[string][]map[string]any{}
+	for name, c := range map[string]*websocket.Conn{"runner": l.runner, "agent-wide runner": l.wide, "ws": l.ws} {
+		if c == nil {
+			continue
+		}
+		var frames []map[string]any
 		for {
 			_, data, err := c.Read(ctx)
 			if err != nil {
-				if websocket.CloseStatus(err) != 4401 {
-					t.Fatalf("%s: ended by %v, want close 4401 within %s", name, err, within)
+				if websocket.CloseStatus(err) != status {
+					t.Fatalf("%s: ended by %v, want close %d within %s", name, err, status, within)
 				}
 				break
 			}
-			last = decode(t, data)
+			frames = append(frames, decode(t, data))
 		}
-		wantUnauthorized(t, name, last, says)
+		got[name] = wantErrorFrame(t, name, frames, code, says)
 	}
 	evs := make(chan sseEvent, 64)
 	go func() {
@@ -85,36 +119,44 @@ func (l liveConns) wantCutOff(t *testing.T, within time.Duration, says string) {
 			evs <- ev
 		}
 	}()
-	var last sseEvent
+	var frames []map[string]any
 	for {
 		select {
 		case ev, ok := <-evs:
 			if ok {
-				last = ev
+				if ev.event == "error" {
+					ev.data["type"] = "error"
+				}
+				frames = append(frames, ev.data)
 				continue
 			}
 		case <-ctx.Done():
-			t.Fatalf("SSE: still open %s after the revocation", within)
+			t.Fatalf("SSE: still open %s after the connection should have ended", within)
 		}
 		break
 	}
-	if last.event != "error" {
-		t.Fatalf("SSE: last event %q, want error", last.event)
-	}
-	wantUnauthorized(t, "SSE", last.data, says)
+	got["SSE"] = wantErrorFrame(t, "SSE", frames, code, says)
+	return got
 }
 
-func wantUnauthorized(t *testing.T, name string, frame map[string]any, says string) {
+// wantErrorFrame checks that the last of frames is an error frame of code
+// saying says, and returns those before it.
+func wantErrorFrame(t *testing.T, name string, frames []map[string]any, code, says string) []map[string]any {
 	t.Helper()
-	e, _ := frame["error"].(map[string]any)
-	if frame["type"] != "error" || e["code"] != "unauthorized" || !strings.Contains(e["message"].(string), says) {
-		t.Fatalf("%s: last frame %v, want an error frame unauthorized saying %q", name, frame, says)
+	var last map[string]any
+	if len(frames) > 0 {
+		last = frames[len(frames)-1]
 	}
+	e, _ := last["error"].(map[string]any)
+	if last["type"] != "error" || e["code"] != code || !strings.Contains(e["message"].(string), says) {
+		t.Fatalf("%s: last frame %v, want an error frame %s saying %q", name, last, code, says)
+	}
+	return frames[:len(frames)-1]
 }
 
 // TestRevokingATokenEndsItsConnections: revoking a token through the API
-// ends, within 1 s, its runner connection, its SSE stream and its WebSocket
-// stream, each with an error frame unauthorized saying the token was
+// ends, within 1 s, its runner connection, its agent-wide runner, its SSE
+// stream and its WebSocket stream, each with an error frame unauthorized saying the token was
 // revoked (and close code 4401); nothing the runner sends afterwards is
 // written. Another token's connections carry on.
 func TestRevokingATokenEndsItsConnections(t *testing.T) {

@@ -58,14 +58,7 @@ func q(text string) string { return "q=" + url.QueryEscape(text) }
 func TestSearchRespectsAccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{})
-	mk := func(agent string) string {
-		s, _, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, agent, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	carol, worker := mk("carol"), mk("worker")
+	carol, worker := b.agentToken("carol"), b.agentToken("worker")
 	ours := b.conversation("alice") // bob is a member
 	r := b.do("POST", "/v1/conversations", b.admin, map[string]any{"title": "carol's", "participants": []string{"carol"}})
 	b.want(r, 201, "")

@@ -26,16 +26,15 @@ type accessFixture struct {
 
 func newAccessFixture(t *testing.T) *accessFixture {
 	t.Helper()
-	b := setup(t, engine.Options{}, api.Options{})
+	return newAccessFixtureOn(t, engine.Options{})
+}
+
+// newAccessFixtureOn is newAccessFixture on an engine of opts.
+func newAccessFixtureOn(t *testing.T, opts engine.Options) *accessFixture {
+	t.Helper()
+	b := setup(t, opts, api.Options{})
 	f := &accessFixture{bundle: b}
-	mk := func(agent string) string {
-		s, _, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, agent, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	f.carol, f.worker = mk("carol"), mk("worker")
+	f.carol, f.worker = b.agentToken("carol"), b.agentToken("worker")
 	r := b.do("POST", "/v1/conversations", b.alice, map[string]any{"title": "alice and carol", "participants": []string{"alice", "carol"}, "turnPolicy": "free"})
 	b.want(r, 201, "")
 	f.id = r.body["conversation"].(map[string]any)["id"].(string)
@@ -193,10 +192,8 @@ func TestAccessRefusals(t *testing.T) {
 	before := b.snapshot()
 	// The same over WebSocket: the stream and the runner's handshake.
 	for _, path := range []string{f.base + "/ws", f.base + "/runner"} {
-		u := "ws" + strings.TrimPrefix(b.url, "http") + path
-		_, resp, err := websocket.Dial(b.ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.bob}}})
-		if err == nil || resp == nil || resp.StatusCode != 403 {
-			t.Errorf("an outsider dials %s: %v, %+v, want 403", path, err, resp)
+		if status, code := b.dialError(path, "Authorization", "Bearer "+b.bob); status != 403 || code != parley.EFORBIDDEN {
+			t.Errorf("an outsider dials %s: %d %q, want 403 forbidden", path, status, code)
 		}
 	}
 	// bob does not see the conversation in his list.
@@ -250,7 +247,8 @@ func TestAccessAllowed(t *testing.T) {
 	b.want(b.do("POST", f.base+"/prompts/pc/promote", f.carol, nil), 200, "")
 	b.want(b.do("DELETE", f.base+"/prompts/pc", b.alice, nil), 200, "")
 	b.want(b.do("DELETE", f.base+"/prompts/pa", b.alice, nil), 200, "")
-	// A task is removed by its agent or the owner; carol removes hers.
+	// A task is removed by its agent or the owner: alice, the owner,
+	// removes carol's.
 	b.want(b.do("DELETE", "/v1/tasks/"+f.taskOfCarol, b.alice, nil), 204, "")
 	// A member reverts what is all its own; the owner reverts anybody's.
 	b.want(b.do("POST", f.base+"/messages", f.carol, map[string]any{"id": "c2", "content": "again", "finality": "turn"}), 201, "")
@@ -261,9 +259,16 @@ func TestAccessAllowed(t *testing.T) {
 	b.want(b.do("POST", f.base+"/delegations", b.alice, map[string]any{"to": "worker"}), 200, "")
 	b.want(b.do("GET", f.base+"/messages", f.worker, nil), 200, "")
 	b.want(b.do("POST", f.base+"/messages", f.worker, map[string]any{"content": "done the part", "finality": "none"}), 201, "")
+	// A delegate delegates further: bob, who takes no part, reads and
+	// writes into the turn too, until it closes.
+	b.want(b.do("POST", f.base+"/delegations", f.worker, map[string]any{"to": "bob"}), 200, "")
+	b.want(b.do("GET", f.base+"/messages", b.bob, nil), 200, "")
+	b.want(b.do("POST", f.base+"/messages", b.bob, map[string]any{"content": "bob's part", "finality": "none"}), 201, "")
 	b.want(b.do("POST", f.base+"/messages", b.alice, map[string]any{"content": "all done", "finality": "turn"}), 201, "")
-	b.want(b.do("POST", f.base+"/messages", f.worker, map[string]any{"content": "one more"}), 403, "forbidden")
-	b.want(b.do("GET", f.base+"/messages", f.worker, nil), 403, "forbidden")
+	for _, tok := range []string{f.worker, b.bob} {
+		b.want(b.do("POST", f.base+"/messages", tok, map[string]any{"content": "one more"}), 403, "forbidden")
+		b.want(b.do("GET", f.base+"/messages", tok, nil), 403, "forbidden")
+	}
 
 	// An admin attaches a runner as the agent ?agentId= names (carol): it
 	// gets carol's prompts, and what it streams is written as carol's.
@@ -307,9 +312,9 @@ func TestAccessAllowed(t *testing.T) {
 	}
 }
 
-// TestStopAndRevertWhileStreaming: bob's runner cannot revert alice's
-// message while hers streams; carol cannot stop the answer to alice's
-// prompt; alice, who asked, can.
+// TestStopAndRevertWhileStreaming: bob's runner cannot revert the answer
+// to alice's prompt while it streams, nor can bob revert it over HTTP or
+// stop it; alice, who asked, can stop it.
 func TestStopAndRevertWhileStreaming(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{})
@@ -339,6 +344,39 @@ func TestStopAndRevertWhileStreaming(t *testing.T) {
 	b.want(b.do("POST", base+"/abort", b.alice, nil), 202, "")
 	if f := until(t, b, run, "abort"); f["messageId"] != "p1" {
 		t.Fatalf("abort frame %v", f)
+	}
+}
+
+// TestWhoStopsAnAnswer: besides the asker (TestStopAndRevertWhileStreaming),
+// the answer to a prompt is stopped over HTTP by the runner answering it,
+// by the conversation's owner and by an admin; another member, before
+// each, is refused and writes nothing.
+func TestWhoStopsAnAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	carol, runner := b.agentToken("carol"), b.agentToken("runner")
+	r := b.do("POST", "/v1/conversations", b.alice, map[string]any{"participants": []string{"runner"}, "members": []string{"carol", "bob"}})
+	b.want(r, 201, "")
+	base := "/v1/conversations/" + r.body["conversation"].(map[string]any)["id"].(string)
+	run := b.runnerConn(strings.TrimPrefix(base, "/v1/conversations/"), runner)
+	for i, stopper := range []struct{ who, token string }{{"the runner answering it", runner}, {"the conversation's owner", b.alice}, {"an admin", b.admin}} {
+		pid := fmt.Sprintf("p%d", i)
+		b.want(b.do("POST", base+"/prompts", carol, map[string]any{"id": pid, "content": "go on"}), 201, "")
+		if p := until(t, b, run, "prompt"); p["messageId"] != pid {
+			t.Fatalf("the runner got %v, want prompt %s", p, pid)
+		}
+		do(t, b, run, `{"type":"message.create","turnId":"r`+pid+`"}`)
+		do(t, b, run, `{"type":"message.part.text-delta","turnId":"r`+pid+`","delta":"half"}`)
+		before := b.snapshot()
+		b.want(b.do("POST", base+"/abort", b.bob, nil), 403, parley.EFORBIDDEN)
+		if after := b.snapshot(); after != before {
+			t.Fatal("a refused stop wrote something")
+		}
+		b.want(b.do("POST", base+"/abort", stopper.token, nil), 202, "")
+		if f := until(t, b, run, "abort"); f["messageId"] != pid {
+			t.Fatalf("%s stopped the answer: abort frame %v, want one for %s", stopper.who, f, pid)
+		}
+		do(t, b, run, `{"type":"aborted"}`)
 	}
 }
 

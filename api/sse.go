@@ -28,18 +28,15 @@ import (
 // stream itself.
 func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
-	if err == nil {
-		err = s.readable(r, who)
-	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
 	id := r.PathValue("id")
-	// The stream has its own context, which revoking the token ends (with
-	// an error frame).
+	// The stream has its own context, which revoking the token (or the end
+	// of a delegate's turn) ends, with an error frame.
 	ctx, cut := context.WithCancelCause(context.Background())
-	release, ok := s.connect(w, who, cut)
+	release, ok := s.connectReader(w, r, who, cut)
 	if !ok {
 		cut(nil)
 		return

@@ -153,6 +153,9 @@ func TestRevertWhileStreaming(t *testing.T) {
 	if v.body["head"].(map[string]any)["openTurn"] != nil {
 		t.Fatalf("the reverted message's turn is still open: %s", v.raw)
 	}
+	// Another agent writes at once: the revert freed the turn (nothing
+	// else has been sent or answered since).
+	b.want(b.do("POST", base+"/messages", b.bob, map[string]any{"content": "while the runner stops", "finality": "turn"}), 201, "")
 	// The runner cannot finalize what is gone; aborted is always accepted.
 	if f := send(t, b, run, `{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`); f["type"] != "error" {
 		t.Fatalf("finalize of a reverted message answered %v", f)

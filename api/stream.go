@@ -82,6 +82,18 @@ func (s *Server) endFrame(conversationID string, err error) []byte {
 // else the server's reason (the subscriber was too slow, the server shuts
 // down, the token was revoked).
 func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(feed.Item) error, flush, ping func() error) error {
+	// An item waiting may have been published after the server ended the
+	// stream (a delegate's turn closed before the next write): ctx is
+	// looked at before each item is written.
+	write1 := func(it feed.Item) error {
+		if ctx.Err() != nil {
+			return cutOff(ctx, errClientGone)
+		}
+		if err := write(it); err != nil {
+			return errClientGone
+		}
+		return nil
+	}
 	for {
 		it, err := f.Next(ctx, s.opts.HeartbeatInterval)
 		if errors.Is(err, feed.ErrIdle) {
@@ -93,8 +105,8 @@ func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(
 		if err != nil {
 			return cutOff(ctx, streamEnd(ctx, err))
 		}
-		if err := write(it); err != nil {
-			return errClientGone
+		if err := write1(it); err != nil {
+			return err
 		}
 		for { // what is waiting already goes in the same flush
 			it, err := f.Next(ctx, 0)
@@ -105,8 +117,11 @@ func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(
 				_ = flush()
 				return cutOff(ctx, streamEnd(ctx, err))
 			}
-			if err := write(it); err != nil {
-				return errClientGone
+			if err := write1(it); err != nil {
+				if !errors.Is(err, errClientGone) {
+					_ = flush() // what came before it, then the error frame
+				}
+				return err
 			}
 		}
 		if err := flush(); err != nil {

@@ -9,11 +9,17 @@ import (
 	"github.com/parleyhq/parley/engine"
 )
 
-// ttl reads a claim's ttlMs: 0 (or left out) for the default, else 1 to
-// the longest claim the server allows, in milliseconds. It is compared in
-// milliseconds, before it becomes a Duration, so that no value wraps.
+// ttl reads a claim's ttlMs against the longest claim the server allows
+// (see claimTTL).
 func (s *Server) ttl(ms int64) (time.Duration, error) {
-	if max := s.eng.Limits().MaxClaimTTL.Milliseconds(); ms < 0 || ms > max {
+	return claimTTL(ms, s.eng.Limits().MaxClaimTTL)
+}
+
+// claimTTL reads a claim's ttlMs: 0 (or left out) for the default, else 1
+// to longest, in milliseconds. It is compared in milliseconds, before it
+// becomes a Duration, so that no value wraps.
+func claimTTL(ms int64, longest time.Duration) (time.Duration, error) {
+	if max := longest.Milliseconds(); ms < 0 || ms > max {
 		return 0, parley.Errorf(parley.EINVALIDVALUE, "ttlMs must be from 1 to %d (or 0 or left out for the default), not %d", max, ms)
 	}
 	return time.Duration(ms) * time.Millisecond, nil

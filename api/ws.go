@@ -23,9 +23,6 @@ import (
 // for a heartbeat is gone.
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
-	if err == nil {
-		err = s.readable(r, who)
-	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -33,11 +30,11 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 	id := r.PathValue("id")
 	// The stream outlives the handshake's request, so it has its own
 	// context, ended by the read loop when the client goes away. Revoking
-	// the token ends the stream (not the reads, so that the error frame and
-	// the close still go out).
+	// the token (or the end of a delegate's turn) ends the stream (not the
+	// reads, so that the error frame and the close still go out).
 	ctx, cancel := context.WithCancel(context.Background())
 	pctx, cut := context.WithCancelCause(ctx)
-	release, ok := s.connect(w, who, cut)
+	release, ok := s.connectReader(w, r, who, cut)
 	if !ok {
 		cancel()
 		return
@@ -126,6 +123,8 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 		status, reason = statusDeleted, "conversation deleted"
 	case parley.EUNAUTHORIZED:
 		status, reason = statusUnauthorized, "unauthorized"
+	case parley.EFORBIDDEN:
+		status, reason = statusForbidden, "forbidden"
 	}
 	c.Close(status, reason)
 }

@@ -24,7 +24,8 @@ import (
 
 // TestFoldJoinPointProperty is the join-point invariant as a property:
 // over random interleavings of runner frames (deltas, empty deltas, tool
-// updates, finalize, aborted, error, revert) and subscribers that join at
+// updates, finalize, aborted, error, a failover and its retry, the
+// runner's own reverted frame), reverts over HTTP and subscribers that join at
 // random moments (no position, over SSE or WebSocket; a position, after
 // folding the log up to it; after=0; a reconnect from the last position),
 // every subscriber's Fold of what it was sent holds exactly the server's
@@ -67,11 +68,14 @@ type foldRun struct {
 	live    map[string]string // streaming messages in the open turn, and their agents
 	stale   map[string]string // streaming messages whose turn has closed
 	ids     []string          // every message id made
+	author  map[string]string // the agent of each
 	subs    []*foldSub
 	n       int
 	joins   map[string]int // subscribers by kind of join, to show the run is not vacuous
 	codes   map[string]int // steps by outcome
+	done    map[string]int // steps of the kinds that often fail, that succeeded
 	owner   string         // the owner of the open turn, if it is a runner's
+	newest  *parley.Message
 }
 
 // foldSub is one subscriber: its stream, its fold, and the lowest seq its
@@ -86,7 +90,8 @@ type foldSub struct {
 func newFoldRun(t *testing.T, seed uint64) *foldRun {
 	url, ctx, c, id := foldServer(t, snapshotMessages, "fold")
 	return &foldRun{t: t, ctx: ctx, rng: rand.New(rand.NewPCG(seed, seed*7919+1)), url: url, c: c, id: id,
-		runners: foldRunners(t, ctx, c, id), live: map[string]string{}, stale: map[string]string{}, joins: map[string]int{}, codes: map[string]int{}}
+		runners: foldRunners(t, ctx, c, id), live: map[string]string{}, stale: map[string]string{}, joins: map[string]int{}, codes: map[string]int{},
+		done: map[string]int{}, author: map[string]string{}}
 }
 
 // foldServer runs a server whose snapshots hold the newest n messages, of
@@ -147,10 +152,15 @@ func (r *foldRun) run(steps int) {
 		}
 		after = next
 	}
-	r.t.Logf("joins %v; events %v; steps by outcome %v", r.joins, types, r.codes)
+	r.t.Logf("joins %v; events %v; steps by outcome %v; done %v", r.joins, types, r.codes, r.done)
 	for _, kind := range []string{"none/sse", "none/ws", "position", "after0", "reconnect", "summarized"} {
 		if r.joins[kind] == 0 {
 			r.t.Errorf("no subscriber joined by %s", kind)
+		}
+	}
+	for _, kind := range []string{"failover", "runner reverted"} {
+		if r.done[kind] == 0 {
+			r.t.Errorf("no %s step succeeded", kind)
 		}
 	}
 }
@@ -189,38 +199,42 @@ func (r *foldRun) step() {
 		r.n++
 		id := fmt.Sprintf("m%d", r.n)
 		if _, err = r.runners[agent].Create(ctx, id); err == nil {
-			r.live[id], r.ids = agent, append(r.ids, id)
+			r.live[id], r.ids, r.author[id] = agent, append(r.ids, id), agent
 		}
-	case k < 55:
+	case k < 52:
 		if id, run, ok := r.streaming(false); ok {
 			_, err = run.Text(ctx, id, foldDeltas[r.rng.IntN(len(foldDeltas))])
 		}
-	case k < 64:
+	case k < 61:
 		if id, run, ok := r.streaming(false); ok {
 			args, _ := json.Marshal(map[string]int{"step": r.n})
 			_, err = run.Tool(ctx, id, client.ToolUpdate{CallID: fmt.Sprintf("c%d", r.rng.IntN(3)), ToolName: "search",
 				Status: []string{parley.ToolRunning, parley.ToolCompleted, parley.ToolError}[r.rng.IntN(3)], Args: args})
 		}
-	case k < 70:
+	case k < 67:
 		if id, run, ok := r.streaming(true); ok {
 			reason := []string{parley.FinishEndTurn, parley.FinishCanceled, parley.FinishError}[r.rng.IntN(3)]
 			if _, err = run.Finalize(ctx, id, reason, ""); err == nil {
 				delete(r.live, id)
 			}
 		}
-	case k < 73:
+	case k < 70:
 		_, err = r.runners[agent].Aborted(ctx) // the runner's last message, if it still streams
-	case k < 76:
+	case k < 73:
 		if id, run, ok := r.streaming(true); ok {
 			if _, err = run.Fail(ctx, id, "the model failed"); err == nil {
 				delete(r.live, id)
 			}
 		}
+	case k < 76:
+		err = r.failover()
 	case k < 78:
 		if len(r.ids) > 0 {
 			err = r.revert(r.ids[r.rng.IntN(len(r.ids))])
 		}
-	case k < 84:
+	case k < 80:
+		err = r.runnerReverted(agent)
+	case k < 85:
 		_, err = r.c.PostMessage(ctx, r.id, client.Message{AgentID: "carol", Content: fmt.Sprintf("carol %d", r.n), Finality: parley.FinalityTurn})
 	case k < 92:
 		r.join()
@@ -238,6 +252,56 @@ func (r *foldRun) step() {
 	if err != nil {
 		r.codes[op+":"+parley.ErrorCode(err)]++
 	}
+}
+
+// failover ends a streaming message with an error part, its turn left
+// open, and retries it in a new message (RetryOf naming it), as a runner
+// whose model failed does.
+func (r *foldRun) failover() error {
+	id, run, ok := r.streaming(false)
+	if !ok {
+		return nil
+	}
+	if _, err := run.Failover(r.ctx, id, "the model failed over"); err != nil {
+		return err
+	}
+	delete(r.live, id)
+	r.n++
+	retry := fmt.Sprintf("m%d", r.n)
+	if _, err := run.CreateWith(r.ctx, retry, client.CreateOptions{RetryOf: id}); err != nil {
+		return err
+	}
+	r.live[retry], r.ids, r.author[retry] = r.author[id], append(r.ids, retry), r.author[id]
+	r.done["failover"]++
+	return nil
+}
+
+// runnerReverted has a runner report that it reverted messages on its
+// side (the reverted frame): mostly the newest message when it is that
+// runner's (its agent may remove only its own), else one of its agent's.
+func (r *foldRun) runnerReverted(agent string) error {
+	if m := r.newest; m != nil && r.runners[m.AgentID] != nil && r.rng.IntN(2) == 0 {
+		agent = m.AgentID
+		if _, err := r.runners[agent].Reverted(r.ctx, m.ID); err != nil {
+			return err
+		}
+		r.done["runner reverted"]++
+		return nil
+	}
+	var own []string
+	for _, id := range r.ids {
+		if r.author[id] == agent {
+			own = append(own, id)
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	if _, err := r.runners[agent].Reverted(r.ctx, own[r.rng.IntN(len(own))]); err != nil {
+		return err
+	}
+	r.done["runner reverted"]++
+	return nil
 }
 
 // revert removes a message and every one after it, over HTTP.
@@ -314,6 +378,12 @@ func (r *foldRun) check() {
 		r.owner = o.Owner
 	}
 	server := allMessages(r.t, r.ctx, r.c, r.id)
+	r.newest = nil
+	for _, m := range server {
+		if r.newest == nil || m.Seq > r.newest.Seq {
+			r.newest = m
+		}
+	}
 	byID := map[string]*parley.Message{}
 	r.live, r.stale = map[string]string{}, map[string]string{}
 	for _, m := range server {

@@ -38,6 +38,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 		if len(events) == 0 {
 			return true, parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, c.state.LastSeq, head)
 		}
+		prev := c.state
 		c.state = conv.Evolve(c.state, events...)
 		for _, m := range c.streams {
 			for _, ev := range events {
@@ -47,6 +48,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 				delete(c.streams, m.ID) // finalized or reverted meanwhile
 			}
 		}
+		e.endReaders(id, &prev, events, c.state)
 		e.publish(c, id, events)
 		// A prompt another node queued may be for a runner here, and a
 		// stream another node's runner began must end if that node dies.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/parleyhq/parley"
 )
@@ -15,11 +16,18 @@ var ErrRevoked = parley.Errorf(parley.EUNAUTHORIZED, "the token of this connecti
 const connRetryAfterSeconds = 5
 
 // conns holds the live connections (streams and runners) of each identity,
-// so that revoking a token ends them and their number can be bounded. The
+// so that revoking a token ends them and their number can be bounded, and
+// the streams whose right to read rests on a delegation, by conversation,
+// so that the end of the delegation ends them (see ConnectReader). The
 // zero value is ready to use.
 type conns struct {
 	mu sync.Mutex
 	by map[string]map[*liveConn]struct{} // by token id; "" is the open server's one identity
+	// delegated holds, by conversation id, the streams of agents that read
+	// it as delegates of its open turn; watching counts them, so that a
+	// write looks at them without a lock when there are none.
+	delegated map[string]map[*liveConn]parley.Identity
+	watching  atomic.Int64
 }
 
 // liveConn is one live connection; end ends it (at most once).
@@ -27,6 +35,9 @@ type liveConn struct {
 	once sync.Once
 	end  func(error)
 }
+
+// stop ends the connection with err, unless it was ended before.
+func (c *liveConn) stop(err error) { c.once.Do(func() { c.end(err) }) }
 
 // Connect records a live connection of who: a stream or a runner. end is
 // called, once, with the reason (ErrRevoked) when its token is revoked,
@@ -36,14 +47,19 @@ type liveConn struct {
 // 0 for no bound: over it, Connect returns ERATELIMITED. Call release when
 // the connection ends.
 func (e *Engine) Connect(who parley.Identity, max int, end func(error)) (release func(), err error) {
+	_, release, err = e.conns.add(who, max, end)
+	return release, err
+}
+
+// add records a live connection of who (see Connect).
+func (m *conns) add(who parley.Identity, max int, end func(error)) (*liveConn, func(), error) {
 	c := &liveConn{end: end}
 	key := who.TokenID
-	m := &e.conns
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	set := m.by[key]
 	if max > 0 && len(set) >= max {
-		return nil, parley.Errorf(parley.ERATELIMITED, "this token has %d connections open (streams and runners), the most it may; close one, or retry later", len(set)).
+		return nil, nil, parley.Errorf(parley.ERATELIMITED, "this token has %d connections open (streams and runners), the most it may; close one, or retry later", len(set)).
 			With("retryAfterSeconds", connRetryAfterSeconds)
 	}
 	if set == nil {
@@ -54,7 +70,7 @@ func (e *Engine) Connect(who parley.Identity, max int, end func(error)) (release
 		m.by[key] = set
 	}
 	set[c] = struct{}{}
-	return func() {
+	return c, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		delete(m.by[key], c)
@@ -75,7 +91,7 @@ func (e *Engine) EndConnections(tokenID string, err error) {
 	}
 	m.mu.Unlock()
 	for _, c := range ends {
-		c.once.Do(func() { c.end(err) })
+		c.stop(err)
 	}
 }
 

@@ -340,6 +340,11 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	if s.LastSeq < rec.LastSeq {
 		return parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, s.LastSeq, rec.LastSeq)
 	}
+	var prev *conv.State // the state the events after c.published fold from, if known
+	if c.loaded && c.state.LastSeq == c.published {
+		old := c.state
+		prev = &old
+	}
 	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
 	if c.published == 0 {
 		c.published = s.LastSeq // the first load: subscribers read the log up to here
@@ -351,6 +356,14 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 			// The feed reads what it missed at the next event; until then
 			// the background catch-up (KeepCaughtUp) looks again.
 			return nil
+		}
+		if prev != nil && e.conns.watched(id) {
+			next := conv.Evolve(*prev, events...) // the state after this page
+			e.endReaders(id, prev, events, next)
+			prev = &next
+		} else {
+			e.endReaders(id, nil, events, c.state)
+			prev = nil
 		}
 		e.publish(c, id, events)
 		e.runners.Changed(Change{ConversationID: id, State: c.state, Events: events, Loaded: true})
@@ -476,11 +489,13 @@ func (e *Engine) decideLocked(ctx context.Context, c *conversation, id string, b
 // applied makes a written decision the conversation's state and tells
 // everyone who follows it; c.mu must be held.
 func (e *Engine) applied(c *conversation, id string, next conv.State, d conv.Decision) {
+	prev := c.state
 	c.state = next
 	c.remember(d.Result.Message)
 	for _, removed := range d.Removed {
 		delete(c.streams, removed)
 	}
+	e.endReaders(id, &prev, d.Events, next)
 	e.publish(c, id, d.Events)
 	e.runners.Changed(Change{ConversationID: id, State: next, Events: d.Events})
 	e.scheduleClaimExpiry(c, id)

@@ -121,7 +121,8 @@ async function readText(res: Response, max: number): Promise<string> {
 /**
  * Reports whether reconnecting cannot help after err: an answer 4xx other
  * than 408 and 429 (a bad token, an unknown or deleted conversation, a
- * malformed position), or an error frame `not_found` or `unauthorized`.
+ * malformed position), or an error frame `not_found`, `unauthorized` or
+ * `forbidden`.
  */
 export function isFatal(err: unknown): boolean {
   if (!(err instanceof ParleyError)) return false;

@@ -79,8 +79,9 @@ export class GapError extends Error {
  * It stops for good, and the iteration throws the server's
  * {@link ParleyError}, when reconnecting cannot help: an answer 4xx (401 a
  * bad token, 403, 404 an unknown conversation; but not 429), the error
- * frames `not_found` (the conversation was deleted) and `unauthorized` (the
- * token was revoked), and the WebSocket close codes 4404 and 4401. `close()`
+ * frames `not_found` (the conversation was deleted), `unauthorized` (the
+ * token was revoked) and `forbidden` (a delegate's turn ended), and the
+ * WebSocket close codes 4404, 4401 and 4403. `close()`
  * ends it: the iteration then ends.
  */
 export class Subscription implements AsyncIterable<Frame> {

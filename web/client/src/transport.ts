@@ -78,7 +78,8 @@ export class BufferFullError extends Error {
  * for the reader in a queue of at most maxBuffered bytes; past it the
  * connection is dropped, the frames already queued are still delivered, and
  * then the connection fails (the subscription resumes from there). The
- * close codes 4404 and 4401 fail it with `not_found` and `unauthorized`.
+ * close codes 4404, 4401 and 4403 fail it with `not_found`, `unauthorized`
+ * and `forbidden`.
  */
 export function openWS(WS: WebSocketLike, url: string, signal: AbortSignal, maxFrame: number, maxBuffered: number): Promise<Connection> {
   return new Promise((resolve, reject) => {
@@ -144,6 +145,7 @@ export function openWS(WS: WebSocketLike, url: string, signal: AbortSignal, maxF
       }
       if (ev.code === 4404) end(new ParleyError(0, "not_found", ev.reason || "the conversation was deleted"));
       else if (ev.code === 4401) end(new ParleyError(0, "unauthorized", ev.reason || "the token of this connection was revoked"));
+      else if (ev.code === 4403) end(new ParleyError(0, "forbidden", ev.reason || "this connection may no longer read the conversation"));
       else end();
     };
     ws.onerror = () => {

@@ -1,5 +1,5 @@
 // What a browser's WebSocket does that the real server cannot be made to
-// do on cue: close with 4404 or 4401 without an error frame, or fail its
+// do on cue: close with 4404, 4401 or 4403 without an error frame, or fail its
 // handshake without saying why.
 
 import { describe, expect, it } from "vitest";
@@ -46,6 +46,7 @@ describe("a WebSocket stream", () => {
   it.each([
     [4404, "not_found"],
     [4401, "unauthorized"],
+    [4403, "forbidden"],
   ])("stops for good when closed with %i", async (code, want) => {
     FakeSocket.made = [];
     FakeSocket.script = (ws) => {

@@ -448,7 +448,7 @@ export class ParleyClient {
     opts: { id?: string; title?: string; participants?: string[] } = {},
   ): Promise<ImportResult> {
     const q: Query = { id: opts.id, title: opts.title, participants: opts.participants?.join(",") };
-    const res = await this.request("POST", "/v1/conversations/import", q, body as BodyInit, { "Content-Type": "application/json" });
+    const res = await this.request("POST", "/v1/conversations/import", q, body as RequestInit["body"], { "Content-Type": "application/json" });
     return (await res.json()) as ImportResult;
   }
 
@@ -546,7 +546,7 @@ export class ParleyClient {
   }
 
   /** Sends one request; an answer that is not 2xx rejects with its {@link ParleyError}. */
-  async request(method: string, path: string, query: Query = {}, body?: BodyInit, headers: Record<string, string> = {}): Promise<Response> {
+  async request(method: string, path: string, query: Query = {}, body?: RequestInit["body"], headers: Record<string, string> = {}): Promise<Response> {
     const res = await this.fetchImpl(this.url(path, query), {
       method,
       headers: { Accept: "application/json", ...this.headers(), ...headers },

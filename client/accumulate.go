@@ -42,6 +42,10 @@ type Update struct {
 	// streaming, and was streaming (or not held) before. A message written
 	// whole finishes in the frame that brings it.
 	Finished bool
+	// Streaming is the text an agent streams with no message (a v1
+	// conversation's chunk that names none), as the accumulator now holds
+	// it, when the frame grew it (a copy); see Fold.Streaming.
+	Streaming *StreamingText
 	// Removed are the ids of the messages a revert removed.
 	Removed []string
 	// Reset is true after an init frame that replaced everything held with
@@ -88,7 +92,13 @@ func (a *Accumulator) Add(ctx context.Context, f Frame) (Update, error) {
 		if grows && a.fold.growing(id, f.Event.Seq) == nil {
 			id = "" // the message has this already, or is not held
 		}
-		a.fold.applyData(f.Event.Seq, d)
+		a.fold.applyData(f.Event, d)
+		if c, ok := d.(*Chunk); ok && c.MessageID == "" {
+			if t := a.fold.texts[f.Event.AgentID]; t != nil && t.UpdatedSeq == f.Event.Seq {
+				grown := *t
+				u.Streaming = &grown
+			}
+		}
 		if id != "" {
 			if m := a.fold.Message(id); m != nil {
 				u.Message = m
@@ -124,6 +134,9 @@ func (a *Accumulator) Updates(ctx context.Context, st *Stream) iter.Seq2[Update,
 
 // Messages returns copies of the messages held, in seq order.
 func (a *Accumulator) Messages() []*parley.Message { return a.fold.Messages() }
+
+// Streaming returns the texts agents stream with no message (Fold.Streaming).
+func (a *Accumulator) Streaming() []StreamingText { return a.fold.Streaming() }
 
 // Message returns a copy of the message with that id, or nil.
 func (a *Accumulator) Message(id string) *parley.Message { return a.fold.Message(id) }

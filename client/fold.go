@@ -33,13 +33,27 @@ import (
 //   - messages.removed: drop the messages named.
 //   - every other frame leaves the messages as they are.
 //
+// A conversation made with messageFormat v1 also has text streamed before
+// a message holds it: chunks with an empty messageId. The fold keeps it
+// apart from the messages, as one StreamingText per agent (Streaming): a
+// chunk that names no message appends its text to its agent's (the event's
+// agentId), or starts it, unless its seq is not after the text's
+// updatedSeq. The agent's text is dropped by its next message event (the
+// row that holds the text), a message or message.updated of its that
+// closes its turn, its turn.reset or turn.aborted, or its prompt.completed,
+// prompt.canceled or prompt.requeued; every text is dropped by a message
+// that closes the conversation, by messages.removed, and by an init with
+// recovered false (a snapshot holds messages only, so a client that joins
+// while such text streams shows it from then on).
+//
 // A summarized message is replaced by a copy read over HTTP (Hold), or by
 // the next message or message.updated event of it.
 //
 // Messages are ordered by seq (the seq of the event that created each).
 // The zero Fold is empty and ready to use; it is not safe for concurrent use.
 type Fold struct {
-	msgs map[string]*parley.Message
+	msgs  map[string]*parley.Message
+	texts map[string]*StreamingText // by agent
 }
 
 // Apply folds one frame of a Stream in. It returns an error only for an
@@ -49,6 +63,7 @@ func (f *Fold) Apply(fr Frame) error {
 	case fr.Init != nil:
 		if !fr.Init.Recovered {
 			f.msgs = make(map[string]*parley.Message, len(fr.Init.Messages))
+			f.texts = nil
 			for _, m := range fr.Init.Messages {
 				f.hold(m)
 			}
@@ -65,18 +80,21 @@ func (f *Fold) ApplyEvent(e parley.Event) error {
 	switch e.Type {
 	case parley.EventMessage, parley.EventMessageUpdated, parley.EventChunk, parley.EventPartUpdated, parley.EventMessagesRemoved:
 	default:
-		return nil // it changes no message: not worth decoding
+		f.applyStreaming(&e, nil) // it changes no message: not worth decoding
+		return nil
 	}
 	d, err := DecodeEvent(e)
 	if err != nil {
 		return err
 	}
-	f.applyData(e.Seq, d)
+	f.applyData(&e, d)
 	return nil
 }
 
-// applyData folds in the decoded data of the event at seq.
-func (f *Fold) applyData(seq int64, d EventData) {
+// applyData folds in the event e, whose data decoded is d.
+func (f *Fold) applyData(e *parley.Event, d EventData) {
+	f.applyStreaming(e, d)
+	seq := e.Seq
 	switch d := d.(type) {
 	case *MessageEvent:
 		f.hold(&d.Message)

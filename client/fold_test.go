@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/engine"
 )
 
 // ev makes an event of the log with data d.
@@ -65,6 +68,18 @@ func show(f *client.Fold) string {
 		out = append(out, fmt.Sprintf("%s:%s:%q%v", m.ID, m.Status, m.Content, kinds))
 	}
 	return strings.Join(out, " ")
+}
+
+// folded is a fold of frames, which it must take.
+func folded(t *testing.T, name string, frames []client.Frame) *client.Fold {
+	t.Helper()
+	var f client.Fold
+	for _, fr := range frames {
+		if err := f.Apply(fr); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return &f
 }
 
 // TestFoldMergeRules: the merge rules of the stream protocol, case by case.
@@ -153,13 +168,8 @@ func TestFoldMergeRules(t *testing.T) {
 		}, `a:complete:"a"[text]`},
 	}
 	for _, c := range cases {
-		var f client.Fold
-		for _, fr := range c.frames {
-			if err := f.Apply(fr); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-		}
-		if got := show(&f); got != c.want {
+		f := folded(t, c.name, c.frames)
+		if got := show(f); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
@@ -232,5 +242,215 @@ func TestFoldHoldsFetchedCopies(t *testing.T) {
 	}
 	if got, want := show(&f), `a:streaming:"A lost and found!"[text~] b:complete:"B whole"[text] c:complete:"c"[text]`; got != want {
 		t.Fatalf("fold:\n got %s\nwant %s", got, want)
+	}
+}
+
+// by makes the event of fr an event of agent in turn 2 of exchange p1.
+func by(agent string, fr client.Frame) client.Frame {
+	e := *fr.Event
+	e.AgentID, e.Turn, e.TurnID = agent, 2, "p1"
+	return client.Frame{Type: fr.Type, Event: &e}
+}
+
+// showStreaming renders the fold's streaming texts as "agent@seq-updated:content".
+func showStreaming(f *client.Fold) string {
+	var out []string
+	for _, s := range f.Streaming() {
+		out = append(out, fmt.Sprintf("%s@%d-%d:%q", s.AgentID, s.Seq, s.UpdatedSeq, s.Content))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestFoldStreamingTextOfV1: in a v1 conversation text streams as chunks
+// that name no message before a row holds it. The fold shows it apart
+// from the messages, one text per agent, until the agent's next message,
+// its turn's end, its prompt's end, a revert or a snapshot; a chunk it
+// already has changes nothing.
+func TestFoldStreamingTextOfV1(t *testing.T) {
+	t.Parallel()
+	row := func(id string, seq int64, agent string, fin parley.Finality) *parley.Message {
+		m := msg(id, seq, seq, parley.StatusStreaming)
+		m.AgentID, m.Finality = agent, fin
+		return m
+	}
+	start := []client.Frame{
+		initFrame(false),
+		by("alice", ev(5, parley.EventChunk, chunk("", "Let me "))),
+		by("bob", ev(6, parley.EventChunk, chunk("", "Hm"))),
+		by("alice", ev(7, parley.EventChunk, chunk("", "look."))),
+	}
+	then := func(fr ...client.Frame) []client.Frame { return append(append([]client.Frame{}, start...), fr...) }
+	cases := []struct {
+		name   string
+		frames []client.Frame
+		want   string
+	}{
+		{"chunks that name no message grow their agent's text", start, `alice@5-7:"Let me look." bob@6-6:"Hm"`},
+		{"a chunk already folded changes nothing", then(by("alice", ev(7, parley.EventChunk, chunk("", "look.")))), `alice@5-7:"Let me look." bob@6-6:"Hm"`},
+		{"the agent's next message holds the text", then(by("alice", ev(8, parley.EventMessage, row("r1", 8, "alice", parley.FinalityNone)))), `bob@6-6:"Hm"`},
+		{"another agent's message does not", then(by("carol", ev(8, parley.EventMessage, row("r1", 8, "carol", parley.FinalityNone)))), `alice@5-7:"Let me look." bob@6-6:"Hm"`},
+		{"a chunk of a message is the message's", then(by("alice", ev(8, parley.EventChunk, chunk("r0", "x")))), `alice@5-7:"Let me look." bob@6-6:"Hm"`},
+		{"an update that keeps the turn open does not end it", then(by("alice", ev(8, parley.EventMessageUpdated, row("r0", 4, "alice", parley.FinalityNone)))), `alice@5-7:"Let me look." bob@6-6:"Hm"`},
+		{"an update that closes the agent's turn ends it", then(by("alice", ev(8, parley.EventMessageUpdated, row("r0", 4, "alice", parley.FinalityTurn)))), `bob@6-6:"Hm"`},
+		{"a message that closes the conversation ends every one", then(by("carol", ev(8, parley.EventMessage, row("r1", 8, "carol", parley.FinalityConversation)))), ``},
+		{"the end of the agent's prompt ends it", then(by("bob", ev(8, client.EventPromptCompleted, map[string]string{"id": "p1"}))), `alice@5-7:"Let me look."`},
+		{"so does a prompt canceled", then(by("alice", ev(8, client.EventPromptCanceled, map[string]string{"id": "p1", "reason": "aborted"}))), `bob@6-6:"Hm"`},
+		{"and one put back in the queue", then(by("alice", ev(8, client.EventPromptRequeued, map[string]string{"id": "p1"}))), `bob@6-6:"Hm"`},
+		{"and a turn reset", then(by("bob", ev(8, parley.EventTurnReset, parley.TurnRef{Turn: 2}))), `alice@5-7:"Let me look."`},
+		{"an event before the text ends nothing", then(by("alice", ev(7, client.EventPromptCompleted, map[string]string{"id": "p1"}))), `alice@5-7:"Let me look." bob@6-6:"Hm"`},
+		{"a revert ends every one", then(by("human", ev(8, parley.EventMessagesRemoved, parley.MessagesRemoved{MessageIDs: []string{"p1"}}))), ``},
+		{"a snapshot ends every one", then(initFrame(false)), ``},
+		{"a resumed stream keeps them", then(initFrame(true), by("alice", ev(8, parley.EventChunk, chunk("", " Now.")))), `alice@5-8:"Let me look. Now." bob@6-6:"Hm"`},
+		{"text after the row starts anew", then(by("alice", ev(8, parley.EventMessage, row("r1", 8, "alice", parley.FinalityNone))), by("alice", ev(9, parley.EventChunk, chunk("", "More")))), `bob@6-6:"Hm" alice@9-9:"More"`},
+	}
+	for _, c := range cases {
+		f := folded(t, c.name, c.frames)
+		if got := showStreaming(f); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+		for _, m := range f.Messages() {
+			if m.Content != "" {
+				t.Errorf("%s: message %s holds %q: streamed text that names no message went into a message", c.name, m.ID, m.Content)
+			}
+		}
+	}
+	// The streaming text of the first case carries its turn and exchange.
+	if s := folded(t, "start", start).Streaming()[0]; s.Turn != 2 || s.TurnID != "p1" {
+		t.Fatalf("streaming text %+v, want turn 2 of exchange p1", s)
+	}
+}
+
+// TestFoldFollowsAV1Runner: a runner of the first protocol answers in a
+// conversation made with messageFormat v1, and a fold of its stream shows
+// the streamed text as it comes (no message holds it yet), then the row
+// that holds it in its place; text streamed after the last row is gone
+// when the answer completes, as the server holds none of it. A fold of the
+// whole log from its start ends the same.
+func TestFoldFollowsAV1Runner(t *testing.T) {
+	t.Parallel()
+	_, url, ctx := serve(t, engine.Options{}, api.Options{Open: true})
+	c := client.New(url, "")
+	v, err := c.CreateConversation(ctx, client.NewConversation{Participants: []string{"alice"}, Members: []string{"human"}, MessageFormat: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	u := strings.Replace(url, "http", "ws", 1) + "/v1/conversations/" + id + "/runner?agentId=alice"
+	run, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.CloseNow()
+	read := func() map[string]any {
+		t.Helper()
+		_, data, err := run.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f map[string]any
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if _, err := c.Prompt(ctx, id, "human", "what is there?", ""); err != nil {
+		t.Fatal(err)
+	}
+	if f := read(); f["type"] != "prompt" {
+		t.Fatalf("the runner got %v, want its prompt", f)
+	}
+	st := c.Subscribe(ctx, id, client.SubscribeOptions{})
+	defer st.Close()
+	var f client.Fold
+	if fr, err := st.Next(ctx); err != nil || fr.Init == nil {
+		t.Fatalf("the stream began with %+v, %v; want its init", fr, err)
+	} else {
+		_ = f.Apply(fr)
+	}
+	// step sends a frame and folds the stream up to the seq it was acked with.
+	step := func(frame string) {
+		t.Helper()
+		if err := run.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		ack := read()
+		seq, ok := ack["seq"].(float64)
+		if ack["type"] != "ack" || !ok {
+			t.Fatalf("%s answered %v", frame, ack)
+		}
+		for at := int64(0); at < int64(seq); {
+			fr, err := st.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Apply(fr); err != nil {
+				t.Fatal(err)
+			}
+			if fr.Event != nil {
+				at = fr.Event.Seq
+			}
+		}
+	}
+	answer := func() string {
+		var out []string
+		for _, m := range f.Messages() {
+			if m.Role != parley.RoleUser {
+				out = append(out, string(m.Role)+":"+m.Content)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	for _, s := range []struct{ frame, streaming, answer string }{
+		{`{"type":"stream","content":"Let me "}`, `"Let me "`, ``},
+		{`{"type":"stream","content":"look."}`, `"Let me look."`, ``},
+		{`{"type":"result","content":"Let me look."}`, ``, `assistant:Let me look.`},
+		{`{"type":"tool","callId":"c1","toolName":"search","status":"running"}`, ``, `assistant:Let me look. tool:`},
+		{`{"type":"stream","content":"Found"}`, `"Found"`, `assistant:Let me look. tool:`},
+		{`{"type":"tool","callId":"c1","toolName":"search","status":"completed","result":"x"}`, `"Found"`, `assistant:Let me look. tool:`},
+		{`{"type":"complete"}`, ``, `assistant:Let me look. tool:`},
+	} {
+		step(s.frame)
+		var got []string
+		for _, t := range f.Streaming() {
+			if t.AgentID != "alice" || t.TurnID == "" {
+				got = append(got, fmt.Sprintf("%+v", t))
+				continue
+			}
+			got = append(got, fmt.Sprintf("%q", t.Content))
+		}
+		if g := strings.Join(got, " "); g != s.streaming || answer() != s.answer {
+			t.Fatalf("after %s: streaming %s, messages %q; want streaming %s, messages %q", s.frame, g, answer(), s.streaming, s.answer)
+		}
+	}
+	// From the log's start, the same; an Accumulator says which text each chunk grew.
+	whole := c.Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{}})
+	defer whole.Close()
+	acc := client.NewAccumulator(c, id)
+	var grew []string
+	for last := f.Messages()[len(f.Messages())-1].UpdatedSeq; ; {
+		fr, err := whole.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := acc.Add(ctx, fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Streaming != nil {
+			grew = append(grew, u.Streaming.AgentID+":"+u.Streaming.Content)
+		}
+		if fr.Event != nil && fr.Event.Seq >= last {
+			break
+		}
+	}
+	if got := strings.Join(grew, "|"); got != "alice:Let me |alice:Let me look.|alice:Found" {
+		t.Errorf("the chunks grew %q", got)
+	}
+	var g client.Fold
+	for _, m := range acc.Messages() {
+		_ = g.Apply(ev(m.Seq, parley.EventMessage, m))
+	}
+	if len(acc.Streaming()) != 0 || show(&g) != show(&f) {
+		t.Fatalf("the whole log folds to %s (streaming %v), the live stream to %s", show(&g), acc.Streaming(), show(&f))
 	}
 }

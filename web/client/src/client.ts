@@ -449,7 +449,7 @@ export class ParleyClient {
     opts: { id?: string; title?: string; participants?: string[] } = {},
   ): Promise<ImportResult> {
     const q: Query = { id: opts.id, title: opts.title, participants: opts.participants?.join(",") };
-    const res = await this.request("POST", "/v1/conversations/import", q, body as BodyInit, { "Content-Type": "application/json" });
+    const res = await this.request("POST", "/v1/conversations/import", q, body as RequestInit["body"], { "Content-Type": "application/json" });
     return (await res.json()) as ImportResult;
   }
 
@@ -561,7 +561,7 @@ export class ParleyClient {
     method: string,
     path: string,
     query: Query = {},
-    body?: BodyInit,
+    body?: RequestInit["body"],
     headers: Record<string, string> = {},
     signal?: AbortSignal,
   ): Promise<Response> {

@@ -38,6 +38,7 @@ export {
 export { SSEParser, FrameTooLargeError, type SSEMessage } from "./sse.js";
 export { BufferFullError, WSNotOpened } from "./transport.js";
 export { appendText, applyEvent as applyEventToMessages, applyTool, foldMessages, hold, missing as missingMessages, noMessages, summarize, type Messages } from "./fold.js";
+export { applyEventToStreamingTexts, foldStreamingTexts, noStreamingTexts, type StreamingText, type StreamingTexts } from "./streamed.js";
 export {
   applyEvent,
   applyPrompt,

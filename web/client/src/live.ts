@@ -25,6 +25,11 @@ export class ConversationFold {
     return this.s.messages;
   }
 
+  /** The text agents stream in a v1 conversation before a message holds it. */
+  get streaming(): ConversationState["streaming"] {
+    return this.s.streaming;
+  }
+
   /** Folds one frame of a stream in ({@link st.foldFrame}). */
   apply(frame: Frame): void {
     this.set(st.foldFrame(this.s, frame));

@@ -5,6 +5,7 @@
 
 import * as fold from "./fold.js";
 import type { Messages } from "./fold.js";
+import { applyEventToStreamingTexts, noStreamingTexts, type StreamingTexts } from "./streamed.js";
 import type {
   Conversation,
   Frame,
@@ -41,6 +42,12 @@ export interface ConversationState {
   /** The messages, in seq order. */
   readonly messages: Messages;
   /**
+   * The text agents stream in a v1 conversation before a message holds it
+   * (chunks that name no message), one per agent, in the order they
+   * started: show each as its agent's answer so far (streamed.ts).
+   */
+  readonly streaming: StreamingTexts;
+  /**
    * The head as the last init or view had it (as of `head.lastSeq`). Events
    * after it may have changed it: then `headStale` is true, and a client
    * that shows it reads the view again (`ParleyClient.conversation`, then
@@ -64,6 +71,7 @@ export const emptyState: ConversationState = Object.freeze({
   conversation: null,
   position: null,
   messages: fold.noMessages,
+  streaming: noStreamingTexts,
   head: null,
   headStale: false,
   headEventSeq: 0,
@@ -92,11 +100,12 @@ const headless = new Set<string>([
  * for the messages):
  *
  * - init: the conversation, position, head and guidance are the init's; a
- *   snapshot (`recovered: false`) replaces the messages and leaves the
- *   prompt queue unknown; a recovered init keeps both.
+ *   snapshot (`recovered: false`) replaces the messages, drops the
+ *   streaming texts and leaves the prompt queue unknown; a recovered init
+ *   keeps all three.
  * - guidance: taken unless older than the guidance held.
- * - event: the position moves to it; the messages and the prompt queue fold
- *   it; a message that closes the conversation ends the guidance; an event
+ * - event: the position moves to it; the messages, the streaming texts and
+ *   the prompt queue fold it; a message that closes the conversation ends the guidance; an event
  *   after the head that may change it makes the head stale.
  */
 export function foldFrame(s: ConversationState, frame: Frame): ConversationState {
@@ -107,6 +116,7 @@ export function foldFrame(s: ConversationState, frame: Frame): ConversationState
         conversation: init.conversation,
         position: init.position,
         messages: fold.foldMessages(s.messages, frame),
+        streaming: init.recovered ? s.streaming : noStreamingTexts,
         head: init.head,
         headStale: false,
         headEventSeq: init.recovered ? s.headEventSeq : 0,
@@ -129,6 +139,7 @@ export function applyEvent(s: ConversationState, e: ParleyEvent): ConversationSt
     ...s,
     position: { seq: e.seq, epoch: s.position?.epoch ?? s.conversation?.epoch ?? "" },
     messages: fold.applyEvent(s.messages, e),
+    streaming: applyEventToStreamingTexts(s.streaming, e),
   };
   if (e.type === "conversation.created") {
     next.conversation = e.data;

@@ -5,6 +5,11 @@ import { describe, expect, it } from "vitest";
 import {
   ConversationFold,
   applyEventToMessages,
+  applyEventToStreamingTexts,
+  emptyState,
+  foldFrame,
+  foldStreamingTexts,
+  noStreamingTexts,
   foldMessages,
   hold,
   missingMessages,
@@ -17,6 +22,7 @@ import {
   type Messages,
   type ParleyEvent,
   type Part,
+  type StreamingTexts,
   type ToolCallPart,
 } from "../src/index.js";
 
@@ -195,5 +201,83 @@ describe("missing and hold", () => {
     }
     expect(missingMessages(ms)).toEqual([]);
     expect(show(ms)).toBe(`a:streaming:"A lost and found!"[text~] b:complete:"B whole"[text] c:complete:"c"[text]`);
+  });
+});
+
+// Text streamed with no message (v1 conversations): rule 9 of the fold, a
+// port of client/fold_test.go's TestFoldStreamingTextOfV1.
+
+/** The event of f as one of agent, in turn 2 of exchange p1. */
+function by(agentId: string, f: Frame): Frame {
+  const e = (f as Extract<Frame, { type: "event" }>).event;
+  return { type: "event", event: { ...e, agentId, turn: 2, turnId: "p1" } };
+}
+
+function row(id: string, seq: number, agentId: string, finality: Message["finality"]): Message {
+  return { ...msg(id, seq, seq, "streaming"), agentId, finality };
+}
+
+/** The streaming texts as "agent@seq-updated:content", as fold_test.go's showStreaming. */
+function showStreaming(ts: StreamingTexts): string {
+  return ts.map((t) => `${t.agentId}@${t.seq}-${t.updatedSeq}:${JSON.stringify(t.content)}`).join(" ");
+}
+
+const start: Frame[] = [
+  init(false),
+  by("alice", ev(5, "chunk", chunk("", "Let me "))),
+  by("bob", ev(6, "chunk", chunk("", "Hm"))),
+  by("alice", ev(7, "chunk", chunk("", "look."))),
+];
+const then = (...f: Frame[]): Frame[] => [...start, ...f];
+const both = `alice@5-7:"Let me look." bob@6-6:"Hm"`;
+
+const streamingCases: [string, Frame[], string][] = [
+  ["chunks that name no message grow their agent's text", start, both],
+  ["a chunk already folded changes nothing", then(by("alice", ev(7, "chunk", chunk("", "look.")))), both],
+  ["the agent's next message holds the text", then(by("alice", ev(8, "message", row("r1", 8, "alice", "none")))), `bob@6-6:"Hm"`],
+  ["another agent's message does not", then(by("carol", ev(8, "message", row("r1", 8, "carol", "none")))), both],
+  ["a chunk of a message is the message's", then(by("alice", ev(8, "chunk", chunk("r0", "x")))), both],
+  ["an update that keeps the turn open does not end it", then(by("alice", ev(8, "message.updated", row("r0", 4, "alice", "none")))), both],
+  ["an update that closes the agent's turn ends it", then(by("alice", ev(8, "message.updated", row("r0", 4, "alice", "turn")))), `bob@6-6:"Hm"`],
+  ["a message that closes the conversation ends every one", then(by("carol", ev(8, "message", row("r1", 8, "carol", "conversation")))), ``],
+  ["the end of the agent's prompt ends it", then(by("bob", ev(8, "prompt.completed", { id: "p1" }))), `alice@5-7:"Let me look."`],
+  ["so does a prompt canceled", then(by("alice", ev(8, "prompt.canceled", { id: "p1", reason: "aborted" }))), `bob@6-6:"Hm"`],
+  ["and one put back in the queue", then(by("alice", ev(8, "prompt.requeued", { id: "p1" }))), `bob@6-6:"Hm"`],
+  ["and a turn reset", then(by("bob", ev(8, "turn.reset", { turn: 2 }))), `alice@5-7:"Let me look."`],
+  ["an event before the text ends nothing", then(by("alice", ev(7, "prompt.completed", { id: "p1" }))), both],
+  ["a revert ends every one", then(by("human", ev(8, "messages.removed", { messageIds: ["p1"] }))), ``],
+  ["a snapshot ends every one", then(init(false)), ``],
+  ["a resumed stream keeps them", then(init(true), by("alice", ev(8, "chunk", chunk("", " Now.")))), `alice@5-8:"Let me look. Now." bob@6-6:"Hm"`],
+  ["text after the row starts anew",
+    then(by("alice", ev(8, "message", row("r1", 8, "alice", "none"))), by("alice", ev(9, "chunk", chunk("", "More")))),
+    `bob@6-6:"Hm" alice@9-9:"More"`],
+];
+
+describe("streaming text with no message (v1)", () => {
+  it.each(streamingCases)("%s", (_name, frames, want) => {
+    let ts = noStreamingTexts;
+    let s = emptyState;
+    for (const f of frames) {
+      ts = foldStreamingTexts(ts, f);
+      s = foldFrame(s, f);
+    }
+    expect(showStreaming(ts)).toBe(want);
+    expect(s.streaming).toEqual(ts); // the state folds it the same
+    for (const m of s.messages) expect(m.content, `message ${m.id}`).toBe(""); // no message took the text
+  });
+
+  it("carries its turn and exchange, and returns what it was given when nothing changed", () => {
+    let ts = noStreamingTexts;
+    for (const f of start) ts = foldStreamingTexts(ts, f);
+    expect(ts[0]).toEqual({ agentId: "alice", turn: 2, turnId: "p1", seq: 5, updatedSeq: 7, content: "Let me look." });
+    const e = (f: Frame) => (f as Extract<Frame, { type: "event" }>).event;
+    expect(applyEventToStreamingTexts(ts, e(by("alice", ev(7, "chunk", chunk("", "again")))))).toBe(ts);
+    expect(applyEventToStreamingTexts(ts, e(by("carol", ev(8, "message", row("r1", 8, "carol", "none")))))).toBe(ts);
+    expect(applyEventToStreamingTexts(ts, e(ev(8, "turn.claimed", {})))).toBe(ts);
+    const next = applyEventToStreamingTexts(ts, e(by("alice", ev(8, "chunk", chunk("", "!")))));
+    expect(next[1]).toBe(ts[1]); // bob's did not change
+    const f = new ConversationFold();
+    for (const fr of start) f.apply(fr);
+    expect(f.streaming).toEqual(ts);
   });
 });

@@ -46,3 +46,36 @@ it.each(["sse", "ws"] as const)("follows a conversation over %s: summarized mess
   }
   expect(live.getSnapshot().status.state).toBe("closed");
 });
+
+it("shows a v1 runner's streamed text as it comes, then the row that holds it", async () => {
+  const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
+  const id = (await c.createConversation({ title: "v1", participants: ["alice"], members: ["human"], messageFormat: "v1" })).conversation.id;
+  const run = await Runner.connect(inject("serverUrl"), id, "alice");
+  const live = follow(c, id, { transport: "sse" });
+  try {
+    await until(() => live.getSnapshot().status.state === "live", "the stream");
+    await c.prompt(id, { agentId: "human", content: "what is there?" });
+    await until(() => run.pushes.some((p) => p["type"] === "prompt"), "the prompt");
+    const shown = () => {
+      const s = live.getSnapshot().state;
+      const answer = s.messages.filter((m) => m.role !== "user").map((m) => `${m.role}:${m.content}`);
+      return [s.streaming.map((t) => `${t.agentId}:${t.content}`).join(" "), answer.join(" ")];
+    };
+    const at = async (seq: number) => until(() => (live.getSnapshot().state.position?.seq ?? 0) >= seq, `seq ${seq}`);
+    await at(await run.send({ type: "stream", content: "Let me " }));
+    expect(shown()).toEqual(["alice:Let me ", ""]);
+    await at(await run.send({ type: "stream", content: "look." }));
+    expect(shown()).toEqual(["alice:Let me look.", ""]);
+    expect(live.getSnapshot().state.streaming[0]!.turnId).not.toBe("");
+    await at(await run.send({ type: "result", content: "Let me look." }));
+    expect(shown()).toEqual(["", "assistant:Let me look."]);
+    await at(await run.send({ type: "stream", content: "Nothing more" }));
+    expect(shown()).toEqual(["alice:Nothing more", "assistant:Let me look."]);
+    await at(await run.send({ type: "complete" }));
+    expect(shown()).toEqual(["", "assistant:Let me look."]); // no row took it: the server holds none of it
+  } finally {
+    live.close();
+    await live.done;
+    run.close();
+  }
+});

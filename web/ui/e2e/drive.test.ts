@@ -79,7 +79,7 @@ describe("the head and the queue of a conversation the test drives", () => {
       return { ...f, Events: f["Events"] === server ? "as the server's head" : `${f["Events"]}, the server's ${server}` };
     };
     const events = "as the server's head";
-    await expect.poll(shown).toEqual({ Next: "alice starts turn 1", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown).toEqual({ Next: "alice starts turn 1", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
 
     // alice opens turn 1, delegates to carol, and resets it: the head follows each.
     await api.postMessage(id, { agentId: "alice", content: "Working on it." });
@@ -92,7 +92,7 @@ describe("the head and the queue of a conversation the test drives", () => {
 
     // alice closes it: round-robin names bob.
     await api.postMessage(id, { agentId: "alice", content: "Done.", finality: "turn" });
-    await expect.poll(shown).toEqual({ Next: "bob starts turn 2", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
 
     // alice claims turn 2: the guidance names her instead of bob while the claim holds.
     const claimed = await api.claim(id, { agentId: "alice", ttlMs: 3000 });
@@ -103,13 +103,13 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => facts(page)).toMatchObject({ Next: "alice starts turn 2", Claim: `alice claims turn 2 until ${until}` });
     await screenshot(page, "head-claim");
     // It expires (claim.expired): bob again, and no claim.
-    await expect.poll(shown, { timeout: 10_000 }).toEqual({ Next: "bob starts turn 2", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown, { timeout: 10_000 }).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
     const types = (await api.events(id, { after: 0, limit: 100 })).events.map((e) => e.type);
     expect(types).toContain("claim.expired");
 
     // bob closes the conversation: nobody's turn, and the prompt box says so.
     await api.postMessage(id, { agentId: "bob", content: "That is all.", finality: "conversation" });
-    await expect.poll(shown).toEqual({ Next: "The conversation is closed.", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown).toEqual({ Next: "The conversation is closed.", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
     const box = page.getByRole("textbox", { name: "Prompt" });
     await expect.poll(() => box.isDisabled()).toBe(true);
     expect(await box.getAttribute("placeholder")).toBe("The conversation is closed.");

@@ -62,11 +62,56 @@ describe("the conversation list", () => {
     const { page } = await browser.open();
     await page.goto(server.url + "/");
     await page.getByRole("link", { name: /Weekly report 249\b/ }).waitFor();
-    const id = (await api.createConversation({ title: "Fresh one", participants: ["writer", "editor"] })).conversation.id;
+    const id = (await api.createConversation({ title: "Fresh one", participants: ["writer", "editor"], members: ["reader"] })).conversation.id;
     const row = page.getByRole("link", { name: /Fresh one/ });
     await row.waitFor({ timeout: 15_000 });
     expect(await row.locator(".conv-row-turn").textContent()).toBe("next: writer");
+    // Who takes part (participants, then members), and when it last changed: its last event, just now.
+    expect(await row.locator(".conv-row-who").textContent()).toBe("writer, editor, reader");
+    const created = (await api.conversation(id)).head.lastEventAt!;
+    expect(await row.locator(".conv-row-when").getAttribute("title")).toBe(created);
+    expect(await row.locator(".conv-row-when").textContent()).toMatch(/^(just now|\d+ s ago)$/);
     await api.postMessage(id, { agentId: "writer", content: "draft", finality: "turn" });
     await expect.poll(() => row.locator(".conv-row-turn").textContent(), { timeout: 15_000 }).toBe("next: editor");
+    const written = (await api.conversation(id)).head.lastEventAt!;
+    expect(written > created).toBe(true);
+    await expect.poll(() => row.locator(".conv-row-when").getAttribute("title")).toBe(written);
+    expect(await row.locator(".conv-row-when").textContent()).toMatch(/^(just now|\d+ s ago)$/);
+  });
+
+  it("fits a phone: no horizontal scroll at 390 px, each row's title, people, turn and time on the screen", async () => {
+    const { page } = await browser.open({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    await api.createConversation({
+      title: "A conversation with a title far too long to fit on a phone's screen in one line, however it is set",
+      participants: ["a-writer-with-a-long-name", "an-editor-with-a-longer-name", "a-third-agent"],
+      members: ["someone-reading-along"],
+    });
+    await page.goto(server.url + "/");
+    const row = page.getByRole("link", { name: /far too long/ });
+    await row.waitFor();
+    const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+    expect(widths.client).toBe(390);
+    expect(widths.scroll).toBeLessThanOrEqual(widths.client);
+    // Nothing on the page is wider than the screen.
+    const wide = await page.evaluate(() =>
+      [...document.querySelectorAll("body *")]
+        .filter((e) => {
+          const r = e.getBoundingClientRect();
+          return r.width > 0 && (r.right > window.innerWidth + 1 || r.left < -1) && getComputedStyle(e).position !== "fixed";
+        })
+        .filter((e) => !e.closest(".skip")) // the skip link shows on focus
+        .map((e) => e.tagName + "." + e.className),
+    );
+    expect(wide).toEqual([]);
+    for (const part of [".conv-row-title", ".conv-row-who", ".conv-row-turn", ".conv-row-when"]) {
+      const box = (await row.locator(part).boundingBox())!;
+      expect(box.x, part).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width, part).toBeLessThanOrEqual(390);
+    }
+    for (const name of ["Search messages", "Search by title"]) {
+      const box = (await page.getByRole("searchbox", { name }).boundingBox())!;
+      expect(box.x + box.width, name).toBeLessThanOrEqual(390);
+    }
+    await screenshot(page, "list-phone");
   });
 });

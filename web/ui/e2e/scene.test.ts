@@ -229,6 +229,81 @@ describe("the demo's scene in a browser", () => {
     await screenshot(page, "flow-marks");
   });
 
+  it("draws the supervisor's delegations and every reply between agents as arrows of the flow picture, lane to lane", async () => {
+    // What the log says: each delegation, and each message that replies to another agent's.
+    const log = await allEvents();
+    const author = new Map<string, string>();
+    const want: { kind: "delegation" | "reply"; title: string; from: string; to: string; seq: number; turn: number }[] = [];
+    for (const e of log) {
+      if (e.type === "delegation") {
+        const d = e.data;
+        const from = d.from || e.agentId!;
+        want.push({ kind: "delegation", title: `${from} delegated to ${d.to}`, from, to: d.to, seq: e.seq, turn: d.turn });
+      } else if (e.type === "message") {
+        const m = e.data;
+        author.set(m.id, m.agentId);
+        const parent = m.replyTo ? author.get(m.replyTo) : undefined;
+        if (parent !== undefined && parent !== m.agentId) want.push({ kind: "reply", title: `${m.agentId} replied to ${parent}`, from: parent, to: m.agentId, seq: e.seq, turn: m.turn });
+      }
+    }
+    expect(want.filter((a) => a.title === "supervisor delegated to worker").length).toBeGreaterThan(0);
+    expect(want.filter((a) => a.title === "reviewer replied to supervisor").length).toBeGreaterThan(0);
+
+    const page = await openDemo();
+    const flow = page.getByRole("group", { name: "Flow of the conversation" });
+    await flow.waitFor();
+    expect(await page.locator(".flow-earlier").count(), "the picture holds the whole log").toBe(0);
+    // What the picture draws, in its own units: each arrow's title, ends and style; each lane's x; each block's span.
+    const drawn = () =>
+      flow.evaluate((svg) => {
+        const arrows = [...svg.querySelectorAll<SVGPathElement>("path.arrow")].map((p) => {
+          const a = p.getPointAtLength(0);
+          const b = p.getPointAtLength(p.getTotalLength());
+          return {
+            kind: p.classList.contains("arrow-delegation") ? "delegation" : "reply",
+            title: p.querySelector("title")?.textContent ?? "",
+            x0: a.x, y0: a.y, x1: b.x, y1: b.y,
+            marker: p.getAttribute("marker-end") ?? "",
+            dashed: getComputedStyle(p).strokeDasharray !== "none",
+          };
+        });
+        const blocks = [...svg.querySelectorAll("g.block")].map((g) => {
+          const r = g.querySelector("rect")!;
+          return { title: g.querySelector("title")?.textContent ?? "", y0: Number(r.getAttribute("y")), y1: Number(r.getAttribute("y")) + Number(r.getAttribute("height")) };
+        });
+        const lanes = Object.fromEntries([...svg.querySelectorAll<SVGLineElement>("line.lane-line")].map((l) => [l.querySelector("title")?.textContent ?? "", Number(l.getAttribute("x1"))]));
+        return { arrows, blocks, lanes };
+      });
+    await expect.poll(async () => (await drawn()).arrows.map((a) => `${a.kind}: ${a.title}`)).toEqual(want.map((a) => `${a.kind}: ${a.title}`));
+    const { arrows, blocks, lanes } = await drawn();
+    const near = (a: number, b: number) => Math.abs(a - b) < 1;
+    const blocksOf = (turn: number, agent: string) => blocks.filter((b) => b.title.startsWith(`Turn ${turn} · ${agent}`));
+    want.forEach((w, i) => {
+      const a = arrows[i]!;
+      const what = `${w.title} (seq ${w.seq})`;
+      const [x0, x1] = [lanes[w.from]!, lanes[w.to]!];
+      const dir = x1 >= x0 ? 1 : -1;
+      // From beside its agent's lane to beside the other's, with its own arrowhead.
+      expect(near(a.x0, x0 + dir * 16), `${what} starts at ${a.x0}, the lane of ${w.from} at ${x0}`).toBe(true);
+      expect(near(a.x1, x1 - dir * (w.kind === "delegation" ? 12 : 16)), `${what} ends at ${a.x1}, the lane of ${w.to} at ${x1}`).toBe(true);
+      expect(a.marker).toBe(`url(#arrow-${w.kind})`);
+      if (w.kind === "delegation") {
+        // Across, dashed, after the delegating agent's block of the turn began and before its worker's.
+        expect(a.dashed, what).toBe(true);
+        expect(a.y0, what).toBe(a.y1);
+        expect(blocksOf(w.turn, w.from).some((b) => b.y0 < a.y0), `${what}: no block of ${w.from} in turn ${w.turn} above it`).toBe(true);
+        expect(blocksOf(w.turn, w.to).some((b) => b.y0 > a.y0), `${what}: no block of ${w.to} in turn ${w.turn} below it`).toBe(true);
+      } else {
+        // Down from the parent to the reply, which is in its author's block.
+        expect(a.dashed, what).toBe(false);
+        expect(a.y1, what).toBeGreaterThan(a.y0);
+        expect(blocksOf(w.turn, w.to).some((b) => b.y0 <= a.y1 && a.y1 <= b.y1), `${what}: no block of ${w.to} in turn ${w.turn} at its end`).toBe(true);
+      }
+    });
+    await flow.scrollIntoViewIfNeeded();
+    await screenshot(page, "flow-arrows");
+  });
+
   it("jumps from a block of the flow picture to its turn's first message, by click and by keyboard", async () => {
     const all = await messages();
     const firstAnswer = all.find((m) => m.agentId === "supervisor")!;
@@ -284,10 +359,11 @@ describe("the demo's scene in a browser", () => {
     const claim = (await claims())[before];
     expect(claim, "no claim in two answers").toBeDefined();
     const turn = (claim!.data as { turn: number }).turn;
-    const heads = await page.evaluate(() => (window as unknown as { __heads: string[] }).__heads);
-    expect(heads.some((h) => h.startsWith(`Next: reviewer starts turn ${turn} / Claim: reviewer claims turn ${turn} until `)), heads.join("\n")).toBe(true);
-    // The review that used it ended it.
-    expect(heads.at(-1)).not.toContain("Claim:");
+    const heads = () => page.evaluate(() => (window as unknown as { __heads: string[] }).__heads);
+    const shown = await heads();
+    expect(shown.some((h) => h.startsWith(`Next: reviewer starts turn ${turn} / Claim: reviewer claims turn ${turn} until `)), shown.join("\n")).toBe(true);
+    // The review that used it ended it (once the page read the head again).
+    await expect.poll(async () => (await heads()).at(-1)).toMatch(/ \/ Claim: none$/);
   });
 
   it("steers from the composer: the answer under way stops, and the steer is answered next", async () => {

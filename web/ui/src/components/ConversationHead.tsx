@@ -38,6 +38,11 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
   else if (!g) next = "…";
   else if (g.kind === "continue_turn") next = `${g.nextAgentId || "anyone"} continues turn ${g.turn}`;
   else next = g.nextAgentId ? `${g.nextAgentId} starts turn ${g.turn}` : `anyone may start turn ${g.turn}`;
+  const o = h?.openTurn;
+  const openTurn = o
+    ? `${o.turn} · ${o.owner}${o.delegates?.length ? ` (delegated to ${o.delegates.join(", ")})` : ""}${o.reset ? " · reset" : ""}`
+    : "none";
+  const claim = h?.claim ? `${h.claim.agentId} claims turn ${h.claim.turn}${h.claim.expiresAt ? ` until ${shortTime(h.claim.expiresAt)}` : ""}` : "none";
   return (
     <section className="conv-head" aria-label="Conversation">
       <div className="conv-title-row">
@@ -51,30 +56,27 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
           {p.stopped}
         </div>
       )}
+      {/* Every fact is always there, and those that change as the conversation goes are of a fixed
+          width (cut short, whole in their title), so that nothing moves while answers stream. */}
       <dl className="facts">
-        <div>
+        <div className="fact-slot fact-next">
           <dt>Next</dt>
-          <dd className="guidance">{next}</dd>
+          <dd className="guidance" title={next}>
+            {next}
+          </dd>
         </div>
-        {h?.openTurn && (
-          <div>
-            <dt>Open turn</dt>
-            <dd>
-              {h.openTurn.turn} · {h.openTurn.owner}
-              {h.openTurn.delegates?.length ? ` (delegated to ${h.openTurn.delegates.join(", ")})` : ""}
-              {h.openTurn.reset ? " · reset" : ""}
-            </dd>
-          </div>
-        )}
-        {h?.claim && (
-          <div>
-            <dt>Claim</dt>
-            <dd>
-              {h.claim.agentId} claims turn {h.claim.turn}
-              {h.claim.expiresAt ? ` until ${shortTime(h.claim.expiresAt)}` : ""}
-            </dd>
-          </div>
-        )}
+        <div className="fact-slot fact-turn">
+          <dt>Open turn</dt>
+          <dd title={openTurn}>{openTurn}</dd>
+        </div>
+        <div className="fact-slot fact-claim">
+          <dt>Claim</dt>
+          <dd title={claim}>{claim}</dd>
+        </div>
+        <div className="fact-slot fact-events">
+          <dt>Events</dt>
+          <dd>{h ? `${Math.max(p.lastSeq, h.lastSeq)} · turn ${h.lastTurn}` : "…"}</dd>
+        </div>
         {c && (
           <div>
             <dt>Participants</dt>
@@ -87,14 +89,6 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
           <div>
             <dt>Members</dt>
             <dd>{c.members.join(", ")}</dd>
-          </div>
-        )}
-        {h && (
-          <div>
-            <dt>Events</dt>
-            <dd>
-              {Math.max(p.lastSeq, h.lastSeq)} · turn {h.lastTurn}
-            </dd>
           </div>
         )}
       </dl>

@@ -68,8 +68,17 @@ export const MessageView = memo(function MessageView(p: MessageProps) {
         <time className="when" dateTime={m.createdAt ?? undefined}>
           {shortTime(m.createdAt)}
         </time>
-        {p.canRevert && !streaming && (
-          <button type="button" className="icon-button revert" aria-label={`Revert from this message of ${m.agentId}`} title="Revert from here" onClick={() => p.onRevert(m)}>
+        {/* Kept in place while the message streams, so that its time does not move when it ends. */}
+        {p.canRevert && (
+          <button
+            type="button"
+            className={streaming ? "icon-button revert invisible" : "icon-button revert"}
+            aria-label={`Revert from this message of ${m.agentId}`}
+            aria-hidden={streaming}
+            disabled={streaming}
+            title="Revert from here"
+            onClick={() => p.onRevert(m)}
+          >
             ↺
           </button>
         )}

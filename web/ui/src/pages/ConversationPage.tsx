@@ -13,6 +13,7 @@ import { errorText, firstLine, shortTime } from "../lib/format";
 import { LiveView, type LiveSnapshot } from "../lib/live";
 import { noReplyIds } from "../lib/noreply";
 import { navigate } from "../lib/route";
+import { withStreaming } from "../lib/streaming";
 import { groupRows, repliesByParent, retriedIds, rowOf } from "../lib/turns";
 
 const idle: LiveSnapshot | null = null;
@@ -47,10 +48,13 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
 
   const state = snap?.state;
   const messages = state?.messages;
+  const streaming = state?.streaming;
+  // Text a v1 runner streams before a message holds it is shown as a streaming message of its agent.
+  const shown = useMemo(() => withStreaming(messages ?? [], streaming ?? [], id), [messages, streaming, id]);
   const flowEvents = snap?.flow.events;
   const owners = useMemo(() => turnOwners(flowEvents ?? []), [flowEvents]);
   const dispatched = useMemo(() => dispatches(flowEvents ?? []), [flowEvents]);
-  const rows = useMemo(() => groupRows(messages ?? [], { collapsed, owners }), [messages, collapsed, owners]);
+  const rows = useMemo(() => groupRows(shown, { collapsed, owners }), [shown, collapsed, owners]);
   const conversation = state?.conversation ?? null;
   const noReply = useMemo(() => noReplyIds(messages ?? [], conversation, dispatched), [messages, conversation, dispatched]);
   const retried = useMemo(() => retriedIds(messages ?? []), [messages]);
@@ -132,8 +136,8 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const writer = writerId(auth);
   const queue = state?.queue;
   const answering = useMemo(
-    () => (queue?.prompts.some((q) => q.runner && !q.aborted) ?? false) || (messages?.some((m) => m.status === "streaming") ?? false),
-    [queue, messages],
+    () => (queue?.prompts.some((q) => q.runner && !q.aborted) ?? false) || shown.some((m) => m.status === "streaming"),
+    [queue, shown],
   );
 
   const act = async (what: () => Promise<unknown>): Promise<boolean> => {

@@ -43,14 +43,14 @@ func TestRefusalOnStaleStateIsChecked(t *testing.T) {
 	if r.Turn != 3 {
 		t.Fatalf("claimed turn %d, want 3", r.Turn)
 	}
-	head, err := b.db.LastSeq(b.ctx, id)
+	head, err := b.db.Head(b.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for next := int64(1); next <= head; {
+	for next := int64(1); next <= head.Seq; {
 		it, ok := <-sub.C
 		if !ok {
-			t.Fatalf("B's subscription ended at seq %d of %d: %v", next, head, sub.Err())
+			t.Fatalf("B's subscription ended at seq %d of %d: %v", next, head.Seq, sub.Err())
 		}
 		if it.Event == nil {
 			continue
@@ -100,9 +100,9 @@ func TestOvertakenWriterStillWrites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bob's message %d, written on node B: %v", i, err)
 		}
-		head, err := a.db.LastSeq(a.ctx, id)
-		if err != nil || r.Message.Seq != head {
-			t.Fatalf("bob's message %d at seq %d, the log's head is %d (%v)", i, r.Message.Seq, head, err)
+		head, err := a.db.Head(a.ctx, id)
+		if err != nil || r.Message.Seq != head.Seq {
+			t.Fatalf("bob's message %d at seq %d, the log's head is %d (%v)", i, r.Message.Seq, head.Seq, err)
 		}
 	}
 	bobs := 0
@@ -214,18 +214,19 @@ func TestFollowedConversationsStayCached(t *testing.T) {
 	}
 }
 
-// staleHead is a store whose next LastSeq, once armed, answers an older
-// head: as if another node wrote right after this one looked.
+// staleHead is a store whose next Head, once armed, answers an older
+// seq: as if another node wrote right after this one looked.
 type staleHead struct {
 	store.Store
-	head *atomic.Int64 // > 0: the answer of the next LastSeq
+	head *atomic.Int64 // > 0: the seq of the next Head
 }
 
-func (s staleHead) LastSeq(ctx context.Context, id string) (int64, error) {
-	if h := s.head.Swap(0); h > 0 {
-		return h, nil
+func (s staleHead) Head(ctx context.Context, id string) (store.Head, error) {
+	h, err := s.Store.Head(ctx, id)
+	if seq := s.head.Swap(0); seq > 0 && err == nil {
+		h.Seq = seq
 	}
-	return s.Store.LastSeq(ctx, id)
+	return h, err
 }
 
 // TestSnapshotIsAsOfItsPosition: node A streams a message and rewrites its

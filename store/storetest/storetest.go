@@ -323,23 +323,23 @@ func testAppendDense(t *testing.T, s store.Store) {
 	if rec.LastSeq != 4 || last != 4 {
 		t.Fatalf("lastSeq %d, want 4", rec.LastSeq)
 	}
-	if seq, err := s.LastSeq(ctx(t), id); err != nil || seq != 4 {
-		t.Fatalf("LastSeq = %d, %v; want 4", seq, err)
+	if h, err := s.Head(ctx(t), id); err != nil || h != (store.Head{Seq: 4, Epoch: "ep"}) {
+		t.Fatalf("Head = %+v, %v; want seq 4 of epoch ep", h, err)
 	}
-	_, err = s.LastSeq(ctx(t), uuid.NewString())
+	_, err = s.Head(ctx(t), uuid.NewString())
 	wantCode(t, err, parley.ENOTFOUND)
 
-	// LastSeqs reads many at once and leaves out the unknown.
+	// Heads reads many at once and leaves out the unknown.
 	other := newConversation(t, s)
 	unknown := uuid.NewString()
-	seqs, err := s.LastSeqs(ctx(t), []string{id, other, unknown})
-	if err != nil || len(seqs) != 2 || seqs[id] != 4 || seqs[other] != 1 {
-		t.Fatalf("LastSeqs = %v, %v; want %s:4 %s:1 and not %s", seqs, err, id, other, unknown)
+	heads, err := s.Heads(ctx(t), []string{id, other, unknown})
+	if err != nil || len(heads) != 2 || heads[id] != (store.Head{Seq: 4, Epoch: "ep"}) || heads[other] != (store.Head{Seq: 1, Epoch: "ep"}) {
+		t.Fatalf("Heads = %v, %v; want %s:4 %s:1 of epoch ep and not %s", heads, err, id, other, unknown)
 	}
-	if seqs, err := s.LastSeqs(ctx(t), nil); err != nil || len(seqs) != 0 {
-		t.Fatalf("LastSeqs of none = %v, %v", seqs, err)
+	if heads, err := s.Heads(ctx(t), nil); err != nil || len(heads) != 0 {
+		t.Fatalf("Heads of none = %v, %v", heads, err)
 	}
-	_, err = s.LastSeqs(ctx(t), make([]string, store.MaxLastSeqs+1))
+	_, err = s.Heads(ctx(t), make([]string, store.MaxHeads+1))
 	wantCode(t, err, parley.EINVALIDVALUE)
 }
 
@@ -507,9 +507,29 @@ func testDeleteConversation(t *testing.T, s store.Store) {
 		t.Fatalf("the other conversation has %d messages, want 1", len(ms))
 	}
 	wantCode(t, s.DeleteConversation(ctx(t), gone), parley.ENOTFOUND)
-	// The id is free again.
+	// The id is free again, for a conversation of another epoch: its head
+	// says so, and an append decided for the deleted one is refused, even
+	// at the seq the new one is at.
 	if err := s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: parley.Conversation{ID: gone, Epoch: "e2", CreatedAt: t0},
-		Events: []parley.Event{event(gone, 1, "a")}, State: []byte(`{}`)}); err != nil {
+		Events: []parley.Event{event(gone, 1, "a"), event(gone, 2, "a")}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.Head(ctx(t), gone); err != nil || h != (store.Head{Seq: 2, Epoch: "e2"}) {
+		t.Fatalf("Head of the conversation made again = %+v, %v; want seq 2 of epoch e2", h, err)
+	}
+	stale := store.AppendParams{ConversationID: gone, ExpectSeq: 2, Epoch: "ep", Events: []parley.Event{event(gone, 3, "ghost")},
+		Messages: []*parley.Message{message(gone, "ghost", 3, "", 0)}, State: []byte(`{"stale":true}`)}
+	wantCode(t, s.Append(ctx(t), stale), parley.ECONFLICT)
+	wantCode(t, s.Exclusive(ctx(t), gone, func(write func(store.AppendParams) error) error { return write(stale) }), parley.ECONFLICT)
+	if evs, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: gone, Limit: 10}); len(evs) != 2 {
+		t.Fatalf("the conversation made again has %d events after an append of the deleted one's epoch, want 2", len(evs))
+	}
+	if _, err := s.GetMessage(ctx(t), gone, "ghost"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("an append of the deleted conversation's epoch wrote a message row: %v", err)
+	}
+	// Of its own epoch, it is written.
+	stale.Epoch = "e2"
+	if err := s.Append(ctx(t), stale); err != nil {
 		t.Fatal(err)
 	}
 }

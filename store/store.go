@@ -12,6 +12,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -185,13 +187,18 @@ type Store interface {
 	// DeleteTask removes a task. It returns ENOTFOUND.
 	DeleteTask(ctx context.Context, id string) error
 
-	// DueTasks returns the tasks of one round of the scheduler: those due
-	// at p.Now, longest overdue first, at most p.PerAgent of one agent and
-	// then p.PerConversation of one conversation (0: no bound), p.Limit in
-	// all. However many tasks one agent or conversation has, a task of
-	// another comes in the next round it is due, or soon after when more
-	// than p.Limit agents and conversations have tasks overdue.
-	DueTasks(ctx context.Context, p DueTasksParams) ([]*parley.Task, error)
+	// TakeDueTasks takes the tasks of one round of the scheduler and
+	// leases them until p.Until: those due at p.Now and not leased then,
+	// longest overdue first, at most p.PerAgent of one agent and then
+	// p.PerConversation of one conversation (0: no bound), p.Limit in all.
+	// However many tasks one agent or conversation has, a task of another
+	// comes in the next round it is due, or soon after when more than
+	// p.Limit agents and conversations have tasks overdue. Of several
+	// nodes taking at once, each task goes to one (rows another take holds
+	// are skipped, not waited for). The append that advances a task
+	// (AppendParams.Task) ends its lease; a node that dies holding tasks
+	// leaves them to be taken again once their lease ends.
+	TakeDueTasks(ctx context.Context, p TakeDueTasksParams) ([]*parley.Task, error)
 
 	// DeleteConversation removes a conversation with its events, messages,
 	// idempotency records, outbox rows, tasks and prompt queue, in one
@@ -466,12 +473,26 @@ type TakeDeliveriesParams struct {
 	Limit int
 }
 
-// DueTasksParams are the arguments of Store.DueTasks.
-type DueTasksParams struct {
-	Now             parley.Time
+// TakeDueTasksParams are the arguments of Store.TakeDueTasks.
+type TakeDueTasksParams struct {
+	Now parley.Time
+	// Until is when the lease of the tasks taken ends (at or before Now:
+	// there is none).
+	Until           parley.Time
 	Limit           int
 	PerAgent        int
 	PerConversation int
+}
+
+// SortTasks puts tasks in the order a round fires them: longest overdue
+// first (by NextRunAt, then id).
+func SortTasks(ts []*parley.Task) {
+	slices.SortFunc(ts, func(a, b *parley.Task) int {
+		if c := a.NextRunAt.Compare(b.NextRunAt.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 }
 
 // TooManyTasks is the EBUSY of a task whose agent has max tasks already.

@@ -37,6 +37,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 	t.Run("TakeDeliveriesOnce", func(t *testing.T) { testTakeDeliveriesOnce(t, newStore(t)) })
 	// RenewEpochs renews every conversation's epoch: alone too.
 	t.Run("RenewEpochs", func(t *testing.T) { testRenewEpochs(t, newStore(t)) })
+	// So are the scheduler's takes, which lease every due task.
+	t.Run("Tasks", func(t *testing.T) { testTasks(t, newStore(t)) })
+	t.Run("DueTasksFairRounds", func(t *testing.T) { testDueTasksFair(t, newStore(t)) })
+	t.Run("TakeDueTasksOnce", func(t *testing.T) { testTakeDueTasksOnce(t, newStore(t)) })
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -55,12 +59,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},
 		{"AbortImport", testAbortImport},
-		{"Tasks", testTasks},
 		{"RunnerLeases", testRunnerLeases},
 		{"AgentWideLeases", testAgentWideLeases},
 		{"QueuedFor", testQueuedFor},
 		{"TasksPerAgentBound", testTasksPerAgent},
-		{"DueTasksFairRounds", testDueTasksFair},
 		{"TaskOnlyAppend", testTaskOnlyAppend},
 		{"QueueKeptApart", testQueueKeptApart},
 		{"NilStateKeepsSnapshot", testNilStateKeepsSnapshot},
@@ -606,28 +608,16 @@ func testTakeDeliveriesOnce(t *testing.T, s store.Store) {
 	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: ds, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	taken := map[string]int{}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for range 10 {
-				got, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: parley.NewTime(t0.Add(time.Hour)), Limit: 7})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, d := range got {
-					if d.ConversationID == id {
-						taken[d.MessageID]++
-					}
-				}
-				mu.Unlock()
+	taken := takeAtOnce(t, func() ([]string, error) {
+		got, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: parley.NewTime(t0.Add(time.Hour)), Limit: 7})
+		var mine []string
+		for _, d := range got {
+			if d.ConversationID == id {
+				mine = append(mine, d.MessageID)
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return mine, err
+	})
 	if len(taken) != n {
 		t.Fatalf("%d of %d rows taken", len(taken), n)
 	}
@@ -636,6 +626,32 @@ func testTakeDeliveriesOnce(t *testing.T, s store.Store) {
 			t.Fatalf("row %s taken %d times", m, k)
 		}
 	}
+}
+
+// takeAtOnce runs four takers at once, as nodes polling one database do,
+// each calling take ten times, and counts how often each id came.
+func takeAtOnce(t *testing.T, take func() ([]string, error)) map[string]int {
+	var mu sync.Mutex
+	taken := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				got, err := take()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, id := range got {
+					taken[id]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return taken
 }
 
 func testTasks(t *testing.T, s store.Store) {
@@ -649,9 +665,20 @@ func testTasks(t *testing.T, s store.Store) {
 	if err != nil || got.Prompt != "report" || !got.NextRunAt.Equal(t0.Time) {
 		t.Fatalf("task = %+v, %v", got, err)
 	}
-	due, _ := s.DueTasks(ctx(t), store.DueTasksParams{Now: t0, Limit: 1000})
-	if !slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
-		t.Fatal("a task due at t0 is not listed as due")
+	// A round takes it, and holds it until its lease ends.
+	taken := func(now, until time.Time) bool {
+		t.Helper()
+		due, err := s.TakeDueTasks(ctx(t), store.TakeDueTasksParams{Now: parley.NewTime(now), Until: parley.NewTime(until), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID })
+	}
+	if !taken(t0.Time, t0.Add(time.Hour)) {
+		t.Fatal("a task due at t0 is not taken at t0")
+	}
+	if taken(t0.Time, t0.Time) {
+		t.Fatal("a task another round holds is taken again")
 	}
 	// A firing moves the task on with its events; a second firing of the same run fails whole.
 	next := parley.NewTime(t0.Add(time.Minute))
@@ -668,9 +695,20 @@ func testTasks(t *testing.T, s store.Store) {
 	if !got.NextRunAt.Equal(next.Time) {
 		t.Fatalf("next run %v, want %v", got.NextRunAt, next)
 	}
-	due, _ = s.DueTasks(ctx(t), store.DueTasksParams{Now: t0, Limit: 1000})
-	if slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
+	if taken(t0.Time, t0.Time) {
 		t.Fatal("a task that fired is still due")
+	}
+	// The firing ended the lease: at its next run it is taken again, well
+	// before the lease would have ended. Held by a round that never fires
+	// it (its node died), it is taken again once that lease ends.
+	if !taken(next.Time, next.Add(time.Minute)) {
+		t.Fatal("a task that fired is not taken at its next run")
+	}
+	if taken(next.Add(30*time.Second), next.Add(30*time.Second)) {
+		t.Fatal("a task is taken while a round holds it")
+	}
+	if !taken(next.Add(time.Minute), next.Add(time.Minute)) {
+		t.Fatal("a task whose lease ended is not taken again")
 	}
 	all, err := s.ListTasks(ctx(t))
 	if err != nil || !slices.ContainsFunc(all, func(x *parley.Task) bool { return x.ID == task.ID }) {

@@ -3,7 +3,6 @@ package dispatch_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,12 +10,14 @@ import (
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/teststore"
 )
 
-// bundle is an engine and its runners on a SQLite file.
+// bundle is an engine and its runners on a store of their own: a SQLite
+// file, or with PARLEY_TEST_STORE=postgres a PostgreSQL schema.
 type bundle struct {
-	db      *sqlite.DB
+	db      store.Store
 	eng     *engine.Engine
 	runners *dispatch.Dispatcher
 	ctx     context.Context
@@ -26,13 +27,10 @@ func setup(t *testing.T, opts dispatch.Options) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := teststore.Open(t)
 	eng := engine.New(db, engine.Options{})
 	runners := dispatch.New(eng, opts)
-	t.Cleanup(func() { runners.Close(); eng.Close(); db.Close() })
+	t.Cleanup(func() { runners.Close(); eng.Close() })
 	return &bundle{db: db, eng: eng, runners: runners, ctx: ctx}
 }
 

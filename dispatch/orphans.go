@@ -16,7 +16,10 @@ import (
 // is attached to a conversation (on any node), the agent's streaming
 // messages there wait for it; once none is, they wait Options.Grace for
 // one to come back and are then finalized canceled. A runner that returns
-// in time continues the same message.
+// in time continues the same message. With several nodes, a runner whose
+// agent wrote in the conversation within the last PresenceLease counts as
+// attached somewhere even if its node's lease is not in the store yet (a
+// node slow to write it): it is alive, and writing.
 
 // watchOrphans starts the grace period for every agent that has streaming
 // messages in s and no runner attached here (after a restart, all of them),
@@ -61,10 +64,20 @@ func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
 			return
 		}
 		delete(d.orphans, key)
+		here := d.attachedLocked(conversationID, agentID)
+		// Its runner wrote a moment ago, through another node?
+		writing := d.eng.Shared() && d.opts.Now().Sub(d.wrote[key]) < d.opts.PresenceLease
+		if here || !writing {
+			delete(d.wrote, key) // this grace period ends here, one way or another
+		}
 		d.wg.Add(1)
 		d.mu.Unlock()
 		defer d.wg.Done()
-		if d.attachedHere(conversationID, agentID) {
+		switch {
+		case here:
+			return
+		case writing:
+			d.orphanTimer(conversationID, agentID, false) // look again after another grace period
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -81,4 +94,17 @@ func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
 		}
 	})
 	d.orphans[key] = t
+}
+
+// heard notes, for the grace periods running in a conversation, the
+// newest event of their agent among events (when it was written).
+func (d *Dispatcher) heard(conversationID string, events []parley.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ev := range events {
+		key := conversationID + "\x00" + ev.AgentID
+		if d.orphans[key] != nil && ev.Time.After(d.wrote[key]) {
+			d.wrote[key] = ev.Time.Time
+		}
+	}
 }

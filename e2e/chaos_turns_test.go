@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func claimer(ctx context.Context, l *ledger, base, conv, agent string) {
 			}
 			l.add(ack{conv: conv, seq: res.Seq, kind: "message", msgID: id, text: m.Content})
 		}
-		pause(ctx, 2*time.Millisecond)
+		pause(ctx, 5*time.Millisecond)
 	}
 }
 
@@ -69,7 +70,9 @@ func until[T any](ctx context.Context, l *ledger, agent string, do func() (T, er
 		case ctx.Err() != nil:
 			return res, ctx.Err()
 		case code == parley.ECLAIMCONFLICT || code == parley.ETURNCONFLICT || code == parley.EPRECONDITION:
-			pause(ctx, time.Millisecond)
+			// The other agent holds the turn for a few requests more: look
+			// again soon, not at once (spinning would starve the nodes).
+			pause(ctx, time.Duration(5+rand.IntN(10))*time.Millisecond)
 			return res, err
 		case code == parley.EBUSY:
 			pause(ctx, 5*time.Millisecond) // other nodes won several times in a row: retry

@@ -227,7 +227,7 @@ func (d *Dispatcher) left(h *handle, conversationID string) {
 	switch {
 	case !others:
 		d.requeue(conversationID, h.agentID, "")
-		d.orphanTimer(conversationID, h.agentID, true)
+		d.orphanTimer(conversationID, h.agentID, true, d.opts.Grace)
 	case held != "":
 		d.requeue(conversationID, h.agentID, held)
 	}

@@ -34,16 +34,16 @@ func (d *Dispatcher) watchOrphans(conversationID string, s conv.State) {
 	}
 	for _, agent := range slices.Sorted(maps.Keys(agents)) {
 		if !d.attachedHere(conversationID, agent) {
-			d.orphanTimer(conversationID, agent, false)
+			d.orphanTimer(conversationID, agent, false, d.opts.Grace)
 		}
 	}
 }
 
-// orphanTimer finalizes an agent's streaming messages canceled after the
-// grace period, unless one of its runners has come back by then, here or
-// on another node. restart starts the grace period over if it runs
+// orphanTimer finalizes an agent's streaming messages canceled after wait
+// (the grace period), unless one of its runners has come back by then,
+// here or on another node. restart starts the wait over if it runs
 // already (a runner just left); otherwise the running one stands.
-func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
+func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool, wait time.Duration) {
 	key := conversationID + "\x00" + agentID
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -57,7 +57,7 @@ func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
 		old.Stop() // if it fired already, it finds itself replaced and stops
 	}
 	var t *time.Timer
-	t = time.AfterFunc(d.opts.Grace, func() {
+	t = time.AfterFunc(wait, func() {
 		d.mu.Lock()
 		if d.orphans[key] != t || d.closed {
 			d.mu.Unlock()
@@ -65,8 +65,9 @@ func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
 		}
 		delete(d.orphans, key)
 		here := d.attachedLocked(conversationID, agentID)
-		// Its runner wrote a moment ago, through another node?
-		writing := d.eng.Shared() && d.opts.Now().Sub(d.wrote[key]) < d.opts.PresenceLease
+		// Did its runner write within a lease, through another node?
+		quiet := d.opts.PresenceLease - d.opts.Now().Sub(d.wrote[key]) // how long until it has not
+		writing := d.eng.Shared() && quiet > 0
 		if here || !writing {
 			delete(d.wrote, key) // this grace period ends here, one way or another
 		}
@@ -77,7 +78,7 @@ func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
 		case here:
 			return
 		case writing:
-			d.orphanTimer(conversationID, agentID, false) // look again after another grace period
+			d.orphanTimer(conversationID, agentID, false, quiet) // look again once it has been quiet for a lease
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -85,7 +86,7 @@ func (d *Dispatcher) orphanTimer(conversationID, agentID string, restart bool) {
 		if elsewhere, err := d.elsewhere(ctx, conversationID, agentID); elsewhere || err != nil {
 			// Its runner is on another node (or the store cannot say):
 			// look again after another grace period, for that node may die.
-			d.orphanTimer(conversationID, agentID, false)
+			d.orphanTimer(conversationID, agentID, false, d.opts.Grace)
 			return
 		}
 		err := d.eng.CancelStreams(ctx, conversationID, agentID)

@@ -221,8 +221,34 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 			j.start(subCtx, c)
 		}
 	}
-	for range cycles {
+	// resumed waits until every subscriber has connected to the server run
+	// now up (with one node, where each kill ends every subscriber's
+	// connection: so that each kill ends one, and the check below that
+	// every subscriber resumed after every kill holds).
+	resumed := func(runs int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			waiting := 0
+			for _, s := range subscribers {
+				s.mu.Lock()
+				if s.resumes < runs {
+					waiting++
+				}
+				s.mu.Unlock()
+			}
+			if waiting == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d subscribers did not connect to server run %d within 30s; server logs:\n%s", waiting, runs, logs())
+			}
+		}
+	}
+	for cycle := range cycles {
 		// Kill at a random moment once the load is running again.
+		if nodes == 1 {
+			resumed(cycle + 1)
+		}
 		progress(50)
 		join()
 		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)

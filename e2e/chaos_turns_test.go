@@ -53,7 +53,7 @@ func claimer(ctx context.Context, l *ledger, base, conv, agent string) {
 			}
 			l.add(ack{conv: conv, seq: res.Seq, kind: "message", msgID: id, text: m.Content})
 		}
-		pause(ctx, 5*time.Millisecond)
+		pause(ctx, 20*time.Millisecond) // a turn every few tens of milliseconds: contention, not load
 	}
 }
 

@@ -94,8 +94,8 @@ func TestAdminBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer copied.Close()
-	if seq, err := copied.LastSeq(b.ctx, id); err != nil || seq != 41 {
-		t.Fatalf("the backup's conversation is at %d, err %v", seq, err)
+	if h, err := copied.Head(b.ctx, id); err != nil || h.Seq != 41 {
+		t.Fatalf("the backup's conversation is at %d, err %v", h.Seq, err)
 	}
 	// The next is served, and no copy is left behind on the server.
 	var next *http.Response

@@ -71,7 +71,10 @@ type Dispatcher struct {
 	// hold a prompt of it or have written in it: it stays cached here.
 	wideConvs map[string]int
 	orphans   map[string]*time.Timer // grace periods running, by conversation and agent
-	collect   map[string]*time.Timer // dispatches waiting for a collect prompt's window, by conversation
+	// wrote is, for each grace period running (same keys), when the
+	// newest event of its agent there that this node heard of was written.
+	wrote   map[string]time.Time
+	collect map[string]*time.Timer // dispatches waiting for a collect prompt's window, by conversation
 	// presenceKick wakes KeepPresence when a runner comes or goes.
 	presenceKick chan struct{}
 	closed       bool
@@ -125,7 +128,7 @@ func New(eng *engine.Engine, opts Options) *Dispatcher {
 	opts.setDefaults()
 	d := &Dispatcher{eng: eng, opts: opts, node: engine.NewID(), runners: make(map[string]map[string][]*handle),
 		wide: make(map[string][]*handle), remoteWide: map[string]bool{}, heldBy: make(map[string]*handle), wideConvs: make(map[string]int),
-		orphans: make(map[string]*time.Timer), collect: make(map[string]*time.Timer), presenceKick: make(chan struct{}, 1), done: make(chan struct{})}
+		orphans: make(map[string]*time.Timer), wrote: make(map[string]time.Time), collect: make(map[string]*time.Timer), presenceKick: make(chan struct{}, 1), done: make(chan struct{})}
 	eng.SetRunners(d)
 	return d
 }
@@ -224,7 +227,7 @@ func (d *Dispatcher) left(h *handle, conversationID string) {
 	switch {
 	case !others:
 		d.requeue(conversationID, h.agentID, "")
-		d.orphanTimer(conversationID, h.agentID, true)
+		d.orphanTimer(conversationID, h.agentID, true, d.opts.Grace)
 	case held != "":
 		d.requeue(conversationID, h.agentID, held)
 	}
@@ -295,6 +298,7 @@ func (d *Dispatcher) Changed(c engine.Change) {
 	if c.Loaded {
 		d.watchOrphans(id, c.State)
 	}
+	d.heard(id, c.Events) // (after watchOrphans: the events that made a stream count too)
 }
 
 // Deleted implements engine.Runners: the conversation's own runners are

@@ -3,7 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,12 +11,14 @@ import (
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/teststore"
 )
 
-// bundle is an engine and its runners on a SQLite file.
+// bundle is an engine and its runners on a store of their own: a SQLite
+// file, or with PARLEY_TEST_STORE=postgres a PostgreSQL schema.
 type bundle struct {
-	db      *sqlite.DB
+	db      store.Store
 	eng     *engine.Engine
 	runners *dispatch.Dispatcher
 	ctx     context.Context
@@ -26,13 +28,10 @@ func setup(t *testing.T, opts dispatch.Options) *bundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := teststore.Open(t)
 	eng := engine.New(db, engine.Options{})
 	runners := dispatch.New(eng, opts)
-	t.Cleanup(func() { runners.Close(); eng.Close(); db.Close() })
+	t.Cleanup(func() { runners.Close(); eng.Close() })
 	return &bundle{db: db, eng: eng, runners: runners, ctx: ctx}
 }
 
@@ -237,5 +236,46 @@ func TestCollectPromptFromAnotherNode(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the collect prompt never reached the runner on the other node")
+	}
+}
+
+// TestStreamingRunnerWithoutItsLeaseIsNotOrphaned: a runner streams
+// through node A, whose record of its runners is not in the store (a node
+// slow to write it). Node B follows the conversation and sees the message
+// streaming with no runner attached anywhere it can tell; but the runner
+// keeps writing, so B's grace periods pass and B leaves the message alone.
+// Once the runner stops writing for longer than a lease, B ends the
+// message canceled.
+func TestStreamingRunnerWithoutItsLeaseIsNotOrphaned(t *testing.T) {
+	t.Parallel()
+	b := setup(t, dispatch.Options{})
+	id := b.conversation(t)
+	a := engine.New(b.db, engine.Options{Shared: true}) // node A, with no dispatcher: no lease
+	defer a.Close()
+	other := engine.New(b.db, engine.Options{Shared: true})
+	defer other.Close()
+	defer dispatch.New(other, dispatch.Options{Grace: 20 * time.Millisecond, PresenceLease: 2 * time.Second}).Close()
+	sub, err := other.Subscribe(b.ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	startStreaming(t, b, a, id)
+	v, err := a.Conversation(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Notified(id, v.Head.LastSeq) // B hears of the message: its grace period starts
+	bot := conv.Actor{AgentID: "bot"}
+	for i := range 20 { // about 20 of B's grace periods
+		r, err := a.StreamText(b.ctx, id, conv.StreamText{Actor: bot, MessageID: "r1", Delta: "."})
+		if err != nil {
+			t.Fatalf("delta %d: node B ended the message of a runner that writes: %v", i, err)
+		}
+		other.Notified(id, r.Seq) // what the broker tells node B
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m := waitFinal(t, sub); m.Status != parley.StatusCanceled || m.Content != "half an ans"+strings.Repeat(".", 20) {
+		t.Fatalf("the message of a runner gone silent ended %+v", m)
 	}
 }

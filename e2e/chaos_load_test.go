@@ -27,10 +27,12 @@ import (
 type ack struct {
 	conv string
 	seq  int64
-	// kind is message (an HTTP write), create, chunk, tool or finalize.
+	// kind is message (an HTTP write), create, chunk, tool, finalize or
+	// claim.
 	kind  string
 	msgID string
-	// text is the message's content (message) or the delta (chunk).
+	// text is the message's content (message), the delta (chunk), or the
+	// turn claimed (claim, whose agent is in msgID).
 	text string
 	// callID and status name the tool call a tool update set (tool).
 	callID, status string

@@ -67,11 +67,23 @@ func chaosCycles(t *testing.T, def int) int {
 	return def
 }
 
-// The load, in conversations of three kinds (one agent streams at a time,
+// The load, in conversations of four kinds (one agent streams at a time,
 // so runners do not share a conversation): each chaosConvs conversations
-// with a steady runner, with a flaky one, and with two HTTP writers. Every
-// conversation has a WebSocket and an SSE subscriber.
+// with a steady runner, with a flaky one, with two HTTP writers, and with
+// two claimers racing for turns, each through its own node
+// (chaos_turns_test.go). Every conversation has a WebSocket and an SSE
+// subscriber.
 const chaosConvs = 2
+
+// The kinds of the load's conversations: conversation i is of kind i %
+// chaosKinds.
+const (
+	kindSteady = iota
+	kindFlaky
+	kindWriters
+	kindClaimers
+	chaosKinds
+)
 
 // runChaos runs the chaos test on nodes servers (more than one: on one
 // PostgreSQL database, behind a balancer), killing one at random each cycle.
@@ -119,7 +131,7 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 	defer cancel()
 	c := client.New(base, "")
 	var ids []string
-	for range 3 * chaosConvs {
+	for range chaosKinds * chaosConvs {
 		v, err := c.CreateConversation(ctx, client.NewConversation{TurnPolicy: parley.PolicyFree})
 		if err != nil {
 			t.Fatal(err)
@@ -140,18 +152,23 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 			subscribers = append(subscribers, s)
 			subs.Go(func() { s.run(subCtx) })
 		}
-		switch i % 3 {
-		case 0, 1:
-			steady := i%3 == 0
+		switch i % chaosKinds {
+		case kindSteady, kindFlaky:
+			steady := i%chaosKinds == kindSteady
 			name := fmt.Sprintf("flaky-%d", i)
 			if steady {
 				name = fmt.Sprintf("steady-%d", i)
 			}
 			r := &runner{l: l, c: c, conv: id, name: name, steady: steady}
 			load.Go(func() { r.run(loadCtx) })
-		case 2:
+		case kindWriters:
 			for w := range 2 {
 				load.Go(func() { writer(loadCtx, l, base, id, fmt.Sprintf("writer-%d-%d", i, w)) })
+			}
+		case kindClaimers:
+			for w := range 2 {
+				node := "http://" + addrs[(i+w)%nodes] // with several nodes, the two on two
+				load.Go(func() { claimer(loadCtx, l, node, id, fmt.Sprintf("claimer-%d-%d", i, w)) })
 			}
 		}
 	}
@@ -193,8 +210,8 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 	live := map[string]*joiner{}
 	join := func() {
 		for i, id := range ids {
-			if i%3 == 2 {
-				continue // the HTTP writers' conversations stream nothing
+			if k := i % chaosKinds; k == kindWriters || k == kindClaimers {
+				continue // the HTTP writers' and claimers' conversations stream nothing
 			}
 			if j := live[id]; j != nil {
 				j.halt()
@@ -204,8 +221,34 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 			j.start(subCtx, c)
 		}
 	}
-	for range cycles {
+	// resumed waits until every subscriber has connected to the server run
+	// now up (with one node, where each kill ends every subscriber's
+	// connection: so that each kill ends one, and the check below that
+	// every subscriber resumed after every kill holds).
+	resumed := func(runs int) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			waiting := 0
+			for _, s := range subscribers {
+				s.mu.Lock()
+				if s.resumes < runs {
+					waiting++
+				}
+				s.mu.Unlock()
+			}
+			if waiting == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d subscribers did not connect to server run %d within 30s; server logs:\n%s", waiting, runs, logs())
+			}
+		}
+	}
+	for cycle := range cycles {
 		// Kill at a random moment once the load is running again.
+		if nodes == 1 {
+			resumed(cycle + 1)
+		}
 		progress(50)
 		join()
 		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
@@ -246,6 +289,16 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 	}
 	checkAcks(t, l, logged)
 	messages := checkMessages(t, l, logged)
+	turns, claims := 0, 0
+	for i, id := range ids {
+		tu, cl := checkTurns(t, id, logged[id])
+		if i%chaosKinds == kindClaimers {
+			turns, claims = turns+tu, claims+cl
+		}
+	}
+	if claims == 0 {
+		t.Errorf("the claimers claimed no turn")
+	}
 	// With one node every subscriber resumes after every kill; with
 	// several, those on the node killed move to another.
 	connects := cycles + 1
@@ -271,11 +324,12 @@ func runChaos(t *testing.T, db string, cycles, nodes int, args ...string) {
 	for _, a := range l.acks {
 		kinds[a.kind]++
 	}
-	t.Logf("%d nodes, %d kills: %d acknowledged writes (%d deltas, %d tool updates, %d creates, %d finalizes, %d HTTP messages), all in the log; "+
+	t.Logf("%d nodes, %d kills: %d acknowledged writes (%d deltas, %d tool updates, %d creates, %d finalizes, %d HTTP messages, %d claims), all in the log; "+
 		"%d events; %d messages, %d continued after a crash, %d abandoned and ended canceled; %d subscribers resumed %d times with no gap or duplicate; "+
-		"%d joined with no position (%d while a message streamed) and showed the stored messages where they joined and where they left",
-		nodes, cycles, len(l.acks), kinds["chunk"], kinds["tool"], kinds["create"], kinds["finalize"], kinds["message"],
-		events, messages, l.continued, len(l.abandoned), len(subscribers), resumes(subscribers), len(joiners), streamingJoins)
+		"%d joined with no position (%d while a message streamed) and showed the stored messages where they joined and where they left; "+
+		"%d turns taken by racing claimers (%d claims), none with two owners",
+		nodes, cycles, len(l.acks), kinds["chunk"], kinds["tool"], kinds["create"], kinds["finalize"], kinds["message"], kinds["claim"],
+		events, messages, l.continued, len(l.abandoned), len(subscribers), resumes(subscribers), len(joiners), streamingJoins, turns, claims)
 }
 
 // catchUp waits up to 30 s until at() reaches seq want.
@@ -385,6 +439,8 @@ func checkAcks(t *testing.T, l *ledger, logs map[string][]parley.Event) {
 				u.Part.Type == parley.PartToolCall && u.Part.CallID == a.callID && u.Part.Status == a.status
 		case "finalize":
 			ok = e.Type == parley.EventMessageUpdated && json.Unmarshal(e.Data, &m) == nil && m.ID == a.msgID && m.Status == parley.StatusComplete
+		case "claim":
+			ok = claimAcked(a, e)
 		}
 		if !ok {
 			t.Fatalf("acknowledged %s of %s at seq %d, but the log holds %s %s", a.kind, a.msgID, a.seq, e.Type, e.Data)
@@ -414,8 +470,8 @@ func checkMessages(t *testing.T, l *ledger, logs map[string][]parley.Event) int 
 		}
 		for id, m := range last {
 			n++
-			if strings.HasPrefix(id, "writer-") {
-				continue // an HTTP writer's: checked by its ack
+			if strings.HasPrefix(id, "writer-") || strings.HasPrefix(id, "claimer-") {
+				continue // an HTTP message: checked by its ack
 			}
 			chunks := ""
 			if text[id] != nil {

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,4 +211,150 @@ func TestEveryAppendIsHeardOnOtherNodes(t *testing.T) {
 			return
 		}
 	}
+}
+
+// TestSubscribersOfAKilledNodeResume: three subscribers follow a
+// conversation through node A: the Go SDK's stream (SSE), and by hand an
+// SSE stream and a WebSocket. Each reaches the nodes through a balancer of
+// its own, whose first connection goes to A. Messages are written through
+// node B without pause; node A is killed with SIGKILL mid-stream. Each
+// subscriber's next connection goes to B, and resumes from its last event
+// (recovered, no snapshot): every subscriber gets the whole log, each
+// event once, in order, byte for byte.
+func TestSubscribersOfAKilledNodeResume(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Schema(t)
+	unused := filepath.Join(t.TempDir(), "unused.db")
+	na, nb := startServer(t, unused, "-postgres", url), startServer(t, unused, "-postgres", url)
+	addrs := []string{strings.TrimPrefix(na.url, "http://"), strings.TrimPrefix(nb.url, "http://")}
+	b := client.New(nb.url, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := b.CreateConversation(ctx, client.NewConversation{Participants: []string{"alice"}, TurnPolicy: parley.PolicyFree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+
+	l := &ledger{}
+	subCtx, stopSubs := context.WithCancel(ctx)
+	defer stopSubs()
+	var subs sync.WaitGroup
+	var byHand []*subscriber
+	for _, tr := range []string{"sse", "ws"} {
+		s := &subscriber{l: l, base: newBalancer(t, addrs).url(), conv: id, transport: tr}
+		byHand = append(byHand, s)
+		subs.Go(func() { s.run(subCtx) })
+	}
+	sdk := &sdkSubscriber{st: client.New(newBalancer(t, addrs).url(), "").Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{Seq: 0}})}
+	defer sdk.st.Close()
+	subs.Go(func() { sdk.run(subCtx) })
+
+	writeCtx, stopWriting := context.WithCancel(ctx)
+	defer stopWriting()
+	var written atomic.Int64
+	var writing sync.WaitGroup
+	writing.Go(func() {
+		for i := 0; writeCtx.Err() == nil; i++ {
+			if _, err := b.PostMessage(writeCtx, id, client.Message{AgentID: "alice", Content: fmt.Sprint("message ", i)}); err != nil {
+				if writeCtx.Err() == nil {
+					l.fail("writing through node B: %v", err)
+				}
+				return
+			}
+			written.Add(1)
+		}
+	})
+	// atLeast waits until every subscriber has seen seq n.
+	atLeast := func(n int64) {
+		t.Helper()
+		for _, s := range byHand {
+			catchUp(t, "the "+s.transport+" subscriber", s.last, n)
+		}
+		catchUp(t, "the Go SDK's subscriber", func() int64 {
+			seen, err := sdk.last()
+			if err != nil {
+				t.Fatalf("the Go SDK's subscriber: %v", err)
+			}
+			return seen
+		}, n)
+	}
+	atLeast(20) // all three streaming through node A
+	na.kill()
+	from := written.Load()
+	for written.Load() < from+40 {
+		l.mu.Lock()
+		errs := l.errs
+		l.mu.Unlock()
+		if len(errs) > 0 || ctx.Err() != nil {
+			t.Fatalf("%d messages written through node B after node A was killed: %v %v", written.Load()-from, errs, ctx.Err())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stopWriting()
+	writing.Wait()
+	log, head := readLog(t, ctx, b, id)
+	atLeast(head)
+	stopSubs()
+	subs.Wait()
+	if len(l.errs) > 0 {
+		t.Fatalf("%v", l.errs)
+	}
+	for _, s := range byHand {
+		checkSubscriber(t, s, log, 2) // through A, then B
+	}
+	if sdk.inits < 2 || len(sdk.events) != len(log) {
+		t.Fatalf("the Go SDK's subscriber connected %d times and saw %d events; want 2 and the log's %d", sdk.inits, len(sdk.events), len(log))
+	}
+	for i, e := range sdk.events {
+		if got, want := e.AppendJSON(nil), log[i].AppendJSON(nil); string(got) != string(want) {
+			t.Fatalf("the Go SDK's subscriber saw\n%s\nwhere the log holds\n%s", got, want)
+		}
+	}
+}
+
+// sdkSubscriber follows a conversation with the Go SDK's Stream, which
+// resumes by itself, and records what it yields: every resume must be
+// recovered, and the events dense from seq 1.
+type sdkSubscriber struct {
+	st     *client.Stream
+	mu     sync.Mutex
+	events []parley.Event
+	inits  int
+	err    error
+}
+
+func (s *sdkSubscriber) run(ctx context.Context) {
+	for {
+		f, err := s.st.Next(ctx)
+		s.mu.Lock()
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				s.err = err
+			}
+		case f.Init != nil:
+			s.inits++
+			if !f.Init.Recovered || f.Init.Position.Seq != int64(len(s.events)) {
+				s.err = fmt.Errorf("connection %d began with %+v after seq %d: not a resume", s.inits, f.Init.Position, len(s.events))
+			}
+		case f.Event != nil:
+			if f.Event.Seq != int64(len(s.events))+1 {
+				s.err = fmt.Errorf("seq %d after %d: a gap or a duplicate", f.Event.Seq, len(s.events))
+			}
+			s.events = append(s.events, *f.Event)
+		}
+		stop := s.err != nil || err != nil
+		s.mu.Unlock()
+		if stop {
+			return
+		}
+	}
+}
+
+// last returns the seq of the last event seen, and what went wrong.
+func (s *sdkSubscriber) last() (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.events)), s.err
 }

@@ -20,13 +20,27 @@ import (
 // met a newer head (ECONFLICT), and before it refuses a command, so that
 // a refusal is decided on state as fresh as an acceptance is. What it
 // folds in, it publishes to this node's subscribers and runners as if it
-// had written it.
+// had written it. A conversation another node deleted, or deleted and
+// made again under the same id (a head of another epoch), is gone: the
+// node drops it, ending its subscribers and runners here as a delete on
+// this node does, and never folds one conversation's log into another's.
+
+// beyondHead is a seq past any log's head: Notified with it looks at the
+// head whatever the cached state's seq (a conversation may be gone, or
+// notifications may have been missed).
+const beyondHead = 1 << 62
 
 // catchUp folds into a cached conversation the events after its state
 // that are in the log, and publishes them. It reports whether the state
-// moved. c.mu must be held and c loaded.
+// moved. If the conversation is gone from the store (see above), it drops
+// it and returns the not_found error its subscribers got. c.mu must be
+// held and c loaded.
 func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool, error) {
-	head, err := e.store.LastSeq(ctx, id)
+	h, err := e.store.Head(ctx, id)
+	if parley.ErrorCode(err) == parley.ENOTFOUND || err == nil && h.Epoch != c.state.Conversation.Epoch {
+		return true, e.drop(c, id)
+	}
+	head := h.Seq
 	if err != nil || head <= c.state.LastSeq {
 		return false, err
 	}
@@ -62,8 +76,14 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 // feed.Broker's callback): a conversation it follows catches up
 // (Notified); one it does not follow, whose prompt queue changed, is
 // loaded when this node has agent-wide runners, which may be the ones to
-// answer it (the load tells them, Runners.Changed).
+// answer it (the load tells them, Runners.Changed). A notice of a delete
+// has a cached conversation look at its head, which finds it gone (or
+// made again already, which is gone too) and drops it.
 func (e *Engine) Hear(n feed.Notice) {
+	if n.Deleted {
+		e.Notified(n.ConversationID, beyondHead)
+		return
+	}
 	e.mu.Lock()
 	_, cached := e.convs[n.ConversationID]
 	e.mu.Unlock()
@@ -159,8 +179,10 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 }
 
 // behind returns the followed conversations whose log has moved past
-// their cached state, with the log's head. One being written now is
-// skipped: its writer meets the head anyway.
+// their cached state, with the log's head; and those gone from the store
+// (deleted, or made again: another epoch), with beyondHead, which has
+// them look at their head and drop. One being written now is skipped:
+// its writer meets the head anyway.
 func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
 	e.mu.Lock()
 	followed := make(map[string]*conversation)
@@ -170,28 +192,36 @@ func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
 		}
 	}
 	e.mu.Unlock()
-	cached := make(map[string]int64, len(followed))
+	cached := make(map[string]store.Head, len(followed))
 	for id, c := range followed {
 		if c.mu.TryLock() {
 			if c.loaded {
-				cached[id] = c.state.LastSeq
+				cached[id] = headOf(c.state)
 			}
 			c.mu.Unlock()
 		}
 	}
 	out := map[string]int64{}
-	for ids := range slices.Chunk(slices.Collect(maps.Keys(cached)), store.MaxLastSeqs) {
-		heads, err := e.store.LastSeqs(ctx, ids)
+	for ids := range slices.Chunk(slices.Collect(maps.Keys(cached)), store.MaxHeads) {
+		heads, err := e.store.Heads(ctx, ids)
 		if err != nil {
 			return out, err
 		}
-		for id, head := range heads {
-			if head > cached[id] {
-				out[id] = head
+		for _, id := range ids {
+			switch h, ok := heads[id]; {
+			case !ok || h.Epoch != cached[id].Epoch:
+				out[id] = beyondHead
+			case h.Seq > cached[id].Seq:
+				out[id] = h.Seq
 			}
 		}
 	}
 	return out, nil
+}
+
+// headOf is the store's Head of a conversation in state s.
+func headOf(s conv.State) store.Head {
+	return store.Head{Seq: s.LastSeq, Epoch: s.Conversation.Epoch}
 }
 
 // CatchUpAll brings every cached conversation up to the log's head: what
@@ -208,6 +238,6 @@ func (e *Engine) CatchUpAll(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		e.Notified(id, 1<<62) // "beyond whatever is cached": each catches up to the head it reads
+		e.Notified(id, beyondHead) // each catches up to the head it reads
 	}
 }

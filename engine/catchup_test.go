@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,14 +44,14 @@ func TestRefusalOnStaleStateIsChecked(t *testing.T) {
 	if r.Turn != 3 {
 		t.Fatalf("claimed turn %d, want 3", r.Turn)
 	}
-	head, err := b.db.LastSeq(b.ctx, id)
+	head, err := b.db.Head(b.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for next := int64(1); next <= head; {
+	for next := int64(1); next <= head.Seq; {
 		it, ok := <-sub.C
 		if !ok {
-			t.Fatalf("B's subscription ended at seq %d of %d: %v", next, head, sub.Err())
+			t.Fatalf("B's subscription ended at seq %d of %d: %v", next, head.Seq, sub.Err())
 		}
 		if it.Event == nil {
 			continue
@@ -100,9 +101,9 @@ func TestOvertakenWriterStillWrites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("bob's message %d, written on node B: %v", i, err)
 		}
-		head, err := a.db.LastSeq(a.ctx, id)
-		if err != nil || r.Message.Seq != head {
-			t.Fatalf("bob's message %d at seq %d, the log's head is %d (%v)", i, r.Message.Seq, head, err)
+		head, err := a.db.Head(a.ctx, id)
+		if err != nil || r.Message.Seq != head.Seq {
+			t.Fatalf("bob's message %d at seq %d, the log's head is %d (%v)", i, r.Message.Seq, head.Seq, err)
 		}
 	}
 	bobs := 0
@@ -214,18 +215,19 @@ func TestFollowedConversationsStayCached(t *testing.T) {
 	}
 }
 
-// staleHead is a store whose next LastSeq, once armed, answers an older
-// head: as if another node wrote right after this one looked.
+// staleHead is a store whose next Head, once armed, answers an older
+// seq: as if another node wrote right after this one looked.
 type staleHead struct {
 	store.Store
-	head *atomic.Int64 // > 0: the answer of the next LastSeq
+	head *atomic.Int64 // > 0: the seq of the next Head
 }
 
-func (s staleHead) LastSeq(ctx context.Context, id string) (int64, error) {
-	if h := s.head.Swap(0); h > 0 {
-		return h, nil
+func (s staleHead) Head(ctx context.Context, id string) (store.Head, error) {
+	h, err := s.Store.Head(ctx, id)
+	if seq := s.head.Swap(0); seq > 0 && err == nil {
+		h.Seq = seq
 	}
-	return s.Store.LastSeq(ctx, id)
+	return h, err
 }
 
 // TestSnapshotIsAsOfItsPosition: node A streams a message and rewrites its
@@ -299,4 +301,76 @@ func textOf(m *parley.Message) string {
 		}
 	}
 	return s
+}
+
+// expiringAtOnce is the store of one of two nodes whose claim timers fire
+// together: an append that writes claim.expired waits until the other
+// node's has come too, so that both decide on the claim before either
+// writes.
+type expiringAtOnce struct {
+	store.Store
+	arrive *sync.WaitGroup
+	t      *testing.T
+}
+
+func (s expiringAtOnce) Append(ctx context.Context, p store.AppendParams) error {
+	for _, ev := range p.Events {
+		if ev.Type == parley.EventClaimExpired {
+			s.arrive.Done()
+			waitGroup(s.t, s.arrive, "the other node's claim expiry")
+			break
+		}
+	}
+	return s.Store.Append(ctx, p)
+}
+
+// waitGroup waits for wg, failing the test after 30 s.
+func waitGroup(t *testing.T, wg *sync.WaitGroup, what string) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("%s never came", what)
+	}
+}
+
+// TestClaimExpiryWrittenOnce: two nodes share one store and cache a
+// conversation whose claim has lapsed; both arm the claim's expiry, whose
+// timers fire at once, and both decide to write claim.expired before
+// either has. The log holds it once: the second node's append meets the
+// first's, catches up, and finds no claim left to expire.
+func TestClaimExpiryWrittenOnce(t *testing.T) {
+	t.Parallel()
+	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	b := setup(t, engine.Options{Now: clk.Now, Shared: true})
+	id := b.conversation(t, parley.PolicyFree, "alice", "bob")
+	if _, err := b.eng.Claim(b.ctx, id, conv.ClaimTurn{Actor: conv.Actor{AgentID: "alice"}, TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(2 * time.Minute) // the claim has lapsed; b's own timer waits a real minute
+	var arrive sync.WaitGroup
+	arrive.Add(2)
+	var nodes []*engine.Engine
+	for range 2 {
+		node := engine.New(expiringAtOnce{Store: b.db, arrive: &arrive, t: t}, engine.Options{Now: clk.Now, Shared: true})
+		defer node.Close()
+		nodes = append(nodes, node)
+		if _, err := node.Conversation(b.ctx, id); err != nil { // loading arms the expiry, due at once
+			t.Fatal(err)
+		}
+	}
+	waitGroup(t, &arrive, "both nodes' claim expiry")
+	for _, node := range nodes {
+		node.Close() // once its expiry, retries included, is done
+	}
+	expired := 0
+	for _, ev := range b.events(t, id) {
+		if ev.Type == parley.EventClaimExpired {
+			expired++
+		}
+	}
+	if expired != 1 {
+		t.Fatalf("claim.expired written %d times, want once", expired)
+	}
 }

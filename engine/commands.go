@@ -63,6 +63,7 @@ func (e *Engine) CreateConversation(ctx context.Context, c parley.Conversation) 
 	if err := e.store.CreateConversation(ctx, store.CreateConversationParams{Conversation: s.Conversation, Members: conv.Members(s.Conversation), Events: events, State: state, Queue: queue}); err != nil {
 		return nil, err
 	}
+	e.dropStale(c.ID, c.Epoch)
 	e.hub.Publish(c.ID, events, e.guidance(c.ID, s))
 	return e.view(s), nil
 }

@@ -46,13 +46,14 @@ func (e *Engine) readConsistent(ctx context.Context, c *conversation, id string,
 		if err != nil && !errors.Is(err, errStale) {
 			return err
 		}
-		head, herr := e.store.LastSeq(ctx, id)
-		if herr != nil {
+		head, herr := e.store.Head(ctx, id)
+		if herr != nil && parley.ErrorCode(herr) != parley.ENOTFOUND {
 			return herr
 		}
-		if err == nil && head == c.state.LastSeq {
+		if err == nil && herr == nil && head == headOf(c.state) {
 			return nil
 		}
+		// Moved on, or gone (deleted, or made again: catchUp drops it).
 		if _, err := e.catchUp(ctx, c, id); err != nil {
 			return err
 		}

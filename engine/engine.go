@@ -140,7 +140,11 @@ type conversation struct {
 	mu     sync.Mutex
 	state  conv.State
 	loaded bool
-	timer  *time.Timer
+	// dropped is set once the conversation is found gone from the store
+	// (deleted, or made again under its id): the entry has left the
+	// cache, and whoever holds it looks the id up again (see drop).
+	dropped bool
+	timer   *time.Timer
 	// streams holds the streaming messages assembled so far, by id.
 	streams map[string]*parley.Message
 	// guided is the guidance last published: a new one is published only
@@ -236,156 +240,6 @@ func (e *Engine) env() conv.Env { return conv.Env{Now: e.opts.Now(), Limits: e.o
 // NewID returns a new server-made id: a UUIDv7, time-ordered.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// entry returns the cache entry of a conversation, creating an unloaded one.
-func (e *Engine) entry(id string) *conversation {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c, ok := e.convs[id]
-	if !ok {
-		if len(e.convs) >= e.opts.MaxCached {
-			e.evictOne()
-		}
-		c = &conversation{}
-		e.convs[id] = c
-	}
-	return c
-}
-
-// evictOne drops one idle cached conversation that this node does not
-// follow (no subscriber, no runner here: those must hear what other nodes
-// write, which only a cached conversation does). Dropping a conversation
-// that is still in use is safe: its writer's append would meet ECONFLICT
-// and reload. e.mu must be held.
-func (e *Engine) evictOne() {
-	for id, c := range e.convs {
-		if e.runners.Here(id) || e.hub.Follows(id) || c.busy() {
-			continue
-		}
-		if c.mu.TryLock() {
-			if c.timer != nil {
-				c.timer.Stop()
-			}
-			c.mu.Unlock()
-			delete(e.convs, id)
-			return
-		}
-	}
-}
-
-// lockLoaded locks a conversation's entry and loads its state if needed;
-// with a shared store it brings a cached state up to the log's head.
-// It returns ENOTFOUND for an unknown conversation.
-func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, error) {
-	if e.isClosed() {
-		return nil, errClosed
-	}
-	c := e.entry(id)
-	c.mu.Lock()
-	if c.loaded {
-		if e.opts.Shared {
-			// Other nodes write too: what this node answers from its
-			// cached state (a view, a snapshot, a runner's state, who may
-			// read, a refusal) is answered on the log's head, whichever
-			// node is asked. One look at the head; the events after the
-			// cache are read only if there are any.
-			if _, err := e.catchUp(ctx, c, id); err != nil {
-				// What was folded was published: the state stays good, only
-				// behind. Catch up in the background, for the subscribers.
-				c.mu.Unlock()
-				e.Notified(id, 1<<62)
-				return nil, err
-			}
-		}
-		return c, nil
-	}
-	if err := e.reload(ctx, c, id); err != nil {
-		c.mu.Unlock()
-		if parley.ErrorCode(err) == parley.ENOTFOUND {
-			e.mu.Lock()
-			if e.convs[id] == c {
-				delete(e.convs, id)
-			}
-			e.mu.Unlock()
-		}
-		return nil, err
-	}
-	e.scheduleClaimExpiry(c, id) // a claim read from the store lapses on time too
-	// Its runners learn of its streams, whose runner may be gone, and of
-	// its queue, whose prompts may wait for a runner here.
-	e.runners.Changed(Change{ConversationID: id, State: c.state, Loaded: true})
-	if c.guided == nil {
-		c.guided = e.guidance(id, c.state) // what every subscriber has seen
-	}
-	return c, nil
-}
-
-// reload reads a conversation's state from the store and hands the feed
-// the events after the last one it published (when the state was loaded
-// before), so that no subscriber waits for them; c.mu must be held.
-func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
-	rec, err := e.store.GetConversation(ctx, id)
-	if err != nil {
-		return err
-	}
-	s, err := stateOf(rec)
-	if err != nil {
-		return err
-	}
-	c.snapshot = s.LastSeq
-	// The snapshot lags the log (it is not rewritten by every streamed
-	// delta, and an older version's may lag too): fold the rest.
-	if s, err = e.foldTail(ctx, s, rec.LastSeq); err != nil {
-		return err
-	}
-	if s.LastSeq < rec.LastSeq {
-		return parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, s.LastSeq, rec.LastSeq)
-	}
-	var prev *conv.State // the state the events after c.published fold from, if known
-	if c.loaded && c.state.LastSeq == c.published {
-		old := c.state
-		prev = &old
-	}
-	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
-	if c.published == 0 {
-		c.published = s.LastSeq // the first load: subscribers read the log up to here
-		return nil
-	}
-	for c.published < s.LastSeq {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: c.published, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
-		if err != nil || len(events) == 0 {
-			// The feed reads what it missed at the next event; until then
-			// the background catch-up (KeepCaughtUp) looks again.
-			return nil
-		}
-		if prev != nil && e.conns.watched(id) {
-			next := conv.Evolve(*prev, events...) // the state after this page
-			e.endReaders(id, prev, events, next)
-			prev = &next
-		} else {
-			e.endReaders(id, nil, events, c.state)
-			prev = nil
-		}
-		e.publish(c, id, events)
-		e.runners.Changed(Change{ConversationID: id, State: c.state, Events: events, Loaded: true})
-	}
-	return nil
-}
-
-// resync rereads a conversation after a write whose outcome is unknown: the
-// store failed without a verdict (a lost connection to PostgreSQL, say),
-// and the write may have committed. What did commit is published, so that
-// the head, the log and the subscribers agree again. If the store cannot
-// be read now, the next command reloads. c.mu must be held.
-func (e *Engine) resync(c *conversation, id string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.reload(ctx, c, id); err != nil {
-		// The state is what it was before the write: a later command meets
-		// the log's head (ECONFLICT) and catches up, publishing.
-		e.opts.Logger.Warn("rereading a conversation after a failed write failed", slog.String("conversation", id), slog.Any("err", err))
-	}
-}
-
 // decide runs one command on a conversation: decide, append, evolve,
 // publish, in its turn among the conversation's commands (see queue.go).
 // build is called with the lock held and may read the store to fill the
@@ -435,8 +289,12 @@ func (e *Engine) decideLocked(ctx context.Context, c *conversation, id string, b
 			// node may have written since this one cached the conversation.
 			if err != nil && !fresh && attempt < 5 {
 				fresh = true
-				if moved, cerr := e.catchUp(ctx, c, id); cerr == nil && moved {
+				moved, cerr := e.catchUp(ctx, c, id)
+				if cerr == nil && moved {
 					continue
+				}
+				if c.dropped {
+					return d, c.state, cerr // the conversation it was for is gone
 				}
 			}
 			return d, c.state, err // (a task's skipped firing writes no event, only the task)
@@ -470,6 +328,9 @@ func (e *Engine) decideLocked(ctx context.Context, c *conversation, id string, b
 			}
 			fresh = true
 			continue
+		}
+		if parley.ErrorCode(err) == parley.ENOTFOUND {
+			return conv.Decision{}, c.state, e.drop(c, id) // deleted on another node
 		}
 		if parley.ErrorCode(err) == parley.ECONFLICT {
 			// Five writers in a row got there first: the caller may retry.
@@ -566,6 +427,8 @@ func (e *Engine) appendParams(c *conversation, prev, next conv.State, d conv.Dec
 	p = store.AppendParams{
 		ConversationID: prev.Conversation.ID,
 		ExpectSeq:      prev.LastSeq,
+		Epoch:          prev.Conversation.Epoch, // never written into another conversation of the id
+
 		Events:         d.Events,
 		Messages:       d.Messages,
 		RemoveMessages: d.Removed,

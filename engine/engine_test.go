@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,10 +11,8 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/postgres"
-	"github.com/parleyhq/parley/postgres/pgtest"
-	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/teststore"
 )
 
 // bundle is the small setup every engine test starts from: a real store
@@ -42,22 +38,7 @@ func setup(t *testing.T, opts engine.Options) *bundle {
 // its own in PostgreSQL (the test command runs them both ways).
 func openStore(t *testing.T) store.Store {
 	t.Helper()
-	ctx := context.Background()
-	var db store.Store
-	var err error
-	switch kind := os.Getenv("PARLEY_TEST_STORE"); kind {
-	case "", "sqlite":
-		db, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
-	case "postgres":
-		db, err = postgres.Open(ctx, pgtest.Schema(t))
-	default:
-		t.Fatalf("PARLEY_TEST_STORE=%q: want sqlite or postgres", kind)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return teststore.Open(t)
 }
 
 // testAgents take part in every free conversation these tests make without

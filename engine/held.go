@@ -43,8 +43,13 @@ func (e *Engine) decideHeld(ctx context.Context, c *conversation, id string, bui
 		return nil
 	})
 	if err != nil {
-		if parley.ErrorCode(err) == parley.EINTERNAL {
+		switch parley.ErrorCode(err) {
+		case parley.EINTERNAL:
 			e.resync(c, id)
+		case parley.ENOTFOUND:
+			if !c.dropped {
+				err = e.drop(c, id) // deleted on another node
+			}
 		}
 		return conv.Decision{}, c.state, err
 	}

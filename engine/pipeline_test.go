@@ -84,7 +84,8 @@ func TestFailedAppendFailsItsFollowers(t *testing.T) {
 			t.Fatalf("delta %d was acknowledged at seq %d after the append before it failed", i, r.Seq)
 		}
 	}
-	head, err := g.LastSeq(ctx, id)
+	h, err := g.Head(ctx, id)
+	head := h.Seq
 	if err != nil {
 		t.Fatal(err)
 	}

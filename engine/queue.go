@@ -160,18 +160,26 @@ func (e *Engine) start(id string, q *conversation) {
 }
 
 // decideOne decides a command that is not streaming, on its caller's
-// goroutine, when its turn has come.
+// goroutine, when its turn has come. A command whose conversation is
+// found gone while it is decided (deleted on another node, and perhaps
+// made again under its id) is decided once more on what the store holds
+// now: ENOTFOUND, or the conversation made again.
 func (e *Engine) decideOne(id string, p *pending) outcome {
-	if err := p.ctx.Err(); err != nil {
-		return outcome{err: err}
+	for again := true; ; again = false {
+		if err := p.ctx.Err(); err != nil {
+			return outcome{err: err}
+		}
+		c, err := e.lockLoaded(p.ctx, id)
+		if err != nil {
+			return outcome{err: err}
+		}
+		d, s, err := e.decideLocked(p.ctx, c, id, p.build, p.respond)
+		dropped := c.dropped
+		c.mu.Unlock()
+		if !dropped || !again {
+			return outcome{d, s, err}
+		}
 	}
-	c, err := e.lockLoaded(p.ctx, id)
-	if err != nil {
-		return outcome{err: err}
-	}
-	d, s, err := e.decideLocked(p.ctx, c, id, p.build, p.respond)
-	c.mu.Unlock()
-	return outcome{d, s, err}
 }
 
 // decideStreams decides a run of streaming commands on the state each
@@ -247,6 +255,12 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 // on a worker.
 func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, snapshot bool, live []*pending, attempt int, err error) {
 	c.mu.Lock()
+	switch {
+	case err == nil && c.dropped:
+		err = errDeleted(id) // deleted while the append was written: none of it is the store's now
+	case parley.ErrorCode(err) == parley.ENOTFOUND && !c.dropped:
+		e.drop(c, id) // deleted on another node
+	}
 	if err == nil {
 		if snapshot {
 			c.snapshot = r.next.LastSeq

@@ -66,17 +66,7 @@ func (e *Engine) Shared() bool { return e.opts.Shared }
 // Reguide publishes a cached conversation's guidance if it changed without
 // an event (a runner came or went).
 func (e *Engine) Reguide(id string) {
-	e.mu.Lock()
-	c := e.convs[id]
-	e.mu.Unlock()
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loaded {
-		e.publish(c, id, nil)
-	}
+	e.withCached(id, func(c *conversation) { e.publish(c, id, nil) })
 }
 
 // CancelStreams finalizes every streaming message of agentID canceled: its

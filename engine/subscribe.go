@@ -39,10 +39,10 @@ type Subscription struct {
 // duplicate. It returns ENOTFOUND for an unknown conversation.
 func (e *Engine) Subscribe(ctx context.Context, conversationID string, from *parley.Position) (*Subscription, error) {
 	var init Init
-	s, err := e.hub.Subscribe(ctx, conversationID, func() (int64, error) {
+	s, err := e.hub.SubscribeFrom(ctx, conversationID, func(joined func()) (int64, bool, error) {
 		var err error
-		init, err = e.join(ctx, conversationID, from)
-		return init.Position.Seq, err
+		init, err = e.join(ctx, conversationID, from, joined)
+		return init.Position.Seq, false, err
 	})
 	if err != nil {
 		return nil, err
@@ -64,9 +64,9 @@ type Follower struct {
 // besides its connection's.
 func (e *Engine) Follow(ctx context.Context, conversationID string, from *parley.Position) (*Follower, error) {
 	var init Init
-	f, err := e.hub.FollowFrom(func() (int64, bool, error) {
+	f, err := e.hub.FollowFrom(func(joined func()) (int64, bool, error) {
 		var err error
-		init, err = e.join(ctx, conversationID, from)
+		init, err = e.join(ctx, conversationID, from, joined)
 		return init.Position.Seq, init.Position.Seq == init.Head.LastSeq, err
 	}, conversationID)
 	if err != nil {
@@ -78,15 +78,33 @@ func (e *Engine) Follow(ctx context.Context, conversationID string, from *parley
 // join makes a subscriber's Init. It holds the conversation's write lock
 // while it reads a snapshot, so that the snapshot is exactly the state at
 // Init.Position: every message as of that seq, streaming ones assembled up
-// to it. It returns EUNAVAILABLE once the engine is closed.
-func (e *Engine) join(ctx context.Context, id string, from *parley.Position) (Init, error) {
-	c, err := e.lockLoaded(ctx, id)
-	if err != nil {
-		return Init{}, err
+// to it; and calls joined under it (see feed.Join), so that a delete ends
+// the subscriber if and only if it joined before. A conversation found
+// gone meanwhile (deleted, or made again, on another node) is joined
+// afresh: ENOTFOUND, or the conversation made again. It returns
+// EUNAVAILABLE once the engine is closed.
+func (e *Engine) join(ctx context.Context, id string, from *parley.Position, joined func()) (Init, error) {
+	for again := true; ; again = false {
+		c, err := e.lockLoaded(ctx, id)
+		if err != nil {
+			return Init{}, err
+		}
+		init, err := e.joinLocked(ctx, c, id, from)
+		if err == nil {
+			joined()
+		}
+		dropped := c.dropped
+		c.mu.Unlock()
+		if !dropped || !again {
+			return init, err
+		}
 	}
-	defer c.mu.Unlock()
+}
+
+// joinLocked is join for the conversation c, locked by the caller.
+func (e *Engine) joinLocked(ctx context.Context, c *conversation, id string, from *parley.Position) (Init, error) {
 	var init Init
-	err = e.readConsistent(ctx, c, id, func(state conv.State) error {
+	err := e.readConsistent(ctx, c, id, func(state conv.State) error {
 		init = Init{Conversation: state.Conversation, Head: state.Head(e.opts.Now()), Guidance: e.guidance(id, state)}
 		epoch := state.Conversation.Epoch
 		if from != nil && (from.Epoch == epoch || from.Epoch == "") && from.Seq >= 0 && from.Seq <= state.LastSeq {

@@ -126,9 +126,10 @@ func nextRun(t parley.Task, from, now time.Time) (parley.Time, error) {
 }
 
 // RunTasks fires due tasks until ctx ends: one round (FireDueTasks) every
-// poll. Each firing appends task.run and queues the prompt in the same
-// transaction that moves the task to its next run, so a firing happens
-// once, whatever the number of nodes and restarts. A firing into a full
+// poll. Of several nodes, one takes each due task; and each firing appends
+// task.run and queues the prompt in the same transaction that moves the
+// task to its next run, so a firing happens once, whatever the number of
+// nodes and restarts. A firing into a full
 // prompt queue is skipped: the task only moves to its next run.
 func (e *Engine) RunTasks(ctx context.Context, poll time.Duration) {
 	tick(ctx, poll, func() {
@@ -138,15 +139,23 @@ func (e *Engine) RunTasks(ctx context.Context, poll time.Duration) {
 	})
 }
 
-// FireDueTasks runs one round of the scheduler: it fires the tasks due now,
-// longest overdue first, at most taskRoundPerAgent of one agent and
-// taskRoundPerConversation of one conversation, taskRound in all. A task
-// that fails to fire is logged and comes again in a later round; one whose
-// conversation is closed, or whose schedule has ended, is removed. It
-// returns an error only if the due tasks could not be read.
+// TaskLease is how long a round of the scheduler holds the due tasks it
+// took (store.TakeDueTasks): no other node takes them meanwhile, and a task
+// that fails to fire, or whose node dies before it fires, is taken again
+// once it ends.
+const TaskLease = 10 * time.Second
+
+// FireDueTasks runs one round of the scheduler: it takes the tasks due now
+// that no other node holds (for TaskLease), longest overdue first, at most
+// taskRoundPerAgent of one agent and taskRoundPerConversation of one
+// conversation, taskRound in all, and fires them. A task that fails to fire
+// is logged and comes again once its lease ends; one whose conversation is
+// closed, or whose schedule has ended, is removed. It returns an error only
+// if the due tasks could not be taken.
 func (e *Engine) FireDueTasks(ctx context.Context) error {
-	due, err := e.store.DueTasks(ctx, store.DueTasksParams{Now: parley.NewTime(e.opts.Now()), Limit: taskRound,
-		PerAgent: taskRoundPerAgent, PerConversation: taskRoundPerConversation})
+	now := e.opts.Now()
+	due, err := e.store.TakeDueTasks(ctx, store.TakeDueTasksParams{Now: parley.NewTime(now), Until: parley.NewTime(now.Add(TaskLease)),
+		Limit: taskRound, PerAgent: taskRoundPerAgent, PerConversation: taskRoundPerConversation})
 	if err != nil {
 		return err
 	}

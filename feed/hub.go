@@ -132,6 +132,9 @@ type sub struct {
 	queue []Item
 	bytes int
 	err   error
+	// joined is set once its join has fixed where it starts (see Join):
+	// from then on End ends it.
+	joined bool
 }
 
 // itemBytes is about what an item holds in memory: an event's data and
@@ -191,13 +194,41 @@ func (h *Hub) Publish(conversationID string, events []parley.Event, g *parley.Gu
 	}
 }
 
-// End ends every subscription of a conversation with err.
+// End ends every subscription of a conversation that has joined with
+// err: the conversation was deleted. One still joining is not ended: it
+// loses what was queued for it, and goes on to start on whatever its join
+// finds (nothing, or a conversation made again under the same id, which
+// is then all it gets). End must be called holding what a join holds
+// when it calls joined (see Join), so that each subscription is either
+// ended or starts after End.
 func (h *Hub) End(conversationID string, err error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for s := range h.subs[conversationID] {
-		s.fail(err)
+		s.end(err)
 	}
+}
+
+// end ends s with err if it has joined, and empties its queue if not.
+func (s *sub) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.err != nil:
+	case s.joined:
+		s.queue, s.bytes = nil, 0
+		s.err = err
+		close(s.dead)
+	default:
+		s.queue, s.bytes = nil, 0
+	}
+}
+
+// join marks s joined (see End).
+func (s *sub) join() {
+	s.mu.Lock()
+	s.joined = true
+	s.mu.Unlock()
 }
 
 // EndAll ends every subscription with err (the server shuts down).

@@ -42,22 +42,31 @@ type Follower struct {
 // runs under whatever lock makes that seq agree with what is published).
 // If join fails, so does Follow. Call Close when done.
 func (h *Hub) Follow(join func() (after int64, err error), conversationID string) (*Follower, error) {
-	return h.FollowFrom(func() (int64, bool, error) {
+	return h.FollowFrom(func(func()) (int64, bool, error) {
 		after, err := join()
 		return after, false, err
 	}, conversationID)
 }
 
-// FollowFrom is Follow for a join that also says whether the seq it
-// returns is the log's last (current): then nothing is read from the log
-// until a live event skips ahead of what was sent.
-func (h *Hub) FollowFrom(join func() (after int64, current bool, err error), conversationID string) (*Follower, error) {
+// A Join starts a follower of a conversation: it returns the seq the
+// stream continues after, and whether that is the log's last (current:
+// then nothing is read from the log until a live event skips ahead of
+// what was sent). It calls joined once that seq is fixed, holding what
+// orders it with what is published and with End; until then an End does
+// not end the follower but empties its queue (the conversation is being
+// deleted and maybe made again: the join starts it on what it finds). A
+// join that never calls joined is joined when it returns.
+type Join func(joined func()) (after int64, current bool, err error)
+
+// FollowFrom is Follow for a Join.
+func (h *Hub) FollowFrom(join Join, conversationID string) (*Follower, error) {
 	s := h.add(conversationID)
-	after, current, err := join()
+	after, current, err := join(s.join)
 	if err != nil {
 		h.remove(s)
 		return nil, err
 	}
+	s.join()
 	return &Follower{h: h, s: s, next: after + 1, history: !current}, nil
 }
 
@@ -214,7 +223,16 @@ const (
 // Subscribe is Follow with the items delivered on a channel until ctx
 // ends or Close is called.
 func (h *Hub) Subscribe(ctx context.Context, conversationID string, join func() (after int64, err error)) (*Subscription, error) {
-	f, err := h.Follow(join, conversationID)
+	return h.SubscribeFrom(ctx, conversationID, func(func()) (int64, bool, error) {
+		after, err := join()
+		return after, false, err
+	})
+}
+
+// SubscribeFrom is FollowFrom with the items delivered on a channel until
+// ctx ends or Close is called.
+func (h *Hub) SubscribeFrom(ctx context.Context, conversationID string, join Join) (*Subscription, error) {
+	f, err := h.FollowFrom(join, conversationID)
 	if err != nil {
 		return nil, err
 	}

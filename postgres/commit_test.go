@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/postgres/pgtest"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -21,13 +18,8 @@ import (
 // written in one transaction, and one notification names every
 // conversation written with its last seq.
 func TestGroupCommit(t *testing.T) {
-	url := pgtest.Schema(t)
+	db, url := openSchema(t)
 	ctx := context.Background()
-	db, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	listener, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -37,10 +29,7 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ev := func(conv string, seq int64) parley.Event {
-		return parley.Event{ConversationID: conv, Seq: seq, Type: parley.EventTrace, TurnID: "t", AgentID: "a", Finality: parley.FinalityNone,
-			Time: parley.NewTime(time.Now()), Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq))}
-	}
+	ev := traceEvent
 	convs := []string{"g-d", "g-c", "g-b", "g-a", "g-e"} // not in lock order
 	for _, id := range convs {
 		c := parley.Conversation{ID: id, Epoch: "ep", Participants: []string{"a"}, TurnPolicy: parley.PolicyFree, MessageFormat: "v2", CreatedAt: parley.NewTime(time.Now())}

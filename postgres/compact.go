@@ -181,7 +181,7 @@ func (db *DB) RenewEpochs(ctx context.Context, p store.RenewEpochsParams) (int, 
 			})
 		}
 		write := func(r store.EpochRenewal) error {
-			if _, err := tx.Exec(ctx, `UPDATE conversations SET data = $2 WHERE id = $1`, r.ID, r.Data); err != nil || r.Created == nil {
+			if _, err := tx.Exec(ctx, `UPDATE conversations SET data = $2, epoch = $3 WHERE id = $1`, r.ID, r.Data, r.Epoch); err != nil || r.Created == nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, `UPDATE events SET data = $2 WHERE conversation_id = $1 AND seq = 1`, r.ID, r.Created)

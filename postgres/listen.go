@@ -12,7 +12,8 @@ import (
 
 // NotifyChannel is the channel every commit of appends notifies, with a
 // payload of lines "CONVERSATION SEQ" (and " q" when its prompt queue
-// changed): each conversation written and its last seq now.
+// changed): each conversation written and its last seq now. A delete
+// notifies it too, with the line "CONVERSATION 0 d".
 const NotifyChannel = "parley_events"
 
 // Broker hears the appends of every node on one database (LISTEN/NOTIFY):
@@ -67,17 +68,29 @@ func listenOnce(ctx context.Context, url string, notified func(feed.Notice), cau
 	}
 }
 
-// parseNotice reads one line of a notification (see NotifyChannel).
+// parseNotice reads one line of a notification (see NotifyChannel); it
+// reports false for a line it cannot read, which is skipped. A flag it
+// does not know (a newer node's) is passed over: the line still says the
+// conversation changed.
 func parseNotice(line string) (feed.Notice, bool) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 {
 		return feed.Notice{}, false
 	}
 	seq, err := strconv.ParseInt(fields[1], 10, 64)
-	if err != nil {
+	if err != nil || seq < 0 {
 		return feed.Notice{}, false
 	}
-	return feed.Notice{ConversationID: fields[0], Seq: seq, Queue: len(fields) > 2 && fields[2] == "q"}, true
+	n := feed.Notice{ConversationID: fields[0], Seq: seq}
+	for _, flag := range fields[2:] {
+		switch flag {
+		case flagQueued:
+			n.Queue = true
+		case flagDeleted:
+			n.Deleted = true
+		}
+	}
+	return n, true
 }
 
 // Listeners counts the connections to the database at url, other than

@@ -57,22 +57,37 @@ func (db *DB) ListTasks(ctx context.Context) ([]*parley.Task, error) {
 	return db.queryTasks(ctx, `SELECT data FROM tasks ORDER BY created_at, id`)
 }
 
-// DueTasks implements store.Store: of the due tasks, the longest overdue
-// PerAgent of each agent, then of those the longest overdue PerConversation
-// of each conversation, then the longest overdue Limit.
-func (db *DB) DueTasks(ctx context.Context, p store.DueTasksParams) ([]*parley.Task, error) {
-	return db.queryTasks(ctx, `
-SELECT data FROM (
-	SELECT data, id, next_run_at,
-		ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
-	FROM (
-		SELECT data, id, next_run_at, conversation_id,
-			ROW_NUMBER() OVER (PARTITION BY (data::jsonb ->> 'agentId') ORDER BY next_run_at, id) AS of_agent
-		FROM tasks WHERE next_run_at <= $1
-	) AS due WHERE of_agent <= $2
-) AS fair WHERE in_conversation <= $3
-ORDER BY next_run_at, id LIMIT $4`, p.Now.Time, store.NoBound(p.PerAgent), store.NoBound(p.PerConversation), clampLimit(p.Limit))
+// TakeDueTasks implements store.Store: of the due tasks not leased, the
+// longest overdue PerAgent of each agent, then of those the longest
+// overdue PerConversation of each conversation, then the longest overdue
+// Limit, leased in one statement. Those another node's take holds locked
+// are skipped (FOR UPDATE SKIP LOCKED), and one whose lease another take
+// wrote since this statement's snapshot is left out when its row is
+// locked and read again.
+func (db *DB) TakeDueTasks(ctx context.Context, p store.TakeDueTasksParams) ([]*parley.Task, error) {
+	ts, err := db.queryTasks(ctx, `
+WITH fair AS (
+	SELECT id FROM (
+		SELECT id, next_run_at,
+			ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
+		FROM (
+			SELECT id, next_run_at, conversation_id,
+				ROW_NUMBER() OVER (PARTITION BY (data::jsonb ->> 'agentId') ORDER BY next_run_at, id) AS of_agent
+			FROM tasks WHERE `+dueUnleased+`
+		) AS due WHERE of_agent <= $2
+	) AS fair WHERE in_conversation <= $3
+	ORDER BY next_run_at, id LIMIT $4
+)
+UPDATE tasks SET taken_until = $5 WHERE id IN (
+	SELECT id FROM tasks WHERE id IN (SELECT id FROM fair) AND `+dueUnleased+` FOR UPDATE SKIP LOCKED)
+RETURNING data`, p.Now.Time, store.NoBound(p.PerAgent), store.NoBound(p.PerConversation), clampLimit(p.Limit), p.Until.Time)
+	store.SortTasks(ts)
+	return ts, err
 }
+
+// dueUnleased is the condition on a tasks row of one due at $1 and not
+// leased then.
+const dueUnleased = `next_run_at <= $1 AND (taken_until IS NULL OR taken_until <= $1)`
 
 // DeleteTask implements store.Store.
 func (db *DB) DeleteTask(ctx context.Context, id string) error {
@@ -107,8 +122,8 @@ func (db *DB) queryTasks(ctx context.Context, q string, args ...any) ([]*parley.
 	return out, rows.Err()
 }
 
-// advanceTask moves a task's next run within an append; ECONFLICT if it
-// no longer runs at a.From.
+// advanceTask moves a task's next run within an append, ending the lease
+// of the take that fired it; ECONFLICT if it no longer runs at a.From.
 func advanceTask(ctx context.Context, tx pgx.Tx, a *parley.TaskAdvance) error {
 	var data string
 	err := tx.QueryRow(ctx, `SELECT data FROM tasks WHERE id = $1 AND next_run_at = $2 FOR UPDATE`, a.TaskID, a.From.Time).Scan(&data)
@@ -127,6 +142,6 @@ func advanceTask(ctx context.Context, tx pgx.Tx, a *parley.TaskAdvance) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE tasks SET data = $1, next_run_at = $2 WHERE id = $3`, string(b), a.To.Time, a.TaskID)
+	_, err = tx.Exec(ctx, `UPDATE tasks SET data = $1, next_run_at = $2, taken_until = NULL WHERE id = $3`, string(b), a.To.Time, a.TaskID)
 	return err
 }

@@ -30,9 +30,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 		owner, expires = p.Import.Owner, p.Import.Expires.Time
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires)
-			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
-			p.Conversation.ID, p.Conversation.CreatedAt.Time, data, int64(len(p.Events)), p.State, owner, expires)
+		tag, err := tx.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires, epoch)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
+			p.Conversation.ID, p.Conversation.CreatedAt.Time, data, int64(len(p.Events)), p.State, owner, expires, p.Conversation.Epoch)
 		if err != nil {
 			return err
 		}
@@ -112,22 +112,22 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 		tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state), import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
 			last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
 	} else {
-		tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq)
+		tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq, p.Epoch)
 	}
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		var seq int64
+		var head store.Head
 		var owner *string
-		err := tx.QueryRow(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = $1`, p.ConversationID).Scan(&seq, &owner)
+		err := tx.QueryRow(ctx, `SELECT last_seq, epoch, import_owner FROM conversations WHERE id = $1`, p.ConversationID).Scan(&head.Seq, &head.Epoch, &owner)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
 		if owner == nil {
 			owner = new(string)
 		}
-		return store.AppendMiss(p, err == nil, seq, *owner)
+		return store.AppendMiss(p, err == nil, head, *owner)
 	}
 	if err := insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
 		return err
@@ -151,8 +151,9 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 
 // bumpConversation moves an ordinary conversation's last seq from $4 to
 // $1 and replaces its state with $2 (unless it is NULL); it matches no row
-// if another writer moved it first.
-const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state) WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL`
+// if another writer moved it first, or if its epoch is not $5 (unless $5
+// is ”): the conversation was deleted and made again.
+const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state) WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL AND ($5 = '' OR epoch = $5)`
 
 // queueRows queues the rows an append writes beside its events: the prompt
 // queue, message rows, outbox deliveries, reverted messages' removal and
@@ -200,10 +201,20 @@ func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
 func notice(convID string, seq int64, queued bool) string {
 	line := convID + " " + strconv.FormatInt(seq, 10)
 	if queued {
-		line += " q"
+		line += " " + flagQueued
 	}
 	return line
 }
+
+// deletedNotice is the line of a notification that a conversation was
+// deleted: "CONVERSATION 0 d".
+func deletedNotice(convID string) string { return convID + " 0 " + flagDeleted }
+
+// The flags a notification's line may end with.
+const (
+	flagQueued  = "q" // the append changed the prompt queue
+	flagDeleted = "d" // the conversation was deleted
+)
 
 // queueNotify queues the notifications of a commit. Other nodes learn of
 // every commit (a text delta's too) from them; a notification carries only
@@ -275,13 +286,19 @@ func (db *DB) RevokeToken(ctx context.Context, id string, at parley.Time) error 
 	return nil
 }
 
-// DeleteConversation implements store.Store.
+// DeleteConversation implements store.Store. The other nodes hear of it
+// (a notice marked deleted, sent when it commits), so that they end the
+// conversation's subscribers and runners at once.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		n, err := deleteConversation(ctx, tx, id, ``)
 		if err == nil && n == 0 {
 			err = parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, deletedNotice(id))
 		return err
 	})
 }

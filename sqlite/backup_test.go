@@ -119,7 +119,8 @@ func TestBackupUnderWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head, err := bk.LastSeq(ctx, id)
+		h, err := bk.Head(ctx, id)
+		head := h.Seq
 		if err != nil || head != int64(len(got)) || len(got) > len(src) {
 			t.Fatalf("backup of %s: head %d, %d events (source %d), err %v", id, head, len(got), len(src), err)
 		}

@@ -194,7 +194,7 @@ func (db *DB) RenewEpochs(ctx context.Context, p store.RenewEpochsParams) (int, 
 			return out, rows.Err()
 		}
 		write := func(r store.EpochRenewal) error {
-			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET data = ? WHERE id = ?`, r.Data, r.ID); err != nil || r.Created == nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE conversations SET data = ?, epoch = ? WHERE id = ?`, r.Data, r.Epoch, r.ID); err != nil || r.Created == nil {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `UPDATE events SET data = ? WHERE conversation_id = ? AND seq = 1`, r.Created, r.ID)

@@ -32,43 +32,43 @@ func (db *DB) GetConversation(ctx context.Context, id string) (*store.Conversati
 	return rec, err
 }
 
-// LastSeq implements store.Store.
-func (db *DB) LastSeq(ctx context.Context, id string) (int64, error) {
-	var seq int64
-	err := db.r.QueryRowContext(ctx, `SELECT last_seq FROM conversations WHERE id = ? AND import_owner IS NULL`, id).Scan(&seq)
+// Head implements store.Store.
+func (db *DB) Head(ctx context.Context, id string) (store.Head, error) {
+	var h store.Head
+	err := db.r.QueryRowContext(ctx, `SELECT last_seq, epoch FROM conversations WHERE id = ? AND import_owner IS NULL`, id).Scan(&h.Seq, &h.Epoch)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+		return h, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 	}
-	return seq, err
+	return h, err
 }
 
-// LastSeqs implements store.Store.
-func (db *DB) LastSeqs(ctx context.Context, ids []string) (map[string]int64, error) {
-	if err := store.CheckLastSeqs(ids); err != nil {
+// Heads implements store.Store.
+func (db *DB) Heads(ctx context.Context, ids []string) (map[string]store.Head, error) {
+	if err := store.CheckHeads(ids); err != nil {
 		return nil, err
 	}
-	seqs := make(map[string]int64, len(ids))
+	heads := make(map[string]store.Head, len(ids))
 	if len(ids) == 0 {
-		return seqs, nil
+		return heads, nil
 	}
 	idList, err := json.Marshal(ids)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id, last_seq FROM conversations WHERE import_owner IS NULL AND id IN (SELECT value FROM json_each(?))`, string(idList))
+	rows, err := db.r.QueryContext(ctx, `SELECT id, last_seq, epoch FROM conversations WHERE import_owner IS NULL AND id IN (SELECT value FROM json_each(?))`, string(idList))
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		var seq int64
-		if err := rows.Scan(&id, &seq); err != nil {
+		var h store.Head
+		if err := rows.Scan(&id, &h.Seq, &h.Epoch); err != nil {
 			return nil, err
 		}
-		seqs[id] = seq
+		heads[id] = h
 	}
-	return seqs, rows.Err()
+	return heads, rows.Err()
 }
 
 // getConversationQuery reads a conversation with its state and its prompt

@@ -54,21 +54,32 @@ func (db *DB) ListTasks(ctx context.Context) ([]*parley.Task, error) {
 	return db.queryTasks(ctx, `SELECT data FROM tasks ORDER BY created_at, id`)
 }
 
-// DueTasks implements store.Store: of the due tasks, the longest overdue
-// PerAgent of each agent, then of those the longest overdue PerConversation
-// of each conversation, then the longest overdue Limit.
-func (db *DB) DueTasks(ctx context.Context, p store.DueTasksParams) ([]*parley.Task, error) {
-	return db.queryTasks(ctx, `
-SELECT data FROM (
-	SELECT data, id, next_run_at,
-		ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
-	FROM (
-		SELECT data, id, next_run_at, conversation_id,
-			ROW_NUMBER() OVER (PARTITION BY json_extract(data, '$.agentId') ORDER BY next_run_at, id) AS of_agent
-		FROM tasks WHERE next_run_at <= ?
-	) WHERE of_agent <= ?
-) WHERE in_conversation <= ?
-ORDER BY next_run_at, id LIMIT ?`, formatTime(p.Now), store.NoBound(p.PerAgent), store.NoBound(p.PerConversation), clampLimit(p.Limit))
+// TakeDueTasks implements store.Store: the one writer reads the due
+// tasks and writes their lease in one transaction.
+func (db *DB) TakeDueTasks(ctx context.Context, p store.TakeDueTasksParams) ([]*parley.Task, error) {
+	var out []*parley.Task
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `
+UPDATE tasks SET taken_until = ?1 WHERE id IN (
+	SELECT id FROM (
+		SELECT id, next_run_at,
+			ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
+		FROM (
+			SELECT id, next_run_at, conversation_id,
+				ROW_NUMBER() OVER (PARTITION BY json_extract(data, '$.agentId') ORDER BY next_run_at, id) AS of_agent
+			FROM tasks WHERE next_run_at <= ?2 AND (taken_until IS NULL OR taken_until <= ?2)
+		) WHERE of_agent <= ?3
+	) WHERE in_conversation <= ?4
+	ORDER BY next_run_at, id LIMIT ?5)
+RETURNING data`, formatTime(p.Until), formatTime(p.Now), store.NoBound(p.PerAgent), store.NoBound(p.PerConversation), clampLimit(p.Limit))
+		if err != nil {
+			return err
+		}
+		out, err = scanTasks(rows)
+		return err
+	})
+	store.SortTasks(out)
+	return out, err
 }
 
 // DeleteTask implements store.Store.
@@ -90,6 +101,11 @@ func (db *DB) queryTasks(ctx context.Context, q string, args ...any) ([]*parley.
 	if err != nil {
 		return nil, err
 	}
+	return scanTasks(rows)
+}
+
+// scanTasks reads rows of one column, a task's data, and closes them.
+func scanTasks(rows *sql.Rows) ([]*parley.Task, error) {
 	defer rows.Close()
 	var out []*parley.Task
 	for rows.Next() {
@@ -106,8 +122,8 @@ func (db *DB) queryTasks(ctx context.Context, q string, args ...any) ([]*parley.
 	return out, rows.Err()
 }
 
-// advanceTask moves a task's next run within an append; ECONFLICT if it
-// no longer runs at a.From.
+// advanceTask moves a task's next run within an append, ending the lease
+// of the round that fired it; ECONFLICT if it no longer runs at a.From.
 func advanceTask(ctx context.Context, tx *sql.Tx, a *parley.TaskAdvance) error {
 	var data []byte
 	err := tx.QueryRowContext(ctx, `SELECT data FROM tasks WHERE id = ? AND next_run_at = ?`, a.TaskID, formatTime(a.From)).Scan(&data)
@@ -125,6 +141,6 @@ func advanceTask(ctx context.Context, tx *sql.Tx, a *parley.TaskAdvance) error {
 	if data, err = json.Marshal(t); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE tasks SET data = ?, next_run_at = ? WHERE id = ?`, data, formatTime(a.To), a.TaskID)
+	_, err = tx.ExecContext(ctx, `UPDATE tasks SET data = ?, next_run_at = ?, taken_until = NULL WHERE id = ?`, data, formatTime(a.To), a.TaskID)
 	return err
 }

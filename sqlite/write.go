@@ -32,7 +32,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
-	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state) WHERE id = ? AND last_seq = ? AND import_owner IS NULL`)
+	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state) WHERE id = ? AND last_seq = ? AND import_owner IS NULL AND (? = '' OR epoch = ?)`)
 	s.bumpImport = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state), import_expires = ? WHERE id = ? AND last_seq = ? AND import_owner = ?`)
 	s.upsertQueue = prep(`INSERT INTO queues (conversation_id, queue) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`)
 	s.insertIdempotency = prep(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`)
@@ -78,9 +78,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		last := int64(len(p.Events))
-		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, last, p.State, owner, expires)
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires, epoch)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, last, p.State, owner, expires, p.Conversation.Epoch)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 	if im := p.Import; im != nil {
 		res, err = tx.StmtContext(ctx, db.stmts.bumpImport).ExecContext(ctx, last, p.State, formatTime(im.Expires), p.ConversationID, p.ExpectSeq, im.Owner)
 	} else {
-		res, err = tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq)
+		res, err = tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq, p.Epoch, p.Epoch)
 	}
 	if err != nil {
 		return err
@@ -164,13 +164,13 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 		if err != nil {
 			return err
 		}
-		var seq int64
+		var head store.Head
 		var owner sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT last_seq, import_owner FROM conversations WHERE id = ?`, p.ConversationID).Scan(&seq, &owner)
+		err := tx.QueryRowContext(ctx, `SELECT last_seq, epoch, import_owner FROM conversations WHERE id = ?`, p.ConversationID).Scan(&head.Seq, &head.Epoch, &owner)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		return store.AppendMiss(p, err == nil, seq, owner.String)
+		return store.AppendMiss(p, err == nil, head, owner.String)
 	}
 	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
 		return err

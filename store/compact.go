@@ -328,10 +328,12 @@ type RenewEpochsParams struct {
 
 // EpochRenewal is one conversation as RenewEpochs reads and writes it:
 // its record's data and its conversation.created event's (nil if it has
-// none), as stored.
+// none), as stored, and the epoch they say (Head.Epoch: written by
+// RenewAll).
 type EpochRenewal struct {
 	ID            string
 	Data, Created []byte
+	Epoch         string
 }
 
 // RenewAll is RenewEpochs over a backend's two steps: read reads the
@@ -347,6 +349,7 @@ func RenewAll(p RenewEpochsParams, read func(after string) ([]EpochRenewal, erro
 		}
 		for _, r := range batch {
 			epoch := p.Epoch()
+			r.Epoch = epoch
 			if r.Data, err = WithEpoch(r.Data, epoch); err != nil {
 				return n, err
 			}

@@ -12,6 +12,8 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -32,14 +34,15 @@ type Store interface {
 	// import in progress.
 	GetConversation(ctx context.Context, id string) (*ConversationRecord, error)
 
-	// LastSeq returns the seq of a conversation's last event: a cheap check
-	// of whether a cached state is current. It returns ENOTFOUND as
-	// GetConversation does.
-	LastSeq(ctx context.Context, id string) (int64, error)
-	// LastSeqs returns the last seq of each of the conversations named (at
-	// most 1000) in one read; an unknown one, or an import in progress, is
+	// Head returns the seq of a conversation's last event and its epoch: a
+	// cheap check of whether a cached state is current, and still of the
+	// same conversation (one deleted and made again under the same id has
+	// another epoch). It returns ENOTFOUND as GetConversation does.
+	Head(ctx context.Context, id string) (Head, error)
+	// Heads returns the Head of each of the conversations named (at most
+	// MaxHeads) in one read; an unknown one, or an import in progress, is
 	// left out of the map.
-	LastSeqs(ctx context.Context, ids []string) (map[string]int64, error)
+	Heads(ctx context.Context, ids []string) (map[string]Head, error)
 
 	// ListConversations pages over conversations, newest first, leaving out
 	// imports in progress. The returned cursor is "" on the last page.
@@ -184,13 +187,18 @@ type Store interface {
 	// DeleteTask removes a task. It returns ENOTFOUND.
 	DeleteTask(ctx context.Context, id string) error
 
-	// DueTasks returns the tasks of one round of the scheduler: those due
-	// at p.Now, longest overdue first, at most p.PerAgent of one agent and
-	// then p.PerConversation of one conversation (0: no bound), p.Limit in
-	// all. However many tasks one agent or conversation has, a task of
-	// another comes in the next round it is due, or soon after when more
-	// than p.Limit agents and conversations have tasks overdue.
-	DueTasks(ctx context.Context, p DueTasksParams) ([]*parley.Task, error)
+	// TakeDueTasks takes the tasks of one round of the scheduler and
+	// leases them until p.Until: those due at p.Now and not leased then,
+	// longest overdue first, at most p.PerAgent of one agent and then
+	// p.PerConversation of one conversation (0: no bound), p.Limit in all.
+	// However many tasks one agent or conversation has, a task of another
+	// comes in the next round it is due, or soon after when more than
+	// p.Limit agents and conversations have tasks overdue. Of several
+	// nodes taking at once, each task goes to one (rows another take holds
+	// are skipped, not waited for). The append that advances a task
+	// (AppendParams.Task) ends its lease; a node that dies holding tasks
+	// leaves them to be taken again once their lease ends.
+	TakeDueTasks(ctx context.Context, p TakeDueTasksParams) ([]*parley.Task, error)
 
 	// DeleteConversation removes a conversation with its events, messages,
 	// idempotency records, outbox rows, tasks and prompt queue, in one
@@ -243,6 +251,14 @@ type Store interface {
 
 	// Close releases the store's resources after in-flight writes finish.
 	Close() error
+}
+
+// Head is where a conversation's log ends, and which conversation of its
+// id it is: its epoch, which a conversation deleted and made again under
+// the same id, or restored, does not share.
+type Head struct {
+	Seq   int64
+	Epoch string
 }
 
 // ConversationRecord is a stored conversation with its log head.
@@ -325,7 +341,11 @@ type ListConversationsParams struct {
 type AppendParams struct {
 	ConversationID string
 	ExpectSeq      int64
-	Events         []parley.Event
+	// Epoch, if set, is the epoch of the conversation the append was
+	// decided for: it fails with ECONFLICT if the conversation of that id
+	// now has another (it was deleted and made again), even at ExpectSeq.
+	Epoch  string
+	Events []parley.Event
 	// Messages are inserted, or replace the row with the same id.
 	Messages []*parley.Message
 	// RemoveMessages are the ids of message rows to delete (a revert).
@@ -453,12 +473,26 @@ type TakeDeliveriesParams struct {
 	Limit int
 }
 
-// DueTasksParams are the arguments of Store.DueTasks.
-type DueTasksParams struct {
-	Now             parley.Time
+// TakeDueTasksParams are the arguments of Store.TakeDueTasks.
+type TakeDueTasksParams struct {
+	Now parley.Time
+	// Until is when the lease of the tasks taken ends (at or before Now:
+	// there is none).
+	Until           parley.Time
 	Limit           int
 	PerAgent        int
 	PerConversation int
+}
+
+// SortTasks puts tasks in the order a round fires them: longest overdue
+// first (by NextRunAt, then id).
+func SortTasks(ts []*parley.Task) {
+	slices.SortFunc(ts, func(a, b *parley.Task) int {
+		if c := a.NextRunAt.Compare(b.NextRunAt.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 }
 
 // TooManyTasks is the EBUSY of a task whose agent has max tasks already.
@@ -532,14 +566,16 @@ func OnceFor(id string, write func(AppendParams) error) func(AppendParams) error
 // AppendMiss explains why an Append's conditional update of the
 // conversation's head matched no row, from that row as it is now: found
 // false if there is none, importOwner "" unless it is an import in progress.
-func AppendMiss(p AppendParams, found bool, lastSeq int64, importOwner string) error {
+func AppendMiss(p AppendParams, found bool, head Head, importOwner string) error {
 	switch {
 	case p.Import != nil && (!found || importOwner != p.Import.Owner):
 		return ErrImportLost(p.ConversationID)
 	case !found || (p.Import == nil && importOwner != ""):
 		return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", p.ConversationID)
+	case p.Import == nil && p.Epoch != "" && head.Epoch != p.Epoch:
+		return parley.Errorf(parley.ECONFLICT, "conversation %s was deleted and made again (epoch %s, not %s)", p.ConversationID, head.Epoch, p.Epoch)
 	}
-	return parley.Errorf(parley.ECONFLICT, "conversation %s is at seq %d, not %d", p.ConversationID, lastSeq, p.ExpectSeq)
+	return parley.Errorf(parley.ECONFLICT, "conversation %s is at seq %d, not %d", p.ConversationID, head.Seq, p.ExpectSeq)
 }
 
 // RemoveEach calls remove for each id in turn and returns the ids it
@@ -587,13 +623,13 @@ func DecodeMessages(raw []RawMessage) ([]*parley.Message, error) {
 	return out, nil
 }
 
-// MaxLastSeqs bounds the conversations one LastSeqs call names.
-const MaxLastSeqs = 1000
+// MaxHeads bounds the conversations one Heads call names.
+const MaxHeads = 1000
 
-// CheckLastSeqs refuses a LastSeqs call over MaxLastSeqs.
-func CheckLastSeqs(ids []string) error {
-	if len(ids) > MaxLastSeqs {
-		return parley.Errorf(parley.EINVALIDVALUE, "LastSeqs names %d conversations; at most %d at a time", len(ids), MaxLastSeqs)
+// CheckHeads refuses a Heads call over MaxHeads.
+func CheckHeads(ids []string) error {
+	if len(ids) > MaxHeads {
+		return parley.Errorf(parley.EINVALIDVALUE, "Heads names %d conversations; at most %d at a time", len(ids), MaxHeads)
 	}
 	return nil
 }

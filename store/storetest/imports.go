@@ -80,7 +80,7 @@ func testImportInvisibleUntilFinished(t *testing.T, s store.Store) {
 	if got, listed := visible(t, s, id); got || listed {
 		t.Fatalf("an import in progress is visible: get %v, listed %v", got, listed)
 	}
-	_, err := s.LastSeq(ctx(t), id)
+	_, err := s.Head(ctx(t), id)
 	wantCode(t, err, parley.ENOTFOUND)
 	if n := rowsOf(t, s, id); n != 3 {
 		t.Fatalf("the import holds %d events and rows, want 3 (its importer reads them)", n)

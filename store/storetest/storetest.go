@@ -37,6 +37,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 	t.Run("TakeDeliveriesOnce", func(t *testing.T) { testTakeDeliveriesOnce(t, newStore(t)) })
 	// RenewEpochs renews every conversation's epoch: alone too.
 	t.Run("RenewEpochs", func(t *testing.T) { testRenewEpochs(t, newStore(t)) })
+	// So are the scheduler's takes, which lease every due task.
+	t.Run("Tasks", func(t *testing.T) { testTasks(t, newStore(t)) })
+	t.Run("DueTasksFairRounds", func(t *testing.T) { testDueTasksFair(t, newStore(t)) })
+	t.Run("TakeDueTasksOnce", func(t *testing.T) { testTakeDueTasksOnce(t, newStore(t)) })
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s store.Store)
@@ -55,12 +59,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},
 		{"AbortImport", testAbortImport},
-		{"Tasks", testTasks},
 		{"RunnerLeases", testRunnerLeases},
 		{"AgentWideLeases", testAgentWideLeases},
 		{"QueuedFor", testQueuedFor},
 		{"TasksPerAgentBound", testTasksPerAgent},
-		{"DueTasksFairRounds", testDueTasksFair},
 		{"TaskOnlyAppend", testTaskOnlyAppend},
 		{"QueueKeptApart", testQueueKeptApart},
 		{"NilStateKeepsSnapshot", testNilStateKeepsSnapshot},
@@ -323,23 +325,23 @@ func testAppendDense(t *testing.T, s store.Store) {
 	if rec.LastSeq != 4 || last != 4 {
 		t.Fatalf("lastSeq %d, want 4", rec.LastSeq)
 	}
-	if seq, err := s.LastSeq(ctx(t), id); err != nil || seq != 4 {
-		t.Fatalf("LastSeq = %d, %v; want 4", seq, err)
+	if h, err := s.Head(ctx(t), id); err != nil || h != (store.Head{Seq: 4, Epoch: "ep"}) {
+		t.Fatalf("Head = %+v, %v; want seq 4 of epoch ep", h, err)
 	}
-	_, err = s.LastSeq(ctx(t), uuid.NewString())
+	_, err = s.Head(ctx(t), uuid.NewString())
 	wantCode(t, err, parley.ENOTFOUND)
 
-	// LastSeqs reads many at once and leaves out the unknown.
+	// Heads reads many at once and leaves out the unknown.
 	other := newConversation(t, s)
 	unknown := uuid.NewString()
-	seqs, err := s.LastSeqs(ctx(t), []string{id, other, unknown})
-	if err != nil || len(seqs) != 2 || seqs[id] != 4 || seqs[other] != 1 {
-		t.Fatalf("LastSeqs = %v, %v; want %s:4 %s:1 and not %s", seqs, err, id, other, unknown)
+	heads, err := s.Heads(ctx(t), []string{id, other, unknown})
+	if err != nil || len(heads) != 2 || heads[id] != (store.Head{Seq: 4, Epoch: "ep"}) || heads[other] != (store.Head{Seq: 1, Epoch: "ep"}) {
+		t.Fatalf("Heads = %v, %v; want %s:4 %s:1 of epoch ep and not %s", heads, err, id, other, unknown)
 	}
-	if seqs, err := s.LastSeqs(ctx(t), nil); err != nil || len(seqs) != 0 {
-		t.Fatalf("LastSeqs of none = %v, %v", seqs, err)
+	if heads, err := s.Heads(ctx(t), nil); err != nil || len(heads) != 0 {
+		t.Fatalf("Heads of none = %v, %v", heads, err)
 	}
-	_, err = s.LastSeqs(ctx(t), make([]string, store.MaxLastSeqs+1))
+	_, err = s.Heads(ctx(t), make([]string, store.MaxHeads+1))
 	wantCode(t, err, parley.EINVALIDVALUE)
 }
 
@@ -507,9 +509,29 @@ func testDeleteConversation(t *testing.T, s store.Store) {
 		t.Fatalf("the other conversation has %d messages, want 1", len(ms))
 	}
 	wantCode(t, s.DeleteConversation(ctx(t), gone), parley.ENOTFOUND)
-	// The id is free again.
+	// The id is free again, for a conversation of another epoch: its head
+	// says so, and an append decided for the deleted one is refused, even
+	// at the seq the new one is at.
 	if err := s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: parley.Conversation{ID: gone, Epoch: "e2", CreatedAt: t0},
-		Events: []parley.Event{event(gone, 1, "a")}, State: []byte(`{}`)}); err != nil {
+		Events: []parley.Event{event(gone, 1, "a"), event(gone, 2, "a")}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.Head(ctx(t), gone); err != nil || h != (store.Head{Seq: 2, Epoch: "e2"}) {
+		t.Fatalf("Head of the conversation made again = %+v, %v; want seq 2 of epoch e2", h, err)
+	}
+	stale := store.AppendParams{ConversationID: gone, ExpectSeq: 2, Epoch: "ep", Events: []parley.Event{event(gone, 3, "ghost")},
+		Messages: []*parley.Message{message(gone, "ghost", 3, "", 0)}, State: []byte(`{"stale":true}`)}
+	wantCode(t, s.Append(ctx(t), stale), parley.ECONFLICT)
+	wantCode(t, s.Exclusive(ctx(t), gone, func(write func(store.AppendParams) error) error { return write(stale) }), parley.ECONFLICT)
+	if evs, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: gone, Limit: 10}); len(evs) != 2 {
+		t.Fatalf("the conversation made again has %d events after an append of the deleted one's epoch, want 2", len(evs))
+	}
+	if _, err := s.GetMessage(ctx(t), gone, "ghost"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("an append of the deleted conversation's epoch wrote a message row: %v", err)
+	}
+	// Of its own epoch, it is written.
+	stale.Epoch = "e2"
+	if err := s.Append(ctx(t), stale); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -586,28 +608,16 @@ func testTakeDeliveriesOnce(t *testing.T, s store.Store) {
 	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: ds, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	taken := map[string]int{}
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for range 10 {
-				got, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: parley.NewTime(t0.Add(time.Hour)), Limit: 7})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				for _, d := range got {
-					if d.ConversationID == id {
-						taken[d.MessageID]++
-					}
-				}
-				mu.Unlock()
+	taken := takeAtOnce(t, func() ([]string, error) {
+		got, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: parley.NewTime(t0.Add(time.Hour)), Limit: 7})
+		var mine []string
+		for _, d := range got {
+			if d.ConversationID == id {
+				mine = append(mine, d.MessageID)
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return mine, err
+	})
 	if len(taken) != n {
 		t.Fatalf("%d of %d rows taken", len(taken), n)
 	}
@@ -616,6 +626,32 @@ func testTakeDeliveriesOnce(t *testing.T, s store.Store) {
 			t.Fatalf("row %s taken %d times", m, k)
 		}
 	}
+}
+
+// takeAtOnce runs four takers at once, as nodes polling one database do,
+// each calling take ten times, and counts how often each id came.
+func takeAtOnce(t *testing.T, take func() ([]string, error)) map[string]int {
+	var mu sync.Mutex
+	taken := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				got, err := take()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, id := range got {
+					taken[id]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return taken
 }
 
 func testTasks(t *testing.T, s store.Store) {
@@ -629,9 +665,20 @@ func testTasks(t *testing.T, s store.Store) {
 	if err != nil || got.Prompt != "report" || !got.NextRunAt.Equal(t0.Time) {
 		t.Fatalf("task = %+v, %v", got, err)
 	}
-	due, _ := s.DueTasks(ctx(t), store.DueTasksParams{Now: t0, Limit: 1000})
-	if !slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
-		t.Fatal("a task due at t0 is not listed as due")
+	// A round takes it, and holds it until its lease ends.
+	taken := func(now, until time.Time) bool {
+		t.Helper()
+		due, err := s.TakeDueTasks(ctx(t), store.TakeDueTasksParams{Now: parley.NewTime(now), Until: parley.NewTime(until), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID })
+	}
+	if !taken(t0.Time, t0.Add(time.Hour)) {
+		t.Fatal("a task due at t0 is not taken at t0")
+	}
+	if taken(t0.Time, t0.Time) {
+		t.Fatal("a task another round holds is taken again")
 	}
 	// A firing moves the task on with its events; a second firing of the same run fails whole.
 	next := parley.NewTime(t0.Add(time.Minute))
@@ -648,9 +695,20 @@ func testTasks(t *testing.T, s store.Store) {
 	if !got.NextRunAt.Equal(next.Time) {
 		t.Fatalf("next run %v, want %v", got.NextRunAt, next)
 	}
-	due, _ = s.DueTasks(ctx(t), store.DueTasksParams{Now: t0, Limit: 1000})
-	if slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID }) {
+	if taken(t0.Time, t0.Time) {
 		t.Fatal("a task that fired is still due")
+	}
+	// The firing ended the lease: at its next run it is taken again, well
+	// before the lease would have ended. Held by a round that never fires
+	// it (its node died), it is taken again once that lease ends.
+	if !taken(next.Time, next.Add(time.Minute)) {
+		t.Fatal("a task that fired is not taken at its next run")
+	}
+	if taken(next.Add(30*time.Second), next.Add(30*time.Second)) {
+		t.Fatal("a task is taken while a round holds it")
+	}
+	if !taken(next.Add(time.Minute), next.Add(time.Minute)) {
+		t.Fatal("a task whose lease ended is not taken again")
 	}
 	all, err := s.ListTasks(ctx(t))
 	if err != nil || !slices.ContainsFunc(all, func(x *parley.Task) bool { return x.ID == task.ID }) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -68,7 +69,7 @@ func testTasksPerAgent(t *testing.T, s store.Store) {
 	}
 }
 
-// testDueTasksFair checks DueTasks against its definition, on tasks of four
+// testDueTasksFair checks TakeDueTasks against its definition, on tasks of four
 // agents in three conversations (ties in time included) and several
 // bounds: of the due tasks, the longest overdue PerAgent of each agent,
 // then of those PerConversation of each conversation, Limit in all, longest
@@ -94,11 +95,12 @@ func testDueTasksFair(t *testing.T, s store.Store) {
 			t.Fatal(err)
 		}
 		tasks = append(tasks, task)
+		t.Cleanup(func() { _ = s.DeleteTask(context.Background(), task.ID) }) // not due for the rounds of the tests after
 	}
 	slices.SortFunc(tasks, func(x, y *parley.Task) int {
 		return cmp.Or(x.NextRunAt.Compare(y.NextRunAt.Time), cmp.Compare(x.ID, y.ID))
 	})
-	want := func(p store.DueTasksParams) []string {
+	want := func(p store.TakeDueTasksParams) []string {
 		perAgent, perConv, out := map[string]int{}, map[string]int{}, []string{}
 		var kept []*parley.Task
 		for _, x := range tasks {
@@ -116,14 +118,16 @@ func testDueTasksFair(t *testing.T, s store.Store) {
 		}
 		return out
 	}
-	for _, p := range []store.DueTasksParams{
+	for _, p := range []store.TakeDueTasksParams{
 		{Limit: 100, PerAgent: 10, PerConversation: 1}, {Limit: 100, PerAgent: 2, PerConversation: 1},
 		{Limit: 2, PerAgent: 10, PerConversation: 1}, {Limit: 100}, {Limit: 7}, {Limit: 100, PerConversation: 2},
 		{Limit: 100, PerAgent: 3}, {Limit: 100, PerAgent: 1, PerConversation: 1},
 	} {
 		for _, now := range []time.Duration{0, 5 * time.Second, time.Hour} {
-			p.Now = parley.NewTime(base.Add(now))
-			due, err := s.DueTasks(ctx(t), p)
+			// A lease that ends at base, before any round here: every
+			// round sees every task due.
+			p.Now, p.Until = parley.NewTime(base.Add(now)), base
+			due, err := s.TakeDueTasks(ctx(t), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +136,43 @@ func testDueTasksFair(t *testing.T, s store.Store) {
 				got = append(got, x.ID)
 			}
 			if w := want(p); !slices.Equal(got, w) {
-				t.Fatalf("DueTasks(%+v at base+%s) = %v, want %v", p, now, got, w)
+				t.Fatalf("TakeDueTasks(%+v at base+%s) = %v, want %v", p, now, got, w)
 			}
+		}
+	}
+}
+
+// testTakeDueTasksOnce: rounds that take due tasks at once, as the
+// schedulers of several nodes on one database do, take each task once:
+// none is taken by two, none is missed.
+func testTakeDueTasksOnce(t *testing.T, s store.Store) {
+	// Long before t0 and after the fair rounds' tasks: only these are due.
+	due := parley.NewTime(t0.AddDate(-100, 0, 0))
+	const n = 60
+	mine := map[string]bool{}
+	for i := range n {
+		task := &parley.Task{ID: uuid.NewString(), ConversationID: newConversation(t, s), AgentID: fmt.Sprintf("a%d", i%7), Prompt: "p",
+			EveryMs: 60000, NextRunAt: due, CreatedAt: t0}
+		if err := s.CreateTask(ctx(t), store.CreateTaskParams{Task: task}); err != nil {
+			t.Fatal(err)
+		}
+		mine[task.ID] = true
+		t.Cleanup(func() { _ = s.DeleteTask(context.Background(), task.ID) })
+	}
+	taken := takeAtOnce(t, func() ([]string, error) {
+		got, err := s.TakeDueTasks(ctx(t), store.TakeDueTasksParams{Now: due, Until: parley.NewTime(due.Add(time.Hour)), Limit: 7, PerAgent: 2, PerConversation: 1})
+		var ids []string
+		for _, x := range got {
+			ids = append(ids, x.ID)
+		}
+		return ids, err
+	})
+	if len(taken) != n {
+		t.Fatalf("%d of %d due tasks taken", len(taken), n)
+	}
+	for id, k := range taken {
+		if !mine[id] || k != 1 {
+			t.Fatalf("task %s (this test's: %v) taken %d times", id, mine[id], k)
 		}
 	}
 }

@@ -40,7 +40,8 @@ func queuedState(t *testing.T) (conv.State, []byte) {
 // QueuedVersion, one whose snapshot holds a queue of two prompts and one
 // with none. After the upgrade the first reads back as the same state, its
 // queue kept apart and out of the snapshot, and the second has no queue.
-// Undoing the migration puts the queue back in the snapshot.
+// Undoing the migration puts the queue back in the snapshot. The
+// conversations' epochs, in their data, are in their heads too.
 func UpgradeMovesQueues(t *testing.T, raw *sql.DB, dialect database.Dialect, migrations fs.FS, open func() store.Store) {
 	t.Helper()
 	want, old := queuedState(t)
@@ -53,6 +54,10 @@ func UpgradeMovesQueues(t *testing.T, raw *sql.DB, dialect database.Dialect, mig
 	}
 
 	s := open()
+	// The epoch, in the conversation's data before, is in its head too.
+	if h, err := s.Head(ctx(t), "queued"); err != nil || h != (store.Head{Seq: 1, Epoch: "e"}) {
+		t.Fatalf("Head after the upgrade = %+v, %v; want seq 1 of epoch e", h, err)
+	}
 	rec, err := s.GetConversation(ctx(t), "queued")
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,24 @@ type Chunk struct {
 	Checkpoint bool `json:"checkpoint,omitempty"`
 }
 
+// StreamingText is text an agent streams in a conversation made with
+// messageFormat v1 before a message holds it: a runner of the first
+// protocol streams its answer as chunk events that name no message
+// (MessageID ""), then sends the text again as a message row. Clients show
+// it as the agent's answer so far until that row comes, or until the
+// answer ends without one; a snapshot carries each agent's as of its
+// position.
+type StreamingText struct {
+	AgentID string `json:"agentId"`
+	Turn    int    `json:"turn"`
+	// TurnID is the exchange it belongs to ("" if its events named none).
+	TurnID string `json:"turnId"`
+	// Seq is the seq of its first chunk, UpdatedSeq of its last.
+	Seq        int64  `json:"seq"`
+	UpdatedSeq int64  `json:"updatedSeq"`
+	Content    string `json:"content"`
+}
+
 // PartUpdate is the data of a part.updated event: a tool call of a
 // streaming message was added or changed. Part is a tool-call part that
 // names the call (CallID) and its status and carries, of its tool name,

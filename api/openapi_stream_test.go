@@ -236,3 +236,20 @@ func waitFor(t *testing.T, ok func() bool) {
 		}
 	}
 }
+
+// TestOpenAPIInitWithStreamedText: a snapshot taken while a v1 runner
+// streams text that no row holds yet carries that text (init.streaming),
+// as the document describes it.
+func TestOpenAPIInitWithStreamedText(t *testing.T) {
+	t.Parallel()
+	c := newConformance(t)
+	v := c.call("POST", "/v1/conversations", c.admin, map[string]any{"participants": []string{"alice"}, "members": []string{"human"}, "messageFormat": "v1"}, 201)
+	cp := "/v1/conversations/" + v.body["conversation"].(map[string]any)["id"].(string)
+	r := c.runner(cp+"/runner", false)
+	r.send("", map[string]any{"type": "stream", "content": "Let me look"})
+	waitFor(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.seen["ack"] > 0 })
+	init := c.sse(c.stream("GET", cp+"/stream", nil), "StreamFrame", func([]byte) bool { return true })
+	if len(init) != 1 || !strings.Contains(string(init[0]), `"streaming":[{"agentId":"alice","turn":1,"turnId":"","seq":`) {
+		t.Fatalf("the init frame %s, want alice's text in it", init)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
-	"github.com/parleyhq/parley/peek"
 )
 
 // streamSSE serves a conversation as Server-Sent Events. Each event's id is
@@ -22,10 +21,11 @@ import (
 //
 // Over HTTP/1.1 the stream takes the connection over from net/http (the
 // response ends with the connection), and is written by one goroutine of
-// its own, started fresh so that an idle stream holds little; it looks
-// between its writes (at each heartbeat while idle) whether the client has
-// gone. Where the connection cannot be taken over, the handler writes the
-// stream itself.
+// its own, started fresh so that an idle stream holds little, while
+// another waits on the connection for the client to leave (it sends
+// nothing else), and ends the stream the moment it does. Where the
+// connection cannot be taken over, the handler writes the stream itself
+// (and net/http says when the client leaves).
 func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
 	if err != nil {
@@ -62,10 +62,14 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 			go func() {
 				defer done()
 				defer conn.Close()
-				out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline, gone: peerGone(conn)}
+				out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline}
 				if _, err := io.WriteString(conn, head); err == nil {
 					out.stream(ctx, id, epoch, sub, init)
 				}
+			}()
+			go func() {
+				untilGone(conn)
+				cut(nil) // the writer ends the stream
 			}()
 			return
 		}
@@ -80,24 +84,19 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 	sctx, stop := context.WithCancelCause(r.Context())
 	defer stop(nil)
 	context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
-	out := &sseWriter{s: s, w: w, deadline: rc.SetWriteDeadline, flushDst: rc.Flush, gone: func() error { return nil }}
+	out := &sseWriter{s: s, w: w, deadline: rc.SetWriteDeadline, flushDst: rc.Flush}
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	out.stream(sctx, id, epoch, sub, init)
 }
 
-// peerGone returns the function that reports, without waiting, whether
-// the client of a taken-over connection has gone (it sends nothing else).
-func peerGone(conn net.Conn) func() error {
+// untilGone reads a taken-over connection, whose client sends nothing
+// after its request, until the client leaves (or the connection is
+// closed): what it might send is read past.
+func untilGone(conn net.Conn) {
 	var buf [64]byte
-	return func() error {
-		for {
-			n, err := peek.Read(conn, buf[:])
-			if err != nil {
-				return errClientGone
-			}
-			if n == 0 {
-				return nil
-			}
+	for {
+		if _, err := conn.Read(buf[:]); err != nil {
+			return
 		}
 	}
 }
@@ -110,10 +109,8 @@ type sseWriter struct {
 	w        io.Writer
 	deadline func(time.Time) error
 	flushDst func() error // after the buffer is flushed (net/http's own buffer); nil if none
-	gone     func() error
 	bw       *bufio.Writer
 	armed    bool
-	polled   time.Time
 }
 
 func (o *sseWriter) arm() {
@@ -165,10 +162,6 @@ func (o *sseWriter) flush() error {
 	}
 	_ = o.deadline(time.Time{})
 	o.armed = false
-	if time.Since(o.polled) > time.Second {
-		o.polled = time.Now()
-		return o.gone()
-	}
 	return nil
 }
 
@@ -191,10 +184,6 @@ func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Fo
 		}
 		return o.frame(evID, name, data)
 	}, o.flush, func() error {
-		o.polled = time.Now()
-		if err := o.gone(); err != nil {
-			return err
-		}
 		_, err := o.out().WriteString(": ping\n\n")
 		return err
 	})

@@ -15,11 +15,11 @@ import (
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
 // same frames as SSE. The subscription is made before the upgrade, so an
 // unknown conversation is a plain 404. Once upgraded, the connection is
-// served by one goroutine of its own, started fresh so that an idle one
-// holds little, and the handler returns: it writes what the follower
-// yields, and between batches (at least once a second while busy, and at
-// each heartbeat while idle) handles what the client sent: its pings are
-// answered, its close ends the stream, and a client that answers no ping
+// served by two goroutines of its own, started fresh so that an idle one
+// holds little, and the handler returns: one writes what the follower
+// yields; the other reads what the client sends, as it comes: its pings
+// are answered, and its close frame is answered and ends the stream at
+// once, as does the end of its connection. A client that answers no ping
 // for a heartbeat is gone.
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
@@ -46,6 +46,10 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 			var c *wsconn.Conn
 			if c, err = wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns}); err == nil {
 				go s.writeWS(pctx, c, id, sub, init, func() { cut(nil); cancel(); release() })
+				go func() {
+					_ = c.Drain() // until the client closes or leaves, or the writer closed
+					cancel()      // the writer ends the stream
+				}()
 				return
 			}
 			sub.Close()
@@ -76,15 +80,10 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 		}
 		return c.WriteText(b)
 	}
-	polled := time.Now()
 	flush := func() error {
 		err := c.Flush()
 		_ = c.SetWriteDeadline(time.Time{})
 		armed = false
-		if err == nil && time.Since(polled) > time.Second {
-			polled = time.Now()
-			err = c.Poll()
-		}
 		return err
 	}
 	if send(init) != nil || flush() != nil {
@@ -97,10 +96,6 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 		}
 		return send(data)
 	}, flush, func() error {
-		polled = time.Now()
-		if err := c.Poll(); err != nil {
-			return err
-		}
 		if !armed {
 			_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 			armed = true

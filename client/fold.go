@@ -43,8 +43,8 @@ import (
 // closes its turn, its turn.reset or turn.aborted, or its prompt.completed,
 // prompt.canceled or prompt.requeued; every text is dropped by a message
 // that closes the conversation, by messages.removed, and by an init with
-// recovered false (a snapshot holds messages only, so a client that joins
-// while such text streams shows it from then on).
+// recovered false, which holds the texts of its snapshot (init.streaming,
+// each agent's as of the snapshot's position) instead.
 //
 // A summarized message is replaced by a copy read over HTTP (Hold), or by
 // the next message or message.updated event of it.
@@ -66,6 +66,9 @@ func (f *Fold) Apply(fr Frame) error {
 			f.texts = nil
 			for _, m := range fr.Init.Messages {
 				f.hold(m)
+			}
+			for _, t := range fr.Init.Streaming {
+				f.startText(t)
 			}
 		}
 	case fr.Event != nil:

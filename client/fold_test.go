@@ -252,6 +252,13 @@ func by(agent string, fr client.Frame) client.Frame {
 	return client.Frame{Type: fr.Type, Event: &e}
 }
 
+// withTexts gives an init frame a snapshot's streaming texts.
+func withTexts(fr client.Frame, ts ...client.StreamingText) client.Frame {
+	in := *fr.Init
+	in.Streaming = ts
+	return client.Frame{Type: fr.Type, Init: &in}
+}
+
 // showStreaming renders the fold's streaming texts as "agent@seq-updated:content".
 func showStreaming(f *client.Fold) string {
 	var out []string
@@ -264,8 +271,8 @@ func showStreaming(f *client.Fold) string {
 // TestFoldStreamingTextOfV1: in a v1 conversation text streams as chunks
 // that name no message before a row holds it. The fold shows it apart
 // from the messages, one text per agent, until the agent's next message,
-// its turn's end, its prompt's end, a revert or a snapshot; a chunk it
-// already has changes nothing.
+// its turn's end, its prompt's end, a revert or a snapshot, which holds
+// its own; a chunk it already has changes nothing.
 func TestFoldStreamingTextOfV1(t *testing.T) {
 	t.Parallel()
 	row := func(id string, seq int64, agent string, fin parley.Finality) *parley.Message {
@@ -300,6 +307,8 @@ func TestFoldStreamingTextOfV1(t *testing.T) {
 		{"an event before the text ends nothing", then(by("alice", ev(7, client.EventPromptCompleted, map[string]string{"id": "p1"}))), `alice@5-7:"Let me look." bob@6-6:"Hm"`},
 		{"a revert ends every one", then(by("human", ev(8, parley.EventMessagesRemoved, parley.MessagesRemoved{MessageIDs: []string{"p1"}}))), ``},
 		{"a snapshot ends every one", then(initFrame(false)), ``},
+		{"and holds its own, which go on", then(withTexts(initFrame(false), client.StreamingText{AgentID: "carol", Turn: 3, Seq: 9, UpdatedSeq: 10, Content: "So "}),
+			by("carol", ev(10, parley.EventChunk, chunk("", "So "))), by("carol", ev(11, parley.EventChunk, chunk("", "far")))), `carol@9-11:"So far"`},
 		{"a resumed stream keeps them", then(initFrame(true), by("alice", ev(8, parley.EventChunk, chunk("", " Now.")))), `alice@5-8:"Let me look. Now." bob@6-6:"Hm"`},
 		{"text after the row starts anew", then(by("alice", ev(8, parley.EventMessage, row("r1", 8, "alice", parley.FinalityNone))), by("alice", ev(9, parley.EventChunk, chunk("", "More")))), `bob@6-6:"Hm" alice@9-9:"More"`},
 	}

@@ -50,6 +50,10 @@ type Init struct {
 	Head         parley.Head         `json:"head"`
 	Guidance     *parley.Guidance    `json:"guidance"`
 	Messages     []*parley.Message   `json:"messages,omitempty"`
+	// Streaming is, in a snapshot, the text each agent streams with no
+	// message yet (conversations made with messageFormat v1), as of
+	// Position, in the order they started.
+	Streaming []StreamingText `json:"streaming,omitempty"`
 }
 
 // Frame is one thing a Stream yields: an init (after each connect), an event

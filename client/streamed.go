@@ -12,16 +12,9 @@ import (
 // protocol streams its answer as chunk events that name no message
 // (messageId ""), then sends the text again as a message row. A client
 // shows it as the agent's answer so far until that row comes, or until
-// the answer ends without one (see Fold).
-type StreamingText struct {
-	AgentID string `json:"agentId"`
-	Turn    int    `json:"turn"`
-	TurnID  string `json:"turnId,omitempty"`
-	// Seq is the seq of its first chunk, UpdatedSeq of its last.
-	Seq        int64  `json:"seq"`
-	UpdatedSeq int64  `json:"updatedSeq"`
-	Content    string `json:"content"`
-}
+// the answer ends without one (see Fold); a snapshot (Init.Streaming)
+// carries each agent's as of its position.
+type StreamingText = parley.StreamingText
 
 // endsStreaming are the events of an agent after which the text it streamed
 // with no message is no longer shown: its turn restarted or ended, or the
@@ -74,10 +67,15 @@ func (f *Fold) streamText(e *parley.Event, content string) {
 		}
 		return
 	}
+	f.startText(StreamingText{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, Seq: e.Seq, UpdatedSeq: e.Seq, Content: content})
+}
+
+// startText holds an agent's text: its first chunk, or a snapshot's.
+func (f *Fold) startText(t StreamingText) {
 	if f.texts == nil {
 		f.texts = make(map[string]*StreamingText)
 	}
-	f.texts[e.AgentID] = &StreamingText{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, Seq: e.Seq, UpdatedSeq: e.Seq, Content: content}
+	f.texts[t.AgentID] = &t
 }
 
 // endText stops showing an agent's text, if the event at seq is after it.

@@ -38,6 +38,9 @@ type State struct {
 	LastAbort *AbortMark `json:"lastAbort,omitempty"`
 	// Streams are the messages still streaming, by id.
 	Streams map[string]Stream `json:"streams,omitempty"`
+	// Texts are the texts agents stream in a v1 conversation that no
+	// message holds yet, by agent (see StreamV1).
+	Texts map[string]PendingText `json:"texts,omitempty"`
 	// Queue holds the prompts waiting or dispatched, in order.
 	Queue []QueuedPrompt `json:"queue,omitempty"`
 }
@@ -60,6 +63,7 @@ func Evolve(s State, events ...parley.Event) State {
 
 func apply(s State, e parley.Event) State {
 	s.LastSeq, s.LastAt = e.Seq, e.Time
+	var head messageHead // of a message or message.updated event
 	switch e.Type {
 	case parley.EventConversationCreated:
 		// Into a new value: decoding into s.Conversation would reuse the
@@ -68,7 +72,6 @@ func apply(s State, e parley.Event) State {
 		_ = json.Unmarshal(e.Data, &c)
 		s.Conversation = c
 	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventPartUpdated, parley.EventMessageUpdated:
-		var head messageHead
 		if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
 			_ = json.Unmarshal(e.Data, &head) // once: it is the costly part of Evolve
 		}
@@ -119,6 +122,9 @@ func apply(s State, e parley.Event) State {
 			s = applyPrompt(s, e) // the only events that change the queue
 		}
 	}
+	if len(s.Texts) > 0 {
+		s = endTexts(s, e, head)
+	}
 	return s
 }
 
@@ -161,11 +167,14 @@ func closeTurn(s State, e parley.Event, next string) State {
 }
 
 // messageHead is what Evolve reads of a message or message.updated event:
-// the message's id and status (for Streams) and the next agent it names.
+// the message's id and status (for Streams), the next agent it names, and
+// its writer and finality (for Texts).
 type messageHead struct {
-	ID     string               `json:"id"`
-	Status parley.MessageStatus `json:"status"`
-	Next   string               `json:"next"`
+	ID       string               `json:"id"`
+	Status   parley.MessageStatus `json:"status"`
+	Next     string               `json:"next"`
+	AgentID  string               `json:"agentId"`
+	Finality parley.Finality      `json:"finality"`
 }
 
 // activeClaim returns the claim if it has not expired at now.

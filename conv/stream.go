@@ -296,6 +296,9 @@ func applyStream(s State, e parley.Event, m messageHead) State {
 		}
 	case parley.EventChunk, parley.EventPartUpdated:
 		id, bytes, checkpoint := streamDelta(e)
+		if id == "" && e.Type == parley.EventChunk {
+			return growText(s, e, bytes) // text no message holds yet (v1)
+		}
 		st, ok := s.Streams[id]
 		if !ok {
 			return s

@@ -1,6 +1,10 @@
 package conv
 
-import "github.com/parleyhq/parley"
+import (
+	"maps"
+
+	"github.com/parleyhq/parley"
+)
 
 // The first runner protocol. A conversation made with messageFormat "v1"
 // also takes the frames of the protocol runners spoke before messages had
@@ -14,7 +18,10 @@ import "github.com/parleyhq/parley"
 // until the agent's next message, which holds the text). It takes the
 // floor as a message would (the agent's open turn, or the next one,
 // answering the prompt dispatched to it) and closes nothing. Empty text is
-// accepted and writes nothing.
+// accepted and writes nothing. The texts no message holds yet are bounded
+// as one message's text is (Limits.MaxTextBytes, all agents' together,
+// and at most Limits.MaxStreaming agents at once), so that a snapshot,
+// which carries them, stays bounded.
 type StreamV1 struct {
 	Actor
 	Content string
@@ -29,8 +36,17 @@ func (d *decider) streamV1(c StreamV1) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	if len(c.Content) > d.env.Limits.MaxTextBytes {
-		return parley.Errorf(parley.ETOOLARGE, "streamed text of %d bytes; the limit is %d", len(c.Content), d.env.Limits.MaxTextBytes)
+	pending := 0
+	for _, t := range d.s.Texts {
+		pending += t.Bytes
+	}
+	if pending+len(c.Content) > d.env.Limits.MaxTextBytes {
+		return parley.Errorf(parley.ETOOLARGE, "streamed text of %d bytes, after %d streamed that no result holds yet; the limit is %d (send a result to hold what was streamed)",
+			len(c.Content), pending, d.env.Limits.MaxTextBytes)
+	}
+	if _, ok := d.s.Texts[c.AgentID]; !ok && c.Content != "" && len(d.s.Texts) >= d.env.Limits.MaxStreaming {
+		return parley.Errorf(parley.EBUSY, "%d agents stream text that no result holds yet, the most there may be at once; wait until one sends its result", len(d.s.Texts)).
+			With("maxStreaming", d.env.Limits.MaxStreaming).WithHead(d.base.Head(d.env.Now))
 	}
 	plan, err := d.planTurn(c.AgentID, nil)
 	if err != nil {
@@ -54,4 +70,63 @@ func (d *decider) streamV1(c StreamV1) error {
 	e := d.emit(parley.EventChunk, plan.turn, turnID, c.AgentID, parley.FinalityNone, parley.Chunk{Content: c.Content})
 	d.out.Result = Result{Turn: plan.turn, Claimed: true, Seq: e.Seq}
 	return nil
+}
+
+// PendingText is what the rules keep of the text an agent streams in a v1
+// conversation that no message holds yet: the seq of its first chunk, and
+// the bytes of text it holds. The text itself is in the log (the agent's
+// chunk events from Seq on that name no message), where a snapshot reads
+// it.
+type PendingText struct {
+	Seq   int64 `json:"seq"`
+	Bytes int   `json:"bytes"`
+}
+
+// growText adds a chunk that names no message to its agent's text, or
+// starts it.
+func growText(s State, e parley.Event, bytes int) State {
+	t, ok := s.Texts[e.AgentID]
+	if !ok {
+		t.Seq = e.Seq
+	}
+	t.Bytes += bytes
+	s.Texts = maps.Clone(s.Texts)
+	if s.Texts == nil {
+		s.Texts = map[string]PendingText{}
+	}
+	s.Texts[e.AgentID] = t
+	return s
+}
+
+// endTexts drops the texts that event e ends, by the rules clients fold
+// them with (rule 9 of the stream's fold): an agent's text ends at its
+// next message (the row that holds it), at a message or message.updated
+// of its that closes its turn, at its turn.reset or turn.aborted, and when
+// the prompt it answers ends (its prompt.completed, prompt.canceled or
+// prompt.requeued); every text ends at a message that closes the
+// conversation and at messages.removed. m is the head of a message or
+// message.updated event.
+func endTexts(s State, e parley.Event, m messageHead) State {
+	agent := ""
+	switch e.Type {
+	case parley.EventMessage, parley.EventMessageUpdated:
+		switch {
+		case m.Finality == parley.FinalityConversation:
+			s.Texts = nil
+		case e.Type == parley.EventMessage || m.Finality == parley.FinalityTurn:
+			agent = m.AgentID
+		}
+	case parley.EventMessagesRemoved:
+		s.Texts = nil
+	case parley.EventTurnReset, parley.EventTurnAborted, EventPromptCompleted, EventPromptCanceled, EventPromptRequeued:
+		agent = e.AgentID
+	}
+	if _, ok := s.Texts[agent]; ok {
+		s.Texts = maps.Clone(s.Texts)
+		delete(s.Texts, agent)
+		if len(s.Texts) == 0 {
+			s.Texts = nil
+		}
+	}
+	return s
 }

@@ -21,7 +21,11 @@ import (
 // row whose call ended) is held streaming until the runner says what
 // comes next: another row finalizes it as part of the turn, complete
 // finalizes it closing the runner's turn (as v2's message.finalize does).
-// error and aborted, reverted and message.state mean what they mean in v2.
+// error and aborted, reverted and message.state mean what they mean in v2:
+// aborted ends the last result canceled, closing the turn, and the prompt.
+// A runner stopped before any result holds no message to end: its
+// aborted aborts the turn its streamed text opened (turn.aborted), as a
+// v2 runner's canceled message would have closed it.
 
 // v1Done are the tool statuses after which a call changes no more.
 var v1Done = map[string]bool{parley.ToolCompleted: true, parley.ToolError: true}
@@ -34,7 +38,7 @@ func (rs *Session) applyV1(ctx context.Context, f *Frame) (res *engine.MessageRe
 	case "stream":
 		res, err = eng.StreamV1(ctx, id, conv.StreamV1{Actor: rs.act, Content: f.Content})
 	case "result":
-		if err = rs.settleV1(ctx, parley.FinalityNone, ""); err != nil {
+		if err = rs.settleV1(ctx, parley.FinalityNone, "", false); err != nil {
 			return nil, true, err
 		}
 		mid := engine.NewID()
@@ -48,17 +52,31 @@ func (rs *Session) applyV1(ctx context.Context, f *Frame) (res *engine.MessageRe
 	case "tool":
 		res, err = rs.toolV1(ctx, f)
 	case "complete":
-		if err = rs.settleV1(ctx, parley.FinalityTurn, ""); err != nil {
+		if err = rs.settleV1(ctx, parley.FinalityTurn, "", true); err != nil {
 			return nil, true, err
 		}
 		var r *engine.TurnResult
 		if r, err = eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act, ID: f.MessageID}); err == nil {
 			res = &engine.MessageResult{Seq: r.Seq}
 		}
-	case "aborted", "error":
-		// The other rows end as part of the turn; the frame ends the
-		// current one (and, aborted, the prompt), as in v2.
-		return nil, false, rs.settleV1(ctx, parley.FinalityNone, rs.target(f))
+	case "aborted":
+		// The answer is over: every other row ends as part of the turn (a
+		// call still running as an error), and the frame ends the current
+		// one and the prompt, as in v2. With no current row, nothing would
+		// close the turn: it is aborted before the prompt ends, so that the
+		// floor is free when the next prompt is dispatched.
+		target := rs.target(f)
+		if err = rs.settleV1(ctx, parley.FinalityNone, target, true); err == nil && target == "" && f.Finality != parley.FinalityNone {
+			err = rs.abortTurnV1(ctx)
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		return nil, false, nil
+	case "error":
+		// The other finished rows end as part of the turn; the frame ends
+		// the current one, as in v2.
+		return nil, false, rs.settleV1(ctx, parley.FinalityNone, rs.target(f), false)
 	default:
 		return nil, false, nil
 	}
@@ -78,7 +96,7 @@ func (rs *Session) toolV1(ctx context.Context, f *Frame) (*engine.MessageResult,
 	if parley.ErrorCode(err) != parley.ENOTFOUND {
 		return res, err // an update of a call's row, or a refusal
 	}
-	if err := rs.settleV1(ctx, parley.FinalityNone, ""); err != nil {
+	if err := rs.settleV1(ctx, parley.FinalityNone, "", false); err != nil {
 		return nil, err
 	}
 	if _, err := rs.eng.PostMessage(ctx, rs.conv, conv.PostMessage{Actor: rs.act, ID: mid, Role: parley.RoleTool, Streaming: true}); err != nil {
@@ -87,29 +105,26 @@ func (rs *Session) toolV1(ctx context.Context, f *Frame) (*engine.MessageResult,
 	return rs.eng.StreamTool(ctx, rs.conv, update)
 }
 
-// settleV1 finalizes the runner's finished rows but keep (a result, a
-// tool row whose call ended): with FinalityNone, all of them, as part of
-// the turn; with FinalityTurn, every row, the last closing the turn (a
-// call still running ends as an error, as a v2 finalize has it).
-func (rs *Session) settleV1(ctx context.Context, fin parley.Finality, keep string) error {
+// settleV1 finalizes the runner's rows but keep: the finished ones (a
+// result, a tool row whose call ended), or with all every one (a call
+// still running ends as an error, as a v2 finalize has it). With
+// FinalityNone they end as part of the turn; with FinalityTurn the last
+// closes the turn.
+func (rs *Session) settleV1(ctx context.Context, fin parley.Finality, keep string, all bool) error {
 	ms, err := rs.eng.StreamingOf(ctx, rs.conv, rs.act.AgentID)
 	if err != nil {
 		return err
 	}
 	var settle []string
 	for _, m := range ms {
-		if m.ID != keep && (fin == parley.FinalityTurn || finishedV1(m)) {
+		if m.ID != keep && (all || finishedV1(m)) {
 			settle = append(settle, m.ID)
 		}
 	}
 	if fin == parley.FinalityTurn && len(settle) == 0 {
 		// Text was streamed but no row holds it (no result came): an
 		// empty message closes the runner's turn, if it holds one.
-		var owns bool
-		if err := rs.eng.Check(ctx, rs.conv, func(s conv.State) error {
-			owns = s.Open != nil && s.Open.Owner == rs.act.AgentID
-			return nil
-		}); err != nil || !owns {
+		if owns, err := rs.ownsTurn(ctx); err != nil || !owns {
 			return err
 		}
 		_, err := rs.eng.PostMessage(ctx, rs.conv, conv.PostMessage{Actor: rs.act, Role: parley.RoleAssistant, Finality: parley.FinalityTurn})
@@ -128,6 +143,25 @@ func (rs *Session) settleV1(ctx context.Context, fin parley.Finality, keep strin
 		}
 	}
 	return nil
+}
+
+// abortTurnV1 aborts the runner's open turn, if it holds one: its answer
+// was stopped before any row held it.
+func (rs *Session) abortTurnV1(ctx context.Context) error {
+	if owns, err := rs.ownsTurn(ctx); err != nil || !owns {
+		return err
+	}
+	_, err := rs.eng.Abort(ctx, rs.conv, conv.AbortTurn{Actor: rs.act, Reason: conv.ReasonAborted})
+	return err
+}
+
+// ownsTurn reports whether the runner's agent owns the open turn.
+func (rs *Session) ownsTurn(ctx context.Context) (owns bool, err error) {
+	err = rs.eng.Check(ctx, rs.conv, func(s conv.State) error {
+		owns = s.Open != nil && s.Open.Owner == rs.act.AgentID
+		return nil
+	})
+	return owns, err
 }
 
 // finishedV1 reports whether a v1 row holds all it will: a result, or a

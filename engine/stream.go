@@ -108,8 +108,15 @@ func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State)
 // only now and then, and the events after it hold the rest. It reads the
 // log from store st, a page of at most about feed.HistoryPageBytes at a time.
 func AssembleMessage(ctx context.Context, st store.Store, m *parley.Message, upTo int64) error {
-	for after := m.UpdatedSeq; after < upTo; {
-		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: m.ConversationID, After: after,
+	return eachEvent(ctx, st, m.ConversationID, m.UpdatedSeq, upTo, func(ev parley.Event) { ApplyStreamEvent(m, ev) })
+}
+
+// eachEvent calls f with each event of a conversation's log after seq
+// after and up to seq upTo, in order, reading the log from store st a page
+// of at most about feed.HistoryPageBytes at a time.
+func eachEvent(ctx context.Context, st store.Store, conversationID string, after, upTo int64, f func(parley.Event)) error {
+	for after < upTo {
+		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: conversationID, After: after,
 			Limit: min(feed.HistoryPage, int(upTo-after)), MaxBytes: feed.HistoryPageBytes})
 		if err != nil {
 			return err
@@ -118,7 +125,7 @@ func AssembleMessage(ctx context.Context, st store.Store, m *parley.Message, upT
 			return nil
 		}
 		for _, ev := range events {
-			ApplyStreamEvent(m, ev)
+			f(ev)
 		}
 		after = events[len(events)-1].Seq
 	}

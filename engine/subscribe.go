@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -22,6 +23,10 @@ type Init struct {
 	Head         parley.Head         `json:"head"`
 	Guidance     *parley.Guidance    `json:"guidance"`
 	Messages     []*parley.Message   `json:"messages,omitempty"`
+	// Streaming is, in a snapshot, the text each agent streams in a v1
+	// conversation that no message holds yet, as of Position, in the order
+	// they started (at most Limits.MaxTextBytes of text in all).
+	Streaming []parley.StreamingText `json:"streaming,omitempty"`
 }
 
 // Subscription is a live stream of one conversation: its Init, then on C
@@ -114,7 +119,9 @@ func (e *Engine) joinLocked(ctx context.Context, c *conversation, id string, fro
 		}
 		init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
 		var err error
-		init.Messages, err = e.snapshot(ctx, id, state)
+		if init.Messages, err = e.snapshot(ctx, id, state); err == nil {
+			init.Streaming, err = e.pendingTexts(ctx, id, state)
+		}
 		return err
 	})
 	return init, err
@@ -224,6 +231,51 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 	}
 	slices.Reverse(kept)
 	return kept, nil
+}
+
+// pendingTexts reads from the log the texts agents stream in a v1
+// conversation that no message holds yet (state.Texts), as of
+// state.LastSeq: each agent's chunks that name no message, from its first
+// on. They are in the order they started.
+func (e *Engine) pendingTexts(ctx context.Context, id string, state conv.State) ([]parley.StreamingText, error) {
+	if len(state.Texts) == 0 {
+		return nil, nil
+	}
+	type reading struct {
+		parley.StreamingText
+		text strings.Builder
+	}
+	texts := make(map[string]*reading, len(state.Texts))
+	from := state.LastSeq
+	for agent, t := range state.Texts {
+		r := &reading{StreamingText: parley.StreamingText{AgentID: agent, Seq: t.Seq}}
+		r.text.Grow(t.Bytes)
+		texts[agent] = r
+		from = min(from, t.Seq)
+	}
+	err := eachEvent(ctx, e.store, id, from-1, state.LastSeq, func(ev parley.Event) {
+		r := texts[ev.AgentID]
+		if ev.Type != parley.EventChunk || r == nil || ev.Seq < r.Seq {
+			return
+		}
+		if ch, err := parley.ParseChunk(ev.Data); err == nil && ch.MessageID == "" {
+			if ev.Seq == r.Seq {
+				r.Turn, r.TurnID = ev.Turn, ev.TurnID
+			}
+			r.text.WriteString(ch.Content)
+			r.UpdatedSeq = ev.Seq
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]parley.StreamingText, 0, len(texts))
+	for _, r := range texts {
+		r.Content = r.text.String()
+		out = append(out, r.StreamingText)
+	}
+	slices.SortFunc(out, func(a, b parley.StreamingText) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
 }
 
 // snapshotPage is how many rows a snapshot reads first, and

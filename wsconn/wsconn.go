@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
-	"github.com/parleyhq/parley/peek"
 )
 
 // Status codes a connection is closed with.
@@ -70,8 +69,6 @@ type Conn struct {
 	closed bool
 	// unanswered is set by Ping and cleared by a pong.
 	unanswered atomic.Bool
-	// pending holds what Poll read of a frame not yet whole.
-	pending []byte
 	// rbuf is the buffer Read reads messages into.
 	rbuf []byte
 }
@@ -102,7 +99,6 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	if n := rw.Reader.Buffered(); n > 0 {
 		early, _ = rw.Reader.Peek(n)
 		early = bytes.Clone(early)
-		c.pending = early // for Poll
 	}
 	var src io.Reader = conn
 	if len(early) > 0 {
@@ -244,6 +240,26 @@ func (c *Conn) closeLocked() {
 // with 1002. The returned bytes are valid until the next Read: a
 // connection reads every message into one buffer of its own.
 func (c *Conn) Read() ([]byte, error) {
+	return c.read(true)
+}
+
+// Drain reads what the peer sends until it closes, for a connection whose
+// peer has nothing to say but control frames (a stream's client): pings
+// are answered and pongs noted as they come, data messages are read past
+// without being kept, and the close frame is answered at once. It returns
+// ErrClosed once the peer closed (a close frame, or the end of the
+// stream), or the error that ended the connection. It holds no buffer
+// while it waits.
+func (c *Conn) Drain() error {
+	for {
+		if _, err := c.read(false); err != nil {
+			return err
+		}
+	}
+}
+
+// read reads the next data message, into c.rbuf if keep, else past it.
+func (c *Conn) read(keep bool) ([]byte, error) {
 	msg := c.rbuf[:0]
 	defer func() {
 		if cap(msg) <= 64<<10 { // a large message's buffer is let go
@@ -290,7 +306,12 @@ func (c *Conn) Read() ([]byte, error) {
 			c.Close(StatusTooBig, "message too big")
 			return nil, ErrClosed
 		}
-		if msg, err = c.payload(h, msg); err != nil {
+		if !keep {
+			err = c.skip(h.Length)
+		} else {
+			msg, err = c.payload(h, msg)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if h.Fin {
@@ -298,62 +319,6 @@ func (c *Conn) Read() ([]byte, error) {
 		}
 		fragmented = true
 	}
-}
-
-// Poll handles, without waiting, what the peer has sent so far, for a
-// connection no goroutine reads (a stream's, whose client sends only
-// control frames): pings are answered (in the batch being written), pongs
-// noted, data messages dropped, and a close frame answered and reported
-// as ErrClosed, as the end of the stream is. A frame not yet whole waits
-// for the next Poll. It must not be called while another goroutine reads.
-func (c *Conn) Poll() error {
-	var buf [512]byte
-	for {
-		n, err := peek.Read(c.conn, buf[:])
-		c.pending = append(c.pending, buf[:n]...)
-		if err != nil {
-			c.CloseNow()
-			return ErrClosed
-		}
-		if n == 0 {
-			return c.handlePending()
-		}
-		if int64(len(c.pending)) > c.limit+14 {
-			c.Close(StatusTooBig, "message too big")
-			return ErrClosed
-		}
-	}
-}
-
-// handlePending handles the whole frames Poll has read.
-func (c *Conn) handlePending() error {
-	for len(c.pending) > 0 {
-		r := bytes.NewReader(c.pending)
-		h, err := ws.ReadHeader(r)
-		if err != nil {
-			return nil // not whole yet
-		}
-		if h.Length > c.limit {
-			c.Close(StatusTooBig, "message too big")
-			return ErrClosed
-		}
-		if int64(r.Len()) < h.Length {
-			return nil // not whole yet
-		}
-		if !h.Masked || h.Rsv != 0 || h.OpCode.IsControl() && (h.Length > 125 || !h.Fin) {
-			c.Close(StatusProtocol, "malformed frame")
-			return ErrClosed
-		}
-		at := len(c.pending) - r.Len()
-		p := c.pending[at : at+int(h.Length)]
-		ws.Cipher(p, h.Mask, 0)
-		if err := c.control(h, p); err != nil {
-			return err
-		}
-		c.pending = c.pending[at+int(h.Length):]
-	}
-	c.pending = nil // let the array go
-	return nil
 }
 
 // control handles a control frame (a data frame is dropped): a ping is
@@ -377,6 +342,20 @@ func (c *Conn) control(h ws.Header, p []byte) error {
 		}
 		c.Close(code, "")
 		return ErrClosed
+	}
+	return nil
+}
+
+// skip reads past n bytes of a frame's payload.
+func (c *Conn) skip(n int64) error {
+	var buf [256]byte
+	for n > 0 {
+		k, err := io.ReadFull(c.r, buf[:min(n, int64(len(buf)))])
+		if err != nil {
+			c.CloseNow()
+			return ErrClosed
+		}
+		n -= int64(k)
 	}
 	return nil
 }

@@ -5,7 +5,7 @@
 
 import * as fold from "./fold.js";
 import type { Messages } from "./fold.js";
-import { applyEventToStreamingTexts, noStreamingTexts, type StreamingTexts } from "./streamed.js";
+import { applyEventToStreamingTexts, noStreamingTexts, snapshotTexts, type StreamingTexts } from "./streamed.js";
 import type {
   Conversation,
   Frame,
@@ -100,9 +100,9 @@ const headless = new Set<string>([
  * for the messages):
  *
  * - init: the conversation, position, head and guidance are the init's; a
- *   snapshot (`recovered: false`) replaces the messages, drops the
- *   streaming texts and leaves the prompt queue unknown; a recovered init
- *   keeps all three.
+ *   snapshot (`recovered: false`) replaces the messages and the streaming
+ *   texts with its own and leaves the prompt queue unknown; a recovered
+ *   init keeps all three.
  * - guidance: taken unless older than the guidance held.
  * - event: the position moves to it; the messages, the streaming texts and
  *   the prompt queue fold it; a message that closes the conversation ends the guidance; an event
@@ -116,7 +116,7 @@ export function foldFrame(s: ConversationState, frame: Frame): ConversationState
         conversation: init.conversation,
         position: init.position,
         messages: fold.foldMessages(s.messages, frame),
-        streaming: init.recovered ? s.streaming : noStreamingTexts,
+        streaming: init.recovered ? s.streaming : snapshotTexts(init),
         head: init.head,
         headStale: false,
         headEventSeq: init.recovered ? s.headEventSeq : 0,

@@ -6,20 +6,9 @@
 // each returns the very array it was given when nothing changed.
 
 import { isRecord } from "./errors.js";
-import type { Frame, ParleyEvent } from "./types.js";
+import type { Frame, Init, ParleyEvent, StreamingText } from "./types.js";
 
-/** Text an agent streams with no message yet: shown as its answer so far, after the messages before `seq`. */
-export interface StreamingText {
-  readonly agentId: string;
-  readonly turn: number;
-  /** The exchange it belongs to ("" if the event named none). */
-  readonly turnId: string;
-  /** The seq of its first chunk. */
-  readonly seq: number;
-  /** The seq of its last chunk. */
-  readonly updatedSeq: number;
-  readonly content: string;
-}
+export type { StreamingText } from "./types.js";
 
 /** The streaming texts, at most one per agent, in the order they started. */
 export type StreamingTexts = readonly StreamingText[];
@@ -34,11 +23,16 @@ export const noStreamingTexts: StreamingTexts = Object.freeze([]);
  */
 const endsStreaming = new Set<string>(["turn.reset", "turn.aborted", "prompt.completed", "prompt.canceled", "prompt.requeued"]);
 
-/** Folds one frame of a stream in: a snapshot (`recovered: false`) holds none; a recovered init keeps them. */
+/** Folds one frame of a stream in: a snapshot (`recovered: false`) holds its own; a recovered init keeps them. */
 export function foldStreamingTexts(ts: StreamingTexts, frame: Frame): StreamingTexts {
-  if (frame.type === "init") return frame.init.recovered ? ts : noStreamingTexts;
+  if (frame.type === "init") return frame.init.recovered ? ts : snapshotTexts(frame.init);
   if (frame.type === "event") return applyEventToStreamingTexts(ts, frame.event);
   return ts;
+}
+
+/** The streaming texts of a snapshot, as the fold holds them. */
+export function snapshotTexts(init: Init): StreamingTexts {
+  return init.streaming?.length ? init.streaming : noStreamingTexts;
 }
 
 /**

@@ -363,6 +363,19 @@ export interface EventOf<K extends EventType> {
  */
 export type ParleyEvent = { [K in EventType]: EventOf<K> }[EventType];
 
+/** Text an agent streams with no message yet: shown as its answer so far, after the messages before `seq`. */
+export interface StreamingText {
+  readonly agentId: string;
+  readonly turn: number;
+  /** The exchange it belongs to ("" if the event named none). */
+  readonly turnId: string;
+  /** The seq of its first chunk. */
+  readonly seq: number;
+  /** The seq of its last chunk. */
+  readonly updatedSeq: number;
+  readonly content: string;
+}
+
 /** The first frame of every stream connection. */
 export interface Init {
   /** True when the stream continues exactly after the position sent. */
@@ -374,6 +387,12 @@ export interface Init {
   guidance: Guidance | null;
   /** Only when `recovered` is false: the snapshot's messages, oldest first. */
   messages?: Message[];
+  /**
+   * Only when `recovered` is false, in a conversation made with
+   * messageFormat v1: the text each agent streams that no message holds
+   * yet, as of `position.seq`, in the order they started.
+   */
+  streaming?: StreamingText[];
 }
 
 /** What a stream yields: an init (after each connect), an event of the log, or a guidance. */

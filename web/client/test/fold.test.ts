@@ -22,6 +22,7 @@ import {
   type Messages,
   type ParleyEvent,
   type Part,
+  type StreamingText,
   type StreamingTexts,
   type ToolCallPart,
 } from "../src/index.js";
@@ -53,6 +54,12 @@ const init = (recovered: boolean, ...messages: Message[]): Frame => ({
     head: { lastSeq: 0, epoch: "e", lastTurn: 0, openTurn: null, claim: null, closed: false, lastClosedSeq: 0 },
   },
 });
+
+/** An init frame with a snapshot's streaming texts. */
+const withTexts = (f: Frame, ...streaming: StreamingText[]): Frame => {
+  const { init } = f as Extract<Frame, { type: "init" }>;
+  return { type: "init", init: { ...init, streaming } };
+};
 
 /** The messages as "id:status:content[parts]", as fold_test.go's show. */
 function show(ms: Messages): string {
@@ -247,6 +254,10 @@ const streamingCases: [string, Frame[], string][] = [
   ["an event before the text ends nothing", then(by("alice", ev(7, "prompt.completed", { id: "p1" }))), both],
   ["a revert ends every one", then(by("human", ev(8, "messages.removed", { messageIds: ["p1"] }))), ``],
   ["a snapshot ends every one", then(init(false)), ``],
+  ["and holds its own, which go on",
+    then(withTexts(init(false), { agentId: "carol", turn: 3, turnId: "p2", seq: 9, updatedSeq: 10, content: "So " }),
+      by("carol", ev(10, "chunk", chunk("", "So "))), by("carol", ev(11, "chunk", chunk("", "far")))),
+    `carol@9-11:"So far"`],
   ["a resumed stream keeps them", then(init(true), by("alice", ev(8, "chunk", chunk("", " Now.")))), `alice@5-8:"Let me look. Now." bob@6-6:"Hm"`],
   ["text after the row starts anew",
     then(by("alice", ev(8, "message", row("r1", 8, "alice", "none"))), by("alice", ev(9, "chunk", chunk("", "More")))),

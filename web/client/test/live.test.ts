@@ -47,23 +47,31 @@ it.each(["sse", "ws"] as const)("follows a conversation over %s: summarized mess
   expect(live.getSnapshot().status.state).toBe("closed");
 });
 
-it("shows a v1 runner's streamed text as it comes, then the row that holds it", async () => {
+it("shows a v1 runner's streamed text as it comes, then the row that holds it; so do followers that join mid-answer", async () => {
   const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
   const id = (await c.createConversation({ title: "v1", participants: ["alice"], members: ["human"], messageFormat: "v1" })).conversation.id;
   const run = await Runner.connect(inject("serverUrl"), id, "alice");
   const live = follow(c, id, { transport: "sse" });
+  const all = [live];
   try {
     await until(() => live.getSnapshot().status.state === "live", "the stream");
     await c.prompt(id, { agentId: "human", content: "what is there?" });
     await until(() => run.pushes.some((p) => p["type"] === "prompt"), "the prompt");
-    const shown = () => {
-      const s = live.getSnapshot().state;
+    const shownBy = (l: typeof live) => {
+      const s = l.getSnapshot().state;
       const answer = s.messages.filter((m) => m.role !== "user").map((m) => `${m.role}:${m.content}`);
-      return [s.streaming.map((t) => `${t.agentId}:${t.content}`).join(" "), answer.join(" ")];
+      return [s.streaming.map((t) => `${t.agentId}@${t.seq}-${t.updatedSeq}:${t.content}`).join(" "), answer.join(" ")];
     };
-    const at = async (seq: number) => until(() => (live.getSnapshot().state.position?.seq ?? 0) >= seq, `seq ${seq}`);
+    const shown = () => shownBy(live).map((s) => s.replace(/@\d+-\d+/g, ""));
+    // at waits until every follower is at seq, and checks that each shows what the first one does.
+    const at = async (seq: number) => {
+      for (const l of all) await until(() => (l.getSnapshot().state.position?.seq ?? 0) >= seq, `seq ${seq}`);
+      for (const l of all.slice(1)) expect(shownBy(l)).toEqual(shownBy(live));
+    };
     await at(await run.send({ type: "stream", content: "Let me " }));
     expect(shown()).toEqual(["alice:Let me ", ""]);
+    // Followers that join now get the text so far in their snapshot.
+    all.push(follow(c, id, { transport: "ws" }), follow(c, id, { transport: "sse" }));
     await at(await run.send({ type: "stream", content: "look." }));
     expect(shown()).toEqual(["alice:Let me look.", ""]);
     expect(live.getSnapshot().state.streaming[0]!.turnId).not.toBe("");
@@ -74,8 +82,10 @@ it("shows a v1 runner's streamed text as it comes, then the row that holds it", 
     await at(await run.send({ type: "complete" }));
     expect(shown()).toEqual(["", "assistant:Let me look."]); // no row took it: the server holds none of it
   } finally {
-    live.close();
-    await live.done;
+    for (const l of all) {
+      l.close();
+      await l.done;
+    }
     run.close();
   }
 });

@@ -1,15 +1,16 @@
 // A conversation made with messageFormat v1 in Chromium, against a
 // `parley serve` with a runner of the first protocol (stream, result,
 // tool, complete frames) that the test drives: the page shows the streamed
-// text as a streaming message of the agent while no message holds it, then
-// the rows in its place, and a tool row as a tool card.
+// text as a streaming message of the agent while no message holds it (so
+// does a page opened mid-answer), then the rows in its place, and a tool
+// row as a tool card.
 
 import { ParleyClient } from "@parleyhq/client";
 import type { Locator, Page } from "playwright-core";
 import { describe, expect, inject, it } from "vitest";
 import { Runner } from "../../client/test/runner.js";
 import { startServer } from "../../client/test/server.js";
-import { browserPerFile, screenshot } from "./lib/browser.js";
+import { browserPerFile, openPage, screenshot } from "./lib/browser.js";
 
 const browser = browserPerFile();
 
@@ -54,6 +55,12 @@ describe("a v1 conversation", () => {
       // The server holds no message with that text: it is only streamed.
       expect((await api.messages(id)).messages.map((m) => m.content)).toEqual(["Where is the report?"]);
       await screenshot(page, "v1-streaming");
+      // A page opened now shows all of it so far: its snapshot carries it.
+      const late = await openPage(page.context().browser()!);
+      await late.page.goto(`${server.url}/c/${id}`);
+      await expect.poll(() => shown(late.page)).toEqual([`${asked.id} complete: Where is the report?`, "~streaming~alice streaming: Let me look it up."]);
+      expect(late.errors).toEqual([]);
+      await late.close();
 
       // The result row takes its place.
       await run.send({ type: "result", content: "Let me look it up." });

@@ -45,6 +45,10 @@ func TestV1AbortedAfterStreamedText(t *testing.T) {
 		"v1 after rows": {`{"type":"result","content":"Let me look."}`,
 			`{"type":"tool","callId":"c1","toolName":"search","status":"running"}`, `{"type":"stream","content":"Still"}`},
 		"v2": {`{"type":"message.create","turnId":"r1"}`, `{"type":"message.part.text-delta","turnId":"r1","delta":"Let me think"}`},
+		// A message that ended leaving the turn open: the aborted names
+		// no streaming message, and still ends the answer's turn.
+		"v2 after a message": {`{"type":"message.create","turnId":"r1"}`, `{"type":"message.part.text-delta","turnId":"r1","delta":"Let me look."}`,
+			`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finality":"none"}`},
 	}
 	for name, frames := range answers {
 		b := setup(t, engine.Options{}, api.Options{})

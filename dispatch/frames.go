@@ -257,12 +257,40 @@ func (rs *Session) aborted(ctx context.Context, f *Frame) (*engine.MessageResult
 			rs.active = ""
 		}
 	}
+	// No message of the runner's was streaming, so none ends canceled to
+	// close the turn: the messages it finished (with finality none) left
+	// the turn open. The answer is over, so its turn is aborted, and the
+	// floor is free when the next prompt is dispatched.
+	if f.Finality != parley.FinalityNone {
+		if err := rs.abortOwnTurn(ctx); err != nil {
+			return nil, err
+		}
+	}
 	res, err := rs.eng.CompletePrompt(ctx, rs.conv, conv.CompletePrompt{Actor: rs.act, ID: f.MessageID, Aborted: true})
 	if err != nil {
 		return nil, err
 	}
 	rs.ended = res.EndedPrompt
 	return &engine.MessageResult{Seq: res.Seq}, nil
+}
+
+// abortOwnTurn aborts the turn the runner's agent holds open, if it does:
+// its answer was stopped with no message of it left to end canceled.
+func (rs *Session) abortOwnTurn(ctx context.Context) error {
+	if owns, err := rs.ownsTurn(ctx); err != nil || !owns {
+		return err
+	}
+	_, err := rs.eng.Abort(ctx, rs.conv, conv.AbortTurn{Actor: rs.act, Reason: conv.ReasonAborted})
+	return err
+}
+
+// ownsTurn reports whether the runner's agent owns the open turn.
+func (rs *Session) ownsTurn(ctx context.Context) (owns bool, err error) {
+	err = rs.eng.Check(ctx, rs.conv, func(s conv.State) error {
+		owns = s.Open != nil && s.Open.Owner == rs.act.AgentID
+		return nil
+	})
+	return owns, err
 }
 
 // state answers message.state: a reconnecting runner asks where its

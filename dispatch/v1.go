@@ -67,7 +67,7 @@ func (rs *Session) applyV1(ctx context.Context, f *Frame) (res *engine.MessageRe
 		// floor is free when the next prompt is dispatched.
 		target := rs.target(f)
 		if err = rs.settleV1(ctx, parley.FinalityNone, target, true); err == nil && target == "" && f.Finality != parley.FinalityNone {
-			err = rs.abortTurnV1(ctx)
+			err = rs.abortOwnTurn(ctx)
 		}
 		if err != nil {
 			return nil, true, err
@@ -143,25 +143,6 @@ func (rs *Session) settleV1(ctx context.Context, fin parley.Finality, keep strin
 		}
 	}
 	return nil
-}
-
-// abortTurnV1 aborts the runner's open turn, if it holds one: its answer
-// was stopped before any row held it.
-func (rs *Session) abortTurnV1(ctx context.Context) error {
-	if owns, err := rs.ownsTurn(ctx); err != nil || !owns {
-		return err
-	}
-	_, err := rs.eng.Abort(ctx, rs.conv, conv.AbortTurn{Actor: rs.act, Reason: conv.ReasonAborted})
-	return err
-}
-
-// ownsTurn reports whether the runner's agent owns the open turn.
-func (rs *Session) ownsTurn(ctx context.Context) (owns bool, err error) {
-	err = rs.eng.Check(ctx, rs.conv, func(s conv.State) error {
-		owns = s.Open != nil && s.Open.Owner == rs.act.AgentID
-		return nil
-	})
-	return owns, err
 }
 
 // finishedV1 reports whether a v1 row holds all it will: a result, or a

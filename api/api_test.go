@@ -48,7 +48,13 @@ func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle
 // setupRunners is setupServer with the runners' options too.
 func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The bound on the bundle's requests: one that hangs fails the test.
+	// The race detector slows the server down several times.
+	bound := 30 * time.Second
+	if raceEnabled {
+		bound = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
 	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
 	if err != nil {

@@ -312,7 +312,37 @@ func TestClientWebSocketFrames(t *testing.T) {
 	t.Parallel()
 	f := newBadFixtureWith(t, api.Options{HeartbeatInterval: 100 * time.Millisecond})
 	c := f.dialWS(f.c3, "")
-	if in := readFrame(t, f.ctx, c); in["type"] != "init" {
+	// The client reads all along: it answers the server's pings (one each
+	// heartbeat while the stream is idle) only while it reads, and a ping
+	// left unanswered for a heartbeat ends the stream, however slow the
+	// machine is.
+	type read struct {
+		data []byte
+		err  error
+	}
+	reads := make(chan read, 16)
+	go func() {
+		for {
+			_, data, err := c.Read(f.ctx)
+			reads <- read{data, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	next := func() map[string]any {
+		t.Helper()
+		r := <-reads
+		if r.err != nil {
+			t.Fatalf("ws read: %v", r.err)
+		}
+		var fr map[string]any
+		if err := json.Unmarshal(r.data, &fr); err != nil {
+			t.Fatal(err)
+		}
+		return fr
+	}
+	if in := next(); in["type"] != "init" {
 		t.Fatalf("init = %v", in)
 	}
 	before := f.snapshot()
@@ -330,17 +360,17 @@ func TestClientWebSocketFrames(t *testing.T) {
 	}
 	// Had the server's read loop given up, the stream would have ended.
 	f.post(f.c3, f.alice, "still streaming", "none")
-	if ev := readFrame(t, f.ctx, c); ev["seq"] != 2.0 || ev["type"] != "message" {
+	if ev := next(); ev["seq"] != 2.0 || ev["type"] != "message" {
 		t.Fatalf("after client frames the stream sent %v", ev)
 	}
 	if err := c.Write(f.ctx, websocket.MessageText, bytes.Repeat([]byte("z"), 33<<10)); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		_, _, err := c.Read(f.ctx)
-		if err != nil {
-			if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
-				t.Fatalf("after a message over 32 KiB: %v, want a close with 1009", err)
+		r := <-reads
+		if r.err != nil {
+			if websocket.CloseStatus(r.err) != websocket.StatusMessageTooBig {
+				t.Fatalf("after a message over 32 KiB: %v, want a close with 1009", r.err)
 			}
 			break
 		}

@@ -3,6 +3,9 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
+
+	"github.com/parleyhq/parley/dispatch"
+	"github.com/parleyhq/parley/engine"
 )
 
 // Routes lists the API's routes as "METHOD /path" patterns, as the mux
@@ -20,4 +23,25 @@ func Routes(s *Server) []string {
 func RouteOf(s *Server, method, path string) string {
 	_, pattern := s.mux.Handler(httptest.NewRequest(method, path, http.NoBody))
 	return pattern
+}
+
+// NewOutbox returns what queues the answers of a runner connection, as
+// its reader does, on an outbox whose writer hands each answer's frame to
+// write, in order, once it is known (the connection's socket, for the
+// tests). queue reports false once the outbox is closed.
+func NewOutbox(write func(frame []byte)) (queue func(f *dispatch.Frame, ack *engine.Ack) bool) {
+	q := newOutbox()
+	q.writer = func() {
+		for {
+			items, _ := q.take()
+			if len(items) == 0 {
+				return
+			}
+			for _, it := range items {
+				write(it.reply.frame())
+				q.answered()
+			}
+		}
+	}
+	return func(f *dispatch.Frame, ack *engine.Ack) bool { return q.reply(&pendingReply{f: f, ack: ack}) }
 }

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 )
 
@@ -173,5 +176,41 @@ func TestRunnerReconnectsAndAsksForItsMessage(t *testing.T) {
 	other := b.runnerConn(id, b.bob)
 	if reply := send(t, b, other, `{"type":"message.state","turnId":"r1"}`); reply["type"] != "error" {
 		t.Fatalf("another agent read alice's message state: %v", reply)
+	}
+}
+
+// TestOutboxHandsAnswersOver: a runner connection's reader queues the
+// answer of each delta while it is still being written, and the outbox's
+// writer takes it and waits on it once it is known. The reader must not
+// look at an answer once it is queued: the writer may be waiting on it
+// (an Ack is for one goroutine at a time). The race detector (go test
+// -race, which scripts/test runs) fails this test when the reader does:
+// here the reader waits for each answer to be written and tells the
+// writer nothing meanwhile, as a runner waiting for its ack does. (Over a
+// real connection the detector did not see that race, the socket's own
+// locking ordering the two goroutines for it: a chaos run found it by
+// crashing the server.)
+func TestOutboxHandsAnswersOver(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id, alice := b.conversation("alice"), conv.Actor{AgentID: "alice"}
+	if _, err := b.eng.PostMessage(b.ctx, id, conv.PostMessage{Actor: alice, ID: "m", Role: parley.RoleAssistant, Streaming: true}); err != nil {
+		t.Fatal(err)
+	}
+	written := make(chan []byte, 1)
+	queue := api.NewOutbox(func(frame []byte) { written <- frame })
+	f := &dispatch.Frame{Type: "message.part.text-delta", TurnID: "m"}
+	for range 50 {
+		if !queue(f, b.eng.StreamTextAsync(b.ctx, id, conv.StreamText{Actor: alice, MessageID: "m", Delta: "x"})) {
+			t.Fatal("the outbox closed")
+		}
+		select {
+		case frame := <-written:
+			if !strings.HasPrefix(string(frame), `{"seq":`) {
+				t.Fatalf("the answer of a delta: %s", frame)
+			}
+		case <-b.ctx.Done():
+			t.Fatal("an answer was never written")
+		}
 	}
 }

@@ -26,6 +26,16 @@ import (
 // bigText is 520 KB of text: within the limit on a message's text (512 KiB).
 var bigText = strings.Repeat("0123456789", 52_000)
 
+// large skips, under -short, a test that moves tens of MB: the race pass
+// (go test -race -short) leaves them to the full run, as the detector
+// makes every byte copied cost several times more, and the paths they
+// take (streams, runners, the store) smaller tests take too.
+func large(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves tens of MB: run without -short")
+	}
+}
+
 // TestSnapshotStaysUnderTheFrameLimit: a conversation of 100 large
 // messages, each within the limits (32 streaming, the most there may be at
 // once, and 68 finished, each of 520 KB of text), gives a new subscriber an
@@ -36,6 +46,7 @@ var bigText = strings.Repeat("0123456789", 52_000)
 // init whole: 37 MB here, over what the SDK accepts, so it reconnected for
 // ever, rebuilding the snapshot each time.)
 func TestSnapshotStaysUnderTheFrameLimit(t *testing.T) {
+	large(t)
 	t.Parallel()
 	b, ctx, id := sized(t)
 	alice := client.New(b.url, b.alice)
@@ -186,6 +197,7 @@ func visibleJSON(m *parley.Message) string {
 // not bounded: 40 of them made a message whose message.updated frames were
 // over 32 MiB, which broke every SDK subscriber.)
 func TestEveryFrameFitsTheSDK(t *testing.T) {
+	large(t)
 	t.Parallel()
 	b, ctx, id := sized(t)
 	viewer := client.New(b.url, b.viewer)
@@ -272,6 +284,7 @@ func TestEveryFrameFitsTheSDK(t *testing.T) {
 // part.updated event with what changed. (Each used to append a
 // message.updated with the whole message so far.)
 func TestToolUpdatesStoreWhatChanged(t *testing.T) {
+	large(t)
 	t.Parallel()
 	b, ctx, id := sized(t)
 	run := alicesAnswer(t, ctx, b, id)
@@ -326,6 +339,7 @@ func TestToolUpdatesStoreWhatChanged(t *testing.T) {
 // reads again it gets the busy error frame, and may resume. (Its queue was
 // bounded in events only: 4096 large events in memory per slow reader.)
 func TestSlowSubscriberIsBoundedInBytes(t *testing.T) {
+	large(t)
 	t.Parallel()
 	b := setup(t, engine.Options{SubscriberBufferBytes: 1 << 20}, api.Options{WriteTimeout: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -34,10 +34,14 @@ import (
 // bytes, larger ones summarized) and checkpoints frequent, so that
 // streaming messages older than a snapshot's newest, summarized messages
 // and rows behind their chunk and part.updated events are the common case.
-// PARLEY_FOLD_SEEDS sets how many seeds run (default 4).
+// PARLEY_FOLD_SEEDS sets how many seeds run (default 4; 2 under -short,
+// as in the race pass).
 func TestFoldJoinPointProperty(t *testing.T) {
 	t.Parallel()
 	seeds := 4
+	if testing.Short() {
+		seeds = 2
+	}
 	if n, err := strconv.Atoi(os.Getenv("PARLEY_FOLD_SEEDS")); err == nil && n > 0 {
 		seeds = n
 	}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 	"github.com/parleyhq/parley/client"
 )
 
-// binary is the parley binary built once for the package's tests.
+// binary is the parley binary built once for the package's tests, with
+// the race detector when the tests have it.
 var binary string
 
 func TestMain(m *testing.M) {
@@ -31,7 +33,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "parley")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/parley")
+	args := []string{"build", "-o", binary}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/parley")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building parley:", err)
@@ -88,7 +94,13 @@ func startServerAt(t testing.TB, db, addr string, args ...string) *server {
 		cmd.Wait()
 		close(s.done)
 	}()
-	t.Cleanup(s.kill)
+	t.Cleanup(func() {
+		if raceBuild {
+			s.stop()
+		}
+		s.kill()
+		s.checkRaces()
+	})
 	select {
 	case a := <-addrc:
 		s.url = "http://" + a
@@ -104,6 +116,39 @@ func (s *server) log() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.logs.String()
+}
+
+// checkRaces fails the test if the server, built with the race detector,
+// reported a data race on stderr.
+func (s *server) checkRaces() {
+	log := s.log()
+	at := strings.Index(log, "WARNING: DATA RACE")
+	if at < 0 {
+		return
+	}
+	report := log[at:]
+	if end := strings.Index(report, "\n==================\n"); end >= 0 {
+		report = report[:end]
+	}
+	s.t.Errorf("the server reported a data race:\n%s", report)
+}
+
+// stop ends the process as a clean shutdown does (SIGTERM), unless it has
+// ended, and waits for it (a minute at most). A server built with the race
+// detector is stopped so at the end of a test: the detector may write a
+// report only a while after the race, or as the process exits, and SIGKILL
+// would lose it.
+func (s *server) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(time.Minute):
+	}
 }
 
 // kill ends the process with SIGKILL, as a crash would, and waits for it.

@@ -274,13 +274,21 @@ func (rs *Session) aborted(ctx context.Context, f *Frame) (*engine.MessageResult
 	return &engine.MessageResult{Seq: res.Seq}, nil
 }
 
-// abortOwnTurn aborts the turn the runner's agent holds open, if it does:
-// its answer was stopped with no message of it left to end canceled.
+// abortOwnTurn aborts the turn the runner's agent holds open while it
+// answers a prompt: its answer was stopped with no message of it left to
+// end canceled. A runner answering no prompt has no answer to stop, and
+// the turn is left to whoever else of its agent writes in it.
 func (rs *Session) abortOwnTurn(ctx context.Context) error {
-	if owns, err := rs.ownsTurn(ctx); err != nil || !owns {
+	var answering bool
+	err := rs.eng.Check(ctx, rs.conv, func(s conv.State) error {
+		a := s.Active()
+		answering = s.Open != nil && s.Open.Owner == rs.act.AgentID && a != nil && a.Runner == rs.act.AgentID
+		return nil
+	})
+	if err != nil || !answering {
 		return err
 	}
-	_, err := rs.eng.Abort(ctx, rs.conv, conv.AbortTurn{Actor: rs.act, Reason: conv.ReasonAborted})
+	_, err = rs.eng.Abort(ctx, rs.conv, conv.AbortTurn{Actor: rs.act, Reason: conv.ReasonAborted})
 	return err
 }
 

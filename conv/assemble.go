@@ -8,7 +8,7 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// The assembly rules of seed 001: how a streamed assistant response becomes
+// The assembly rules: how a streamed assistant response becomes
 // one message with typed parts (a text delta is parley.Message.AppendText
 // and a tool update parley.Message.ApplyTool, both shared with the
 // clients' fold). They change a message in place and are used

@@ -196,7 +196,7 @@ func (d *decider) checkCloser(plan turnPlan, agent string, fin parley.Finality) 
 	return nil
 }
 
-// turnIDFor assigns the turnId of a write (seed 000): a continued turn keeps
+// turnIDFor assigns the turnId of a write: a continued turn keeps
 // its turnId; a new turn takes a reply's parent's turnId, an explicit known
 // turnId, a user message's own id, or the last turn's turnId.
 func (d *decider) turnIDFor(plan turnPlan, ownID string, role parley.Role, explicit string, known Lookups) (string, error) {

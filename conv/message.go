@@ -109,7 +109,7 @@ func (d *decider) planMessageTurn(c PostMessage, fin parley.Finality) (turnPlan,
 	return plan, turnID, err
 }
 
-// threadDepth applies the threading rules of seed 004 and returns the
+// threadDepth applies the threading rules and returns the
 // message's number of ancestors. The parent must already exist and ids are
 // unique, so a new message can never close a cycle.
 func (d *decider) threadDepth(c PostMessage) (int, error) {
@@ -259,7 +259,7 @@ func (d *decider) checkStreaming() error {
 	return nil
 }
 
-// answerPrompt applies seed 001's rule that a response answers the prompt
+// answerPrompt applies the rule that a response answers the prompt
 // dispatched to its writer: an assistant message (or a tool row, which the
 // first runner protocol writes for a call) with no replyTo replies to that
 // prompt's message (a root, so depth 0, in the prompt's exchange) and goes

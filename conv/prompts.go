@@ -8,7 +8,7 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// The prompt queue (seed 001): prompts wait in a conversation's queue and
+// The prompt queue: prompts wait in a conversation's queue and
 // are dispatched one at a time to a runner. Dispatching writes the prompt as
 // a user message (which opens and closes the asker's turn), so the runner's
 // response replies to it and takes its id as turnId. The queue lives in the

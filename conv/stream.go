@@ -8,7 +8,7 @@ import (
 	"github.com/parleyhq/parley"
 )
 
-// Streaming messages (seed 001). A message started with PostMessage{Streaming}
+// Streaming messages. A message started with PostMessage{Streaming}
 // grows by StreamText (one small chunk event per delta) and StreamTool (one
 // part.updated event per change of a tool call, carrying what changed), and
 // ends with FinalizeMessage (a message.updated event with the whole

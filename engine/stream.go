@@ -12,7 +12,7 @@ import (
 	"github.com/parleyhq/parley/store"
 )
 
-// Streaming messages (seed 001): start one with PostMessage{Streaming: true},
+// Streaming messages: start one with PostMessage{Streaming: true},
 // then StreamText, StreamTool and FinalizeMessage. The engine keeps each
 // in-progress message assembled in memory; after a restart (or on another
 // node) it rebuilds it from its row and the chunk and part.updated events

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -130,8 +131,8 @@ func TestStreamNoticesDepartureAtOnce(t *testing.T) {
 		if br != nil {
 			rd = io.MultiReader(br, conn)
 		}
-		if f, err := ws.ReadFrame(rd); err != nil || !strings.Contains(string(f.Payload), `"type":"init"`) {
-			t.Fatalf("first frame %.80s, %v; want init", f.Payload, err)
+		if payload, err := readServerFrame(rd); err != nil || !strings.Contains(string(payload), `"type":"init"`) {
+			t.Fatalf("first frame %.80s, %v; want init", payload, err)
 		}
 		deadline, _ := b.ctx.Deadline()
 		_ = conn.SetReadDeadline(deadline)
@@ -181,4 +182,18 @@ func TestRunnerAnswersCloseAtOnce(t *testing.T) {
 	}
 	t.Logf("runner: the close handshake took %v", time.Since(start))
 	connectsAgain(t, b, id)
+}
+
+// readServerFrame reads one unmasked frame of at most 1 MiB from the server.
+func readServerFrame(r io.Reader) ([]byte, error) {
+	h, err := ws.ReadHeader(r)
+	if err != nil {
+		return nil, err
+	}
+	if h.Length > 1<<20 {
+		return nil, fmt.Errorf("a frame of %d bytes", h.Length)
+	}
+	payload := make([]byte, h.Length)
+	_, err = io.ReadFull(r, payload)
+	return payload, err
 }

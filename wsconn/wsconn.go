@@ -67,6 +67,10 @@ type Conn struct {
 	wmu    sync.Mutex // guards bw, closed and the socket's writes
 	bw     *bufio.Writer
 	closed bool
+	// ended is closed, for the reader: once the server has closed the
+	// connection, Read returns nothing more (the socket may still be read
+	// past for a moment: see lingerLocked).
+	ended atomic.Bool
 	// unanswered is set by Ping and cleared by a pong.
 	unanswered atomic.Bool
 	// rbuf is the buffer Read reads messages into.
@@ -194,8 +198,9 @@ func (c *Conn) Ping() error {
 }
 
 // Close sends a close frame with code and reason, after whatever the
-// batch holds, and closes the connection. The reason is cut to fit a
-// control frame.
+// batch holds, and closes the connection, letting the peer read the
+// close frame first (lingerLocked). The reason is cut to fit a control
+// frame.
 func (c *Conn) Close(code ws.StatusCode, reason string) error {
 	if len(reason) > 120 {
 		reason = reason[:120]
@@ -209,8 +214,42 @@ func (c *Conn) Close(code ws.StatusCode, reason string) error {
 	if err == nil {
 		err = c.flushLocked()
 	}
-	c.closeLocked()
-	return err
+	if err != nil {
+		c.closeLocked()
+		return err
+	}
+	c.lingerLocked()
+	return nil
+}
+
+// What a connection closed by the server reads past before it lets go of
+// the socket (see lingerLocked).
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
+
+// lingerLocked ends a connection whose close frame was just sent: it
+// shuts down the sending side (the peer reads the close frame, then the
+// end of the stream) and reads past what the peer still sends, for up to
+// lingerTime and lingerBytes or until the peer closes, before closing the
+// socket. Closed at once with unread data, a socket answers the peer with
+// a reset, which takes the close frame with it: a client that was still
+// writing (a message over the limit, say) would see "connection reset"
+// rather than why it was closed.
+func (c *Conn) lingerLocked() {
+	hc, ok := c.conn.(interface{ CloseWrite() error })
+	if !ok || hc.CloseWrite() != nil {
+		c.closeLocked()
+		return
+	}
+	c.release()
+	conn := c.conn
+	go func() {
+		_ = conn.SetReadDeadline(time.Now().Add(lingerTime))
+		_, _ = io.CopyN(io.Discard, conn, lingerBytes)
+		conn.Close()
+	}()
 }
 
 // CloseNow closes the connection without a close frame.
@@ -224,13 +263,19 @@ func (c *Conn) closeLocked() {
 	if c.closed {
 		return
 	}
+	c.release()
+	c.conn.Close()
+}
+
+// release marks c closed and gives back its write buffer; c.wmu is held.
+func (c *Conn) release() {
 	c.closed = true
+	c.ended.Store(true)
 	if c.bw != nil {
 		c.bw.Reset(nil)
 		buffers.Put(c.bw)
 		c.bw = nil
 	}
-	c.conn.Close()
 }
 
 // Read returns the next data message (text or binary), answering pings
@@ -268,6 +313,9 @@ func (c *Conn) read(keep bool) ([]byte, error) {
 	}()
 	fragmented := false
 	for {
+		if c.ended.Load() {
+			return nil, ErrClosed
+		}
 		h, err := ws.ReadHeader(c.r)
 		if err != nil {
 			c.CloseNow()
@@ -315,6 +363,9 @@ func (c *Conn) read(keep bool) ([]byte, error) {
 			return nil, err
 		}
 		if h.Fin {
+			if c.ended.Load() {
+				return nil, ErrClosed // closed while it was read: nothing more is taken
+			}
 			return msg, nil
 		}
 		fragmented = true

@@ -1,6 +1,7 @@
 package wsconn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -141,5 +142,71 @@ func TestDrain(t *testing.T) {
 	}
 	if err := <-drained; !errors.Is(err, wsconn.ErrClosed) {
 		t.Fatalf("Drain after the client closed: %v", err)
+	}
+}
+
+// TestClosedPeerReadsWhy: a connection the server closes while the peer
+// is still writing (here a message far over the limit) lets the peer read
+// the close frame and its status, rather than a reset that takes the
+// frame with it, and lets its write of a message shorter than what the
+// server reads past go through.
+func TestClosedPeerReadsWhy(t *testing.T) {
+	url := serve(t, wsconn.Options{ReadLimit: 1024}, func(c *wsconn.Conn) {
+		for {
+			if _, err := c.Read(); err != nil {
+				return
+			}
+		}
+	})
+	for _, size := range []int{64 << 10, 512 << 10} {
+		c, _, err := dial(t, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		read := make(chan error, 1)
+		go func() {
+			_, _, err := c.Read(ctx)
+			read <- err
+		}()
+		if err := c.Write(ctx, websocket.MessageText, bytes.Repeat([]byte("x"), size)); err != nil {
+			t.Errorf("a %d-byte message: the write failed: %v", size, err)
+		}
+		if err := <-read; websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+			t.Errorf("a %d-byte message: the read ended with %v, want a close with 1009", size, err)
+		}
+		cancel()
+		c.CloseNow()
+	}
+}
+
+// TestNothingReadAfterClose: once the server closed a connection, Read
+// returns ErrClosed, though the peer goes on sending and the socket is
+// still read past for a moment.
+func TestNothingReadAfterClose(t *testing.T) {
+	after := make(chan error, 1)
+	url := serve(t, wsconn.Options{ReadLimit: 1024}, func(c *wsconn.Conn) {
+		if _, err := c.Read(); err != nil {
+			after <- err
+			return
+		}
+		c.Close(wsconn.StatusPolicy, "cut off")
+		_, err := c.Read()
+		after <- err
+	})
+	c, _, err := dial(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 20 {
+		if c.Write(ctx, websocket.MessageText, []byte("frame")) != nil {
+			break
+		}
+	}
+	if err := <-after; !errors.Is(err, wsconn.ErrClosed) {
+		t.Fatalf("a Read after Close got %v, want ErrClosed", err)
 	}
 }

@@ -32,7 +32,18 @@ export interface PromptQueue {
   readonly asOf: number;
   /** The prompts, the one being answered first, then the waiting ones in the order they go. */
   readonly prompts: readonly QueuedPrompt[];
+  /**
+   * While the queue is not known: the prompt events folded meanwhile (at
+   * most {@link maxPendingPromptEvents}, the newest), which {@link withQueue}
+   * folds again into the queue read over HTTP, past the seq it is exact as of.
+   */
+  readonly pending?: readonly ParleyEvent[];
+  /** The seq of the newest pending event let go to keep the bound (0: none). */
+  readonly droppedThrough?: number;
 }
+
+/** Bounds the prompt events kept while the queue is not known. */
+const maxPendingPromptEvents = 1000;
 
 /** What a client shows of a conversation. */
 export interface ConversationState {
@@ -177,11 +188,20 @@ export function withView(s: ConversationState, v: View): ConversationState {
 /**
  * Takes the prompt queue read over HTTP, exact as of seq `asOf`
  * (`ParleyClient.promptQueue` says as of when), unless the queue held is
- * known as of a later seq. The prompt events after `asOf` continue it.
+ * known as of a later seq. The prompt events after `asOf` continue it:
+ * those folded while it was read, and those to come.
  */
 export function withQueue(s: ConversationState, prompts: readonly QueuedPrompt[], asOf: number): ConversationState {
-  if (s.queue.known && s.queue.asOf > asOf) return s;
-  return { ...s, queue: { known: true, asOf, prompts } };
+  if (s.queue.known) {
+    return s.queue.asOf > asOf ? s : { ...s, queue: { known: true, asOf, prompts } };
+  }
+  // Prompt events were folded while the queue was read: those past the
+  // read's seq go on top of it. If one of those was let go, the read is
+  // too old to finish: the queue stays unknown, to be read again.
+  if ((s.queue.droppedThrough ?? 0) > asOf) return s;
+  let q: PromptQueue = { known: true, asOf, prompts };
+  for (const e of s.queue.pending ?? []) q = applyPrompt(q, e);
+  return { ...s, queue: q };
 }
 
 /** The ids of the messages held summarized, in seq order: read each and give it to {@link holdMessage}. */
@@ -255,7 +275,11 @@ export function applyPrompt(q: PromptQueue, e: ParleyEvent): PromptQueue {
     default:
       break;
   }
-  return { known: q.known, asOf: e.seq, prompts: ps };
+  if (q.known) return { known: true, asOf: e.seq, prompts: ps };
+  const pending = [...(q.pending ?? []), e];
+  let droppedThrough = q.droppedThrough ?? 0;
+  if (pending.length > maxPendingPromptEvents) droppedThrough = pending.shift()!.seq;
+  return { known: false, asOf: e.seq, prompts: ps, pending, droppedThrough };
 }
 
 /** The index of the first prompt not being answered. */

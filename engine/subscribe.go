@@ -285,41 +285,29 @@ const (
 	snapshotPageBytes = 4 << 20
 )
 
-// readRow decodes a message row for a snapshot: a finished row over
-// SnapshotMessageBytes as its summary (without decoding its text), a
-// streaming one as its head (it is assembled), others whole. size is the
-// row's size, which is the message's in JSON.
+// readRow decodes a message row for a snapshot: a finished row whose
+// message is over SnapshotMessageBytes as its summary (without decoding its
+// text), a streaming one as its head (it is assembled), others whole. size
+// is the message's size in JSON.
 func (e *Engine) readRow(data []byte) (*parley.Message, int, error) {
-	if len(data) <= e.opts.SnapshotMessageBytes {
+	if len(data) <= e.opts.SnapshotMessageBytes/2 { // its text costs little to decode
 		var m parley.Message
-		err := json.Unmarshal(data, &m)
-		return &m, len(data), err
+		size, err := store.DecodeRow(data, &m)
+		return &m, size, err
 	}
-	var head rowHead
-	if err := json.Unmarshal(data, &head); err != nil {
+	head, size, err := store.ReadRowHead(data)
+	switch {
+	case err != nil:
 		return nil, 0, err
+	case head.Status == parley.StatusStreaming:
+		return head, 0, nil
+	case size > e.opts.SnapshotMessageBytes:
+		return head.Summarize(size), size, nil
 	}
-	if head.Status == parley.StatusStreaming {
-		return &head.Message, 0, nil
-	}
-	return head.Summarize(len(data)), len(data), nil
+	var m parley.Message
+	_, err = store.DecodeRow(data, &m)
+	return &m, size, err
 }
-
-// rowHead is a message row read without its parts, content, metadata and
-// legacy marks: what a summary keeps, read without decoding a large text.
-type rowHead struct {
-	parley.Message
-	Parts    skipped `json:"parts"`
-	Content  skipped `json:"content"`
-	Metadata skipped `json:"metadata"`
-	Legacy   skipped `json:"legacy"`
-}
-
-// skipped is a JSON value read past.
-type skipped struct{}
-
-// UnmarshalJSON implements json.Unmarshaler: it keeps nothing.
-func (*skipped) UnmarshalJSON([]byte) error { return nil }
 
 // jsonSize is the size of v in JSON, as a frame carries it.
 func jsonSize(v any) int {

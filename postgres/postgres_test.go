@@ -125,3 +125,19 @@ func TestUpgradeIndexesMessages(t *testing.T) {
 	defer raw.Close()
 	storetest.UpgradeIndexesMessages(t, raw, func() store.Store { return open(t, url) })
 }
+
+// TestUpgradeKeepsRowsWithContent: rows written with their content before
+// rows left it out read, search and leave the index as before
+// (storetest.UpgradeKeepsRowsWithContent).
+func TestUpgradeKeepsRowsWithContent(t *testing.T) {
+	url := pgtest.Schema(t)
+	if err := postgres.MigrateTo(context.Background(), url, storetest.RowTextVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeKeepsRowsWithContent(t, raw, func() store.Store { return open(t, url) })
+}

@@ -183,7 +183,7 @@ func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*
 	if err != nil {
 		return nil, err
 	}
-	return store.DecodeMessages(raw)
+	return store.DecodeRows(raw)
 }
 
 // ListMessagesRaw implements store.Store.
@@ -282,7 +282,7 @@ func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ..
 			return nil, err
 		}
 		m := &parley.Message{}
-		if err := json.Unmarshal(data, m); err != nil {
+		if _, err := store.DecodeRow(data, m); err != nil {
 			return nil, err
 		}
 		out = append(out, m)

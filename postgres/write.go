@@ -163,7 +163,7 @@ func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
 		batch.Queue(upsertQueue, p.ConversationID, p.Queue)
 	}
 	for _, m := range p.Messages {
-		data, err := json.Marshal(m)
+		data, err := store.EncodeRow(m)
 		if err != nil {
 			return err
 		}

@@ -196,7 +196,8 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 		return nil, err
 	}
 	var m parley.Message
-	return &m, json.Unmarshal(data, &m)
+	_, err = store.DecodeRow(data, &m)
+	return &m, err
 }
 
 // ListMessages implements store.Store. Each filter has its own index.
@@ -205,7 +206,7 @@ func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*
 	if err != nil {
 		return nil, err
 	}
-	return store.DecodeMessages(raw)
+	return store.DecodeRows(raw)
 }
 
 // ListMessagesRaw implements store.Store.
@@ -286,7 +287,7 @@ func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ..
 			return nil, err
 		}
 		m := &parley.Message{}
-		if err := json.Unmarshal(data, m); err != nil {
+		if _, err := store.DecodeRow(data, m); err != nil {
 			return nil, err
 		}
 		out = append(out, m)

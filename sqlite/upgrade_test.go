@@ -59,3 +59,31 @@ func TestUpgradeIndexesMessages(t *testing.T) {
 		return db
 	})
 }
+
+// TestUpgradeKeepsRowsWithContent: rows written with their content before
+// rows left it out read, search and leave the index as before
+// (storetest.UpgradeKeepsRowsWithContent), and the full-text index agrees
+// with its rows after.
+func TestUpgradeKeepsRowsWithContent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := sqlite.MigrateTo(ctx, path, storetest.RowTextVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeKeepsRowsWithContent(t, raw, func() store.Store {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+	if _, err := raw.Exec(`INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1)`); err != nil {
+		t.Fatalf("the index disagrees with its rows: %v", err)
+	}
+}

@@ -180,7 +180,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 	}
 	upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
 	for _, m := range p.Messages {
-		data, err := json.Marshal(m)
+		data, err := store.EncodeRow(m)
 		if err != nil {
 			return err
 		}

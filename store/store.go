@@ -10,7 +10,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -604,23 +603,6 @@ func CheckDense(events []parley.Event, after int64) error {
 		}
 	}
 	return nil
-}
-
-// DecodeMessages decodes raw rows, for backends that implement ListMessages
-// with ListMessagesRaw.
-func DecodeMessages(raw []RawMessage) ([]*parley.Message, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	out := make([]*parley.Message, 0, len(raw))
-	for _, r := range raw {
-		m := &parley.Message{}
-		if err := json.Unmarshal(r.Data, m); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
 }
 
 // MaxHeads bounds the conversations one Heads call names.

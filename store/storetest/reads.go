@@ -40,15 +40,18 @@ func testListMessages(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The raw rows are the same rows, as the JSON they decode from.
+		// The raw rows are the same rows, stored as EncodeRow writes them:
+		// their JSON as clients read it is the messages'.
 		raw, err := s.ListMessagesRaw(ctx(t), p)
 		if err != nil || len(raw) != len(ms) {
 			t.Fatalf("ListMessagesRaw: %d rows, %v; ListMessages: %d", len(raw), err, len(ms))
 		}
 		for i, r := range raw {
 			want, _ := json.Marshal(ms[i])
-			if r.Seq != ms[i].Seq || string(r.Data) != string(want) {
-				t.Fatalf("raw row %d = seq %d %s, want seq %d %s", i, r.Seq, r.Data, ms[i].Seq, want)
+			stored, _ := store.EncodeRow(ms[i])
+			wire, err := store.WireRow(r.Data)
+			if r.Seq != ms[i].Seq || string(r.Data) != string(stored) || string(wire) != string(want) || err != nil {
+				t.Fatalf("raw row %d = seq %d %s (%s, %v), want seq %d %s", i, r.Seq, r.Data, wire, err, ms[i].Seq, want)
 			}
 		}
 		return ms

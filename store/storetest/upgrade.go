@@ -141,3 +141,55 @@ func UpgradeIndexesMessages(t *testing.T, raw *sql.DB, open func() store.Store) 
 		}
 	}
 }
+
+// RowTextVersion is the schema version whose message rows leave their
+// content out when it is the text of their text parts.
+const RowTextVersion = 13
+
+// UpgradeKeepsRowsWithContent is the upgrade test of rows written before
+// RowTextVersion, which all hold their content: raw is a database at
+// RowTextVersion-1, open opens it with the current code. The old rows read
+// as they were written and are found by search; one is removed (a revert)
+// and leaves the index, one written now (its content left out) enters it.
+func UpgradeKeepsRowsWithContent(t *testing.T, raw *sql.DB, open func() store.Store) {
+	t.Helper()
+	c := `{"id":"old","epoch":"e","title":"rows with content","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	if _, err := raw.Exec(`INSERT INTO conversations (id, created_at, data, last_seq, state, epoch) VALUES ($1, $2, $3, 3, $4, 'e')`,
+		"old", "2026-01-01T00:00:00.000Z", []byte(c), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`INSERT INTO conversation_members (agent_id, created_at, conversation_id) VALUES ('a', $1, 'old')`, "2026-01-01T00:00:00.000Z"); err != nil {
+		t.Fatal(err)
+	}
+	at := parley.NewTime(t0.Time)
+	kept, gone := said("old", "kept", "a", "upgraded words <kept> & \x00 found", at), said("old", "gone", "a", "upgraded words then reverted", at)
+	for i, m := range []*parley.Message{kept, gone} {
+		m.Seq = int64(i + 2)
+		if _, err := raw.Exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ($1, $2, $3, $4, NULL, $5, 0, $6)`,
+			m.ConversationID, m.ID, m.Seq, m.TurnID, m.AgentID, []byte(mustJSON(t, m))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open()
+	defer s.Close()
+	hits := search(t, s, store.SearchParams{ConversationID: "old"}, "upgraded words")
+	slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
+	wantHits(t, "after the upgrade", hits, "gone", "kept")
+	got, err := s.GetMessage(ctx(t), "old", "kept")
+	if err != nil || mustJSON(t, got) != mustJSON(t, kept) {
+		t.Fatalf("the old row reads as %s (%v), want %s", mustJSON(t, got), err, mustJSON(t, kept))
+	}
+	now := said("old", "now", "a", "upgraded words written now", at)
+	now.Seq = 4
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: "old", ExpectSeq: 3, Events: []parley.Event{event("old", 4, "a")},
+		Messages: []*parley.Message{now}, RemoveMessages: []string{"gone"}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	hits = search(t, s, store.SearchParams{ConversationID: "old"}, "upgraded words")
+	slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
+	wantHits(t, "after a revert and a new row", hits, "kept", "now")
+	ms, err := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: "old", Limit: 10})
+	if err != nil || len(ms) != 2 || mustJSON(t, ms[0]) != mustJSON(t, kept) || mustJSON(t, ms[1]) != mustJSON(t, now) {
+		t.Fatalf("the rows read as %v (%v)", ms, err)
+	}
+}

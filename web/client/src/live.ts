@@ -10,6 +10,9 @@ import type { ConversationState } from "./state.js";
 import type { StreamStatus, SubscribeOptions, Subscription } from "./stream.js";
 import type { Frame, Message, ParleyEvent, QueuedPrompt, View } from "./types.js";
 
+/** How long a follower waits before it reads the prompt queue again after a read that was not exact. */
+const queueRetryMs = 1000;
+
 /** A conversation's state folded frame by frame, with listeners. Not safe to share between threads (there are none). */
 export class ConversationFold {
   private s: ConversationState = st.emptyState;
@@ -195,6 +198,9 @@ export class LiveConversation {
     if (this.opts.queue !== false && !s.queue.known && s.position !== null) {
       this.once("queue", async () => {
         const q = await this.client.promptQueue(this.conversationId);
+        // Not exact (prompts kept changing while it was read): read again
+        // in a moment rather than show a queue that may be wrong.
+        if (!q.exact) return new Promise<void>((done) => setTimeout(done, queueRetryMs));
         this.fold.withQueue(q.prompts, q.asOf);
       });
     }

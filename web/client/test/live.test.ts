@@ -89,3 +89,26 @@ it("shows a v1 runner's streamed text as it comes, then the row that holds it; s
     run.close();
   }
 });
+
+it("reads the prompt queue again rather than take a read that is not exact", async () => {
+  const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
+  const id = await conversation(c);
+  await c.prompt(id, { agentId: "human", content: "the one prompt" });
+  const read = c.promptQueue.bind(c);
+  let reads = 0;
+  // The first read says it is not exact, and holds a prompt that is not there.
+  c.promptQueue = async (cid, opts) => {
+    const q = await read(cid, opts);
+    reads++;
+    return reads > 1 ? q : { ...q, prompts: [...q.prompts, { ...q.prompts[0]!, id: "phantom", content: "not there" }], exact: false };
+  };
+  const live = follow(c, id, { transport: "sse" });
+  try {
+    await until(() => live.getSnapshot().state.queue.known, "the queue");
+    expect(reads).toBe(2);
+    expect(live.getSnapshot().state.queue.prompts.map((p) => p.content)).toEqual(["the one prompt"]);
+  } finally {
+    live.close();
+    await live.done;
+  }
+});

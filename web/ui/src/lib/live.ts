@@ -174,6 +174,9 @@ export class LiveView {
     if (!s.queue.known && s.position !== null) {
       this.once("queue", async () => {
         const q = await this.client.promptQueue(this.conversationId);
+        // Not exact (prompts kept changing while it was read): read again
+        // in a moment rather than show a queue that may be wrong.
+        if (!q.exact) return new Promise<void>((done) => setTimeout(done, 1000));
         this.set({ state: withQueue(this.snap.state, q.prompts, q.asOf) });
       });
     }

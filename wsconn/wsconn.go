@@ -67,7 +67,7 @@ type Conn struct {
 	wmu    sync.Mutex // guards bw, closed and the socket's writes
 	bw     *bufio.Writer
 	closed bool
-	// ended is closed, for the reader: once the server has closed the
+	// ended is set for the reader: once the server has closed the
 	// connection, Read returns nothing more (the socket may still be read
 	// past for a moment: see lingerLocked).
 	ended atomic.Bool
@@ -227,7 +227,14 @@ func (c *Conn) Close(code ws.StatusCode, reason string) error {
 const (
 	lingerTime  = time.Second
 	lingerBytes = 1 << 20
+	// maxLingering bounds the sockets read past at once, across all
+	// connections: beyond it (a flood of clients that get themselves
+	// closed), a socket is closed at once, and its peer may see a reset.
+	maxLingering = 1024
 )
+
+// lingering counts the sockets being read past.
+var lingering atomic.Int64
 
 // lingerLocked ends a connection whose close frame was just sent: it
 // shuts down the sending side (the peer reads the close frame, then the
@@ -239,13 +246,22 @@ const (
 // rather than why it was closed.
 func (c *Conn) lingerLocked() {
 	hc, ok := c.conn.(interface{ CloseWrite() error })
-	if !ok || hc.CloseWrite() != nil {
+	if !ok || lingering.Add(1) > maxLingering {
+		if ok {
+			lingering.Add(-1)
+		}
+		c.closeLocked()
+		return
+	}
+	if hc.CloseWrite() != nil {
+		lingering.Add(-1)
 		c.closeLocked()
 		return
 	}
 	c.release()
 	conn := c.conn
 	go func() {
+		defer lingering.Add(-1)
 		_ = conn.SetReadDeadline(time.Now().Add(lingerTime))
 		_, _ = io.CopyN(io.Discard, conn, lingerBytes)
 		conn.Close()

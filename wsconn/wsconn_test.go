@@ -210,3 +210,47 @@ func TestNothingReadAfterClose(t *testing.T) {
 		t.Fatalf("a Read after Close got %v, want ErrClosed", err)
 	}
 }
+
+// TestLingeringIsBounded: a socket the server closes is read past for a
+// moment, and then let go (the count of such sockets falls back); once
+// MaxLingering are read past at once, the next is closed at once.
+func TestLingeringIsBounded(t *testing.T) {
+	closed := make(chan struct{}, 1)
+	url := serve(t, wsconn.Options{ReadLimit: 1024}, func(c *wsconn.Conn) {
+		if _, err := c.Read(); err == nil {
+			c.Close(wsconn.StatusPolicy, "cut off")
+		}
+		closed <- struct{}{}
+	})
+	closeOne := func(want int64) { // the client's end stays open meanwhile
+		t.Helper()
+		c, _, err := dial(t, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := c.Write(ctx, websocket.MessageText, []byte("frame")); err != nil {
+			t.Fatal(err)
+		}
+		<-closed
+		if n := wsconn.Lingering(); n != want {
+			t.Fatalf("%d sockets read past after a close, want %d", n, want)
+		}
+	}
+	letGo := func() { // the sockets of tests before, and this one's
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); wsconn.Lingering() != 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sockets still read past", wsconn.Lingering())
+			}
+		}
+	}
+	letGo()
+	closeOne(1)
+	letGo()
+	wsconn.SetLingering(wsconn.MaxLingering)
+	defer wsconn.SetLingering(0)
+	closeOne(wsconn.MaxLingering) // at the bound: closed at once
+}

@@ -101,6 +101,13 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 			res.Compacted += s.Fresh
 			res.Removed += s.Rows - 1
 		}
+		for _, r := range plan.Refs {
+			n, err := referRow(ctx, tx, p.ConversationID, r)
+			if err != nil {
+				return err
+			}
+			res.Referenced += n
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO compaction (conversation_id, epoch, through, due) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (conversation_id) DO UPDATE SET epoch = excluded.epoch, through = excluded.through, due = excluded.due`,
 			p.ConversationID, conv.Epoch, plan.Through, plan.Due.Time)
@@ -110,12 +117,76 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 	return res, err
 }
 
+// referRow stores the event r names as a reference to its message's row,
+// if the event's data is the row's JSON, and says whether it did. The row
+// is locked until tx ends, so that a revert that removes it waits, then
+// finds the reference (unrefRows).
+func referRow(ctx context.Context, tx pgx.Tx, convID string, r store.CompactRef) (int, error) {
+	var row []byte
+	err := tx.QueryRow(ctx, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2 FOR SHARE`, convID, r.MessageID).Scan(&row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	data, err := store.WireRow(row)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := tx.Exec(ctx, `UPDATE events SET ref = $1, data = ''::bytea WHERE conversation_id = $2 AND seq = $3 AND type IN ($4, $5) AND ref IS NULL AND data = $6`,
+		r.MessageID, convID, r.Seq, parley.EventMessage, parley.EventMessageUpdated, data)
+	return int(tag.RowsAffected()), err
+}
+
+// unrefRows removes messages' rows, and puts each row's JSON back into the
+// event that refers to it, if one does. The delete waits for a compaction
+// that holds a row (referRow), and the update after it sees what that
+// compaction wrote.
+func unrefRows(ctx context.Context, tx pgx.Tx, convID string, ids []string) error {
+	rows, err := tx.Query(ctx, `DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2) RETURNING id, data`, convID, ids)
+	if err != nil {
+		return err
+	}
+	type removed struct {
+		id  string
+		row []byte
+	}
+	var gone []removed
+	for rows.Next() {
+		var r removed
+		if err := rows.Scan(&r.id, &r.row); err != nil {
+			rows.Close()
+			return err
+		}
+		gone = append(gone, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range gone {
+		data, seqs, err := store.Unref(r.row)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE events SET ref = NULL, data = $1 WHERE conversation_id = $2 AND seq = ANY($3) AND ref = $4`,
+			data, convID, seqs, r.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // logRows reads up to limit stored rows of a log after seq after, and says
 // whether they reach its end.
 func logRows(ctx context.Context, tx pgx.Tx, id string, after int64, limit int) ([]store.LogRow, bool, error) {
-	rows, err := tx.Query(ctx, `SELECT seq, type, ts, CASE WHEN type IN ($4, $5, $6) THEN data END FROM events
-		WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		id, after, limit, parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted)
+	// The id of a message or message.updated event is at the start of its
+	// data ({"id":"…"), in the characters of an id.
+	rows, err := tx.Query(ctx, `SELECT seq, type, ts, CASE WHEN type IN ($4, $5, $6) THEN data END,
+			CASE WHEN type IN ($7, $8) AND ref IS NULL THEN substring(encode(substring(data FROM 1 FOR 160), 'escape') FROM '^\{"id":"([A-Za-z0-9._:-]+)"') END
+		FROM events WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		id, after, limit, parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, parley.EventMessage, parley.EventMessageUpdated)
 	if err != nil {
 		return nil, false, err
 	}
@@ -126,10 +197,14 @@ func logRows(ctx context.Context, tx pgx.Tx, id string, after int64, limit int) 
 		var typ string
 		var ts *time.Time
 		var data []byte
-		if err := rows.Scan(&seq, &typ, &ts, &data); err != nil {
+		var mid *string
+		if err := rows.Scan(&seq, &typ, &ts, &data, &mid); err != nil {
 			return nil, false, err
 		}
-		out = append(out, store.ReadLogRow(seq, typ, fromTS(ts), data))
+		if mid == nil {
+			mid = new(string)
+		}
+		out = append(out, store.ReadLogRow(seq, typ, fromTS(ts), data, *mid))
 	}
 	return out, len(out) < limit, rows.Err()
 }
@@ -141,8 +216,8 @@ func messageEnds(ctx context.Context, tx pgx.Tx, id string, rows []store.LogRow)
 	if len(ids) == 0 {
 		return ends, nil
 	}
-	q, err := tx.Query(ctx, `SELECT id, m ->> 'status', m ->> 'updatedAt' FROM
-		(SELECT id, convert_from(data, 'UTF8')::json AS m FROM messages WHERE conversation_id = $1 AND id = ANY($2)) r`, id, ids)
+	q, err := tx.Query(ctx, `SELECT id, m ->> 'status', m ->> 'updatedAt', greatest(seq, coalesce((m ->> 'updatedSeq')::bigint, 0)) FROM
+		(SELECT id, seq, convert_from(data, 'UTF8')::json AS m FROM messages WHERE conversation_id = $1 AND id = ANY($2)) r`, id, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +225,11 @@ func messageEnds(ctx context.Context, tx pgx.Tx, id string, rows []store.LogRow)
 	for q.Next() {
 		var mid string
 		var status, at *string
-		if err := q.Scan(&mid, &status, &at); err != nil {
+		var rowSeq int64
+		if err := q.Scan(&mid, &status, &at, &rowSeq); err != nil {
 			return nil, err
 		}
-		end := store.MessageEnd{Found: true, Ended: status == nil || *status != string(parley.StatusStreaming)}
+		end := store.MessageEnd{Found: true, Ended: status == nil || *status != string(parley.StatusStreaming), RowSeq: rowSeq}
 		if at != nil && *at != "" {
 			if err := end.At.UnmarshalJSON([]byte(`"` + *at + `"`)); err != nil {
 				return nil, err

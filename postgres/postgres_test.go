@@ -141,3 +141,16 @@ func TestUpgradeKeepsRowsWithContent(t *testing.T) {
 	defer raw.Close()
 	storetest.UpgradeKeepsRowsWithContent(t, raw, func() store.Store { return open(t, url) })
 }
+
+// TestDowngradePutsRowsBack: undoing the rows without content and the
+// references to rows gives back what was written
+// (storetest.DowngradePutsRowsBack).
+func TestDowngradePutsRowsBack(t *testing.T) {
+	url := pgtest.Schema(t)
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.DowngradePutsRowsBack(t, raw, database.DialectPostgres, postgres.Migrations(), func() store.Store { return open(t, url) })
+}

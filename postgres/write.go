@@ -137,6 +137,11 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 			return err
 		}
 	}
+	if len(p.RemoveMessages) > 0 {
+		if err := unrefRows(ctx, tx, p.ConversationID, p.RemoveMessages); err != nil {
+			return err
+		}
+	}
 	batch := &pgx.Batch{}
 	if err := queueRows(batch, &p); err != nil {
 		return err
@@ -157,7 +162,8 @@ const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALES
 
 // queueRows queues the rows an append writes beside its events: the prompt
 // queue, message rows, outbox deliveries, reverted messages' removal and
-// the idempotency record.
+// the idempotency record (reverted messages' rows are removed before, by
+// unrefRows).
 func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
 	if p.Queue != nil {
 		batch.Queue(upsertQueue, p.ConversationID, p.Queue)
@@ -183,9 +189,6 @@ func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
 		}
 		batch.Queue(`INSERT INTO outbox (id, conversation_id, message_id, data, delivered, next_attempt_at) VALUES ($1, $2, $3, $4, 0, $5)`,
 			dl.ID, p.ConversationID, dl.MessageID, string(data), dl.NextAttemptAt.Time)
-	}
-	if len(p.RemoveMessages) > 0 {
-		batch.Queue(`DELETE FROM messages WHERE conversation_id = $1 AND id = ANY($2)`, p.ConversationID, p.RemoveMessages)
 	}
 	if k := p.Idempotency; k != nil {
 		batch.Queue(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES ($1, $2, $3, $4, $5, $6, $7)`,

@@ -77,10 +77,12 @@ func New(st store.Store, opts Options) *Sweeper {
 type Stats struct {
 	// Conversations counts the conversations compacted (or looked at and
 	// found with nothing to compact), Events the events made tombstones,
-	// Rows the stored rows removed.
+	// Rows the stored rows removed, Refs the events stored as references to
+	// their message's row.
 	Conversations int
 	Events        int64
 	Rows          int
+	Refs          int
 	// Round is true when the pass reached the last conversation (the next
 	// starts from the first).
 	Round bool
@@ -98,9 +100,9 @@ func (s *Sweeper) Run(ctx context.Context) {
 		if err != nil {
 			s.opts.Logger.Warn("compacting chunk events failed", slog.Any("err", err))
 		}
-		if st.Events > 0 {
+		if st.Events > 0 || st.Refs > 0 {
 			s.opts.Logger.Info("compacted the chunk events of old messages", slog.Int("conversations", st.Conversations),
-				slog.Int64("events", st.Events), slog.Int("rowsRemoved", st.Rows))
+				slog.Int64("events", st.Events), slog.Int("rowsRemoved", st.Rows), slog.Int("eventsReferringToRows", st.Refs))
 		}
 		select {
 		case <-ctx.Done():
@@ -144,6 +146,7 @@ func (s *Sweeper) Pass(ctx context.Context) (Stats, error) {
 			budget -= s.opts.RowsPerWrite
 			st.Events += res.Compacted
 			st.Rows += res.Removed
+			st.Refs += res.Referenced
 			more = res.More
 		}
 		if ctx.Err() != nil {

@@ -96,6 +96,13 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 				return err
 			}
 		}
+		for _, r := range plan.Refs {
+			n, err := referRow(ctx, tx, p.ConversationID, r)
+			if err != nil {
+				return err
+			}
+			res.Referenced += n
+		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO compaction (conversation_id, epoch, through, due) VALUES (?, ?, ?, ?)
 			ON CONFLICT (conversation_id) DO UPDATE SET epoch = excluded.epoch, through = excluded.through, due = excluded.due`,
 			p.ConversationID, conv.Epoch, plan.Through, formatTime(plan.Due))
@@ -112,12 +119,61 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 	return res, nil
 }
 
+// referRow stores the event r names as a reference to its message's row,
+// if the event's data is the row's JSON, and says whether it did.
+func referRow(ctx context.Context, tx *sql.Tx, convID string, r store.CompactRef) (int, error) {
+	var row []byte
+	err := tx.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, convID, r.MessageID).Scan(&row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	data, err := store.WireRow(row)
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE events SET ref = ?, data = X'' WHERE conversation_id = ? AND seq = ? AND type IN (?, ?) AND ref IS NULL AND data = ?`,
+		r.MessageID, convID, r.Seq, parley.EventMessage, parley.EventMessageUpdated, data)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// unrefRows removes messages' rows, and puts each row's JSON back into the
+// event that refers to it, if one does.
+func unrefRows(ctx context.Context, tx *sql.Tx, convID string, ids []string) error {
+	for _, id := range ids {
+		var row []byte
+		err := tx.QueryRowContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id = ? RETURNING data`, convID, id).Scan(&row)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data, seqs, err := store.Unref(row)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE events SET ref = NULL, data = ? WHERE conversation_id = ? AND seq IN (?, ?) AND ref = ?`,
+			data, convID, seqs[0], seqs[1], id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // logRows reads up to limit stored rows of a log after seq after, and says
 // whether they reach its end.
 func (db *DB) logRows(ctx context.Context, id string, after int64, limit int) ([]store.LogRow, bool, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, ts, CASE WHEN type IN (?, ?, ?) THEN data END FROM events
+	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, ts, CASE WHEN type IN (?, ?, ?) THEN data END,
+			CASE WHEN type IN (?, ?) AND ref IS NULL THEN json_extract(CAST(data AS TEXT), '$.id') END FROM events
 		WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, id, after, limit)
+		parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, parley.EventMessage, parley.EventMessageUpdated, id, after, limit)
 	if err != nil {
 		return nil, false, err
 	}
@@ -127,14 +183,15 @@ func (db *DB) logRows(ctx context.Context, id string, after int64, limit int) ([
 		var seq int64
 		var typ, ts string
 		var data []byte
-		if err := rows.Scan(&seq, &typ, &ts, &data); err != nil {
+		var mid sql.NullString
+		if err := rows.Scan(&seq, &typ, &ts, &data, &mid); err != nil {
 			return nil, false, err
 		}
 		t, err := parseTime(ts)
 		if err != nil {
 			return nil, false, err
 		}
-		out = append(out, store.ReadLogRow(seq, typ, t, data))
+		out = append(out, store.ReadLogRow(seq, typ, t, data, mid.String))
 	}
 	return out, len(out) < limit, rows.Err()
 }
@@ -150,7 +207,8 @@ func (db *DB) messageEnds(ctx context.Context, id string, rows []store.LogRow) (
 	if err != nil {
 		return nil, err
 	}
-	q, err := db.r.QueryContext(ctx, `SELECT id, json_extract(CAST(data AS TEXT), '$.status'), json_extract(CAST(data AS TEXT), '$.updatedAt') FROM messages
+	q, err := db.r.QueryContext(ctx, `SELECT id, json_extract(CAST(data AS TEXT), '$.status'), json_extract(CAST(data AS TEXT), '$.updatedAt'),
+			max(seq, coalesce(json_extract(CAST(data AS TEXT), '$.updatedSeq'), 0)) FROM messages
 		WHERE conversation_id = ? AND id IN (SELECT value FROM json_each(?))`, id, string(list))
 	if err != nil {
 		return nil, err
@@ -159,10 +217,11 @@ func (db *DB) messageEnds(ctx context.Context, id string, rows []store.LogRow) (
 	for q.Next() {
 		var mid string
 		var status, at sql.NullString
-		if err := q.Scan(&mid, &status, &at); err != nil {
+		var rowSeq int64
+		if err := q.Scan(&mid, &status, &at, &rowSeq); err != nil {
 			return nil, err
 		}
-		end := store.MessageEnd{Found: true, Ended: status.String != string(parley.StatusStreaming)}
+		end := store.MessageEnd{Found: true, Ended: status.String != string(parley.StatusStreaming), RowSeq: rowSeq}
 		if end.At, err = parseTime(at.String); err != nil {
 			return nil, err
 		}

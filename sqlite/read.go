@@ -160,8 +160,9 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 // in the index whether or not the position is inside a span.
 func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, turn, turn_id, agent_id, finality, ts, data FROM events
-		WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`, p.ConversationID, p.After, limit)
+	rows, err := db.r.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref, m.data
+		FROM events e LEFT JOIN messages m ON e.ref IS NOT NULL AND m.conversation_id = e.conversation_id AND m.id = e.ref
+		WHERE e.conversation_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, p.ConversationID, p.After, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +171,15 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	for rows.Next() {
 		e := parley.Event{ConversationID: p.ConversationID}
 		var fin, ts string
-		var data []byte
-		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data); err != nil {
+		var data, row []byte
+		var ref sql.NullString
+		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data, &ref, &row); err != nil {
 			return nil, err
+		}
+		if ref.Valid {
+			if data, err = store.RefData(e.Seq, ref.String, row); err != nil {
+				return nil, err
+			}
 		}
 		e.Finality, e.Data = parley.Finality(fin), data
 		if e.Time, err = parseTime(ts); err != nil {
@@ -202,15 +209,32 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 
 // ListMessages implements store.Store. Each filter has its own index.
 func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
-	raw, err := db.ListMessagesRaw(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return store.DecodeRows(raw)
+	var out []*parley.Message
+	err := db.eachRow(ctx, p, func(data []byte, _ int64) (int, error) {
+		m := &parley.Message{}
+		size, err := store.DecodeRow(data, m)
+		out = append(out, m)
+		return size, err
+	})
+	return out, err
 }
 
 // ListMessagesRaw implements store.Store.
 func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
+	var out []store.RawMessage
+	err := db.eachRow(ctx, p, func(data []byte, seq int64) (int, error) {
+		out = append(out, store.RawMessage{Seq: seq, Data: data})
+		if p.MaxBytes > 0 {
+			return store.RowSize(data)
+		}
+		return len(data), nil
+	})
+	return out, err
+}
+
+// eachRow hands each row ListMessages reads for p to each, which returns
+// its message's size in JSON, until the rows' sizes reach p.MaxBytes.
+func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
 	q := `SELECT data, seq FROM messages WHERE conversation_id = ? AND seq > ?`
 	args := []any{p.ConversationID, p.After}
 	if p.TurnID != "" {
@@ -233,22 +257,25 @@ func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) (
 	args = append(args, clampLimit(p.Limit))
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []store.RawMessage
 	size := 0
 	for rows.Next() {
-		var r store.RawMessage
-		if err := rows.Scan(&r.Data, &r.Seq); err != nil {
-			return nil, err
+		var data []byte
+		var seq int64
+		if err := rows.Scan(&data, &seq); err != nil {
+			return err
 		}
-		out = append(out, r)
-		if size += len(r.Data); p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
+		n, err := each(data, seq)
+		if err != nil {
+			return err
+		}
+		if size += n; p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
 			break // the rest of the page waits for the next read
 		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // ListReplies implements store.Store.
@@ -287,11 +314,12 @@ func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ..
 			return nil, err
 		}
 		m := &parley.Message{}
-		if _, err := store.DecodeRow(data, m); err != nil {
+		n, err := store.DecodeRow(data, m)
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, m)
-		if size += len(data); maxBytes > 0 && size >= maxBytes {
+		if size += n; maxBytes > 0 && size >= maxBytes {
 			break // the rest waits for the next read
 		}
 	}

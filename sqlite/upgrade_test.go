@@ -87,3 +87,24 @@ func TestUpgradeKeepsRowsWithContent(t *testing.T) {
 		t.Fatalf("the index disagrees with its rows: %v", err)
 	}
 }
+
+// TestDowngradePutsRowsBack: undoing the rows without content and the
+// references to rows gives back what was written
+// (storetest.DowngradePutsRowsBack).
+func TestDowngradePutsRowsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.DowngradePutsRowsBack(t, raw, database.DialectSQLite3, sqlite.Migrations(), func() store.Store {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

@@ -207,10 +207,8 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 			return err
 		}
 	}
-	for _, id := range p.RemoveMessages {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id = ?`, p.ConversationID, id); err != nil {
-			return err
-		}
+	if err := unrefRows(ctx, tx, p.ConversationID, p.RemoveMessages); err != nil {
+		return err
 	}
 	if k := p.Idempotency; k != nil {
 		_, err := tx.StmtContext(ctx, db.stmts.insertIdempotency).ExecContext(ctx,

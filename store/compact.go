@@ -22,6 +22,18 @@ import (
 // then the message.updated that ends the message, and folds to the row.
 // Tombstones carry no text, so nothing is ever shown twice, and the
 // message.updated that follows them carries everything they did.
+//
+// The event whose data is a message's row (its message.updated that ended
+// it, or the message event of one posted whole) need not hold that data
+// twice either: once the message ended before the cutoff, compaction
+// stores the event as a reference to the row (its ref column names the
+// message, its data is empty), and reads give it the row's JSON again,
+// byte for byte: the event is referenced only when the row gives back its
+// data exactly. A message's row changes no more once it ended, but a
+// revert removes it: the backend then puts the data back into the event
+// (Unref) before the row goes. So the log reads the same before and after
+// compaction, but for the tombstones, and the text of an ended message is
+// stored once, in its row.
 
 // TombstoneData is the data of a tombstone event, as every read returns it.
 var TombstoneData = json.RawMessage(`{}`)
@@ -151,6 +163,9 @@ type CompactResult struct {
 	// stored rows it removed (a span replaces many rows with one).
 	Compacted int64
 	Removed   int
+	// Referenced counts the events it made references to their message's
+	// row.
+	Referenced int
 	// Through is the seq up to which the conversation was looked at.
 	Through int64
 	// Due is when another call may find more to compact; More says it may
@@ -166,15 +181,21 @@ type LogRow struct {
 	Seq, From int64
 	Type      string
 	// MessageID is the message of a chunk or part.updated event ("" for a
-	// chunk of no message: the stream frames of messageFormat v1).
+	// chunk of no message: the stream frames of messageFormat v1), or of a
+	// message or message.updated event not yet referenced.
 	MessageID string
 	Time      parley.Time
 }
 
-// ReadLogRow makes the LogRow of a stored row.
-func ReadLogRow(seq int64, typ string, ts parley.Time, data []byte) LogRow {
+// ReadLogRow makes the LogRow of a stored row: data is the row's data for
+// a chunk, part.updated or compacted row, and messageID the id in the data
+// of a message or message.updated event that is not a reference (backends
+// read it with the query, not the data).
+func ReadLogRow(seq int64, typ string, ts parley.Time, data []byte, messageID string) LogRow {
 	r := LogRow{Seq: seq, From: seq, Type: typ, Time: ts}
 	switch typ {
+	case parley.EventMessage, parley.EventMessageUpdated:
+		r.MessageID = messageID
 	case parley.EventCompacted:
 		r.From = spanFrom(seq, data)
 	case parley.EventChunk:
@@ -211,6 +232,9 @@ type MessageEnd struct {
 	// ended (its row's updatedAt).
 	Ended bool
 	At    parley.Time
+	// RowSeq is the seq of the event that last wrote its row (its
+	// updatedSeq, or its seq).
+	RowSeq int64
 }
 
 // CompactSpan is one run of rows, seqs From to To, that compaction
@@ -225,9 +249,18 @@ type CompactSpan struct {
 	Time parley.Time
 }
 
+// CompactRef is a message or message.updated event that compaction
+// stores as a reference to its message's row, if the row gives back its
+// data exactly.
+type CompactRef struct {
+	Seq       int64
+	MessageID string
+}
+
 // CompactionPlan is what Compact does with the rows it read.
 type CompactionPlan struct {
 	Spans   []CompactSpan
+	Refs    []CompactRef
 	Through int64
 	Due     parley.Time
 	More    bool
@@ -238,7 +271,8 @@ type CompactionPlan struct {
 // spans: a chunk or part.updated event of a message that ended before
 // p.Before, or whose row is gone and which is itself older than p.Before,
 // and rows compacted before. Runs of one row already compacted are left as
-// they are. The cursor moves to the row before the first event whose
+// they are. A message or message.updated event of a message that ended
+// before p.Before becomes a reference (Refs), if its data is the row's. The cursor moves to the row before the first event whose
 // message may still become compactable (one that streams, or ended after
 // p.Before), or to the last row read; Due is when that event may become
 // compactable, or, with nothing left undecided, an eighth of the retention
@@ -273,6 +307,22 @@ func PlanCompaction(rows []LogRow, ends map[string]MessageEnd, through int64, co
 		}
 		next = r.Seq + 1
 		compactable := r.Type == parley.EventCompacted
+		if (r.Type == parley.EventMessage || r.Type == parley.EventMessageUpdated) && r.MessageID != "" {
+			// Only the event that last wrote an ended message's row can hold
+			// the row's data: of a message reverted, still streaming (it ends
+			// with an event to come) or written again since, none is looked at.
+			switch end := ends[r.MessageID]; {
+			case !end.Found || !end.Ended || end.RowSeq != r.Seq:
+			case end.At.Before(p.Before.Time):
+				plan.Refs = append(plan.Refs, CompactRef{Seq: r.Seq, MessageID: r.MessageID})
+			default:
+				wait(end.At.Add(retention))
+				if !undecided {
+					undecided = true
+					plan.Through = r.From - 1
+				}
+			}
+		}
 		if (r.Type == parley.EventChunk || r.Type == parley.EventPartUpdated) && r.MessageID != "" {
 			switch end := ends[r.MessageID]; {
 			case !end.Found:
@@ -404,4 +454,26 @@ func WithEpoch(data []byte, epoch string) ([]byte, error) {
 		return out, nil
 	}
 	return nil, bad
+}
+
+// RefData is the data of a stored event that refers to the row of message
+// ref: the row's JSON as clients read it. row is nil when the row is gone,
+// which Unref never lets happen.
+func RefData(seq int64, ref string, row []byte) ([]byte, error) {
+	if row == nil {
+		return nil, fmt.Errorf("event %d refers to the row of message %s, which is gone", seq, ref)
+	}
+	return WireRow(row)
+}
+
+// Unref returns, for the row of a message about to be removed, the data
+// that goes back into the event that may refer to it, and the seqs such an
+// event may have (its row's seq, and its updatedSeq).
+func Unref(row []byte) (data []byte, seqs []int64, err error) {
+	head, _, err := ReadRowHead(row)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err = WireRow(row)
+	return data, []int64{head.Seq, max(head.UpdatedSeq, head.Seq)}, err
 }

@@ -66,23 +66,6 @@ func DecodeRow(data []byte, m *parley.Message) (int, error) {
 // right after its parts.
 const contentKey = `,"content":`
 
-// DecodeRows decodes stored rows, for backends that implement ListMessages
-// with ListMessagesRaw.
-func DecodeRows(raw []RawMessage) ([]*parley.Message, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	out := make([]*parley.Message, 0, len(raw))
-	for _, r := range raw {
-		m := &parley.Message{}
-		if _, err := DecodeRow(r.Data, m); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
 // WireRow returns the message JSON clients read for a stored row: the row
 // itself when it holds its content, else the message encoded again, which
 // is the JSON it was written from.
@@ -118,6 +101,13 @@ func ReadRowHead(data []byte) (*parley.Message, int, error) {
 	}
 	h.Message.Parts = []parley.Part{}
 	return &h.Message, size, nil
+}
+
+// RowSize returns the size in JSON of the message a stored row holds,
+// without decoding its text.
+func RowSize(data []byte) (int, error) {
+	_, size, err := ReadRowHead(data)
+	return size, err
 }
 
 // rowHead is a message row read without its parts' text, its content,

@@ -112,8 +112,10 @@ type Store interface {
 	ListMessages(ctx context.Context, p ListMessagesParams) ([]*parley.Message, error)
 
 	// ListMessagesRaw is ListMessages returning each row as stored: its seq
-	// and the message's JSON (what GetMessage decodes), for callers that
-	// copy rows without looking inside them (export).
+	// and its stored form (EncodeRow), for callers that look at rows
+	// without decoding them whole (a snapshot summarizes large ones with
+	// ReadRowHead; export copies them with WireRow, which gives the JSON
+	// clients read).
 	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
 
 	// ListReplies returns up to Limit direct replies to a message with seq >
@@ -399,7 +401,8 @@ type ListMessagesParams struct {
 	MaxBytes int
 }
 
-// RawMessage is a stored message row: its seq and the message as JSON.
+// RawMessage is a stored message row: its seq and its stored form (see
+// EncodeRow).
 type RawMessage struct {
 	Seq  int64
 	Data []byte

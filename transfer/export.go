@@ -189,7 +189,11 @@ func writeJSON(ctx context.Context, st store.Store, s conv.State, f Format, w *b
 			return stats, err
 		}
 		for _, r := range rows {
-			put("message", stats.Messages, r.Data)
+			data, err := store.WireRow(r.Data)
+			if err != nil {
+				return stats, err
+			}
+			put("message", stats.Messages, data)
 			stats.Messages++
 		}
 		if len(rows) < page {

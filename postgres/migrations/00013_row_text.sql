@@ -28,6 +28,13 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- Every row's content back into its JSON (as jsonb writes it), so that
+-- code from before reads it, then the function as it was.
+UPDATE messages SET data = convert_to(jsonb_set(j, '{content}', to_jsonb(coalesce(
+        (SELECT string_agg(p->>'text', '' ORDER BY i) FROM jsonb_array_elements(CASE jsonb_typeof(j->'parts') WHEN 'array' THEN j->'parts' ELSE '[]' END)
+            WITH ORDINALITY AS x(p, i) WHERE p->>'type' = 'text'), '')))::text, 'UTF8')
+    FROM (SELECT conversation_id AS cid, id AS mid, replace(convert_from(data, 'UTF8'), '\u0000', '\u0020')::jsonb AS j FROM messages) AS m
+    WHERE m.cid = messages.conversation_id AND m.mid = messages.id AND NOT (j ? 'content');
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION message_search_text(data BYTEA) RETURNS TEXT
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$

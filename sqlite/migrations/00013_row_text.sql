@@ -20,6 +20,14 @@ CREATE VIEW message_search_text AS
     WHERE json_extract(j, '$.status') <> 'streaming' AND t <> '';
 
 -- +goose Down
+-- Every row's content back into its JSON (so that code from before reads
+-- it), then the view as it was.
+UPDATE messages SET data = CAST(json_set(CAST(data AS TEXT), '$.content', coalesce(
+        (WITH RECURSIVE p(i, acc) AS (SELECT 0, '' UNION ALL
+            SELECT i + 1, acc || CASE json_extract(CAST(data AS TEXT), '$.parts[' || i || '].type') WHEN 'text' THEN json_extract(CAST(data AS TEXT), '$.parts[' || i || '].text') ELSE '' END
+            FROM p WHERE i < json_array_length(CAST(data AS TEXT), '$.parts'))
+         SELECT acc FROM p ORDER BY i DESC LIMIT 1), '')) AS BLOB)
+    WHERE json_type(CAST(data AS TEXT), '$.content') IS NULL;
 DROP VIEW message_search_text;
 CREATE VIEW message_search_text AS
     SELECT rid, char(57344) || hex(conversation_id) AS conv,

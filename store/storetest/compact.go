@@ -139,7 +139,7 @@ func testCompactSpans(t *testing.T, s store.Store) {
 	// streams, so the cursor stays before its first chunk (6).
 	now := end1.Add(2 * day)
 	res = compact(t, s, id, now, day, 0)
-	if res.Compacted != 5 || res.Removed != 3 || res.Through != 5 || res.More || !res.Due.Equal(now.Add(day)) {
+	if res.Compacted != 5 || res.Removed != 3 || res.Referenced != 1 || res.Through != 5 || res.More || !res.Due.Equal(now.Add(day)) {
 		t.Fatalf("past the retention: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
@@ -147,7 +147,7 @@ func testCompactSpans(t *testing.T, s store.Store) {
 		t.Fatalf("cursor %+v", c)
 	}
 	// Again at once: nothing more, and nothing written twice.
-	if res := compact(t, s, id, now, day, 0); res.Compacted != 0 || res.Removed != 0 || res.Through != 5 {
+	if res := compact(t, s, id, now, day, 0); res.Compacted != 0 || res.Removed != 0 || res.Referenced != 0 || res.Through != 5 {
 		t.Fatalf("again: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
@@ -164,7 +164,7 @@ func testCompactSpans(t *testing.T, s store.Store) {
 	written = append(written, ended)
 	later := now.Add(2 * day)
 	res = compact(t, s, id, later, day, 0)
-	if res.Compacted != 2 || res.Removed != 1 || res.Through != 13 || res.More || !res.Due.Equal(later.Add(day/8)) {
+	if res.Compacted != 2 || res.Removed != 1 || res.Referenced != 1 || res.Through != 13 || res.More || !res.Due.Equal(later.Add(day/8)) {
 		t.Fatalf("once r2 ended: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 6, 7, 8, 9, 11)
@@ -226,6 +226,62 @@ func testCompactRemovedMessages(t *testing.T, s store.Store) {
 		t.Fatalf("later: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 6, 7, 8, 9, 11)
+}
+
+// testCompactRefersToRows: of the events that wrote an ended message,
+// the one whose data is the message's row is stored as a reference to it
+// once the message is past the retention (r1's message.updated, and the
+// message event of one posted whole), and reads as written; an event whose
+// data is not the row's (a row written from other data), or that did not
+// write the row last (r1's first message event), is left as it is. A
+// revert puts the row's data back into its event before the row goes: the
+// log still reads as written.
+func testCompactRefersToRows(t *testing.T, s store.Store) {
+	end1 := t0.Add(10 * time.Second)
+	id, written := streamLog(t, s, end1)
+	whole := said(id, "w1", "b", "posted <whole> & \"quoted\"", parley.NewTime(end1))
+	whole.Seq, whole.Metadata = 13, json.RawMessage(`{"k":"<v>"}`)
+	other := said(id, "x1", "b", "the row's text", parley.NewTime(end1))
+	other.Seq = 14
+	otherEvent := *other
+	otherEvent.Content = "what the event said"
+	var events []parley.Event
+	for _, m := range []*parley.Message{whole, &otherEvent} {
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, parley.Event{ConversationID: id, Seq: m.Seq, Type: parley.EventMessage, Turn: 2, TurnID: "q2", AgentID: "b",
+			Finality: parley.FinalityNone, Time: parley.NewTime(end1), Data: data})
+	}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 12, Events: events, Messages: []*parley.Message{whole, other}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	written = append(written, events...)
+	day := 24 * time.Hour
+	now := end1.Add(2 * day)
+	if res := compact(t, s, id, now, day, 0); res.Compacted != 5 || res.Referenced != 2 {
+		t.Fatalf("past the retention: %+v", res)
+	}
+	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
+	if res := compact(t, s, id, now, day, 0); res.Referenced != 0 {
+		t.Fatalf("again: %+v", res)
+	}
+
+	// Reverted: r1 and w1 go, their events stay as written.
+	removed := event(id, 15, "a")
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 14, Events: []parley.Event{removed}, RemoveMessages: []string{"r1", "w1"}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	written = append(written, removed)
+	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
+	if ms, err := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: id, Limit: 10}); err != nil || len(ms) != 2 || ms[0].ID != "r2" || ms[1].ID != "x1" {
+		t.Fatalf("messages after the revert: %v, err %v", ms, err)
+	}
+	if res := compact(t, s, id, now.Add(2*day), day, 0); res.Referenced != 0 {
+		t.Fatalf("after the revert: %+v", res)
+	}
+	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
 }
 
 // testCompactRefusals: unknown conversations and imports in progress are

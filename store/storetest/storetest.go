@@ -84,6 +84,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"CompactSpans", testCompactSpans},
 		{"CompactInSteps", testCompactInSteps},
 		{"CompactRemovedMessages", testCompactRemovedMessages},
+		{"CompactRefersToRows", testCompactRefersToRows},
 		{"CompactRefusals", testCompactRefusals},
 	}
 	for _, tc := range tests {

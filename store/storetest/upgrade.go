@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -191,5 +192,56 @@ func UpgradeKeepsRowsWithContent(t *testing.T, raw *sql.DB, open func() store.St
 	ms, err := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: "old", Limit: 10})
 	if err != nil || len(ms) != 2 || mustJSON(t, ms[0]) != mustJSON(t, kept) || mustJSON(t, ms[1]) != mustJSON(t, now) {
 		t.Fatalf("the rows read as %v (%v)", ms, err)
+	}
+}
+
+// DowngradePutsRowsBack is the test of undoing RowTextVersion and the
+// references to rows: open opens a new store with the current code, raw
+// is its database, migrations the backend's. A log whose ended message's
+// event compaction made a reference to its row is migrated down to
+// RowTextVersion-1: every event that was not compacted holds its JSON as
+// written again, and every row holds its content.
+func DowngradePutsRowsBack(t *testing.T, raw *sql.DB, dialect database.Dialect, migrations fs.FS, open func() store.Store) {
+	t.Helper()
+	s := open()
+	end1 := t0.Add(10 * time.Second)
+	id, written := streamLog(t, s, end1)
+	if res := compact(t, s, id, end1.Add(48*time.Hour), 24*time.Hour, 0); res.Referenced != 1 {
+		t.Fatalf("compaction made %d references, want 1", res.Referenced)
+	}
+	s.Close()
+	p, err := goose.NewProvider(dialect, raw, migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(context.Background(), RowTextVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := raw.Query(`SELECT seq, type, data FROM events WHERE conversation_id = $1 ORDER BY seq`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	same := func(a, b []byte) bool {
+		var x, y any
+		return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && mustJSON(t, x) == mustJSON(t, y)
+	}
+	for rows.Next() {
+		var seq int64
+		var typ string
+		var data []byte
+		if err := rows.Scan(&seq, &typ, &data); err != nil {
+			t.Fatal(err)
+		}
+		if w := written[seq-1]; typ != parley.EventCompacted && !same(data, w.Data) {
+			t.Fatalf("after the downgrade event %d holds %s, want %s", seq, data, w.Data)
+		}
+	}
+	var r1 []byte
+	if err := raw.QueryRow(`SELECT data FROM messages WHERE conversation_id = $1 AND id = 'r1'`, id).Scan(&r1); err != nil {
+		t.Fatal(err)
+	}
+	if !same(r1, written[9].Data) {
+		t.Fatalf("after the downgrade r1's row is %s, want %s", r1, written[9].Data)
 	}
 }

@@ -25,7 +25,11 @@ func TestGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer listener.Close(ctx)
-	if _, err := listener.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+	listen, err := listenQuery(ctx, listener)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listener.Exec(ctx, listen); err != nil {
 		t.Fatal(err)
 	}
 
@@ -41,8 +45,8 @@ func TestGroupCommit(t *testing.T) {
 	if err := db.appendOne(ctx, store.AppendParams{ConversationID: "g-e", ExpectSeq: 1, Events: []parley.Event{ev("g-e", 2)}, Idempotency: used, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	// The channel is the database's: tests of other packages, on schemas
-	// of their own, notify on it too. Theirs name other conversations.
+	// The channel is the schema's: only this test's appends are heard on
+	// it; the filter keeps the wait on its own conversations regardless.
 	ours := func(ctx context.Context) (string, error) {
 		for {
 			n, err := listener.WaitForNotification(ctx)

@@ -10,11 +10,23 @@ import (
 	"github.com/parleyhq/parley/feed"
 )
 
-// NotifyChannel is the channel every commit of appends notifies, with a
-// payload of lines "CONVERSATION SEQ" (and " q" when its prompt queue
+// Every commit of appends notifies its schema's channel (channelSQL), with
+// a payload of lines "CONVERSATION SEQ" (and " q" when its prompt queue
 // changed): each conversation written and its last seq now. A delete
-// notifies it too, with the line "CONVERSATION 0 d".
-const NotifyChannel = "parley_events"
+// notifies it too, with the line "CONVERSATION 0 d". Each schema has a
+// channel of its own, named for it, so that stores in several schemas of
+// one database do not hear each other's appends.
+const channelSQL = `'parley_events_' || substr(md5(coalesce(current_schema(), '')), 1, 16)`
+
+// listenQuery returns the statement that listens to the channel of conn's
+// schema.
+func listenQuery(ctx context.Context, conn *pgx.Conn) (string, error) {
+	var ch string
+	if err := conn.QueryRow(ctx, `SELECT `+channelSQL).Scan(&ch); err != nil {
+		return "", err
+	}
+	return "LISTEN " + pgx.Identifier{ch}.Sanitize(), nil
+}
 
 // Broker hears the appends of every node on one database (LISTEN/NOTIFY):
 // the feed's Broker of several nodes.
@@ -51,7 +63,11 @@ func listenOnce(ctx context.Context, url string, notified func(feed.Notice), cau
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+NotifyChannel); err != nil {
+	listen, err := listenQuery(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, listen); err != nil {
 		return err
 	}
 	caughtUp()
@@ -68,7 +84,7 @@ func listenOnce(ctx context.Context, url string, notified func(feed.Notice), cau
 	}
 }
 
-// parseNotice reads one line of a notification (see NotifyChannel); it
+// parseNotice reads one line of a notification (see channelSQL); it
 // reports false for a line it cannot read, which is skipped. A flag it
 // does not know (a newer node's) is passed over: the line still says the
 // conversation changed.
@@ -101,8 +117,12 @@ func Listeners(ctx context.Context, url string) (int, error) {
 		return 0, err
 	}
 	defer conn.Close(context.Background())
+	listen, err := listenQuery(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
 	var n int
 	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = $1`,
-		"LISTEN "+NotifyChannel).Scan(&n)
+		listen).Scan(&n)
 	return n, err
 }

@@ -58,7 +58,7 @@ func TestQueueNotifySplitsPayloads(t *testing.T) {
 	queueNotify(batch, lines)
 	var got []string
 	for _, q := range batch.QueuedQueries {
-		payload := q.Arguments[1].(string)
+		payload := q.Arguments[0].(string)
 		if len(payload) > maxPayload {
 			t.Fatalf("a payload of %d bytes, over %d", len(payload), maxPayload)
 		}
@@ -74,9 +74,50 @@ func TestQueueNotifySplitsPayloads(t *testing.T) {
 	}
 }
 
+// TestSchemasHaveChannelsOfTheirOwn: a listener on one schema hears the
+// appends of its schema, not those of another schema of the database
+// (committed before, they would come first on a shared channel).
+func TestSchemasHaveChannelsOfTheirOwn(t *testing.T) {
+	ours, url := openSchema(t)
+	theirs, _ := openSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	listener, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(context.Background())
+	listen, err := listenQuery(ctx, listener)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listener.Exec(ctx, listen); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		db *DB
+		id string
+	}{{theirs, "theirs"}, {ours, "ours"}} {
+		c := parley.Conversation{ID: w.id, Epoch: "ep", Participants: []string{"a"}, TurnPolicy: parley.PolicyFree, MessageFormat: "v2", CreatedAt: parley.NewTime(time.Now())}
+		if err := w.db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: []parley.Event{traceEvent(w.id, 1)}, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.db.Append(ctx, store.AppendParams{ConversationID: w.id, ExpectSeq: 1, Events: []parley.Event{traceEvent(w.id, 2)}, State: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := listener.WaitForNotification(ctx)
+	if err != nil || n.Payload != "ours 2" {
+		t.Fatalf("the first notification heard is %+v (%v), want ours 2", n, err)
+	}
+	if got, err := Listeners(ctx, url); err != nil || got != 1 {
+		t.Fatalf("%d listeners on our schema (%v), want 1", got, err)
+	}
+}
+
 // notices follows the notifications of the database through a Broker, on
 // a schema of its own, and yields what it hears of the conversations whose
-// ids start with prefix (other tests notify on the same channel).
+// ids start with prefix.
 func notices(t *testing.T, url, prefix string) (<-chan feed.Notice, <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())

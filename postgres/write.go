@@ -230,7 +230,7 @@ func queueNotify(batch *pgx.Batch, lines []string) {
 			size += len(lines[n]) + 1
 			n++
 		}
-		batch.Queue(`SELECT pg_notify($1, $2)`, NotifyChannel, strings.Join(lines[:n], "\n"))
+		batch.Queue(`SELECT pg_notify(`+channelSQL+`, $1)`, strings.Join(lines[:n], "\n"))
 		lines = lines[n:]
 	}
 }
@@ -301,7 +301,7 @@ func (db *DB) DeleteConversation(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, NotifyChannel, deletedNotice(id))
+		_, err = tx.Exec(ctx, `SELECT pg_notify(`+channelSQL+`, $1)`, deletedNotice(id))
 		return err
 	})
 }

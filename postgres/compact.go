@@ -101,12 +101,8 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 			res.Compacted += s.Fresh
 			res.Removed += s.Rows - 1
 		}
-		for _, r := range plan.Refs {
-			n, err := referRow(ctx, tx, p.ConversationID, r)
-			if err != nil {
-				return err
-			}
-			res.Referenced += n
+		if res.Referenced, err = referRows(ctx, tx, p.ConversationID, plan.Refs); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO compaction (conversation_id, epoch, through, due) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (conversation_id) DO UPDATE SET epoch = excluded.epoch, through = excluded.through, due = excluded.due`,
@@ -117,26 +113,58 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 	return res, err
 }
 
-// referRow stores the event r names as a reference to its message's row,
-// if the event's data is the row's JSON, and says whether it did. The row
-// is locked until tx ends, so that a revert that removes it waits, then
+// referRows stores each event refs name as a reference to its message's
+// row, if the event's data is the row's JSON, and returns how many it
+// stored: the rows read at once, the events written in one batch. The rows
+// are locked until tx ends, so that a revert that removes one waits, then
 // finds the reference (unrefRows).
-func referRow(ctx context.Context, tx pgx.Tx, convID string, r store.CompactRef) (int, error) {
-	var row []byte
-	err := tx.QueryRow(ctx, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2 FOR SHARE`, convID, r.MessageID).Scan(&row)
-	if errors.Is(err, pgx.ErrNoRows) {
+func referRows(ctx context.Context, tx pgx.Tx, convID string, refs []store.CompactRef) (int, error) {
+	if len(refs) == 0 {
 		return 0, nil
 	}
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.MessageID
+	}
+	rows, err := tx.Query(ctx, `SELECT id, data FROM messages WHERE conversation_id = $1 AND id = ANY($2) ORDER BY id FOR SHARE`, convID, ids)
 	if err != nil {
 		return 0, err
 	}
-	data, err := store.WireRow(row)
-	if err != nil {
+	data := make(map[string][]byte, len(refs))
+	for rows.Next() {
+		var id string
+		var row []byte
+		if err := rows.Scan(&id, &row); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if data[id], err = store.WireRow(row); err != nil {
+			rows.Close()
+			return 0, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	tag, err := tx.Exec(ctx, `UPDATE events SET ref = $1, data = ''::bytea WHERE conversation_id = $2 AND seq = $3 AND type IN ($4, $5) AND ref IS NULL AND data = $6`,
-		r.MessageID, convID, r.Seq, parley.EventMessage, parley.EventMessageUpdated, data)
-	return int(tag.RowsAffected()), err
+	batch := &pgx.Batch{}
+	for _, r := range refs {
+		if d, ok := data[r.MessageID]; ok {
+			batch.Queue(`UPDATE events SET ref = $1, data = ''::bytea WHERE conversation_id = $2 AND seq = $3 AND type IN ($4, $5) AND ref IS NULL AND data = $6`,
+				r.MessageID, convID, r.Seq, parley.EventMessage, parley.EventMessageUpdated, d)
+		}
+	}
+	n := 0
+	results := tx.SendBatch(ctx, batch)
+	for range batch.Len() {
+		tag, err := results.Exec()
+		if err != nil {
+			results.Close()
+			return 0, err
+		}
+		n += int(tag.RowsAffected())
+	}
+	return n, results.Close()
 }
 
 // unrefRows removes messages' rows, and puts each row's JSON back into the

@@ -143,6 +143,29 @@ describe("the head and the queue of a conversation the test drives", () => {
     expect(await inView()).toBe(true);
   });
 
+  it("reads the older messages for a reader at the top though the first read failed", async () => {
+    const id = (await api.createConversation({ title: "Older after a failure", participants: ["alice"] })).conversation.id;
+    // 150 messages: the stream's snapshot holds the latest 100, the rest are read when the reader is at the top.
+    for (let i = 1; i <= 150; i++) await api.postMessage(id, { agentId: "alice", content: `Older test message ${i}.` });
+    const page = await openConversation(id);
+    let reads = 0;
+    await page.route(/\/messages\?after=/, (route) => {
+      reads++;
+      return reads === 1
+        ? route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "unavailable", message: "try again" } }) })
+        : route.continue();
+    });
+    const list = page.getByRole("log", { name: "Messages" });
+    await page.locator("article").first().waitFor();
+    await list.evaluate((el) => el.scrollTo({ top: 0 }));
+    // No scroll event comes after the failed read: the page asks again by itself.
+    await expect.poll(() => page.locator(".older-note").textContent(), { timeout: 15_000 }).toBe("The conversation starts here.");
+    expect(reads).toBeGreaterThan(1);
+    // What was read went above where the reader was, which stays in place: the first message is at the top.
+    await list.evaluate((el) => el.scrollTo({ top: 0 }));
+    await page.getByText("Older test message 1.", { exact: true }).waitFor();
+  });
+
   it("queues prompts from the composer, and promotes and withdraws them", async () => {
     const id = (await api.createConversation({ title: "Queue test", participants: ["alice"], members: ["you"] })).conversation.id;
     const page = await openConversation(id);

@@ -124,6 +124,20 @@ export function MessageList(p: MessageListProps) {
     checkRef.current = onScroll;
   }, [onScroll]);
 
+  // Once a read of older messages ends and more are left, look at where the
+  // reader is again: one who stays near the top (a page that put little
+  // above, or a read dropped by a new snapshot, or failed) sends no scroll
+  // event to ask for the next. After a moment, so that a failing read is
+  // not asked for again at once.
+  useEffect(() => {
+    if (olderLoading || olderDone) return;
+    const t = setTimeout(() => {
+      const el = scroller.current;
+      if (el && el.scrollTop < 600 && performance.now() > quietUntil.current) onLoadOlder();
+    }, 500);
+    return () => clearTimeout(t);
+  }, [olderLoading, olderDone, firstKey, onLoadOlder]);
+
   // A short conversation has no scroll bar: read older messages at once.
   useEffect(() => {
     const el = scroller.current;

@@ -186,13 +186,23 @@ func (db *DB) appendGroup(ctx context.Context, ps []*store.AppendParams) (missed
 	}
 
 	// 3. The other rows, and one notification of every conversation's new
-	// last seq.
+	// last seq. A revert's removal of rows (rare) is made in its place in
+	// the order of the appends: what the batch holds so far is sent first.
 	rest := &pgx.Batch{}
 	var lines []string
 	queued := false // an earlier append of the same conversation changed its queue
 	for i, p := range ps {
 		if missed[i] {
 			continue
+		}
+		if len(p.RemoveMessages) > 0 {
+			if err := tx.SendBatch(ctx, rest).Close(); err != nil {
+				return nil, err
+			}
+			rest = &pgx.Batch{}
+			if err := unrefRows(ctx, tx, p.ConversationID, p.RemoveMessages); err != nil {
+				return nil, err
+			}
 		}
 		if err := queueRows(rest, p); err != nil {
 			return nil, err

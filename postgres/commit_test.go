@@ -132,4 +132,33 @@ func TestGroupCommit(t *testing.T) {
 	errs = commit(appendTo("g-a", 2, 1), reused, appendTo("g-b", 1, 2))
 	wantCodes(errs, "", parley.EBUSY, "")
 	wantLast(map[string]int64{"g-a": 3, "g-b": 3, "g-e": 2})
+
+	// Reverts in a group are made in the order of its appends: g-a's row
+	// m1, written before, goes; m2, written by the group's first append of
+	// g-a, goes with its second; g-c's m3, written after g-c's removal of
+	// it (which found nothing), stays.
+	row := func(conv, id string, seq int64) *parley.Message {
+		return &parley.Message{ID: id, ConversationID: conv, Seq: seq, Role: parley.RoleUser, AgentID: "a", Parts: []parley.Part{{Type: parley.PartText, Text: id}},
+			Content: id, Status: parley.StatusComplete, Turn: 1, TurnID: "t", Finality: parley.FinalityNone}
+	}
+	first := appendTo("g-a", 3, 1)
+	first.Messages = []*parley.Message{row("g-a", "m1", 4)}
+	if err := db.appendOne(ctx, *first); err != nil {
+		t.Fatal(err)
+	}
+	writes, removes := appendTo("g-a", 4, 1), appendTo("g-a", 5, 1)
+	writes.Messages, removes.RemoveMessages = []*parley.Message{row("g-a", "m2", 5)}, []string{"m1", "m2"}
+	removedFirst, writtenAfter := appendTo("g-c", 4, 1), appendTo("g-c", 5, 1)
+	removedFirst.RemoveMessages, writtenAfter.Messages = []string{"m3"}, []*parley.Message{row("g-c", "m3", 6)}
+	wantCodes(commit(writes, removes, removedFirst, writtenAfter), "", "", "", "")
+	for conv, want := range map[string]string{"g-a": "", "g-c": "m3"} {
+		ms, err := db.ListMessages(ctx, store.ListMessagesParams{ConversationID: conv, Limit: 10})
+		got := ""
+		for _, m := range ms {
+			got += m.ID
+		}
+		if err != nil || got != want {
+			t.Fatalf("%s holds the rows %q (%v), want %q", conv, got, err, want)
+		}
+	}
 }

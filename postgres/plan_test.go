@@ -78,3 +78,47 @@ func TestThreadQueriesUseIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestReadEventsReadsAPage checks PostgreSQL's plan for a page of a log
+// whose events refer to message rows, on tables never analyzed (a new
+// store): it reads the page from the log's index and each referred row by
+// its key, never every message or every event after the position.
+func TestReadEventsReadsAPage(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := Open(ctx, pgtest.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// One conversation of 20,000 events, every tenth referring to one of
+	// its 2000 message rows.
+	for _, q := range []string{
+		`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data)
+			SELECT 'c', 'm' || i, i * 10, 't', NULL, 'a', 0, '{}' FROM generate_series(1, 2000) AS i`,
+		`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref)
+			SELECT 'c', i, 'chunk', 1, 't', 'a', 'none', now(), '{}', CASE WHEN i % 10 = 0 THEN 'm' || (i / 10) END FROM generate_series(1, 20000) AS i`,
+	} {
+		if _, err := db.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := db.pool.Query(ctx, "EXPLAIN "+readEventsQuery, "c", 5000, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, strings.TrimSpace(line))
+	}
+	rows.Close()
+	text := strings.Join(plan, "\n")
+	if strings.Contains(text, "Hash") || strings.Contains(text, "Seq Scan on messages") || !strings.Contains(text, "messages_pkey") {
+		t.Errorf("a page of the log reads more than the page and its rows:\n%s", text)
+	}
+}

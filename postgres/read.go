@@ -137,14 +137,20 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	return recs, next, nil
 }
 
+// readEventsQuery reads a page of a log. The row of an event that refers
+// to one is read by a subquery, row by row: as a join, the planner may read
+// every message and every event after the position to return one page (it
+// did on a table without statistics yet).
+const readEventsQuery = `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
+		CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
+	FROM events e WHERE e.conversation_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`
+
 // ReadEvents implements store.Store. A compacted span is one row, stored
 // at its last seq, so that the rows after a position are those after it
 // in the index whether or not the position is inside a span.
 func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.pool.Query(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref, m.data
-		FROM events e LEFT JOIN messages m ON e.ref IS NOT NULL AND m.conversation_id = e.conversation_id AND m.id = e.ref
-		WHERE e.conversation_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`, p.ConversationID, p.After, limit)
+	rows, err := db.pool.Query(ctx, readEventsQuery, p.ConversationID, p.After, limit)
 	if err != nil {
 		return nil, err
 	}

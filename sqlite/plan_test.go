@@ -48,10 +48,10 @@ func TestQueriesUseIndexes(t *testing.T) {
 		"ListMessagesTurn":  {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND turn_id = 't' ORDER BY seq LIMIT 10`, "messages_by_turn_id"},
 		"ListMessagesAgent": {`SELECT data FROM messages WHERE conversation_id = 'c' AND seq > 0 AND agent_id = 'a' ORDER BY seq LIMIT 10`, "messages_by_agent"},
 		"ListReplies":       {`SELECT data FROM messages WHERE conversation_id = 'c' AND reply_to = 'm' AND seq > 0 ORDER BY seq LIMIT 10`, "messages_by_reply_to"},
-		"ReadEvents": {`SELECT e.seq, e.data, m.data FROM events e LEFT JOIN messages m ON e.ref IS NOT NULL AND m.conversation_id = e.conversation_id AND m.id = e.ref
-			WHERE e.conversation_id = 'c' AND e.seq > 0 ORDER BY e.seq LIMIT 10`, "events_by_seq"},
-		"ReadEventsRef": {`SELECT e.seq, e.data, m.data FROM events e LEFT JOIN messages m ON e.ref IS NOT NULL AND m.conversation_id = e.conversation_id AND m.id = e.ref
-			WHERE e.conversation_id = 'c' AND e.seq > 0 ORDER BY e.seq LIMIT 10`, "messages_by_id"},
+		"ReadEvents": {`SELECT e.seq, e.data, CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
+			FROM events e WHERE e.conversation_id = 'c' AND e.seq > 0 ORDER BY e.seq LIMIT 10`, "events_by_seq"},
+		"ReadEventsRef": {`SELECT e.seq, e.data, CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
+			FROM events e WHERE e.conversation_id = 'c' AND e.seq > 0 ORDER BY e.seq LIMIT 10`, "messages_by_id"},
 	}
 	for name, c := range cases {
 		text := strings.Join(queryPlan(t, db, c.query), "; ")

@@ -160,9 +160,9 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 // in the index whether or not the position is inside a span.
 func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.r.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref, m.data
-		FROM events e LEFT JOIN messages m ON e.ref IS NOT NULL AND m.conversation_id = e.conversation_id AND m.id = e.ref
-		WHERE e.conversation_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, p.ConversationID, p.After, limit)
+	rows, err := db.r.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
+			CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
+		FROM events e WHERE e.conversation_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, p.ConversationID, p.After, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -192,31 +192,22 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 
 // ListMessages implements store.Store. Each filter has its own index.
 func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
-	var out []*parley.Message
-	err := db.eachRow(ctx, p, func(data []byte, _ int64) (int, error) {
-		m := &parley.Message{}
-		size, err := store.DecodeRow(data, m)
-		out = append(out, m)
-		return size, err
-	})
-	return out, err
+	return store.DecodedRows(db.scanRows(ctx, p))
 }
 
 // ListMessagesRaw implements store.Store.
 func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
-	var out []store.RawMessage
-	err := db.eachRow(ctx, p, func(data []byte, seq int64) (int, error) {
-		out = append(out, store.RawMessage{Seq: seq, Data: data})
-		if p.MaxBytes > 0 {
-			return store.RowSize(data)
-		}
-		return len(data), nil
-	})
-	return out, err
+	return store.RawRows(db.scanRows(ctx, p), p.MaxBytes > 0)
 }
 
-// eachRow hands each row ListMessages reads for p to each, which returns
-// its message's size in JSON, until the rows' sizes reach p.MaxBytes.
+// scanRows reads the rows ListMessages reads for p, until their sizes
+// reach p.MaxBytes.
+func (db *DB) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
+	return func(visit func(data []byte, seq int64) (int, error)) error { return db.eachRow(ctx, p, visit) }
+}
+
+// eachRow hands each row ListMessages reads for p to each (see
+// store.RowScan).
 func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
 	q := `SELECT data, seq FROM messages WHERE conversation_id = $1 AND seq > $2`
 	args := []any{p.ConversationID, p.After}

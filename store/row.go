@@ -103,6 +103,39 @@ func ReadRowHead(data []byte) (*parley.Message, int, error) {
 	return &h.Message, size, nil
 }
 
+// RowScan reads a page of message rows: it hands each row to visit, which
+// returns the size of its message in JSON, until the rows end or their
+// sizes reach the page's bound in bytes. Backends write one per query of
+// rows and share what is done with the rows (DecodedRows, RawRows).
+type RowScan func(visit func(data []byte, seq int64) (int, error)) error
+
+// DecodedRows runs scan and returns its rows' messages, decoded.
+func DecodedRows(scan RowScan) ([]*parley.Message, error) {
+	var out []*parley.Message
+	err := scan(func(data []byte, _ int64) (int, error) {
+		m := &parley.Message{}
+		size, err := DecodeRow(data, m)
+		out = append(out, m)
+		return size, err
+	})
+	return out, err
+}
+
+// RawRows runs scan and returns its rows as stored. sized says whether the
+// page has a bound in bytes, which needs each message's size in JSON (read
+// without decoding its text); without one, sizes are not looked at.
+func RawRows(scan RowScan, sized bool) ([]RawMessage, error) {
+	var out []RawMessage
+	err := scan(func(data []byte, seq int64) (int, error) {
+		out = append(out, RawMessage{Seq: seq, Data: data})
+		if sized {
+			return RowSize(data)
+		}
+		return len(data), nil
+	})
+	return out, err
+}
+
 // RowSize returns the size in JSON of the message a stored row holds,
 // without decoding its text.
 func RowSize(data []byte) (int, error) {

@@ -161,9 +161,8 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state) WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL AND ($5 = '' OR epoch = $5)`
 
 // queueRows queues the rows an append writes beside its events: the prompt
-// queue, message rows, outbox deliveries, reverted messages' removal and
-// the idempotency record (reverted messages' rows are removed before, by
-// unrefRows).
+// queue, message rows, outbox deliveries and the idempotency record. A
+// revert's rows are removed before, in order, by unrefRows.
 func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
 	if p.Queue != nil {
 		batch.Queue(upsertQueue, p.ConversationID, p.Queue)

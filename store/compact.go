@@ -271,8 +271,9 @@ type CompactionPlan struct {
 // spans: a chunk or part.updated event of a message that ended before
 // p.Before, or whose row is gone and which is itself older than p.Before,
 // and rows compacted before. Runs of one row already compacted are left as
-// they are. A message or message.updated event of a message that ended
-// before p.Before becomes a reference (Refs), if its data is the row's. The cursor moves to the row before the first event whose
+// they are. The event that last wrote the row of a message that ended
+// before p.Before becomes a reference to the row (Refs), if its data is
+// the row's. The cursor moves to the row before the first event whose
 // message may still become compactable (one that streams, or ended after
 // p.Before), or to the last row read; Due is when that event may become
 // compactable, or, with nothing left undecided, an eighth of the retention
@@ -285,6 +286,13 @@ func PlanCompaction(rows []LogRow, ends map[string]MessageEnd, through int64, co
 	wait := func(at time.Time) {
 		if due.IsZero() || at.Before(due) {
 			due = at
+		}
+	}
+	// hold keeps the cursor before r, the first row that is not decided yet.
+	hold := func(r LogRow) {
+		if !undecided {
+			undecided = true
+			plan.Through = r.From - 1
 		}
 	}
 	var run []LogRow
@@ -317,10 +325,7 @@ func PlanCompaction(rows []LogRow, ends map[string]MessageEnd, through int64, co
 				plan.Refs = append(plan.Refs, CompactRef{Seq: r.Seq, MessageID: r.MessageID})
 			default:
 				wait(end.At.Add(retention))
-				if !undecided {
-					undecided = true
-					plan.Through = r.From - 1
-				}
+				hold(r)
 			}
 		}
 		if (r.Type == parley.EventChunk || r.Type == parley.EventPartUpdated) && r.MessageID != "" {
@@ -337,9 +342,8 @@ func PlanCompaction(rows []LogRow, ends map[string]MessageEnd, through int64, co
 			default:
 				wait(p.Now.Add(retention)) // it streams: it ends no sooner than now
 			}
-			if !compactable && !undecided {
-				undecided = true
-				plan.Through = r.From - 1
+			if !compactable {
+				hold(r)
 			}
 		}
 		if compactable {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley/postgres/pgtest"
 )
 
@@ -49,19 +50,7 @@ func TestThreadQueriesUseIndexes(t *testing.T) {
 		"descendants": {descendantsQuery, []any{"c1", "m1", 10}, []string{"messages_pkey", "messages_by_reply_to"}},
 	}
 	for name, c := range cases {
-		rows, err := conn.Query(ctx, "EXPLAIN "+c.query, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, strings.TrimSpace(line))
-		}
-		rows.Close()
+		plan := explain(t, ctx, conn.Conn(), c.query, c.args...)
 		text := strings.Join(plan, "\n")
 		// A scan of the messages table, or a search on the conversation
 		// alone, reads whole conversations.
@@ -104,10 +93,25 @@ func TestReadEventsReadsAPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := db.pool.Query(ctx, "EXPLAIN "+readEventsQuery, "c", 5000, 1000)
+	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer conn.Release()
+	text := strings.Join(explain(t, ctx, conn.Conn(), readEventsQuery, "c", 5000, 1000), "\n")
+	if strings.Contains(text, "Hash") || strings.Contains(text, "Seq Scan on messages") || !strings.Contains(text, "messages_pkey") {
+		t.Errorf("a page of the log reads more than the page and its rows:\n%s", text)
+	}
+}
+
+// explain returns the steps of PostgreSQL's plan for q, trimmed.
+func explain(t *testing.T, ctx context.Context, conn *pgx.Conn, q string, args ...any) []string {
+	t.Helper()
+	rows, err := conn.Query(ctx, "EXPLAIN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
 	var plan []string
 	for rows.Next() {
 		var line string
@@ -116,9 +120,8 @@ func TestReadEventsReadsAPage(t *testing.T) {
 		}
 		plan = append(plan, strings.TrimSpace(line))
 	}
-	rows.Close()
-	text := strings.Join(plan, "\n")
-	if strings.Contains(text, "Hash") || strings.Contains(text, "Seq Scan on messages") || !strings.Contains(text, "messages_pkey") {
-		t.Errorf("a page of the log reads more than the page and its rows:\n%s", text)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return plan
 }

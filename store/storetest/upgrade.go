@@ -124,23 +124,35 @@ func UpgradeIndexesMessages(t *testing.T, raw *sql.DB, open func() store.Store) 
 	at := parley.NewTime(t0.Time)
 	streaming := said("old", "streaming", "a", "upgraded words so far", at)
 	streaming.Status = parley.StatusStreaming
-	for i, m := range []*parley.Message{said("old", "done", "a", "upgraded words in full", at), said("old", "nul", "a", "upgraded\x00 words \\u0000 too", at), streaming} {
+	oldRows(t, raw, said("old", "done", "a", "upgraded words in full", at), said("old", "nul", "a", "upgraded\x00 words \\u0000 too", at), streaming)
+	s := open()
+	defer s.Close()
+	for _, p := range []store.SearchParams{{}, {ConversationID: "old"}, {Member: "a"}} {
+		hits := byID(search(t, s, p, "upgraded words"))
+		wantHits(t, fmt.Sprintf("after the upgrade, %+v", p), hits, "done", "nul")
+		if hits[0].ConversationTitle != "before search" || hits[0].Seq != 2 {
+			t.Fatalf("the hit says %+v", hits[0])
+		}
+	}
+}
+
+// oldRows writes message rows as a database from before RowTextVersion
+// holds them (their JSON whole, content included), at seqs 2, 3, …
+func oldRows(t *testing.T, raw *sql.DB, ms ...*parley.Message) {
+	t.Helper()
+	for i, m := range ms {
 		m.Seq = int64(i + 2)
 		if _, err := raw.Exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ($1, $2, $3, $4, NULL, $5, 0, $6)`,
 			m.ConversationID, m.ID, m.Seq, m.TurnID, m.AgentID, []byte(mustJSON(t, m))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := open()
-	defer s.Close()
-	for _, p := range []store.SearchParams{{}, {ConversationID: "old"}, {Member: "a"}} {
-		hits := search(t, s, p, "upgraded words")
-		slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
-		wantHits(t, fmt.Sprintf("after the upgrade, %+v", p), hits, "done", "nul")
-		if hits[0].ConversationTitle != "before search" || hits[0].Seq != 2 {
-			t.Fatalf("the hit says %+v", hits[0])
-		}
-	}
+}
+
+// byID sorts hits by message id, for tests whose hits rank alike.
+func byID(hits []parley.SearchHit) []parley.SearchHit {
+	slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
+	return hits
 }
 
 // RowTextVersion is the schema version whose message rows leave their
@@ -164,17 +176,10 @@ func UpgradeKeepsRowsWithContent(t *testing.T, raw *sql.DB, open func() store.St
 	}
 	at := parley.NewTime(t0.Time)
 	kept, gone := said("old", "kept", "a", "upgraded words <kept> & \x00 found", at), said("old", "gone", "a", "upgraded words then reverted", at)
-	for i, m := range []*parley.Message{kept, gone} {
-		m.Seq = int64(i + 2)
-		if _, err := raw.Exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ($1, $2, $3, $4, NULL, $5, 0, $6)`,
-			m.ConversationID, m.ID, m.Seq, m.TurnID, m.AgentID, []byte(mustJSON(t, m))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	oldRows(t, raw, kept, gone)
 	s := open()
 	defer s.Close()
-	hits := search(t, s, store.SearchParams{ConversationID: "old"}, "upgraded words")
-	slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
+	hits := byID(search(t, s, store.SearchParams{ConversationID: "old"}, "upgraded words"))
 	wantHits(t, "after the upgrade", hits, "gone", "kept")
 	got, err := s.GetMessage(ctx(t), "old", "kept")
 	if err != nil || mustJSON(t, got) != mustJSON(t, kept) {
@@ -186,8 +191,7 @@ func UpgradeKeepsRowsWithContent(t *testing.T, raw *sql.DB, open func() store.St
 		Messages: []*parley.Message{now}, RemoveMessages: []string{"gone"}, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	hits = search(t, s, store.SearchParams{ConversationID: "old"}, "upgraded words")
-	slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
+	hits = byID(search(t, s, store.SearchParams{ConversationID: "old"}, "upgraded words"))
 	wantHits(t, "after a revert and a new row", hits, "kept", "now")
 	ms, err := s.ListMessages(ctx(t), store.ListMessagesParams{ConversationID: "old", Limit: 10})
 	if err != nil || len(ms) != 2 || mustJSON(t, ms[0]) != mustJSON(t, kept) || mustJSON(t, ms[1]) != mustJSON(t, now) {

@@ -3,7 +3,10 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/sqlite"
@@ -107,4 +110,116 @@ func TestDowngradePutsRowsBack(t *testing.T) {
 		}
 		return db
 	})
+}
+
+// TestSearchTextUnchangedByUpgrade: the view the full-text index reads its
+// text from was rewritten to do less work (migration 15); for rows of
+// every shape, odd ones included, it must give what the view before gave,
+// else the index would be told to delete words it never held. Rows are
+// written under the view before (which indexes them), the database is
+// opened with the current code, and the view's rows, the index's own check
+// and the index after rows are changed and deleted are compared.
+func TestSearchTextUnchangedByUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	if err := sqlite.MigrateTo(ctx, path, 14); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	rows := []string{
+		`{"status":"complete","parts":[{"type":"text","text":"first words"},{"type":"tool-call","callId":"x"},{"type":"text","text":" then more"}]}`,
+		`{"status":"complete","parts":[{"type":"text","text":"a\u0000b"},{"type":"text","text":"c\\u0000d\u0002e\u0003f"}]}`,
+		`{"status":"complete","parts":[{"type":"text"},{"type":"text","text":"after an empty part"}]}`,
+		`{"status":"complete","parts":[{"type":"text","text":null},{"type":"text","text":"after a null"}]}`,
+		`{"status":"complete","parts":[1,"x",[2],{"type":"text","text":5},{"type":"text","text":{"a":1}}]}`,
+		`{"status":"complete","parts":{"a":{"type":"text","text":"in an object"}}}`,
+		`{"status":"complete","parts":"a string"}`,
+		`{"status":"complete"}`,
+		`{"parts":[{"type":"text","text":"no status"}]}`,
+		`{"status":"complete","content":"given content","parts":[{"type":"text","text":"other"}]}`,
+		`{"status":"complete","content":null,"parts":[{"type":"text","text":"null content"}]}`,
+		`{"status":"complete","content":"","parts":[{"type":"text","text":"empty content"}]}`,
+		`{"status":"streaming","parts":[{"type":"text","text":"still streaming"}]}`,
+		`{"status":"canceled","parts":[]}`,
+		`{"status":"complete","parts":[{"type":"text","text":""}]}`,
+		`{"status":"complete","parts":[{"type":"text","text":"` + strings.Repeat("long ", 20000) + `"}]}`,
+	}
+	for i, d := range rows {
+		if _, err := raw.Exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, agent_id, depth, data) VALUES ('c', ?, ?, '', 'a', 0, ?)`, fmt.Sprint(i), i+1, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() map[int64]string {
+		t.Helper()
+		rs, err := raw.Query(`SELECT rid, conv, body FROM message_search_text`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		got := map[int64]string{}
+		for rs.Next() {
+			var rid int64
+			var conv, body string
+			if err := rs.Scan(&rid, &conv, &body); err != nil {
+				t.Fatal(err)
+			}
+			got[rid] = conv + "|" + body
+		}
+		if err := rs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	before := read()
+	if len(before) != 6 {
+		t.Fatalf("the view before gave %d rows; the test's rows are not what it thinks", len(before))
+	}
+	raw.Close()
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	raw, err = sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	var version int64
+	if err := raw.QueryRow(`SELECT max(version_id) FROM goose_db_version`).Scan(&version); err != nil || version < 15 {
+		t.Fatalf("not upgraded: version %d, %v", version, err)
+	}
+	if after := read(); !maps.Equal(before, after) {
+		for rid, b := range before {
+			if after[rid] != b {
+				t.Errorf("row %d: before %.80q, after %.80q", rid, b, after[rid])
+			}
+		}
+		t.Fatalf("the view gives other text: %d rows before, %d after", len(before), len(after))
+	}
+	check := func(when string) {
+		t.Helper()
+		if _, err := raw.Exec(`INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1)`); err != nil {
+			t.Fatalf("%s: the index disagrees with its rows: %v", when, err)
+		}
+	}
+	check("after the upgrade")
+	if _, err := raw.Exec(`UPDATE messages SET seq = seq + 100`); err != nil {
+		t.Fatal(err)
+	}
+	check("after every row was rewritten")
+	if _, err := raw.Exec(`DELETE FROM messages WHERE rowid % 2 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	check("after half the rows were deleted")
+	var hits int
+	if err := raw.QueryRow(`SELECT count(*) FROM message_search WHERE message_search MATCH 'then OR null OR given'`).Scan(&hits); err != nil || hits == 0 {
+		t.Fatalf("search after the upgrade: %d hits, %v", hits, err)
+	}
 }

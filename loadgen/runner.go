@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 )
 
@@ -77,7 +76,7 @@ type reply struct {
 type runner struct {
 	b       *bench
 	c       *conversation
-	conn    *websocket.Conn
+	conn    *runnerConn
 	pending chan pending // bounds the frames in flight
 	done    chan struct{}
 	err     error // why the connection ended; set before done is closed
@@ -93,14 +92,10 @@ func (b *bench) connectRunner(ctx context.Context, c *conversation) (*runner, er
 	if b.token != "" {
 		h.Set("Authorization", "Bearer "+b.token)
 	}
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: b.hc, HTTPHeader: h})
+	conn, err := dialRunner(ctx, u, h)
 	if err != nil {
-		if resp != nil {
-			return nil, fmt.Errorf("runner connection refused: HTTP %d", resp.StatusCode)
-		}
 		return nil, err
 	}
-	conn.SetReadLimit(1 << 20)
 	r := &runner{b: b, c: c, conn: conn, pending: make(chan pending, b.cfg.Window), done: make(chan struct{})}
 	go r.read()
 	return r, nil
@@ -110,7 +105,7 @@ func (b *bench) connectRunner(ctx context.Context, c *conversation) (*runner, er
 func (r *runner) read() {
 	defer close(r.done)
 	for {
-		_, data, err := r.conn.Read(context.Background())
+		data, err := r.conn.Read()
 		if err != nil {
 			r.err = err
 			return
@@ -212,9 +207,7 @@ func (r *runner) send(kind int, frame []byte, size int, rep chan reply) error {
 	case <-r.done:
 		return fmt.Errorf("%w: %v", errRunnerClosed, r.err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return r.conn.Write(ctx, websocket.MessageText, frame)
+	return r.conn.WriteText(frame)
 }
 
 // call sends a frame and waits for its answer.

@@ -7,9 +7,11 @@ package conv
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/flatjson"
 )
 
 // State is everything the rules need to know about one conversation. It is
@@ -73,7 +75,7 @@ func apply(s State, e parley.Event) State {
 		s.Conversation = c
 	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventPartUpdated, parley.EventMessageUpdated:
 		if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
-			_ = json.Unmarshal(e.Data, &head) // once: it is the costly part of Evolve
+			head = readHead(e.Data) // once: it is the costly part of Evolve
 		}
 		s = applyStream(s, e, head)
 		if e.Turn > 0 {
@@ -175,6 +177,48 @@ type messageHead struct {
 	Next     string               `json:"next"`
 	AgentID  string               `json:"agentId"`
 	Finality parley.Finality      `json:"finality"`
+}
+
+// readHead reads the head of a message from its JSON: picked out of the
+// object's string fields, skipping its parts unread (a streamed answer's
+// row is kilobytes), or, for JSON that is not as the server writes it,
+// decoded.
+func readHead(data []byte) messageHead {
+	var h messageHead
+	ok := flatjson.Strings(string(data), func(key, value string, isString bool) bool {
+		var to *string
+		switch key {
+		case "id":
+			to = &h.ID
+		case "status":
+			to = (*string)(&h.Status)
+		case "next":
+			to = &h.Next
+		case "agentId":
+			to = &h.AgentID
+		case "finality":
+			to = (*string)(&h.Finality)
+		default:
+			// encoding/json matches keys regardless of case: a key that
+			// would be one of these is left to it.
+			for _, k := range [...]string{"id", "status", "next", "agentId", "finality"} {
+				if strings.EqualFold(key, k) {
+					return false
+				}
+			}
+			return true
+		}
+		if !isString {
+			return false // a null or a mistake: as encoding/json reads it
+		}
+		*to = strings.Clone(value) // not the whole message's bytes
+		return true
+	})
+	if !ok {
+		h = messageHead{}
+		_ = json.Unmarshal(data, &h)
+	}
+	return h
 }
 
 // activeClaim returns the claim if it has not expired at now.

@@ -186,3 +186,98 @@ func hex4(s string, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// Strings calls field with each key of the JSON object s and, where the
+// key's value is a string, that value (isString true); other values
+// (numbers, literals, arrays, objects) are skipped over without being read,
+// and field gets them as "" with isString false. It is for picking a few
+// string fields out of a large object that was written by encoding/json,
+// such as the head of a stored message: only the object's own level is
+// checked, so a skipped value must be valid JSON. It reports false, having
+// perhaps called field for some keys, if s is not an object, a string is
+// malformed, or field returns false.
+func Strings(s string, field func(key, value string, isString bool) bool) bool {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return skipSpace(s, i+1) == len(s)
+	}
+	for {
+		key, j, ok := str(s, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(s, j)
+		if i >= len(s) || s[i] != ':' {
+			return false
+		}
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == '"' {
+			val, j, ok := str(s, i)
+			if !ok || !field(key, val, true) {
+				return false
+			}
+			i = j
+		} else {
+			j, ok := skipValue(s, i)
+			if !ok || !field(key, "", false) {
+				return false
+			}
+			i = j
+		}
+		i = skipSpace(s, i)
+		if i >= len(s) {
+			return false
+		}
+		switch s[i] {
+		case ',':
+			i = skipSpace(s, i+1)
+		case '}':
+			return skipSpace(s, i+1) == len(s)
+		default:
+			return false
+		}
+	}
+}
+
+// skipValue returns the index after the JSON value that is not a string
+// starting at s[i]: an array or object (to its matching bracket, past the
+// strings in it), or a number or literal (to the next delimiter).
+func skipValue(s string, i int) (int, bool) {
+	if i >= len(s) {
+		return 0, false
+	}
+	if c := s[i]; c != '[' && c != '{' {
+		start := i
+		for i < len(s) && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+			i++
+		}
+		return i, i > start
+	}
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth == 0 {
+				return i + 1, true
+			}
+		case '"':
+			// To the closing quote: one not escaped by a backslash.
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(s) {
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}

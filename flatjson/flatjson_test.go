@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley/flatjson"
 )
@@ -74,6 +75,75 @@ func FuzzEach(f *testing.F) {
 		}
 		if !maps.Equal(got, want) {
 			t.Fatalf("Each(%q) = %v, encoding/json %v", s, got, want)
+		}
+	})
+}
+
+// readStrings collects what Strings reads: each key's last value, and
+// which of them were strings.
+func readStrings(s string) (map[string]string, map[string]bool, bool) {
+	vals, isStr := map[string]string{}, map[string]bool{}
+	ok := flatjson.Strings(s, func(k, v string, str bool) bool { vals[k], isStr[k] = v, str; return true })
+	return vals, isStr, ok
+}
+
+// TestStrings: string fields are read around values of every other kind,
+// nested strings with quotes, brackets and escapes included, and what is
+// not an object is refused.
+func TestStrings(t *testing.T) {
+	msg := `{"id":"m1","parts":[{"type":"text","text":"a \"quoted\" ] } [ { \\ word"},{"type":"tool-call","args":{"q":"x\\"}}],` +
+		`"seq":42,"status":"complete","meta":null,"ok":true,"n":-1.5e3,"empty":{},"none":[],"next":"b\u00e9"}`
+	vals, isStr, ok := readStrings(msg)
+	if !ok {
+		t.Fatalf("Strings refused %s", msg)
+	}
+	want := map[string]string{"id": "m1", "parts": "", "seq": "", "status": "complete", "meta": "", "ok": "", "n": "", "empty": "", "none": "", "next": "bé"}
+	if !maps.Equal(vals, want) {
+		t.Fatalf("Strings read %v; want %v", vals, want)
+	}
+	if !isStr["id"] || !isStr["next"] || isStr["parts"] || isStr["seq"] || isStr["meta"] {
+		t.Fatalf("which values are strings: %v", isStr)
+	}
+	for _, bad := range []string{``, `[]`, `"s"`, `{"a":"b"`, `{"a":[1,2}`, `{"a":[1,2]`, `{"a":"b",}`, `{"a" "b"}`, `{"a":"b"}x`, `{"a":}`, `{"a":"\q"}`} {
+		if _, _, ok := readStrings(bad); ok {
+			t.Errorf("Strings(%q) was read", bad)
+		}
+	}
+	stop := flatjson.Strings(`{"a":"1","b":"2"}`, func(k, _ string, _ bool) bool { return k != "a" })
+	if stop {
+		t.Error("Strings went on after field returned false")
+	}
+}
+
+// FuzzStrings checks Strings against encoding/json on valid objects: each
+// key's value is a string exactly when encoding/json reads one, and the
+// same string (the last, for a key given twice). Like Each, it may refuse
+// invalid UTF-8, which encoding/json replaces.
+func FuzzStrings(f *testing.F) {
+	for _, s := range []string{`{}`, `{"id":"m","parts":[{"t":"a\"]}"}],"n":1}`, `{"a":{"b":["c",{"d":"\\"}]},"e":"f"}`, `{"a":"b","a":"c"}`, `{"a":null,"b":true}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(s), &raw); err != nil || raw == nil {
+			return // Strings is for valid objects only
+		}
+		vals, isStr, ok := readStrings(s)
+		if !ok && !utf8.ValidString(s) {
+			return // refused, as Each refuses it: encoding/json would replace the bytes
+		}
+		if !ok {
+			t.Fatalf("Strings refused %q, which encoding/json reads", s)
+		}
+		if len(vals) != len(raw) {
+			t.Fatalf("Strings(%q) read keys %v; encoding/json %d keys", s, vals, len(raw))
+		}
+		for k, r := range raw {
+			var want string
+			wantStr := json.Unmarshal(r, &want) == nil && len(r) > 0 && r[0] == '"'
+			if isStr[k] != wantStr || (wantStr && vals[k] != want) {
+				t.Fatalf("Strings(%q)[%q] = %q (string %v); encoding/json %s", s, k, vals[k], isStr[k], r)
+			}
 		}
 	})
 }

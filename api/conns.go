@@ -134,7 +134,6 @@ func (s *Server) closeCut(c *wsconn.Conn, why error) {
 	body := errorBody(why)
 	body["type"] = "error"
 	frame, _ := json.Marshal(body)
-	_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	if c.WriteText(frame) != nil {
 		c.CloseNow()
 		return

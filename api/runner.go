@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -99,7 +98,7 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 	// The runner is attached before its handshake completes, so that
 	// nothing pushed once it is connected is lost: the frames wait in q.
 	rs, detach := attach(q.push)
-	c, err := wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, ReadLimit: maxRunnerFrame, BufferedReads: true})
+	c, err := wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, ReadLimit: maxRunnerFrame, BufferedReads: true, WriteTimeout: s.opts.WriteTimeout})
 	if err != nil {
 		detach()
 		release()
@@ -148,7 +147,6 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
 			}
 			return
 		}
-		_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 		for _, it := range items {
 			frame := it.frame
 			if it.reply != nil {
@@ -171,7 +169,6 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
 			c.CloseNow()
 			return
 		}
-		_ = c.SetWriteDeadline(time.Time{})
 	}
 }
 

@@ -52,7 +52,9 @@ type Options struct {
 	// no Origin header are always accepted; any other origin gets 403.
 	OriginPatterns []string
 	// WriteTimeout bounds one batch of writes to a stream client that does not
-	// read (default 10s); past it the client is dropped.
+	// read (default 10s); past it the client is dropped. On WebSocket
+	// connections a batch gets between half of it and all of it: the
+	// deadline is moved once per half timeout, not at every batch.
 	WriteTimeout time.Duration
 	// BackupDir is where GET /v1/admin/backup writes a backup before it
 	// sends it (default: the system's temporary directory); the server sets

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/gobwas/ws"
 	"github.com/parleyhq/parley"
@@ -44,7 +43,7 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 		var init []byte
 		if init, _, err = startInit(sub); err == nil {
 			var c *wsconn.Conn
-			if c, err = wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns}); err == nil {
+			if c, err = wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, WriteTimeout: s.opts.WriteTimeout}); err == nil {
 				go s.writeWS(pctx, c, id, sub, init, func() { cut(nil); cancel(); release() })
 				go func() {
 					_ = c.Drain() // until the client closes or leaves, or the writer closed
@@ -71,21 +70,9 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 	defer done()
 	defer sub.Close()
 	defer c.CloseNow()
-	// One write deadline per batch: a client that stops reading is cut off.
-	armed := false
-	send := func(b []byte) error {
-		if !armed {
-			_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			armed = true
-		}
-		return c.WriteText(b)
-	}
-	flush := func() error {
-		err := c.Flush()
-		_ = c.SetWriteDeadline(time.Time{})
-		armed = false
-		return err
-	}
+	// A client that stops reading is cut off by the connection's write
+	// timeout.
+	send, flush := c.WriteText, c.Flush
 	if send(init) != nil || flush() != nil {
 		return
 	}
@@ -95,13 +82,7 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 			return err
 		}
 		return send(data)
-	}, flush, func() error {
-		if !armed {
-			_ = c.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			armed = true
-		}
-		return c.Ping()
-	})
+	}, flush, c.Ping)
 	data := s.endFrame(id, end)
 	if data == nil {
 		c.Close(wsconn.StatusNormal, "")

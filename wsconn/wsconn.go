@@ -52,6 +52,10 @@ type Options struct {
 	// connection that is sent many frames (a runner's); others read the
 	// socket directly, and hold no buffer.
 	BufferedReads bool
+	// WriteTimeout bounds the writes to a peer that stops reading (0:
+	// none): a write still blocked between half of WriteTimeout and all of
+	// it after its batch began fails (see armLocked).
+	WriteTimeout time.Duration
 }
 
 // ErrClosed is what Read returns once the peer closed the connection (a
@@ -64,9 +68,13 @@ type Conn struct {
 	r     io.Reader
 	limit int64
 
-	wmu    sync.Mutex // guards bw, closed and the socket's writes
+	wmu    sync.Mutex // guards bw, closed, deadline and the socket's writes
 	bw     *bufio.Writer
 	closed bool
+	// timeout is Options.WriteTimeout; deadline is the write deadline the
+	// socket has now (zero: none).
+	timeout  time.Duration
+	deadline time.Time
 	// ended is set for the reader: once the server has closed the
 	// connection, Read returns nothing more (the socket may still be read
 	// past for a moment: see lingerLocked).
@@ -96,7 +104,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	if o.ReadLimit <= 0 {
 		o.ReadLimit = 32 << 10
 	}
-	c := &Conn{conn: conn, limit: o.ReadLimit}
+	c := &Conn{conn: conn, limit: o.ReadLimit, timeout: o.WriteTimeout}
 	// What the client sent after its handshake, already read into net/http's
 	// buffer, is read first; the buffer itself is let go.
 	var early []byte
@@ -137,8 +145,22 @@ func checkOrigin(r *http.Request, patterns []string) error {
 	return errors.New("the request's Origin is not allowed: " + u.Host)
 }
 
-// SetWriteDeadline bounds the writes that follow (the zero time: none).
-func (c *Conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+// armLocked gives the socket a write deadline WriteTimeout away, unless
+// the one it has is still more than half of that away: a connection
+// written to often moves its deadline (a timer of the runtime's) once per
+// half timeout, not at every batch, and an idle one keeps a deadline in
+// the past until its next write. c.wmu must be held.
+func (c *Conn) armLocked() {
+	if c.timeout <= 0 {
+		return
+	}
+	now := time.Now()
+	if c.deadline.Sub(now) > c.timeout/2 {
+		return
+	}
+	c.deadline = now.Add(c.timeout)
+	_ = c.conn.SetWriteDeadline(c.deadline)
+}
 
 // WriteText adds a text message to the batch being written: it reaches the
 // peer at the next Flush (or sooner, when the buffer fills).
@@ -160,6 +182,7 @@ func (c *Conn) frameLocked(f ws.Frame) error {
 	if c.closed {
 		return net.ErrClosed
 	}
+	c.armLocked() // a full buffer writes to the socket before the flush
 	if c.bw == nil {
 		c.bw = buffers.Get().(*bufio.Writer)
 		c.bw.Reset(c.conn)

@@ -254,3 +254,76 @@ func TestLingeringIsBounded(t *testing.T) {
 	defer wsconn.SetLingering(0)
 	closeOne(wsconn.MaxLingering) // at the bound: closed at once
 }
+
+// TestWriteTimeout: with a write timeout, a batch to a peer that stops
+// reading fails rather than blocking; and a connection idle for longer
+// than the timeout (its deadline long past) still writes, and answers
+// pings, when it is next used.
+func TestWriteTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	idle := make(chan error, 1)
+	stuck := make(chan error, 1)
+	url := serve(t, wsconn.Options{WriteTimeout: timeout}, func(c *wsconn.Conn) {
+		if err := c.WriteText([]byte("first")); err != nil {
+			idle <- err
+			return
+		}
+		if err := c.Flush(); err != nil {
+			idle <- err
+			return
+		}
+		time.Sleep(3 * timeout) // the deadline set for the first batch is past
+		err := c.WriteText([]byte("after a while"))
+		if err == nil {
+			err = c.Flush()
+		}
+		idle <- err
+		if _, err := c.Read(); err != nil { // answers the client's ping on the way
+			return
+		}
+		// The client reads no more: the batches pile up in the socket's
+		// buffers until a write blocks, and fails.
+		big := bytes.Repeat([]byte("x"), 64<<10)
+		for range 4096 {
+			if err := c.WriteText(big); err != nil {
+				stuck <- err
+				return
+			}
+			if err := c.Flush(); err != nil {
+				stuck <- err
+				return
+			}
+		}
+		stuck <- nil
+	})
+	c, _, err := dial(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, want := range []string{"first", "after a while"} {
+		if _, p, err := c.Read(ctx); err != nil || string(p) != want {
+			t.Fatalf("read %q, %v; want %q", p, err, want)
+		}
+	}
+	if err := <-idle; err != nil {
+		t.Fatalf("a write after an idle spell longer than the timeout: %v", err)
+	}
+	go func() { _, _, _ = c.Read(ctx) }() // to see the pong, then never again
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(pctx); err != nil {
+		t.Fatalf("ping after an idle spell: %v", err)
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("go on")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stuck:
+		if err == nil {
+			t.Fatal("256 MiB written to a peer that reads nothing, with no error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write to a peer that reads nothing blocked past the write timeout")
+	}
+}

@@ -43,5 +43,5 @@ func NewOutbox(write func(frame []byte)) (queue func(f *dispatch.Frame, ack *eng
 			}
 		}
 	}
-	return func(f *dispatch.Frame, ack *engine.Ack) bool { return q.reply(&pendingReply{f: f, ack: ack}) }
+	return func(f *dispatch.Frame, ack *engine.Ack) bool { return q.reply(&pendingReply{to: replyTo(f), ack: ack}) }
 }

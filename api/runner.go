@@ -182,16 +182,25 @@ func runnerReply(ctx context.Context, rs applier, data []byte) *pendingReply {
 	if !ok || len(data) > maxRunnerFrame {
 		f = dispatch.Frame{}
 		if err := decodeBytes(data, maxRunnerFrame, &f); err != nil {
-			return &pendingReply{f: &f, ack: engine.Acked(nil, err)}
+			return &pendingReply{to: replyTo(&f), ack: engine.Acked(nil, err)}
 		}
 	}
-	return &pendingReply{f: &f, ack: rs.Submit(ctx, &f)}
+	return &pendingReply{to: replyTo(&f), ack: rs.Submit(ctx, &f)}
 }
 
-// pendingReply is the answer to a frame, once its outcome is known.
+// pendingReply is the answer to a frame, once its outcome is known. It
+// keeps of the frame only what the answer names: a runner has frames in
+// flight at every moment, and a frame is some 450 bytes.
 type pendingReply struct {
-	f   *dispatch.Frame
+	to  replyHead
 	ack *engine.Ack
+}
+
+// replyHead is what an answer says of the frame it answers.
+type replyHead struct{ typ, turnID, conversationID string }
+
+func replyTo(f *dispatch.Frame) replyHead {
+	return replyHead{typ: f.Type, turnID: f.TurnID, conversationID: f.ConversationID}
 }
 
 // ready reports whether the outcome is known.
@@ -199,40 +208,40 @@ func (p *pendingReply) ready() bool { return p.ack.Ready() }
 
 func (p *pendingReply) frame() []byte {
 	res, err := p.ack.Wait()
-	return replyFrame(p.f, res, err)
+	return replyFrame(p.to, res, err)
 }
 
 // replyFrame is the answer to frame f, which came to res or err.
-func replyFrame(f *dispatch.Frame, res *engine.MessageResult, err error) []byte {
+func replyFrame(f replyHead, res *engine.MessageResult, err error) []byte {
 	if err != nil {
 		body := errorBody(err)
-		body["type"], body["turnId"] = "error", f.TurnID
-		if f.ConversationID != "" {
-			body["conversationId"] = f.ConversationID
+		body["type"], body["turnId"] = "error", f.turnID
+		if f.conversationID != "" {
+			body["conversationId"] = f.conversationID
 		}
 		b, _ := json.Marshal(body)
 		return b
 	}
-	if f.Type == "message.state" {
-		ack := map[string]any{"type": "ack", "turnId": f.TurnID, "seq": res.Seq, "message": res.Message}
-		if f.ConversationID != "" {
-			ack["conversationId"] = f.ConversationID
+	if f.typ == "message.state" {
+		ack := map[string]any{"type": "ack", "turnId": f.turnID, "seq": res.Seq, "message": res.Message}
+		if f.conversationID != "" {
+			ack["conversationId"] = f.conversationID
 		}
 		b, _ := json.Marshal(ack)
 		return b
 	}
 	// The ack of every delta: written by hand, as json.Marshal would write
 	// the map (keys sorted).
-	b := make([]byte, 0, 64+len(f.TurnID)+len(f.ConversationID))
+	b := make([]byte, 0, 64+len(f.turnID)+len(f.conversationID))
 	b = append(b, '{')
-	if f.ConversationID != "" {
+	if f.conversationID != "" {
 		b = append(b, `"conversationId":`...)
-		b = parley.AppendJSONString(b, f.ConversationID)
+		b = parley.AppendJSONString(b, f.conversationID)
 		b = append(b, ',')
 	}
 	b = append(b, `"seq":`...)
 	b = strconv.AppendInt(b, res.Seq, 10)
 	b = append(b, `,"turnId":`...)
-	b = parley.AppendJSONString(b, f.TurnID)
+	b = parley.AppendJSONString(b, f.turnID)
 	return append(b, `,"type":"ack"}`...)
 }

@@ -122,8 +122,14 @@ func checkReport(t *testing.T, rep *Report, subscribers int) {
 			t.Errorf("%s latency not ordered or empty: %+v", name, l)
 		}
 	}
-	if rep.DurableDeltasPerSec <= 0 || rep.EventsDeliveredPerSec <= 0 || rep.WindowSeconds <= 0 {
-		t.Errorf("rates: %v deltas/s, %v events/s over %v s", rep.DurableDeltasPerSec, rep.EventsDeliveredPerSec, rep.WindowSeconds)
+	if rep.DurableDeltasPerSec <= 0 || rep.EventsDeliveredPerSec <= 0 || rep.DeltasDeliveredPerSec <= 0 || rep.WindowSeconds <= 0 {
+		t.Errorf("rates: %v deltas/s, %v events/s, %v deltas/s delivered over %v s", rep.DurableDeltasPerSec, rep.EventsDeliveredPerSec, rep.DeltasDeliveredPerSec, rep.WindowSeconds)
+	}
+	// Every subscriber gets every delta, some several to a chunk event: the
+	// window's deltas delivered are about the deltas acked times the
+	// subscribers (the window's edges cut a few either way).
+	if want := rep.DurableDeltasPerSec * float64(rep.Config.Subscribers); rep.DeltasDeliveredPerSec < 0.5*want || rep.DeltasDeliveredPerSec > 2*want {
+		t.Errorf("deltas delivered %v/s for %v acked/s to %d subscribers each", rep.DeltasDeliveredPerSec, rep.DurableDeltasPerSec, rep.Config.Subscribers)
 	}
 	if rep.Ceilings.Store.RowsPerSec <= 0 || rep.Ceilings.Store.BytesPerTextByte <= 0 || rep.Ceilings.Broadcast.FramesPerSec <= 0 || rep.Ceilings.Broadcast.FrameBytes <= rep.Config.DeltaBytes {
 		t.Errorf("ceilings: %+v", rep.Ceilings)
@@ -131,7 +137,7 @@ func checkReport(t *testing.T, rep *Report, subscribers int) {
 	if rep.Storage.TextBytes != c.TextBytes || rep.Storage.Bytes <= 0 || rep.Storage.BytesPerTextByte <= 0 {
 		t.Errorf("storage: %+v", rep.Storage)
 	}
-	if r := rep.Ratios; r.DurableDeltas <= 0 || r.EventsDelivered <= 0 || r.LatencyP50 <= 0 || r.BytesPerTextByte <= 0 {
+	if r := rep.Ratios; r.DurableDeltas <= 0 || r.EventsDelivered <= 0 || r.DeltasDelivered <= 0 || r.LatencyP50 <= 0 || r.BytesPerTextByte <= 0 {
 		t.Errorf("ratios: %+v", r)
 	}
 	if rep.Process.PID == 0 || rep.Process.RSSMiB <= 0 || rep.Process.PeakRSSMiB < rep.Process.RSSMiB {

@@ -23,7 +23,11 @@ type Report struct {
 	// DurableDeltasPerSec counts text deltas acknowledged with their seq.
 	DurableDeltasPerSec float64 `json:"durableDeltasPerSec"`
 	// EventsDeliveredPerSec counts every event frame the subscribers got.
-	EventsDeliveredPerSec float64  `json:"eventsDeliveredPerSec"`
+	EventsDeliveredPerSec float64 `json:"eventsDeliveredPerSec"`
+	// DeltasDeliveredPerSec counts the text deltas in the chunk events the
+	// subscribers got: a chunk event holds every delta of a runner that
+	// came while its conversation's last append was being written.
+	DeltasDeliveredPerSec float64  `json:"deltasDeliveredPerSec"`
 	Latency               Latency  `json:"deltaToSubscriberLatency"`
 	AckLatency            Latency  `json:"deltaToAckLatency"`
 	ToolAckLatency        Latency  `json:"toolUpdateToAckLatency"`
@@ -142,6 +146,7 @@ type BroadcastCeiling struct {
 type Ratios struct {
 	DurableDeltas    float64 `json:"durableDeltas"`
 	EventsDelivered  float64 `json:"eventsDelivered"`
+	DeltasDelivered  float64 `json:"deltasDelivered"`
 	LatencyP50       float64 `json:"latencyP50"`
 	LatencyP99       float64 `json:"latencyP99"`
 	LatencyP999      float64 `json:"latencyP999"`
@@ -167,6 +172,7 @@ func (b *bench) fillLoad(rep *Report, s0, s1 snapshot, p0, p1, self0, self1 proc
 	if w > 0 {
 		rep.DurableDeltasPerSec = float64(s1.deltasAcked-s0.deltasAcked) / w
 		rep.EventsDeliveredPerSec = float64(s1.events-s0.events) / w
+		rep.DeltasDeliveredPerSec = float64(s1.deltasDelivered-s0.deltasDelivered) / w
 	}
 	var frameBytes, frames int64
 	for _, c := range b.convs {
@@ -213,6 +219,7 @@ func (r *Report) ratios() {
 	r.Ratios = Ratios{
 		DurableDeltas:    div(r.DurableDeltasPerSec, r.Ceilings.Store.RowsPerSec),
 		EventsDelivered:  div(r.EventsDeliveredPerSec, r.Ceilings.Broadcast.FramesPerSec),
+		DeltasDelivered:  div(r.DeltasDeliveredPerSec, r.Ceilings.Broadcast.FramesPerSec),
 		LatencyP50:       div(r.Latency.P50Ms, bl.P50Ms),
 		LatencyP99:       div(r.Latency.P99Ms, bl.P99Ms),
 		LatencyP999:      div(r.Latency.P999Ms, bl.P999Ms),
@@ -257,6 +264,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	c := r.Ceilings
 	row("durable deltas/s", commas(r.DurableDeltasPerSec), commas(c.Store.RowsPerSec), "a", share(r.Ratios.DurableDeltas))
 	row("events delivered/s", commas(r.EventsDeliveredPerSec), commas(c.Broadcast.FramesPerSec), "b", share(r.Ratios.EventsDelivered))
+	row("deltas delivered/s", commas(r.DeltasDeliveredPerSec), commas(c.Broadcast.FramesPerSec), "b", share(r.Ratios.DeltasDelivered))
 	row("delta → subscriber p50", ms(r.Latency.P50Ms), ms(c.Broadcast.Latency.P50Ms), "b", times(r.Ratios.LatencyP50))
 	row("delta → subscriber p99", ms(r.Latency.P99Ms), ms(c.Broadcast.Latency.P99Ms), "b", times(r.Ratios.LatencyP99))
 	row("delta → subscriber p999", ms(r.Latency.P999Ms), ms(c.Broadcast.Latency.P999Ms), "b", times(r.Ratios.LatencyP999))

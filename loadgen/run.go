@@ -21,17 +21,17 @@ import (
 // difference of two snapshots.
 type counters struct {
 	deltasSent, deltasAcked, toolAcked, textBytes            atomic.Int64
-	events, chunks                                           atomic.Int64
+	events, chunks, deltasDelivered                          atomic.Int64
 	prompts, promptsAnswered, promptsSkipped                 atomic.Int64
 	runnerErrors, subscriberErrors, promptErrors, procErrors atomic.Int64
 }
 
 type snapshot struct {
-	deltasAcked, events, errors int64
+	deltasAcked, events, deltasDelivered, errors int64
 }
 
 func (c *counters) snap() snapshot {
-	return snapshot{deltasAcked: c.deltasAcked.Load(), events: c.events.Load(),
+	return snapshot{deltasAcked: c.deltasAcked.Load(), events: c.events.Load(), deltasDelivered: c.deltasDelivered.Load(),
 		errors: c.runnerErrors.Load() + c.subscriberErrors.Load() + c.promptErrors.Load()}
 }
 

@@ -72,6 +72,7 @@ func (s *subscriber) run(ctx context.Context) {
 				s.b.fail(&s.b.cnt.subscriberErrors, fmt.Errorf("subscriber: a chunk of %d bytes is not whole %d-byte deltas", len(ch.Content), size))
 				continue
 			}
+			s.b.cnt.deltasDelivered.Add(int64(len(ch.Content) / size))
 			for at := 0; at < len(ch.Content); at += size {
 				s.deltas.Add(1)
 				if sent, ok := parseStamp(ch.Content[at : at+size]); ok && s.b.inWindow(sent) {

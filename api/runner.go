@@ -211,7 +211,7 @@ func (p *pendingReply) frame() []byte {
 	return replyFrame(p.to, res, err)
 }
 
-// replyFrame is the answer to frame f, which came to res or err.
+// replyFrame is the answer to the frame f names, which came to res or err.
 func replyFrame(f replyHead, res *engine.MessageResult, err error) []byte {
 	if err != nil {
 		body := errorBody(err)

@@ -74,6 +74,7 @@ func (db *DB) Compact(ctx context.Context, p store.CompactParams) (store.Compact
 	}
 	plan := store.PlanCompaction(logRows, ends, from, complete, p)
 	err = db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res.Referenced = 0 // counted again if the batch is run again (see commit)
 		var epoch sql.NullString
 		err := tx.QueryRowContext(ctx, `SELECT json_extract(CAST(data AS TEXT), '$.epoch') FROM conversations WHERE id = ? AND import_owner IS NULL`,
 			p.ConversationID).Scan(&epoch)

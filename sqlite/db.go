@@ -191,7 +191,9 @@ var errClosed = parley.Errorf(parley.EUNAVAILABLE, "the database is closed")
 
 // write runs fn in the next group commit and returns its own result. Once the
 // request is queued it waits for the commit even if ctx ends, so that the
-// answer always says what happened.
+// answer always says what happened. fn may run twice (when another write
+// of its batch fails, the batch is rolled back and run again: see commit),
+// so what it reports outside the transaction it must set, not add to.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	req := &writeReq{fn: fn, done: make(chan error, 1)}
 	select {

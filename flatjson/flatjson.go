@@ -7,6 +7,7 @@
 package flatjson
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -19,6 +20,24 @@ import (
 // anything else: another kind of value, a duplicate key, invalid UTF-8,
 // invalid JSON, or text after the object.
 func Each(s string, field func(key, value string) bool) bool {
+	var seen [24]string // keys so far, to refuse duplicates (few keys)
+	n := 0
+	return members(s, func(key string, at int) (int, bool) {
+		if n >= len(seen) || slices.Contains(seen[:n], key) {
+			return 0, false
+		}
+		seen[n] = key
+		n++
+		val, next, ok := str(s, at)
+		return next, ok && field(key, val)
+	})
+}
+
+// members walks the JSON object s: for each key, member is given the key
+// and the index of its value, and returns the index after the value. It
+// reports whether s was an object with nothing after it (and every call
+// succeeded).
+func members(s string, member func(key string, at int) (next int, ok bool)) bool {
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return false
@@ -27,32 +46,19 @@ func Each(s string, field func(key, value string) bool) bool {
 	if i < len(s) && s[i] == '}' {
 		return skipSpace(s, i+1) == len(s)
 	}
-	var seen [24]string // keys so far, to refuse duplicates (few keys)
-	n := 0
 	for {
 		key, j, ok := str(s, i)
 		if !ok {
 			return false
 		}
-		for _, k := range seen[:min(n, len(seen))] {
-			if k == key {
-				return false
-			}
-		}
-		if n >= len(seen) {
-			return false
-		}
-		seen[n] = key
-		n++
 		i = skipSpace(s, j)
 		if i >= len(s) || s[i] != ':' {
 			return false
 		}
-		val, j, ok := str(s, skipSpace(s, i+1))
-		if !ok || !field(key, val) {
+		if i, ok = member(key, skipSpace(s, i+1)); !ok {
 			return false
 		}
-		i = skipSpace(s, j)
+		i = skipSpace(s, i)
 		if i >= len(s) {
 			return false
 		}
@@ -197,50 +203,14 @@ func hex4(s string, i int) (rune, bool) {
 // perhaps called field for some keys, if s is not an object, a string is
 // malformed, or field returns false.
 func Strings(s string, field func(key, value string, isString bool) bool) bool {
-	i := skipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return false
-	}
-	i = skipSpace(s, i+1)
-	if i < len(s) && s[i] == '}' {
-		return skipSpace(s, i+1) == len(s)
-	}
-	for {
-		key, j, ok := str(s, i)
-		if !ok {
-			return false
+	return members(s, func(key string, at int) (int, bool) {
+		if at < len(s) && s[at] == '"' {
+			val, next, ok := str(s, at)
+			return next, ok && field(key, val, true)
 		}
-		i = skipSpace(s, j)
-		if i >= len(s) || s[i] != ':' {
-			return false
-		}
-		i = skipSpace(s, i+1)
-		if i < len(s) && s[i] == '"' {
-			val, j, ok := str(s, i)
-			if !ok || !field(key, val, true) {
-				return false
-			}
-			i = j
-		} else {
-			j, ok := skipValue(s, i)
-			if !ok || !field(key, "", false) {
-				return false
-			}
-			i = j
-		}
-		i = skipSpace(s, i)
-		if i >= len(s) {
-			return false
-		}
-		switch s[i] {
-		case ',':
-			i = skipSpace(s, i+1)
-		case '}':
-			return skipSpace(s, i+1) == len(s)
-		default:
-			return false
-		}
-	}
+		next, ok := skipValue(s, at)
+		return next, ok && field(key, "", false)
+	})
 }
 
 // skipValue returns the index after the JSON value that is not a string

@@ -185,33 +185,23 @@ type messageHead struct {
 // decoded.
 func readHead(data []byte) messageHead {
 	var h messageHead
+	fields := [...]struct {
+		key string
+		to  *string
+	}{{"id", &h.ID}, {"status", (*string)(&h.Status)}, {"next", &h.Next}, {"agentId", &h.AgentID}, {"finality", (*string)(&h.Finality)}}
 	ok := flatjson.Strings(string(data), func(key, value string, isString bool) bool {
-		var to *string
-		switch key {
-		case "id":
-			to = &h.ID
-		case "status":
-			to = (*string)(&h.Status)
-		case "next":
-			to = &h.Next
-		case "agentId":
-			to = &h.AgentID
-		case "finality":
-			to = (*string)(&h.Finality)
-		default:
-			// encoding/json matches keys regardless of case: a key that
-			// would be one of these is left to it.
-			for _, k := range [...]string{"id", "status", "next", "agentId", "finality"} {
-				if strings.EqualFold(key, k) {
-					return false
-				}
+		for _, f := range fields {
+			switch {
+			case key == f.key && isString:
+				*f.to = strings.Clone(value) // not the whole message's bytes
+				return true
+			case strings.EqualFold(key, f.key):
+				// A null or another kind of value, or the key in another
+				// case (encoding/json matches keys regardless of case): as
+				// encoding/json reads it.
+				return false
 			}
-			return true
 		}
-		if !isString {
-			return false // a null or a mistake: as encoding/json reads it
-		}
-		*to = strings.Clone(value) // not the whole message's bytes
 		return true
 	})
 	if !ok {

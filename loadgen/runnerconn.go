@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,11 +27,10 @@ type runnerConn struct {
 	r    io.Reader
 
 	mu     sync.Mutex
-	out    []byte // frames queued for the writer
-	err    error  // why writing stopped
+	out    bytes.Buffer // frames queued for the writer
+	err    error        // why writing stopped
 	closed bool
 	kick   chan struct{} // capacity 1: the writer has frames to send
-	done   chan struct{} // closed when the writer returns
 
 	rbuf []byte // Read's message buffer
 }
@@ -48,7 +48,7 @@ func dialRunner(ctx context.Context, u string, h http.Header) (*runnerConn, erro
 		}
 		return nil, err
 	}
-	c := &runnerConn{conn: conn, r: bufio.NewReaderSize(conn, 16<<10), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &runnerConn{conn: conn, r: bufio.NewReaderSize(conn, 16<<10), kick: make(chan struct{}, 1)}
 	if br != nil { // what the server sent after its handshake, already read
 		c.r = io.MultiReader(br, c.r)
 	}
@@ -72,10 +72,10 @@ func (c *runnerConn) queue(op ws.OpCode, p []byte) error {
 		return err
 	}
 	mask := ws.NewMask()
-	c.out = appendHeader(c.out, op, len(p), mask)
-	start := len(c.out)
-	c.out = append(c.out, p...)
-	ws.Cipher(c.out[start:], mask, 0)
+	_ = ws.WriteHeader(&c.out, ws.Header{Fin: true, OpCode: op, Masked: true, Mask: mask, Length: int64(len(p))})
+	start := c.out.Len()
+	c.out.Write(p)
+	ws.Cipher(c.out.Bytes()[start:], mask, 0)
 	c.mu.Unlock()
 	select {
 	case c.kick <- struct{}{}:
@@ -84,28 +84,14 @@ func (c *runnerConn) queue(op ws.OpCode, p []byte) error {
 	return nil
 }
 
-// appendHeader appends the header of a final, masked frame of n bytes.
-func appendHeader(b []byte, op ws.OpCode, n int, mask [4]byte) []byte {
-	b = append(b, 0x80|byte(op))
-	switch {
-	case n < 126:
-		b = append(b, 0x80|byte(n))
-	case n <= 0xffff:
-		b = append(b, 0x80|126, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0x80|127, 0, 0, 0, 0, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	}
-	return append(b, mask[:]...)
-}
-
 // writer sends what is queued, all of it in one write, until the
 // connection is closed or a write fails.
 func (c *runnerConn) writer() {
-	defer close(c.done)
 	var buf []byte
 	for range c.kick {
 		c.mu.Lock()
-		buf, c.out = c.out, buf[:0]
+		buf = append(buf[:0], c.out.Bytes()...)
+		c.out.Reset()
 		closed := c.closed
 		c.mu.Unlock()
 		if len(buf) > 0 {

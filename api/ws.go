@@ -71,9 +71,8 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 	defer sub.Close()
 	defer c.CloseNow()
 	// A client that stops reading is cut off by the connection's write
-	// timeout.
-	send, flush := c.WriteText, c.Flush
-	if send(init) != nil || flush() != nil {
+	// timeout (wsconn.Options.WriteTimeout).
+	if c.WriteText(init) != nil || c.Flush() != nil {
 		return
 	}
 	end := s.pumpStream(ctx, sub, func(it feed.Item) error {
@@ -81,14 +80,14 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 		if err != nil {
 			return err
 		}
-		return send(data)
-	}, flush, c.Ping)
+		return c.WriteText(data)
+	}, c.Flush, c.Ping)
 	data := s.endFrame(id, end)
 	if data == nil {
 		c.Close(wsconn.StatusNormal, "")
 		return
 	}
-	if send(data) != nil {
+	if c.WriteText(data) != nil {
 		return
 	}
 	status, reason := wsconn.StatusInternal, "resume from your last position"

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -60,14 +59,7 @@ func TestMigrationsAreDenseFromOne(t *testing.T) {
 func TestUpgradeKeepsData(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := sqlite.MigrateTo(ctx, path, 1); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, raw := oldDB(t, 1)
 	conv := `{"id":"c1","epoch":"e","participants":["a"],"turnPolicy":"round-robin","messageFormat":"v2","createdBy":"boss","createdAt":"2026-01-01T00:00:00.000Z"}`
 	msg := `{"id":"m1","conversationId":"c1","seq":2,"role":"user","agentId":"a","parts":[{"type":"text","text":"hi"}],"content":"hi","status":"complete","turn":1,"turnId":"m1","depth":0,"finality":"turn","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}`
 	for _, q := range []string{

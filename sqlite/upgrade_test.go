@@ -15,21 +15,29 @@ import (
 	"github.com/pressly/goose/v3/database"
 )
 
-// TestUpgradeMovesQueues: a database whose state snapshots hold their
-// prompt queues is opened with the current code, which moves each queue to
-// its own table (storetest.UpgradeMovesQueues), and back down.
-func TestUpgradeMovesQueues(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// oldDB makes a database file at migration version, and returns its path
+// and a connection of the plain driver to it (closed with the test).
+func oldDB(t *testing.T, version int64) (string, *sql.DB) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "old.db")
-	if err := sqlite.MigrateTo(ctx, path, storetest.QueuedVersion); err != nil {
+	if err := sqlite.MigrateTo(context.Background(), path, version); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer raw.Close()
+	t.Cleanup(func() { raw.Close() })
+	return path, raw
+}
+
+// TestUpgradeMovesQueues: a database whose state snapshots hold their
+// prompt queues is opened with the current code, which moves each queue to
+// its own table (storetest.UpgradeMovesQueues), and back down.
+func TestUpgradeMovesQueues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, raw := oldDB(t, storetest.QueuedVersion)
 	storetest.UpgradeMovesQueues(t, raw, database.DialectSQLite3, sqlite.Migrations(), func() store.Store {
 		db, err := sqlite.Open(ctx, path, sqlite.Options{})
 		if err != nil {
@@ -45,15 +53,7 @@ func TestUpgradeMovesQueues(t *testing.T) {
 func TestUpgradeIndexesMessages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := sqlite.MigrateTo(ctx, path, storetest.SearchVersion-1); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	path, raw := oldDB(t, storetest.SearchVersion-1)
 	storetest.UpgradeIndexesMessages(t, raw, func() store.Store {
 		db, err := sqlite.Open(ctx, path, sqlite.Options{})
 		if err != nil {
@@ -70,15 +70,7 @@ func TestUpgradeIndexesMessages(t *testing.T) {
 func TestUpgradeKeepsRowsWithContent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := sqlite.MigrateTo(ctx, path, storetest.RowTextVersion-1); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	path, raw := oldDB(t, storetest.RowTextVersion-1)
 	storetest.UpgradeKeepsRowsWithContent(t, raw, func() store.Store {
 		db, err := sqlite.Open(ctx, path, sqlite.Options{})
 		if err != nil {
@@ -122,15 +114,7 @@ func TestDowngradePutsRowsBack(t *testing.T) {
 func TestSearchTextUnchangedByUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	if err := sqlite.MigrateTo(ctx, path, 14); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	path, raw := oldDB(t, 14)
 	raw.SetMaxOpenConns(1)
 	rows := []string{
 		`{"status":"complete","parts":[{"type":"text","text":"first words"},{"type":"tool-call","callId":"x"},{"type":"text","text":" then more"}]}`,
@@ -180,17 +164,11 @@ func TestSearchTextUnchangedByUpgrade(t *testing.T) {
 	if len(before) != 6 {
 		t.Fatalf("the view before gave %d rows; the test's rows are not what it thinks", len(before))
 	}
-	raw.Close()
 	db, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	raw, err = sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
 	var version int64
 	if err := raw.QueryRow(`SELECT max(version_id) FROM goose_db_version`).Scan(&version); err != nil || version < 15 {
 		t.Fatalf("not upgraded: version %d, %v", version, err)

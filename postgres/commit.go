@@ -176,9 +176,13 @@ func (db *DB) appendGroup(ctx context.Context, ps []*store.AppendParams) (missed
 
 	// 2. Every event in one COPY.
 	var rows [][]any
+	encs := make([]store.AppendRows, len(ps))
 	for i, p := range ps {
 		if !missed[i] {
-			rows = appendEventRows(rows, p.ConversationID, p.Events)
+			if encs[i], err = store.EncodeAppend(p); err != nil {
+				return nil, err
+			}
+			rows = appendEventRows(rows, p.ConversationID, p.Events, encs[i])
 		}
 	}
 	if err := copyEvents(ctx, tx, rows); err != nil {
@@ -204,7 +208,7 @@ func (db *DB) appendGroup(ctx context.Context, ps []*store.AppendParams) (missed
 				return nil, err
 			}
 		}
-		if err := queueRows(rest, p); err != nil {
+		if err := queueRows(rest, p, encs[i]); err != nil {
 			return nil, err
 		}
 		queued = queued || p.Queue != nil

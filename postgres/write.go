@@ -54,7 +54,7 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 				return err
 			}
 		}
-		return insertEvents(ctx, tx, p.Conversation.ID, p.Events)
+		return insertEvents(ctx, tx, p.Conversation.ID, p.Events, store.AppendRows{})
 	})
 }
 
@@ -129,7 +129,11 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 		}
 		return store.AppendMiss(p, err == nil, head, *owner)
 	}
-	if err := insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
+	enc, err := store.EncodeAppend(&p)
+	if err != nil {
+		return err
+	}
+	if err := insertEvents(ctx, tx, p.ConversationID, p.Events, enc); err != nil {
 		return err
 	}
 	if p.Task != nil {
@@ -143,7 +147,7 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 		}
 	}
 	batch := &pgx.Batch{}
-	if err := queueRows(batch, &p); err != nil {
+	if err := queueRows(batch, &p, enc); err != nil {
 		return err
 	}
 	queueNotify(batch, []string{notice(p.ConversationID, last, p.Queue != nil)})
@@ -161,17 +165,14 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state) WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL AND ($5 = '' OR epoch = $5)`
 
 // queueRows queues the rows an append writes beside its events: the prompt
-// queue, message rows, outbox deliveries and the idempotency record. A
-// revert's rows are removed before, in order, by unrefRows.
-func queueRows(batch *pgx.Batch, p *store.AppendParams) error {
+// queue, message rows (enc.Rows), outbox deliveries and the idempotency
+// record. A revert's rows are removed before, in order, by unrefRows.
+func queueRows(batch *pgx.Batch, p *store.AppendParams, enc store.AppendRows) error {
 	if p.Queue != nil {
 		batch.Queue(upsertQueue, p.ConversationID, p.Queue)
 	}
-	for _, m := range p.Messages {
-		data, err := store.EncodeRow(m)
-		if err != nil {
-			return err
-		}
+	for i, m := range p.Messages {
+		data := enc.Rows[i]
 		var replyTo any
 		if m.ReplyTo != "" {
 			replyTo = m.ReplyTo
@@ -240,19 +241,26 @@ const maxPayload = 7900
 // upsertQueue replaces a conversation's prompt queue ($1, $2).
 const upsertQueue = `INSERT INTO queues (conversation_id, queue) VALUES ($1, $2) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`
 
-// insertEvents copies events into the log in one round trip.
-func insertEvents(ctx context.Context, tx pgx.Tx, convID string, events []parley.Event) error {
-	err := copyEvents(ctx, tx, appendEventRows(nil, convID, events))
+// insertEvents copies events into the log in one round trip; those enc
+// names are stored as references to their message's row.
+func insertEvents(ctx context.Context, tx pgx.Tx, convID string, events []parley.Event, enc store.AppendRows) error {
+	err := copyEvents(ctx, tx, appendEventRows(nil, convID, events, enc))
 	if isUnique(err) {
 		return parley.Errorf(parley.ECONFLICT, "a seq of conversation %s is taken", convID)
 	}
 	return err
 }
 
-// appendEventRows appends the rows of events to rows.
-func appendEventRows(rows [][]any, convID string, events []parley.Event) [][]any {
-	for _, e := range events {
-		rows = append(rows, []any{convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), tsArg(e.Time), []byte(e.Data)})
+// appendEventRows appends the rows of events to rows: those enc names as
+// references to their message's row (see store.EncodeAppend), with empty
+// data.
+func appendEventRows(rows [][]any, convID string, events []parley.Event, enc store.AppendRows) [][]any {
+	for i, e := range events {
+		data, ref := []byte(e.Data), any(nil)
+		if id := enc.Ref(i); id != "" {
+			data, ref = []byte{}, id
+		}
+		rows = append(rows, []any{convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), tsArg(e.Time), data, ref})
 	}
 	return rows
 }
@@ -262,7 +270,7 @@ func copyEvents(ctx context.Context, tx pgx.Tx, rows [][]any) error {
 	if len(rows) == 0 {
 		return nil // a task's skipped firing
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"conversation_id", "seq", "type", "turn", "turn_id", "agent_id", "finality", "ts", "data"}, pgx.CopyFromRows(rows))
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"conversation_id", "seq", "type", "turn", "turn_id", "agent_id", "finality", "ts", "data", "ref"}, pgx.CopyFromRows(rows))
 	return err
 }
 

@@ -38,6 +38,14 @@ func TestBatchRunAgainReportsOnce(t *testing.T) {
 	if err := db.Append(ctx, store.AppendParams{ConversationID: "c1", ExpectSeq: 1, Events: []parley.Event{posted}, Messages: []*parley.Message{m}, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// The event holds its data, as in a log written before such events
+	// were stored as references when written: compaction makes the one.
+	if err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE events SET ref = NULL, data = ? WHERE conversation_id = 'c1' AND seq = 2 AND ref = 'm1'`, data)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	before := db.Stats().Batches
 	release, held := make(chan struct{}), make(chan struct{})

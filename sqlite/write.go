@@ -28,7 +28,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 		st, err = db.PrepareContext(ctx, q)
 		return st
 	}
-	s.insertEvent = prep(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	s.insertEvent = prep(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
@@ -103,7 +103,7 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 		if err := db.writeQueue(ctx, tx, p.Conversation.ID, p.Queue); err != nil {
 			return err
 		}
-		return db.insertEvents(ctx, tx, p.Conversation.ID, p.Events)
+		return db.insertEvents(ctx, tx, p.Conversation.ID, p.Events, store.AppendRows{})
 	})
 }
 
@@ -172,18 +172,19 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 		}
 		return store.AppendMiss(p, err == nil, head, owner.String)
 	}
-	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events); err != nil {
+	rows, err := store.EncodeAppend(&p)
+	if err != nil {
+		return err
+	}
+	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events, rows); err != nil {
 		return err
 	}
 	if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
 		return err
 	}
 	upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
-	for _, m := range p.Messages {
-		data, err := store.EncodeRow(m)
-		if err != nil {
-			return err
-		}
+	for i, m := range p.Messages {
+		data := rows.Rows[i]
 		var replyTo any
 		if m.ReplyTo != "" {
 			replyTo = m.ReplyTo
@@ -232,10 +233,16 @@ func (db *DB) writeQueue(ctx context.Context, tx *sql.Tx, convID string, queue [
 	return err
 }
 
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event) error {
+// insertEvents inserts an append's events; those rows names are stored as
+// references to their message's row (see store.EncodeAppend).
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event, rows store.AppendRows) error {
 	ins := tx.StmtContext(ctx, db.stmts.insertEvent)
-	for _, e := range events {
-		_, err := ins.ExecContext(ctx, convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), formatTime(e.Time), []byte(e.Data))
+	for i, e := range events {
+		data, ref := []byte(e.Data), any(nil)
+		if id := rows.Ref(i); id != "" {
+			data, ref = []byte{}, id
+		}
+		_, err := ins.ExecContext(ctx, convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), formatTime(e.Time), data, ref)
 		if isUnique(err) {
 			return parley.Errorf(parley.ECONFLICT, "seq %d of conversation %s is taken", e.Seq, convID)
 		}

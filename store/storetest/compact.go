@@ -136,10 +136,12 @@ func testCompactSpans(t *testing.T, s store.Store) {
 	wantLog(t, s, id, written)
 
 	// Past it: r1's deltas become two spans (3-4 and 7-9); r2 still
-	// streams, so the cursor stays before its first chunk (6).
+	// streams, so the cursor stays before its first chunk (6). r1's
+	// message.updated (10) was stored as a reference to its row when it
+	// was written: compaction has none to make.
 	now := end1.Add(2 * day)
 	res = compact(t, s, id, now, day, 0)
-	if res.Compacted != 5 || res.Removed != 3 || res.Referenced != 1 || res.Through != 5 || res.More || !res.Due.Equal(now.Add(day)) {
+	if res.Compacted != 5 || res.Removed != 3 || res.Referenced != 0 || res.Through != 5 || res.More || !res.Due.Equal(now.Add(day)) {
 		t.Fatalf("past the retention: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
@@ -164,7 +166,7 @@ func testCompactSpans(t *testing.T, s store.Store) {
 	written = append(written, ended)
 	later := now.Add(2 * day)
 	res = compact(t, s, id, later, day, 0)
-	if res.Compacted != 2 || res.Removed != 1 || res.Referenced != 1 || res.Through != 13 || res.More || !res.Due.Equal(later.Add(day/8)) {
+	if res.Compacted != 2 || res.Removed != 1 || res.Referenced != 0 || res.Through != 13 || res.More || !res.Due.Equal(later.Add(day/8)) {
 		t.Fatalf("once r2 ended: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 6, 7, 8, 9, 11)
@@ -228,14 +230,16 @@ func testCompactRemovedMessages(t *testing.T, s store.Store) {
 	wantLog(t, s, id, written, 3, 4, 6, 7, 8, 9, 11)
 }
 
-// testCompactRefersToRows: of the events that wrote an ended message,
-// the one whose data is the message's row is stored as a reference to it
-// once the message is past the retention (r1's message.updated, and the
-// message event of one posted whole), and reads as written; an event whose
-// data is not the row's (a row written from other data), or that did not
-// write the row last (r1's first message event), is left as it is. A
-// revert puts the row's data back into its event before the row goes: the
-// log still reads as written.
+// testCompactRefersToRows: of the events that wrote an ended message, the
+// one whose data is the message's row is stored as a reference to it: at
+// once when the row is written with it (r1's message.updated, the message
+// event of w1, posted whole), or by compaction once the message is past
+// the retention when the row was written after it (l1's, as in a log
+// written before references were made at write time). Every such event
+// reads as written. An event whose data is not the row's (x1's: a row
+// written from other data), or that did not write the row last (r1's first
+// message event), is left as it is. A revert puts the row's data back into
+// its event before the row goes: the log still reads as written.
 func testCompactRefersToRows(t *testing.T, s store.Store) {
 	end1 := t0.Add(10 * time.Second)
 	id, written := streamLog(t, s, end1)
@@ -245,22 +249,29 @@ func testCompactRefersToRows(t *testing.T, s store.Store) {
 	other.Seq = 14
 	otherEvent := *other
 	otherEvent.Content = "what the event said"
-	var events []parley.Event
-	for _, m := range []*parley.Message{whole, &otherEvent} {
+	late := said(id, "l1", "b", "a row written after its event", parley.NewTime(end1))
+	late.Seq = 15
+	posted := func(m *parley.Message) parley.Event {
 		data, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		events = append(events, parley.Event{ConversationID: id, Seq: m.Seq, Type: parley.EventMessage, Turn: 2, TurnID: "q2", AgentID: "b",
-			Finality: parley.FinalityNone, Time: parley.NewTime(end1), Data: data})
+		return parley.Event{ConversationID: id, Seq: m.Seq, Type: parley.EventMessage, Turn: 2, TurnID: "q2", AgentID: "b",
+			Finality: parley.FinalityNone, Time: parley.NewTime(end1), Data: data}
 	}
+	events := []parley.Event{posted(whole), posted(&otherEvent), posted(late)}
 	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 12, Events: events, Messages: []*parley.Message{whole, other}, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	written = append(written, events...)
+	lateRow := event(id, 16, "b")
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 15, Events: []parley.Event{lateRow}, Messages: []*parley.Message{late}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	written = append(written, append(events, lateRow)...)
+	wantLog(t, s, id, written)
 	day := 24 * time.Hour
 	now := end1.Add(2 * day)
-	if res := compact(t, s, id, now, day, 0); res.Compacted != 5 || res.Referenced != 2 {
+	if res := compact(t, s, id, now, day, 0); res.Compacted != 5 || res.Referenced != 1 {
 		t.Fatalf("past the retention: %+v", res)
 	}
 	wantLog(t, s, id, written, 3, 4, 7, 8, 9)
@@ -268,9 +279,9 @@ func testCompactRefersToRows(t *testing.T, s store.Store) {
 		t.Fatalf("again: %+v", res)
 	}
 
-	// Reverted: r1 and w1 go, their events stay as written.
-	removed := event(id, 15, "a")
-	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 14, Events: []parley.Event{removed}, RemoveMessages: []string{"r1", "w1"}, State: []byte(`{}`)}); err != nil {
+	// Reverted: r1, w1 and l1 go, their events stay as written.
+	removed := event(id, 17, "a")
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 16, Events: []parley.Event{removed}, RemoveMessages: []string{"r1", "w1", "l1"}, State: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	written = append(written, removed)

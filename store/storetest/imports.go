@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -140,6 +141,55 @@ func appendImport(t *testing.T, s store.Store, id, owner string, after int64) in
 		t.Fatal(err)
 	}
 	return after + 1
+}
+
+// testImportWritesRowAgain: an import may write an ended message's row
+// again (a legacy import merges a later copy of the message into it) with
+// a message.updated that leaves the row's seqs as they were. The event
+// that first wrote the row reads as written, before and after the import
+// is done, and after a compaction past the retention.
+func testImportWritesRowAgain(t *testing.T, s store.Store) {
+	owner := uuid.NewString()
+	id := newImport(t, s, owner, time.Hour)
+	m := said(id, "copied", "a", "said once, seen twice", t0)
+	m.Seq = 3
+	first, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	posted := parley.Event{ConversationID: id, Seq: 3, Type: parley.EventMessage, Turn: 1, TurnID: "t", AgentID: "a", Finality: parley.FinalityNone, Time: t0, Data: first}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{posted},
+		Messages: []*parley.Message{m}, State: []byte(`{}`), Import: lease(owner, time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	again := *m
+	again.Metadata = json.RawMessage(`{"seenBy":["b"]}`)
+	second, err := json.Marshal(&again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := parley.Event{ConversationID: id, Seq: 4, Type: parley.EventMessageUpdated, Turn: 1, TurnID: "t", AgentID: "a", Finality: parley.FinalityNone, Time: t0, Data: second}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 3, Events: []parley.Event{updated},
+		Messages: []*parley.Message{&again}, State: []byte(`{}`), Import: lease(owner, time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishImport(ctx(t), id, owner); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		evs, err := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, After: 2, Limit: 10})
+		var got []string
+		for _, e := range evs {
+			got = append(got, string(e.Data))
+		}
+		if err != nil || !slices.Equal(got, []string{string(first), string(second)}) {
+			t.Fatalf("%s: the log reads %q (%v), want the message as first written, then as written again", when, got, err)
+		}
+	}
+	check("the import done")
+	compact(t, s, id, t0.Add(48*time.Hour), 24*time.Hour, 0)
+	check("compacted")
 }
 
 // testAbortImport: an aborted import leaves nothing, and its id is free.

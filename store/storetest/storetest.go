@@ -59,6 +59,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},
 		{"AbortImport", testAbortImport},
+		{"ImportWritesRowAgain", testImportWritesRowAgain},
 		{"RunnerLeases", testRunnerLeases},
 		{"AgentWideLeases", testAgentWideLeases},
 		{"QueuedFor", testQueuedFor},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -202,17 +203,35 @@ func UpgradeKeepsRowsWithContent(t *testing.T, raw *sql.DB, open func() store.St
 // DowngradePutsRowsBack is the test of undoing RowTextVersion and the
 // references to rows: open opens a new store with the current code, raw
 // is its database, migrations the backend's. A log whose ended message's
-// event compaction made a reference to its row is migrated down to
-// RowTextVersion-1: every event that was not compacted holds its JSON as
-// written again, and every row holds its content.
+// event was stored as a reference to its row (when it was written: its
+// data is empty) is compacted and migrated down to RowTextVersion-1: every
+// event that was not compacted holds its JSON as written again, and every
+// row holds its content.
 func DowngradePutsRowsBack(t *testing.T, raw *sql.DB, dialect database.Dialect, migrations fs.FS, open func() store.Store) {
 	t.Helper()
 	s := open()
 	end1 := t0.Add(10 * time.Second)
 	id, written := streamLog(t, s, end1)
-	if res := compact(t, s, id, end1.Add(48*time.Hour), 24*time.Hour, 0); res.Referenced != 1 {
-		t.Fatalf("compaction made %d references, want 1", res.Referenced)
+	var refs []string
+	rs, err := raw.Query(`SELECT seq, ref, length(data) FROM events WHERE conversation_id = $1 AND ref IS NOT NULL ORDER BY seq`, id)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for rs.Next() {
+		var seq, size int64
+		var ref string
+		if err := rs.Scan(&seq, &ref, &size); err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, fmt.Sprintf("%d %s %d", seq, ref, size))
+	}
+	if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(refs) != "[10 r1 0]" {
+		t.Fatalf("events stored as references to rows (seq, ref, data bytes): %v, want r1's message.updated alone", refs)
+	}
+	compact(t, s, id, end1.Add(48*time.Hour), 24*time.Hour, 0)
 	s.Close()
 	p, err := goose.NewProvider(dialect, raw, migrations)
 	if err != nil {

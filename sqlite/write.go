@@ -115,7 +115,11 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckLease(p.Import); err != nil {
 		return err
 	}
-	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p) })
+	enc, err := store.EncodeAppend(&p) // here, not on the writer's serial path
+	if err != nil {
+		return err
+	}
+	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p, enc) })
 }
 
 // AppendAsync implements store.Store.
@@ -128,7 +132,12 @@ func (db *DB) AppendAsync(p store.AppendParams, done func(error)) {
 		done(err)
 		return
 	}
-	db.writeAsync(func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p) }, done)
+	enc, err := store.EncodeAppend(&p)
+	if err != nil {
+		done(err)
+		return
+	}
+	db.writeAsync(func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p, enc) }, done)
 }
 
 // Exclusive implements store.Store. The one writer of the database holds
@@ -143,12 +152,19 @@ func (db *DB) Exclusive(ctx context.Context, id string, fn func(write func(store
 		if err != nil {
 			return err
 		}
-		return fn(store.OnceFor(id, func(p store.AppendParams) error { return db.appendTx(ctx, tx, p) }))
+		return fn(store.OnceFor(id, func(p store.AppendParams) error {
+			enc, err := store.EncodeAppend(&p)
+			if err != nil {
+				return err
+			}
+			return db.appendTx(ctx, tx, p, enc)
+		}))
 	})
 }
 
-// appendTx makes the append p in the write transaction tx.
-func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) error {
+// appendTx makes the append p, whose rows and references are enc
+// (store.EncodeAppend), in the write transaction tx.
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, enc store.AppendRows) error {
 	last := p.ExpectSeq + int64(len(p.Events))
 	var res sql.Result
 	var err error
@@ -172,11 +188,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 		}
 		return store.AppendMiss(p, err == nil, head, owner.String)
 	}
-	rows, err := store.EncodeAppend(&p)
-	if err != nil {
-		return err
-	}
-	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events, rows); err != nil {
+	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events, enc); err != nil {
 		return err
 	}
 	if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
@@ -184,7 +196,7 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams) er
 	}
 	upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
 	for i, m := range p.Messages {
-		data := rows.Rows[i]
+		data := enc.Rows[i]
 		var replyTo any
 		if m.ReplyTo != "" {
 			replyTo = m.ReplyTo

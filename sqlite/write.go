@@ -245,13 +245,13 @@ func (db *DB) writeQueue(ctx context.Context, tx *sql.Tx, convID string, queue [
 	return err
 }
 
-// insertEvents inserts an append's events; those rows names are stored as
+// insertEvents inserts an append's events; those enc names are stored as
 // references to their message's row (see store.EncodeAppend).
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event, rows store.AppendRows) error {
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event, enc store.AppendRows) error {
 	ins := tx.StmtContext(ctx, db.stmts.insertEvent)
 	for i, e := range events {
 		data, ref := []byte(e.Data), any(nil)
-		if id := rows.Ref(i); id != "" {
+		if id := enc.Ref(i); id != "" {
 			data, ref = []byte{}, id
 		}
 		_, err := ins.ExecContext(ctx, convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), formatTime(e.Time), data, ref)

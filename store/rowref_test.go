@@ -12,8 +12,8 @@ import (
 // row it writes only when the message has ended, the event is the row's
 // last writer (a message or message.updated at the row's seq) and the row
 // gives back its data exactly; of a message written twice, its last row
-// counts; an import's events are never references. Every row of rowCases, the ones that keep their content too, is
-// such a row.
+// counts; an import's events are never references. Every row of rowCases,
+// the ones that keep their content too, is such a row.
 func TestEncodeAppendRefs(t *testing.T) {
 	ev := func(seq int64, typ string, m any) parley.Event {
 		data, err := json.Marshal(m)
@@ -77,15 +77,14 @@ func TestEncodeAppendRefs(t *testing.T) {
 			}
 			refs := ""
 			if got.Refs != nil {
-				refs = fmt.Sprint(got.Refs)
+				var each []string
+				for i := range c.events {
+					each = append(each, got.Ref(i))
+				}
+				refs = fmt.Sprint(each)
 			}
 			if refs != c.want {
 				t.Fatalf("refs %q, want %q", refs, c.want)
-			}
-			for i := range c.events {
-				if got.Ref(i) != "" && got.Refs[i] != got.Ref(i) {
-					t.Fatal("Ref disagrees with Refs")
-				}
 			}
 		})
 	}

@@ -256,10 +256,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, convID string, events []parley
 // data.
 func appendEventRows(rows [][]any, convID string, events []parley.Event, enc store.AppendRows) [][]any {
 	for i, e := range events {
-		data, ref := []byte(e.Data), any(nil)
-		if id := enc.Ref(i); id != "" {
-			data, ref = []byte{}, id
-		}
+		data, ref := enc.Columns(i, e.Data)
 		rows = append(rows, []any{convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), tsArg(e.Time), data, ref})
 	}
 	return rows

@@ -250,10 +250,7 @@ func (db *DB) writeQueue(ctx context.Context, tx *sql.Tx, convID string, queue [
 func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, events []parley.Event, enc store.AppendRows) error {
 	ins := tx.StmtContext(ctx, db.stmts.insertEvent)
 	for i, e := range events {
-		data, ref := []byte(e.Data), any(nil)
-		if id := enc.Ref(i); id != "" {
-			data, ref = []byte{}, id
-		}
+		data, ref := enc.Columns(i, e.Data)
 		_, err := ins.ExecContext(ctx, convID, e.Seq, e.Type, e.Turn, e.TurnID, e.AgentID, string(e.Finality), formatTime(e.Time), data, ref)
 		if isUnique(err) {
 			return parley.Errorf(parley.ECONFLICT, "seq %d of conversation %s is taken", e.Seq, convID)

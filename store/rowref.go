@@ -39,6 +39,16 @@ func (a AppendRows) Ref(i int) string {
 	return a.Refs[i]
 }
 
+// Columns returns what a backend stores in the data and ref columns of
+// the append's event i, whose data is data: empty data and the message's
+// id for a reference, else data and NULL (nil).
+func (a AppendRows) Columns(i int, data []byte) ([]byte, any) {
+	if id := a.Ref(i); id != "" {
+		return []byte{}, id
+	}
+	return data, nil
+}
+
 // EncodeAppend encodes the message rows of p and decides which of its
 // events are stored as references: an event is when it is the one that
 // writes the row of a message that has ended (its seq is the row's last
@@ -76,12 +86,13 @@ func EncodeAppend(p *AppendParams) (AppendRows, error) {
 		if m.Status == parley.StatusStreaming {
 			continue
 		}
-		k := int(max(m.UpdatedSeq, m.Seq) - p.ExpectSeq - 1) // events are dense after ExpectSeq
+		rowSeq := max(m.UpdatedSeq, m.Seq) // the event that wrote the row last
+		k := int(rowSeq - p.ExpectSeq - 1) // events are dense after ExpectSeq
 		if k < 0 || k >= len(p.Events) {
 			continue
 		}
 		e := p.Events[k]
-		if e.Seq != max(m.UpdatedSeq, m.Seq) || e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated {
+		if e.Seq != rowSeq || e.Type != parley.EventMessage && e.Type != parley.EventMessageUpdated {
 			continue
 		}
 		wire, err := WireRow(out.Rows[i])

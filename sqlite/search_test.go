@@ -89,3 +89,62 @@ func TestSearchIndexSurvivesVacuum(t *testing.T) {
 		t.Fatalf("found %d messages after VACUUM, %d before", after, before)
 	}
 }
+
+// TestSearchSkipsStreamingRows: a message row records whether it is
+// streaming, and the index's triggers trust that column to leave a
+// streaming row alone without reading its JSON. A message is written
+// streaming, finished, edited and removed; after each step the column
+// says what the row's status says, search finds the message only once it
+// is finished, and FTS5's own check agrees with the rows.
+func TestSearchSkipsStreamingRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c := parley.Conversation{ID: "c", Epoch: "e", TurnPolicy: parley.PolicyFree, MessageFormat: "v2"}
+	trace := func(seq int64) []parley.Event {
+		return []parley.Event{{ConversationID: "c", Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}}
+	}
+	if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: trace(1), State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	msg := func(seq int64, status parley.MessageStatus, text string) *parley.Message {
+		return &parley.Message{ID: "m", ConversationID: "c", Seq: 2, UpdatedSeq: seq, Role: parley.RoleAssistant, AgentID: "a",
+			Content: text, Parts: []parley.Part{{Type: parley.PartText, Text: text}}, Status: status, Finality: parley.FinalityNone}
+	}
+	seq := int64(1)
+	step := func(name string, p store.AppendParams, wantStreaming, wantHits int) {
+		t.Helper()
+		p.ConversationID, p.ExpectSeq, p.Events, p.State = "c", seq, trace(seq+1), []byte(`{}`)
+		seq++
+		if err := db.Append(ctx, p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var streaming int
+		if err := raw.QueryRow(`SELECT count(*) FROM messages WHERE streaming`).Scan(&streaming); err != nil || streaming != wantStreaming {
+			t.Fatalf("%s: %d rows marked streaming (%v), want %d", name, streaming, err, wantStreaming)
+		}
+		q, _ := store.ParseSearch("midstream")
+		hits, err := db.Search(ctx, store.SearchParams{Query: q, Limit: 10})
+		if err != nil || len(hits) != wantHits {
+			t.Fatalf("%s: %d hits (%v), want %d", name, len(hits), err, wantHits)
+		}
+		if _, err := raw.Exec(`INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1)`); err != nil {
+			t.Fatalf("%s: the index disagrees with its rows: %v", name, err)
+		}
+	}
+	step("streaming", store.AppendParams{Messages: []*parley.Message{msg(2, parley.StatusStreaming, "midstream words")}}, 1, 0)
+	step("more text", store.AppendParams{Messages: []*parley.Message{msg(3, parley.StatusStreaming, "midstream words and more")}}, 1, 0)
+	step("finished", store.AppendParams{Messages: []*parley.Message{msg(4, parley.StatusComplete, "midstream words and more")}}, 0, 1)
+	step("edited", store.AppendParams{Messages: []*parley.Message{msg(5, parley.StatusComplete, "midstream words, edited")}}, 0, 1)
+	step("removed", store.AppendParams{RemoveMessages: []string{"m"}}, 0, 0)
+}

@@ -173,6 +173,10 @@ func TestSearchTextUnchangedByUpgrade(t *testing.T) {
 	if err := raw.QueryRow(`SELECT max(version_id) FROM goose_db_version`).Scan(&version); err != nil || version < 15 {
 		t.Fatalf("not upgraded: version %d, %v", version, err)
 	}
+	var streaming string
+	if err := raw.QueryRow(`SELECT group_concat(id) FROM messages WHERE streaming`).Scan(&streaming); err != nil || streaming != "12" {
+		t.Fatalf("rows marked streaming by the upgrade: %q (%v), want the one streaming row, 12", streaming, err)
+	}
 	if after := read(); !maps.Equal(before, after) {
 		for rid, b := range before {
 			if after[rid] != b {

@@ -29,9 +29,9 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 		return st
 	}
 	s.insertEvent = prep(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data, streaming) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
-		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data`)
+		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data, streaming = excluded.streaming`)
 	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state) WHERE id = ? AND last_seq = ? AND import_owner IS NULL AND (? = '' OR epoch = ?)`)
 	s.bumpImport = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state), import_expires = ? WHERE id = ? AND last_seq = ? AND import_owner = ?`)
 	s.upsertQueue = prep(`INSERT INTO queues (conversation_id, queue) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`)
@@ -201,7 +201,10 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 		if m.ReplyTo != "" {
 			replyTo = m.ReplyTo
 		}
-		if _, err := upsert.ExecContext(ctx, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data); err != nil {
+		// streaming spares the search index's triggers a parse of the
+		// row's JSON on each write of a message still streaming.
+		streaming := m.Status == parley.StatusStreaming
+		if _, err := upsert.ExecContext(ctx, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data, streaming); err != nil {
 			return err
 		}
 	}

@@ -372,7 +372,7 @@ func (s *Server) answerUnderWay(ctx context.Context, id string) (*answerState, p
 		if prompt = st.Active(); prompt == nil && len(st.Queue) > 0 {
 			prompt = &st.Queue[0]
 		}
-		for mid := range st.Streams {
+		for mid := range st.Streams.All() {
 			streams = append(streams, mid)
 		}
 		return nil

@@ -31,7 +31,7 @@ func TestEvolveLeavesItsInputAlone(t *testing.T) {
 		Finality: parley.FinalityNone, Data: []byte(`{"from":"a","to":"w2","turn":1}`)})
 	later = conv.Evolve(later, parley.Event{Seq: later.LastSeq + 1, Type: parley.EventChunk, Turn: 1, TurnID: "m1", AgentID: "a",
 		Finality: parley.FinalityNone, Data: []byte(`{"messageId":"r1","content":"x"}`)})
-	if mustJSON(sc.s) != before || len(later.Open.Delegates) != 2 || later.Streams["r1"].Chunks != sc.s.Streams["r1"].Chunks+1 {
+	if mustJSON(sc.s) != before || len(later.Open.Delegates) != 2 || streamOf(later, "r1").Chunks != streamOf(sc.s, "r1").Chunks+1 {
 		t.Fatalf("Evolve changed its input:\n%s\n%s", before, mustJSON(sc.s))
 	}
 }

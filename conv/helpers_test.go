@@ -468,3 +468,9 @@ func runRules(t *testing.T, rules []rule) {
 		})
 	}
 }
+
+// streamOf is the stream of message id in s (the zero Stream if none).
+func streamOf(s conv.State, id string) conv.Stream {
+	st, _ := s.Streams.Get(id)
+	return st
+}

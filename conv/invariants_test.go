@@ -257,11 +257,11 @@ func checkState(sc *script, full bool) {
 func checkRebuilds(sc *script) {
 	t := sc.t
 	t.Helper()
-	if len(sc.live) != len(sc.s.Streams) {
-		t.Fatalf("%d messages stream, the state has %d streams", len(sc.live), len(sc.s.Streams))
+	if len(sc.live) != sc.s.Streams.Len() {
+		t.Fatalf("%d messages stream, the state has %d streams", len(sc.live), sc.s.Streams.Len())
 	}
 	for id, live := range sc.live {
-		if _, ok := sc.s.Streams[id]; !ok {
+		if _, ok := sc.s.Streams.Get(id); !ok {
 			t.Fatalf("message %s streams, the state has no stream of it", id)
 		}
 		row := sc.msgs[id]
@@ -288,7 +288,7 @@ func checkRebuilds(sc *script) {
 			t.Fatalf("message %s is %d bytes, %d of text; the limits are %d and %d", id, m.Size(), len(m.Content), sc.env.Limits.MaxMessageBytes, sc.env.Limits.MaxTextBytes)
 		}
 	}
-	if n := len(sc.s.Streams); n > sc.env.Limits.MaxStreaming {
+	if n := sc.s.Streams.Len(); n > sc.env.Limits.MaxStreaming {
 		t.Fatalf("%d messages stream; the limit is %d", n, sc.env.Limits.MaxStreaming)
 	}
 }

@@ -252,7 +252,7 @@ func checkSize(id string, size int, l Limits) error {
 // checkStreaming refuses to start one more streaming message when
 // MaxStreaming already stream in the conversation.
 func (d *decider) checkStreaming() error {
-	if n, max := len(d.s.Streams), d.env.Limits.MaxStreaming; n >= max {
+	if n, max := d.s.Streams.Len(), d.env.Limits.MaxStreaming; n >= max {
 		return parley.Errorf(parley.EBUSY, "%d messages are streaming in this conversation, the most there may be at once; finalize one first", n).
 			With("maxStreaming", max).WithHead(d.base.Head(d.env.Now))
 	}

@@ -39,7 +39,7 @@ type State struct {
 	// LastAbort remembers the last abort, so that repeating it writes nothing.
 	LastAbort *AbortMark `json:"lastAbort,omitempty"`
 	// Streams are the messages still streaming, by id.
-	Streams map[string]Stream `json:"streams,omitempty"`
+	Streams Streams `json:"streams,omitzero"`
 	// Texts are the texts agents stream in a v1 conversation that no
 	// message holds yet, by agent (see StreamV1).
 	Texts map[string]PendingText `json:"texts,omitempty"`

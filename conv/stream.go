@@ -2,7 +2,6 @@ package conv
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 
 	"github.com/parleyhq/parley"
@@ -90,7 +89,7 @@ func (d *decider) stream(a Actor, id string, known StreamLookups) (Stream, *parl
 	if err := d.checkOpen(); err != nil {
 		return Stream{}, nil, err
 	}
-	st, ok := d.s.Streams[id]
+	st, ok := d.s.Streams.Get(id)
 	switch {
 	case !ok:
 		return Stream{}, nil, parley.Errorf(parley.ENOTFOUND, "message %q is not streaming in this conversation", id)
@@ -271,35 +270,24 @@ func applyStream(s State, e parley.Event, m messageHead) State {
 	switch e.Type {
 	case parley.EventMessage, parley.EventMessageUpdated:
 		streaming := m.Status == parley.StatusStreaming
-		if _, known := s.Streams[m.ID]; !streaming && !known {
-			return s
-		}
-		s.Streams = maps.Clone(s.Streams)
-		if streaming {
-			if s.Streams == nil {
-				s.Streams = map[string]Stream{}
-			}
-			old := s.Streams[m.ID] // the row now holds everything so far
-			s.Streams[m.ID] = Stream{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, RowSeq: e.Seq,
-				RowChunks: old.RowChunks + old.Chunks, RowBytes: old.RowBytes + old.Bytes}
-		} else {
-			delete(s.Streams, m.ID)
+		old, known := s.Streams.Get(m.ID)
+		switch {
+		case streaming: // the row now holds everything so far
+			s.Streams = s.Streams.With(m.ID, Stream{AgentID: e.AgentID, Turn: e.Turn, TurnID: e.TurnID, RowSeq: e.Seq,
+				RowChunks: old.RowChunks + old.Chunks, RowBytes: old.RowBytes + old.Bytes})
+		case known:
+			s.Streams = s.Streams.Without(m.ID)
 		}
 	case parley.EventMessagesRemoved:
 		var r parley.MessagesRemoved
 		_ = json.Unmarshal(e.Data, &r)
-		if len(s.Streams) > 0 {
-			s.Streams = maps.Clone(s.Streams)
-			for _, id := range r.MessageIDs {
-				delete(s.Streams, id)
-			}
-		}
+		s.Streams = s.Streams.Without(r.MessageIDs...)
 	case parley.EventChunk, parley.EventPartUpdated:
 		id, bytes, checkpoint := streamDelta(e)
 		if id == "" && e.Type == parley.EventChunk {
 			return growText(s, e, bytes) // text no message holds yet (v1)
 		}
-		st, ok := s.Streams[id]
+		st, ok := s.Streams.Get(id)
 		if !ok {
 			return s
 		}
@@ -311,8 +299,7 @@ func applyStream(s State, e parley.Event, m messageHead) State {
 			st.Chunks++
 			st.Bytes += bytes
 		}
-		s.Streams = maps.Clone(s.Streams)
-		s.Streams[id] = st
+		s.Streams = s.Streams.With(id, st)
 	}
 	return s
 }
@@ -350,7 +337,7 @@ func (d *decider) revert(c Revert) error {
 	}
 	var removed []Stream // the streaming messages it removes
 	for _, id := range c.Known {
-		if st, ok := d.s.Streams[id]; ok {
+		if st, ok := d.s.Streams.Get(id); ok {
 			removed = append(removed, st)
 		}
 	}
@@ -369,7 +356,7 @@ func (d *decider) revert(c Revert) error {
 	if open == nil || !slices.ContainsFunc(removed, func(st Stream) bool { return st.Turn == open.Turn }) {
 		return nil
 	}
-	for _, st := range d.s.Streams {
+	for _, st := range d.s.Streams.All() {
 		if st.Turn == open.Turn {
 			return nil
 		}

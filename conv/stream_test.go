@@ -80,7 +80,7 @@ func TestStreamingMessageAssembly(t *testing.T) {
 	if m.Content != "Let me search.Found it." || m.Status != parley.StatusComplete || d.Events[0].Finality != parley.FinalityTurn {
 		t.Fatalf("final message = %+v", m)
 	}
-	if sc.s.Open != nil || len(sc.s.Streams) != 0 {
+	if sc.s.Open != nil || sc.s.Streams.Len() != 0 {
 		t.Fatalf("after finalize: open %+v, streams %v", sc.s.Open, sc.s.Streams)
 	}
 	// Finalized: no more deltas.
@@ -171,7 +171,7 @@ func TestRevertDropsStreamingMessages(t *testing.T) {
 	// Reverting the message its turn was streaming closes that turn: its
 	// writer can no longer finalize it, and nobody else could write.
 	d := sc.ok(conv.Revert{Actor: conv.Actor{AgentID: "a"}, MessageID: "r1", Known: []string{"r1"}})
-	if types(d.Events) != "messages.removed turn.aborted" || len(d.Removed) != 1 || len(sc.s.Streams) != 0 || sc.s.Open != nil {
+	if types(d.Events) != "messages.removed turn.aborted" || len(d.Removed) != 1 || sc.s.Streams.Len() != 0 || sc.s.Open != nil {
 		t.Fatalf("revert: %s, removed %v, streams %v, open %+v", types(d.Events), d.Removed, sc.s.Streams, sc.s.Open)
 	}
 	sc.fail(conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "r1", Delta: "y", Known: st.known()}, parley.ENOTFOUND)
@@ -188,7 +188,7 @@ func TestRevertKeepsATurnThatStillStreams(t *testing.T) {
 	sc.ok(conv.Delegate{Actor: conv.Actor{AgentID: "bot"}, To: "worker"})
 	startStream(t, sc, "worker", "w1")
 	d := sc.ok(conv.Revert{Actor: conv.Actor{AgentID: "a"}, MessageID: "w1", Known: []string{"w1"}})
-	if types(d.Events) != "messages.removed" || sc.s.Open == nil || len(sc.s.Streams) != 1 {
+	if types(d.Events) != "messages.removed" || sc.s.Open == nil || sc.s.Streams.Len() != 1 {
 		t.Fatalf("revert: %s, open %+v, streams %v", types(d.Events), sc.s.Open, sc.s.Streams)
 	}
 	checkInvariants(sc)

@@ -37,7 +37,7 @@ func TestStreamingMessageOfAClosedTurn(t *testing.T) {
 				t.Fatalf("finalize wrote %+v, message %+v", e, m)
 			}
 			s := o.sc.s
-			if s.LastTurn != o.before.LastTurn || mustJSON(s.Open) != mustJSON(open) || len(s.Streams) != 0 {
+			if s.LastTurn != o.before.LastTurn || mustJSON(s.Open) != mustJSON(open) || s.Streams.Len() != 0 {
 				t.Fatalf("after finalize: lastTurn %d -> %d, open %+v, want %+v", o.before.LastTurn, s.LastTurn, s.Open, open)
 			}
 		})

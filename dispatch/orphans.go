@@ -25,11 +25,11 @@ import (
 // messages in s and no runner attached here (after a restart, all of them),
 // unless it runs already.
 func (d *Dispatcher) watchOrphans(conversationID string, s conv.State) {
-	if len(s.Streams) == 0 {
+	if s.Streams.Len() == 0 {
 		return
 	}
 	agents := map[string]bool{}
-	for _, st := range s.Streams {
+	for _, st := range s.Streams.All() {
 		agents[st.AgentID] = true
 	}
 	for _, agent := range slices.Sorted(maps.Keys(agents)) {

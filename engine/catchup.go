@@ -58,7 +58,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 			for _, ev := range events {
 				ApplyStreamEvent(m, ev)
 			}
-			if _, ok := c.state.Streams[m.ID]; !ok {
+			if _, ok := c.state.Streams.Get(m.ID); !ok {
 				delete(c.streams, m.ID) // finalized or reverted meanwhile
 			}
 		}

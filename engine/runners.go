@@ -78,7 +78,7 @@ func (e *Engine) CancelStreams(ctx context.Context, conversationID, agentID stri
 		return err
 	}
 	var ids []string
-	for id, st := range c.state.Streams {
+	for id, st := range c.state.Streams.All() {
 		if st.AgentID == agentID {
 			ids = append(ids, id)
 		}
@@ -116,7 +116,7 @@ func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 			if err != nil {
 				return n, err
 			}
-			if len(s.Streams) > 0 {
+			if s.Streams.Len() > 0 {
 				c, err := e.lockLoaded(ctx, r.Conversation.ID)
 				if err != nil {
 					return n, err

@@ -85,7 +85,7 @@ func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State)
 	if m, ok := c.streams[id]; ok {
 		return m, nil
 	}
-	if _, ok := s.Streams[id]; !ok {
+	if _, ok := s.Streams.Get(id); !ok {
 		return nil, nil
 	}
 	m, err := e.store.GetMessage(ctx, convID, id)
@@ -270,7 +270,7 @@ func (e *Engine) StreamingOf(ctx context.Context, conversationID, agentID string
 	var out []*parley.Message
 	err = e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
 		out = out[:0]
-		for id, st := range s.Streams {
+		for id, st := range s.Streams.All() {
 			if st.AgentID != agentID {
 				continue
 			}

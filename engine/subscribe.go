@@ -211,7 +211,7 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 	}
 	// Every message still streaming, however old.
 	var older []*parley.Message
-	for mid := range state.Streams {
+	for mid := range state.Streams.All() {
 		if !held[mid] {
 			m, err := e.store.GetMessage(ctx, id, mid)
 			if err == nil && newerThan(m, state.LastSeq) {

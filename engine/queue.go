@@ -394,9 +394,10 @@ type run struct {
 	start, next conv.State    // before and after the run
 	d           conv.Decision // what they all write: events, message rows, deliveries
 	// streams holds the assemblies of the messages the run changed, as of
-	// next: the conversation's own (as of its state) are left alone until
-	// the run is durable, for readers.
-	streams map[string]*parley.Message
+	// next, one per message: the conversation's own (as of its state) are
+	// left alone until the run is durable, for readers. A run nearly always
+	// changes one message, so a list, not a map.
+	streams []*parley.Message
 	// results holds the outcome of each command of order.
 	results []runResult
 	order   []*pending
@@ -421,18 +422,41 @@ func (r *run) answer(err error) {
 		if err != nil && o.err == nil && o.wrote {
 			o = runResult{err: err}
 		}
-		if m := o.res.Message; m != nil && r.streams[m.ID] != nil {
-			o.res.Message = r.streams[m.ID] // as the run left it (see decideRun)
+		if m := o.res.Message; m != nil {
+			if last := r.stream(m.ID); last != nil {
+				o.res.Message = last // as the run left it (see decideRun)
+			}
 		}
 		p.settle(o.res, o.err)
 	}
 }
 
+// stream returns the run's assembly of message id, or nil if the run did
+// not change it.
+func (r *run) stream(id string) *parley.Message {
+	for _, m := range r.streams {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// setStream makes m the run's assembly of its message.
+func (r *run) setStream(m *parley.Message) {
+	for i, old := range r.streams {
+		if old.ID == m.ID {
+			r.streams[i] = m
+			return
+		}
+	}
+	r.streams = append(r.streams, m)
+}
+
 // decideRun decides the commands of a run on c's state, each on what the
 // ones before it leave. c.mu must be held.
 func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps []*pending) *run {
-	r := &run{start: c.state, next: c.state, results: make([]runResult, len(ps)), order: ps, streams: map[string]*parley.Message{}}
-	rows := map[string]int{} // message id → index in r.d.Messages, so that a later row of a message replaces an earlier
+	r := &run{start: c.state, next: c.state, results: make([]runResult, len(ps)), order: ps}
 	env := e.env()
 	for i := 0; i < len(ps); {
 		p := ps[i]
@@ -460,16 +484,15 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 			r.next = conv.Evolve(r.next, d.Events...)
 			r.d.Events = append(r.d.Events, d.Events...)
 			r.d.Deliveries = append(r.d.Deliveries, d.Deliveries...)
-			for _, m := range d.Messages {
-				if at, ok := rows[m.ID]; ok {
+			for _, m := range d.Messages { // a later row of a message replaces an earlier
+				if at := slices.IndexFunc(r.d.Messages, func(o *parley.Message) bool { return o.ID == m.ID }); at >= 0 {
 					r.d.Messages[at] = m
 				} else {
-					rows[m.ID] = len(r.d.Messages)
 					r.d.Messages = append(r.d.Messages, m)
 				}
 			}
 			if m := d.Result.Message; m != nil {
-				r.streams[m.ID] = m // the next command's assembly
+				r.setStream(m) // the next command's assembly
 			}
 			r.d.Result = d.Result
 		}
@@ -494,8 +517,8 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 // held.
 func (e *Engine) decideStream(ctx context.Context, r *run, id string, cmd *streamCmd, delta []byte, env conv.Env) (conv.Decision, error) {
 	s := r.next
-	m, ok := r.streams[cmd.messageID]
-	if !ok {
+	m := r.stream(cmd.messageID)
+	if m == nil {
 		// Not changed by the run yet: as the conversation holds it, which
 		// is as of the state the run started from.
 		var err error

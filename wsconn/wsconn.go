@@ -117,7 +117,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 		src = io.MultiReader(bytes.NewReader(early), conn)
 	}
 	if o.BufferedReads {
-		src = bufio.NewReaderSize(src, 4<<10)
+		src = bufio.NewReaderSize(src, 1<<10) // a runner's window of deltas (8 of about 120 bytes)
 	}
 	c.r = src
 	return c, nil

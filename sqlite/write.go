@@ -14,8 +14,8 @@ import (
 
 // statements are the writer's prepared statements.
 type statements struct {
-	insertEvent, upsertMessage, bumpConversation, bumpImport, insertIdempotency, upsertQueue *sql.Stmt
-	savepoint, release, rollbackTo                                                           *sql.Stmt
+	insertEvent, updateMessage, upsertMessage, bumpConversation, bumpImport, insertIdempotency, upsertQueue *sql.Stmt
+	savepoint, release, rollbackTo                                                                          *sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -29,6 +29,13 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 		return st
 	}
 	s.insertEvent = prep(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	// updateMessage rewrites a row's data when none of its indexed columns
+	// changes, which is nearly every write of a message after its first:
+	// SQLite rewrites the entries of every index whose columns an UPDATE
+	// sets, changed or not, and upsertMessage sets them all (four index
+	// pages made dirty for nothing, in each append that writes a row).
+	s.updateMessage = prep(`UPDATE messages SET data = ?, streaming = ? WHERE conversation_id = ? AND id = ?
+		AND seq = ? AND turn_id = ? AND reply_to IS ? AND agent_id = ? AND depth = ?`)
 	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data, streaming) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data, streaming = excluded.streaming`)
@@ -43,7 +50,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (s *statements) close() {
-	for _, st := range []*sql.Stmt{s.insertEvent, s.upsertMessage, s.bumpConversation, s.bumpImport, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.updateMessage, s.upsertMessage, s.bumpConversation, s.bumpImport, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}
@@ -194,7 +201,10 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 	if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
 		return err
 	}
-	upsert := tx.StmtContext(ctx, db.stmts.upsertMessage)
+	var update, upsert *sql.Stmt
+	if len(p.Messages) > 0 {
+		update, upsert = tx.StmtContext(ctx, db.stmts.updateMessage), tx.StmtContext(ctx, db.stmts.upsertMessage)
+	}
 	for i, m := range p.Messages {
 		data := enc.Rows[i]
 		var replyTo any
@@ -204,6 +214,18 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 		// streaming spares the search index's triggers a parse of the
 		// row's JSON on each write of a message still streaming.
 		streaming := m.Status == parley.StatusStreaming
+		res, err := update.ExecContext(ctx, data, streaming, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			continue
+		}
+		// A new message, or one whose indexed columns change.
 		if _, err := upsert.ExecContext(ctx, p.ConversationID, m.ID, m.Seq, m.TurnID, replyTo, m.AgentID, m.Depth, data, streaming); err != nil {
 			return err
 		}

@@ -418,6 +418,36 @@ func testMessageUpsert(t *testing.T, s store.Store) {
 	if len(all) != 1 {
 		t.Fatalf("%d rows after an upsert, want 1", len(all))
 	}
+
+	// A row written again with other indexed columns (its author, turn
+	// and parent) is found by them, and no longer by the old ones.
+	m3 := m2
+	m3.AgentID, m3.TurnID, m3.ReplyTo, m3.Depth = "b", "turn-b", "parent", 1
+	last++
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: last, Events: []parley.Event{event(id, last+1, "b")}, Messages: []*parley.Message{&m3}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(p store.ListMessagesParams) int {
+		t.Helper()
+		p.ConversationID, p.Limit = id, 10
+		ms, err := s.ListMessages(ctx(t), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ms)
+	}
+	replies, err := s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "parent", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(store.ListMessagesParams{AgentID: "b"}); n != 1 || count(store.ListMessagesParams{AgentID: "a"}) != 0 ||
+		count(store.ListMessagesParams{TurnID: "turn-b"}) != 1 || count(store.ListMessagesParams{TurnID: m.TurnID}) != 0 || len(replies) != 1 {
+		t.Fatalf("after its indexed columns changed, the row is found by agent b %d, by agent a %d, by its new turn %d, by its old %d, as a reply %d; want 1 0 1 0 1",
+			n, count(store.ListMessagesParams{AgentID: "a"}), count(store.ListMessagesParams{TurnID: "turn-b"}), count(store.ListMessagesParams{TurnID: m.TurnID}), len(replies))
+	}
+	if got, err := s.GetMessage(ctx(t), id, "m"); err != nil || got.AgentID != "b" || got.Depth != 1 || got.Seq != m.Seq {
+		t.Fatalf("the row read back is %+v, %v", got, err)
+	}
 }
 
 func testReadEvents(t *testing.T, s store.Store) {

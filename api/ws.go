@@ -13,13 +13,13 @@ import (
 
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
 // same frames as SSE. The subscription is made before the upgrade, so an
-// unknown conversation is a plain 404. Once upgraded, the connection is
-// served by two goroutines of its own, started fresh so that an idle one
-// holds little, and the handler returns: one writes what the follower
-// yields; the other reads what the client sends, as it comes: its pings
-// are answered, and its close frame is answered and ends the stream at
-// once, as does the end of its connection. A client that answers no ping
-// for a heartbeat is gone.
+// unknown conversation is a plain 404. Once upgraded, the handler returns
+// and the connection is served by a goroutine of its own, started fresh so
+// that an idle one holds little, which writes what the follower yields;
+// what the client sends is read as it comes (wsconn.Conn.Watch, with no
+// goroutine waiting on it meanwhile): its pings are answered, and its
+// close frame is answered and ends the stream at once, as does the end of
+// its connection. A client that answers no ping for a heartbeat is gone.
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
 	if err != nil {
@@ -45,10 +45,10 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 			var c *wsconn.Conn
 			if c, err = wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, WriteTimeout: s.opts.WriteTimeout}); err == nil {
 				go s.writeWS(pctx, c, id, sub, init, func() { cut(nil); cancel(); release() })
-				go func() {
-					_ = c.Drain() // until the client closes or leaves, or the writer closed
-					cancel()      // the writer ends the stream
-				}()
+				// Until the client closes or leaves, or the writer closed;
+				// then the writer ends the stream. No goroutine waits on an
+				// idle client (see wsconn.Conn.Watch).
+				c.Watch(func(error) { cancel() })
 				return
 			}
 			sub.Close()

@@ -83,6 +83,11 @@ type Conn struct {
 	unanswered atomic.Bool
 	// rbuf is the buffer Read reads messages into.
 	rbuf []byte
+	// early is set when the client sent frames before its handshake was
+	// answered: they are read from a buffer, which no epoll sees.
+	early bool
+	// watch is set by Watch.
+	watch *watching
 }
 
 // buffers holds the write buffers of every connection.
@@ -115,6 +120,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	var src io.Reader = conn
 	if len(early) > 0 {
 		src = io.MultiReader(bytes.NewReader(early), conn)
+		c.early = true
 	}
 	if o.BufferedReads {
 		src = bufio.NewReaderSize(src, 1<<10) // a runner's window of deltas (8 of about 120 bytes)
@@ -306,10 +312,15 @@ func (c *Conn) closeLocked() {
 	c.conn.Close()
 }
 
-// release marks c closed and gives back its write buffer; c.wmu is held.
+// release marks c closed, stops watching it (see Watch) and gives back its
+// write buffer; c.wmu is held.
 func (c *Conn) release() {
+	first := !c.closed
 	c.closed = true
 	c.ended.Store(true)
+	if first {
+		c.unwatch()
+	}
 	if c.bw != nil {
 		c.bw.Reset(nil)
 		buffers.Put(c.bw)
@@ -355,60 +366,70 @@ func (c *Conn) read(keep bool) ([]byte, error) {
 		if c.ended.Load() {
 			return nil, ErrClosed
 		}
-		h, err := ws.ReadHeader(c.r)
-		if err != nil {
-			c.CloseNow()
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, ErrClosed
-			}
+		var fin bool
+		var err error
+		if msg, fin, err = c.frame(keep, msg, &fragmented); err != nil {
 			return nil, err
 		}
-		if !h.Masked || h.Rsv != 0 {
-			c.Close(StatusProtocol, "client frames must be masked, with no extension bits")
-			return nil, ErrClosed
-		}
-		if h.OpCode.IsControl() {
-			if h.Length > 125 || !h.Fin {
-				c.Close(StatusProtocol, "control frames are short and whole")
-				return nil, ErrClosed
-			}
-			p, err := c.payload(h, nil)
-			if err != nil {
-				return nil, err
-			}
-			if err := c.control(h, p); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		switch {
-		case h.OpCode == ws.OpContinuation && !fragmented, h.OpCode != ws.OpContinuation && fragmented:
-			c.Close(StatusProtocol, "continuation frames out of place")
-			return nil, ErrClosed
-		case h.OpCode != ws.OpContinuation && h.OpCode != ws.OpText && h.OpCode != ws.OpBinary:
-			c.Close(StatusProtocol, "unknown opcode")
-			return nil, ErrClosed
-		}
-		if int64(len(msg))+h.Length > c.limit {
-			c.Close(StatusTooBig, "message too big")
-			return nil, ErrClosed
-		}
-		if !keep {
-			err = c.skip(h.Length)
-		} else {
-			msg, err = c.payload(h, msg)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if h.Fin {
+		if fin {
 			if c.ended.Load() {
 				return nil, ErrClosed // closed while it was read: nothing more is taken
 			}
 			return msg, nil
 		}
-		fragmented = true
 	}
+}
+
+// frame reads one frame. A control frame is handled (see control); a data
+// frame's payload is appended to msg if keep, else read past, and fin
+// reports whether it ended its message. fragmented says whether a message
+// was begun and not ended, across calls.
+func (c *Conn) frame(keep bool, msg []byte, fragmented *bool) (_ []byte, fin bool, _ error) {
+	h, err := ws.ReadHeader(c.r)
+	if err != nil {
+		c.CloseNow()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, false, ErrClosed
+		}
+		return nil, false, err
+	}
+	if !h.Masked || h.Rsv != 0 {
+		c.Close(StatusProtocol, "client frames must be masked, with no extension bits")
+		return nil, false, ErrClosed
+	}
+	if h.OpCode.IsControl() {
+		if h.Length > 125 || !h.Fin {
+			c.Close(StatusProtocol, "control frames are short and whole")
+			return nil, false, ErrClosed
+		}
+		p, err := c.payload(h, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		return msg, false, c.control(h, p)
+	}
+	switch {
+	case h.OpCode == ws.OpContinuation && !*fragmented, h.OpCode != ws.OpContinuation && *fragmented:
+		c.Close(StatusProtocol, "continuation frames out of place")
+		return nil, false, ErrClosed
+	case h.OpCode != ws.OpContinuation && h.OpCode != ws.OpText && h.OpCode != ws.OpBinary:
+		c.Close(StatusProtocol, "unknown opcode")
+		return nil, false, ErrClosed
+	}
+	if int64(len(msg))+h.Length > c.limit {
+		c.Close(StatusTooBig, "message too big")
+		return nil, false, ErrClosed
+	}
+	if !keep {
+		err = c.skip(h.Length)
+	} else {
+		msg, err = c.payload(h, msg)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	*fragmented = !h.Fin
+	return msg, h.Fin, nil
 }
 
 // control handles a control frame (a data frame is dropped): a ping is

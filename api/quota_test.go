@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,4 +107,51 @@ func TestConnectionsPerToken(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestQuietStreamsEndWhenTheClientLeaves: a stream with nothing to send
+// still sees its client leave, and gives its connection back to the
+// token at once (not at the next heartbeat): over SSE, a client that
+// drops its connection; over WebSocket, one that drops it without a close
+// frame, and one that sends a close frame.
+func TestQuietStreamsEndWhenTheClientLeaves(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{MaxConnsPerToken: 1}})
+	id := b.conversation("alice", "bob")
+	auth := http.Header{"Authorization": {"Bearer " + b.alice}}
+	// again connects over WebSocket, as the token's only connection, once
+	// the server has let the last one go.
+	again := func(what string) *websocket.Conn {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, _, err := websocket.Dial(b.ctx, wsURL(b, id, ""), &websocket.DialOptions{HTTPHeader: auth})
+			if err == nil {
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the token could not connect again: %v", what, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(b.ctx)
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.url+"/v1/conversations/"+id+"/stream", nil)
+	req.Header = auth.Clone()
+	resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the SSE stream: %v %v", resp, err)
+	}
+	b.wantLimited(b.do("GET", "/v1/conversations/"+id+"/stream", b.alice, nil))
+	cancel() // drops the connection
+	resp.Body.Close()
+
+	c := again("after an SSE client left")
+	c.CloseNow() // no close frame
+	c = again("after a WebSocket client dropped its connection")
+	if err := c.Close(websocket.StatusNormalClosure, "bye"); err != nil {
+		t.Fatalf("close handshake: %v", err)
+	}
+	again("after a WebSocket client closed").CloseNow()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
+	"github.com/parleyhq/parley/netpoll"
 )
 
 // streamSSE serves a conversation as Server-Sent Events. Each event's id is
@@ -59,18 +60,31 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 		"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n" // no proxy buffering; the stream ends with the connection
 	if r.ProtoMajor == 1 {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			// The client's leaving ends the stream (the writer ends it):
+			// seen with no goroutine waiting for it where it can be.
+			watch, polled := netpoll.Watch(conn, func() bool {
+				if readPast(conn) != nil {
+					cut(nil)
+					return false
+				}
+				return true
+			})
 			go func() {
 				defer done()
 				defer conn.Close()
+				defer watch.Stop() // before the close
 				out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline}
 				if _, err := io.WriteString(conn, head); err == nil {
 					out.stream(ctx, id, epoch, sub, init)
 				}
 			}()
-			go func() {
-				untilGone(conn)
-				cut(nil) // the writer ends the stream
-			}()
+			if !polled {
+				go func() {
+					for readPast(conn) == nil {
+					}
+					cut(nil)
+				}()
+			}
 			return
 		}
 	}
@@ -89,16 +103,13 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 	out.stream(sctx, id, epoch, sub, init)
 }
 
-// untilGone reads a taken-over connection, whose client sends nothing
-// after its request, until the client leaves (or the connection is
-// closed): what it might send is read past.
-func untilGone(conn net.Conn) {
+// readPast reads a taken-over connection, whose client sends nothing after
+// its request, once: what it might send is read past; an error says the
+// client left (or the connection is closed).
+func readPast(conn net.Conn) error {
 	var buf [64]byte
-	for {
-		if _, err := conn.Read(buf[:]); err != nil {
-			return
-		}
-	}
+	_, err := conn.Read(buf[:])
+	return err
 }
 
 // sseWriter writes a stream's frames: a batch into a buffer taken from a pool

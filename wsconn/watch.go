@@ -1,30 +1,35 @@
 package wsconn
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/parleyhq/parley/netpoll"
+)
 
 // Watch drains the connection in the background, as Drain does (pings are
 // answered, pongs noted, data read past, a close frame answered), and
 // calls gone once, with ErrClosed when the peer closed or the server
 // closed the connection first, or with the error that ended it.
 //
-// While the peer is silent nothing waits on the connection: on Linux one
-// epoll watcher serves every watched connection and a goroutine runs only
-// while a frame is read (elsewhere, and for a connection whose client sent
-// frames before its handshake was answered, a goroutine drains it).
-// Watch is called once, instead of Read or Drain, by a connection's only
-// reader.
+// While the peer is silent nothing waits on the connection: a goroutine
+// runs only while a frame is read (see package netpoll). Where that cannot
+// be (off Linux, over TLS, or for a connection whose client sent frames
+// before its handshake was answered) a goroutine drains it. Watch is called
+// once, instead of Read or Drain, by a connection's only reader.
 func (c *Conn) Watch(gone func(error)) {
 	w := &watching{gone: gone}
 	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	c.watch = w
-	closed := c.closed
-	c.wmu.Unlock()
-	if closed {
-		w.end(ErrClosed)
+	if c.closed {
+		go w.end(ErrClosed)
 		return
 	}
-	if !c.early && watcher.add(c) {
-		return
+	if !c.early {
+		// Under c.wmu, so that release finds the watch to stop.
+		if w.poll, w.polled = netpoll.Watch(c.conn, c.readPolled); w.polled {
+			return
+		}
 	}
 	go func() { w.end(c.Drain()) }()
 }
@@ -33,11 +38,12 @@ func (c *Conn) Watch(gone func(error)) {
 type watching struct {
 	gone func(error)
 	once sync.Once
+	// poll is the connection's netpoll watch, if polled.
+	poll   *netpoll.Watcher
+	polled bool
 	// fragmented says whether the peer began a data message it has not
 	// ended (frames are read one at a time, by one goroutine after another).
 	fragmented bool
-	// token names the connection to the epoll watcher (0: not added).
-	token int32
 }
 
 // end calls gone, once.
@@ -45,22 +51,18 @@ func (w *watching) end(err error) {
 	w.once.Do(func() { w.gone(err) })
 }
 
-// readWatched reads the one frame the epoll watcher saw arrive, and asks
-// to be told of the next; it is run by a goroutine of its own, one at a
-// time for a connection.
-func (c *Conn) readWatched() {
+// readPolled reads the frame that arrived, and asks to hear of the next.
+func (c *Conn) readPolled() bool {
 	w := c.watch
 	if c.ended.Load() {
 		w.end(ErrClosed)
-		return
+		return false
 	}
 	if _, _, err := c.frame(false, nil, &w.fragmented); err != nil {
 		w.end(err)
-		return
+		return false
 	}
-	if c.ended.Load() || !watcher.rearm(c) {
-		w.end(ErrClosed)
-	}
+	return !c.ended.Load()
 }
 
 // unwatch stops watching a connection the server closes, and tells its
@@ -70,6 +72,6 @@ func (c *Conn) unwatch() {
 	if w == nil {
 		return
 	}
-	watcher.remove(c)
+	w.poll.Stop()
 	go w.end(ErrClosed) // gone is not called with c.wmu held
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package wsconn_test
 
 import (
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
+	"github.com/parleyhq/parley/netpoll"
 	"github.com/parleyhq/parley/wsconn"
 )
 
@@ -51,7 +54,7 @@ func TestWatchHoldsNoGoroutine(t *testing.T) {
 	if extra := runtime.NumGoroutine() - before; extra > n/10 {
 		t.Fatalf("%d goroutines more with %d idle connections watched", extra, n)
 	}
-	if w := wsconn.Watched(); w < n {
+	if w := netpoll.Watched(); w < n {
 		t.Fatalf("the watcher watches %d connections, want %d", w, n)
 	}
 
@@ -138,10 +141,10 @@ func TestWatchHoldsNoGoroutine(t *testing.T) {
 		}
 	}
 	deadline = time.Now().Add(5 * time.Second)
-	for wsconn.Watched() != 0 && time.Now().Before(deadline) {
+	for netpoll.Watched() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if w := wsconn.Watched(); w != 0 {
+	if w := netpoll.Watched(); w != 0 {
 		t.Fatalf("the watcher still holds %d connections", w)
 	}
 }

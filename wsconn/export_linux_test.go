@@ -1,8 +1,0 @@
-package wsconn
-
-// Watched returns how many connections the epoll watcher watches.
-func Watched() int {
-	watcher.mu.Lock()
-	defer watcher.mu.Unlock()
-	return len(watcher.conns)
-}

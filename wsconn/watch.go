@@ -27,7 +27,8 @@ func (c *Conn) Watch(gone func(error)) {
 	}
 	if !c.early {
 		// Under c.wmu, so that release finds the watch to stop.
-		if w.poll, w.polled = netpoll.Watch(c.conn, c.readPolled); w.polled {
+		if p, ok := netpoll.Watch(c.conn, c.readPolled); ok {
+			w.poll = p
 			return
 		}
 	}
@@ -38,9 +39,8 @@ func (c *Conn) Watch(gone func(error)) {
 type watching struct {
 	gone func(error)
 	once sync.Once
-	// poll is the connection's netpoll watch, if polled.
-	poll   *netpoll.Watcher
-	polled bool
+	// poll is the connection's netpoll watch (nil if a goroutine drains it).
+	poll *netpoll.Watcher
 	// fragmented says whether the peer began a data message it has not
 	// ended (frames are read one at a time, by one goroutine after another).
 	fragmented bool

@@ -12,6 +12,25 @@ import (
 	"github.com/parleyhq/parley/store"
 )
 
+// searchDB opens a store in a new file, with conversation "c" created by
+// one trace event (seq 1); appends to it use traces.
+func searchDB(t *testing.T) (string, *sqlite.DB) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parley.Conversation{ID: "c", Epoch: "e", TurnPolicy: parley.PolicyFree, MessageFormat: "v2"}
+	if err := db.CreateConversation(context.Background(), store.CreateConversationParams{Conversation: c, Events: traces(1), State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	return path, db
+}
+
+// traces is conversation "c"'s trace event at seq, as an append's events.
+func traces(seq int64) []parley.Event { return []parley.Event{trace("c", seq)} }
+
 // TestSearchIndexSurvivesVacuum: the search index names message rows by
 // their rowid, so VACUUM (which an operator may run on the file) must keep
 // them. A database whose messages were written, rewritten and partly
@@ -20,18 +39,7 @@ import (
 func TestSearchIndexSurvivesVacuum(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "parley.db")
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := parley.Conversation{ID: "c", Epoch: "e", TurnPolicy: parley.PolicyFree, MessageFormat: "v2"}
-	trace := func(seq int64) []parley.Event {
-		return []parley.Event{{ConversationID: "c", Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}}
-	}
-	if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: trace(1), State: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
+	path, db := searchDB(t)
 	var ms []*parley.Message
 	for i := range 40 {
 		text := fmt.Sprintf("vacuumed word%d", i)
@@ -43,8 +51,8 @@ func TestSearchIndexSurvivesVacuum(t *testing.T) {
 		removed = append(removed, ms[i].ID)
 	}
 	for _, p := range []store.AppendParams{
-		{ConversationID: "c", ExpectSeq: 1, Events: trace(2), Messages: ms, State: []byte(`{}`)},
-		{ConversationID: "c", ExpectSeq: 2, Events: trace(3), RemoveMessages: removed, State: []byte(`{}`)},
+		{ConversationID: "c", ExpectSeq: 1, Events: traces(2), Messages: ms, State: []byte(`{}`)},
+		{ConversationID: "c", ExpectSeq: 2, Events: traces(3), RemoveMessages: removed, State: []byte(`{}`)},
 	} {
 		if err := db.Append(ctx, p); err != nil {
 			t.Fatal(err)
@@ -99,24 +107,13 @@ func TestSearchIndexSurvivesVacuum(t *testing.T) {
 func TestSearchSkipsStreamingRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "parley.db")
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, db := searchDB(t)
 	defer db.Close()
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	c := parley.Conversation{ID: "c", Epoch: "e", TurnPolicy: parley.PolicyFree, MessageFormat: "v2"}
-	trace := func(seq int64) []parley.Event {
-		return []parley.Event{{ConversationID: "c", Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Data: []byte(`{}`)}}
-	}
-	if err := db.CreateConversation(ctx, store.CreateConversationParams{Conversation: c, Events: trace(1), State: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
 	msg := func(seq int64, status parley.MessageStatus, text string) *parley.Message {
 		return &parley.Message{ID: "m", ConversationID: "c", Seq: 2, UpdatedSeq: seq, Role: parley.RoleAssistant, AgentID: "a",
 			Content: text, Parts: []parley.Part{{Type: parley.PartText, Text: text}}, Status: status, Finality: parley.FinalityNone}
@@ -124,7 +121,7 @@ func TestSearchSkipsStreamingRows(t *testing.T) {
 	seq := int64(1)
 	step := func(name string, p store.AppendParams, wantStreaming, wantHits int) {
 		t.Helper()
-		p.ConversationID, p.ExpectSeq, p.Events, p.State = "c", seq, trace(seq+1), []byte(`{}`)
+		p.ConversationID, p.ExpectSeq, p.Events, p.State = "c", seq, traces(seq+1), []byte(`{}`)
 		seq++
 		if err := db.Append(ctx, p); err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -39,12 +39,13 @@ func (e *Engine) drop(c *conversation, id string) error {
 		c.timer = nil
 	}
 	c.loaded, c.dropped, c.streams, c.guided, c.published = false, true, nil, nil, 0
-	// Its subscribers and runners are ended while it is still the cache's
+	// Its runners and subscribers are ended while it is still the cache's
 	// entry: one that joins meanwhile waits for it, and then joins what
-	// the store holds now (see feed.Hub.End).
+	// the store holds now (see feed.Hub.End). The runners are told first,
+	// so that whoever sees a subscription end knows the runners were told.
 	err := errDeleted(id)
-	e.hub.End(id, err)
 	e.runners.Deleted(id, err)
+	e.hub.End(id, err)
 	e.mu.Lock()
 	if e.convs[id] == c {
 		delete(e.convs, id)

@@ -77,10 +77,10 @@ func (s *Server) agentRunner(w http.ResponseWriter, r *http.Request, who parley.
 
 // serveRunner runs a runner connection: attach (with the function that
 // pushes frames to it) returns what applies its frames and what detaches
-// it when it leaves. Once upgraded, the connection is served by one
-// goroutine of its own, and the handler returns: it reads the frames and
-// applies them in order, without waiting for each to be durable (text
-// deltas and tool updates only queue). What goes out (prompts, aborts,
+// it when it leaves. Once upgraded, the handler returns, and the frames
+// are read as they arrive (wsconn.Conn.Serve: no goroutine waits on a
+// runner that is silent) and applied in order, without waiting for each
+// to be durable (text deltas and tool updates only queue). What goes out (prompts, aborts,
 // reverts the server pushes, and the answers to the frames, each once
 // what it wrote is durable) is written in one order, several per flush, by
 // a writer that runs only while there is something to write (see outbox).
@@ -108,24 +108,19 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 	q.writer = func() { s.writeRunner(c, q, cut) }
 	q.mu.Unlock()
 	q.kick() // what was pushed before the upgrade
-	go func() {
-		defer release()
-		defer q.close()
-		defer detach()
-		ctx := context.Background()
-		for {
-			data, err := c.Read()
-			if err != nil {
-				return // the runner went away; what it made durable stays
-			}
-			if cut.ended() {
-				continue // nothing more is applied; the writer is closing
-			}
-			if !q.reply(runnerReply(ctx, rs, data)) {
-				return
-			}
+	ctx := context.Background()
+	c.Serve(func(data []byte) bool {
+		if cut.ended() {
+			return true // nothing more is applied; the writer is closing
 		}
-	}()
+		return q.reply(runnerReply(ctx, rs, data))
+	}, func(error) {
+		// The runner went away (what it made durable stays), or stopped
+		// reading its answers.
+		detach()
+		q.close()
+		release()
+	})
 }
 
 // writeRunner writes what a runner connection's outbox has ready, and

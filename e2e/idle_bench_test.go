@@ -13,15 +13,15 @@ import (
 	"github.com/parleyhq/parley/client"
 )
 
-// BenchmarkIdleSubscribers measures what an idle subscriber costs the
+// BenchmarkIdleSubscribers measures what an idle client costs the
 // server: 2,000 WebSocket (then SSE) subscribers follow 100 quiet
-// conversations, and the real server's resident memory is read before
-// they came and once they are all in. It reports the growth per
-// subscriber, in KiB.
+// conversations, or 2,000 runners wait for prompts in them, and the real
+// server's resident memory is read before they came and once they are
+// all in. It reports the growth per client, in KiB.
 //
 //	go test -run '^$' -bench IdleSubscribers -benchtime=1x ./e2e
 func BenchmarkIdleSubscribers(b *testing.B) {
-	for _, transport := range []string{"ws", "sse"} {
+	for _, transport := range []string{"ws", "sse", "runner"} {
 		b.Run(transport, func(b *testing.B) {
 			for range b.N {
 				idleSubscribers(b, transport, 2000)
@@ -65,6 +65,12 @@ func idleSubscribers(b *testing.B, transport string, n int) {
 			}
 			conn.SetReadLimit(1 << 20)
 			if _, _, err := conn.Read(ctx); err != nil { // init
+				b.Fatal(err)
+			}
+			closers = append(closers, func() { conn.CloseNow() })
+		case "runner":
+			conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.url, "http")+"/v1/conversations/"+id+"/runner?agentId=alice", nil)
+			if err != nil {
 				b.Fatal(err)
 			}
 			closers = append(closers, func() { conn.CloseNow() })

@@ -335,26 +335,6 @@ func (c *Conn) release() {
 // with 1002. The returned bytes are valid until the next Read: a
 // connection reads every message into one buffer of its own.
 func (c *Conn) Read() ([]byte, error) {
-	return c.read(true)
-}
-
-// Drain reads what the peer sends until it closes, for a connection whose
-// peer has nothing to say but control frames (a stream's client): pings
-// are answered and pongs noted as they come, data messages are read past
-// without being kept, and the close frame is answered at once. It returns
-// ErrClosed once the peer closed (a close frame, or the end of the
-// stream), or the error that ended the connection. It holds no buffer
-// while it waits.
-func (c *Conn) Drain() error {
-	for {
-		if _, err := c.read(false); err != nil {
-			return err
-		}
-	}
-}
-
-// read reads the next data message, into c.rbuf if keep, else past it.
-func (c *Conn) read(keep bool) ([]byte, error) {
 	msg := c.rbuf[:0]
 	defer func() {
 		if cap(msg) <= 64<<10 { // a large message's buffer is let go
@@ -368,7 +348,7 @@ func (c *Conn) read(keep bool) ([]byte, error) {
 		}
 		var fin bool
 		var err error
-		if msg, fin, err = c.frame(keep, msg, &fragmented); err != nil {
+		if msg, fin, err = c.frame(true, msg, &fragmented); err != nil {
 			return nil, err
 		}
 		if fin {

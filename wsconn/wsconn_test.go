@@ -117,34 +117,6 @@ func TestReadAndLimit(t *testing.T) {
 	}
 }
 
-// TestDrain: a connection whose peer sends only control frames is
-// drained by one goroutine: a ping is answered, a data message read past,
-// and a close frame answered at once and reported as ErrClosed.
-func TestDrain(t *testing.T) {
-	drained := make(chan error, 1)
-	url := serve(t, wsconn.Options{ReadLimit: 64}, func(c *wsconn.Conn) { drained <- c.Drain() })
-	c, _, err := dial(t, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	go func() { _, _, _ = c.Read(ctx) }() // to see the pong
-	if err := c.Write(ctx, websocket.MessageText, []byte("read past, and not kept")); err != nil {
-		t.Fatal(err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := c.Ping(pctx); err != nil {
-		t.Fatalf("ping: %v", err)
-	}
-	if err := c.Close(websocket.StatusNormalClosure, "bye"); err != nil {
-		t.Fatalf("close handshake: %v", err)
-	}
-	if err := <-drained; !errors.Is(err, wsconn.ErrClosed) {
-		t.Fatalf("Drain after the client closed: %v", err)
-	}
-}
-
 // TestClosedPeerReadsWhy: a connection the server closes while the peer
 // is still writing (here a message far over the limit) lets the peer read
 // the close frame and its status, rather than a reset that takes the

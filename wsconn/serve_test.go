@@ -1,0 +1,230 @@
+//go:build linux
+
+package wsconn_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/parleyhq/parley/netpoll"
+	"github.com/parleyhq/parley/wsconn"
+)
+
+// served is one connection Serve reads in a test: what it handed over,
+// and how it ended.
+type served struct {
+	c    *wsconn.Conn
+	msgs chan string
+	done chan error
+	// busy counts handle and done calls under way: never more than one.
+	busy atomic.Int32
+	// block, when set, is waited for by handle before it returns.
+	block chan struct{}
+	stop  string // handle asks to stop on this message
+}
+
+// enter and leave bracket a call of handle or done; two at once fail.
+func (s *served) enter(t *testing.T) {
+	if s.busy.Add(1) != 1 {
+		t.Error("handle or done called while another ran")
+	}
+}
+
+func (s *served) leave() { s.busy.Add(-1) }
+
+// serveAll starts a test server whose connections Serve reads, reads
+// buffered as a runner's are, and dials n clients to it.
+func serveAll(t *testing.T, n int, setup func(i int, s *served)) ([]net.Conn, []*served) {
+	t.Helper()
+	var mu sync.Mutex
+	var next int
+	got := make(chan *served, n)
+	url := serve(t, wsconn.Options{ReadLimit: 64, BufferedReads: true}, func(c *wsconn.Conn) {
+		s := &served{c: c, msgs: make(chan string, 64), done: make(chan error, 2)}
+		mu.Lock()
+		setup(next, s)
+		next++
+		mu.Unlock()
+		c.Serve(func(msg []byte) bool {
+			s.enter(t)
+			defer s.leave()
+			s.msgs <- string(msg)
+			if s.block != nil {
+				<-s.block
+			}
+			return string(msg) != s.stop
+		}, func(err error) {
+			s.enter(t)
+			defer s.leave()
+			s.done <- err
+		})
+		got <- s
+	})
+	clients := make([]net.Conn, n)
+	servers := make([]*served, n)
+	for i := range clients {
+		conn, _, _, err := ws.Dial(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		clients[i] = conn
+		servers[i] = <-got
+	}
+	return clients, servers
+}
+
+// recv waits for what a served connection hands over, or for its end.
+func recv[T any](t *testing.T, c chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("waited in vain for %s", what)
+	}
+	var zero T
+	return zero
+}
+
+// TestServeHoldsNoGoroutine: connections Serve reads hold no goroutine
+// while their clients are silent, and every message is handed over once,
+// in order: several that arrive in one packet (the read buffer holds the
+// rest, which no epoll reports), one in fragments, one split between two
+// packets. A handle that blocks holds the next message back; one that
+// asks to stop ends the reading (done with nil). The server closing a
+// connection while handle runs ends it only once handle has returned, and
+// nothing is handed over after.
+func TestServeHoldsNoGoroutine(t *testing.T) {
+	const n = 100
+	before := runtime.NumGoroutine()
+	clients, servers := serveAll(t, n, func(i int, s *served) {
+		switch i {
+		case 2:
+			s.stop = "stop"
+		case 3:
+			s.block = make(chan struct{})
+		}
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine()-before > n/10 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if extra := runtime.NumGoroutine() - before; extra > n/10 {
+		t.Fatalf("%d goroutines more with %d idle connections served", extra, n)
+	}
+	if w := netpoll.Watched(); w < n {
+		t.Fatalf("the watcher watches %d connections, want %d", w, n)
+	}
+	frame := func(f ws.Frame) []byte { return ws.MustCompileFrame(ws.MaskFrame(f)) }
+	send := func(conn net.Conn, b []byte) {
+		t.Helper()
+		if _, err := conn.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Ten messages in one packet, then a message in fragments with a ping
+	// between them, then one split between two packets.
+	var packet bytes.Buffer
+	for i := range 10 {
+		packet.Write(frame(ws.NewTextFrame(fmt.Appendf(nil, "m%d", i))))
+	}
+	send(clients[0], packet.Bytes())
+	for i := range 10 {
+		if got, want := recv(t, servers[0].msgs, "a message of the packet"), fmt.Sprintf("m%d", i); got != want {
+			t.Fatalf("handed %q, want %q", got, want)
+		}
+	}
+	send(clients[0], append(append(frame(ws.NewFrame(ws.OpText, false, []byte("in "))),
+		frame(ws.NewPingFrame([]byte("p")))...), frame(ws.NewFrame(ws.OpContinuation, true, []byte("pieces")))...))
+	if got := recv(t, servers[0].msgs, "the fragmented message"); got != "in pieces" {
+		t.Fatalf("handed %q, want the fragments joined", got)
+	}
+	split := frame(ws.NewTextFrame([]byte("split")))
+	send(clients[0], split[:4])
+	time.Sleep(50 * time.Millisecond)
+	send(clients[0], split[4:])
+	if got := recv(t, servers[0].msgs, "the split message"); got != "split" {
+		t.Fatalf("handed %q, want split", got)
+	}
+
+	clients[0].Close()
+	if err := recv(t, servers[0].done, "the end of a client that hung up"); !errors.Is(err, wsconn.ErrClosed) {
+		t.Fatalf("after a hang-up: %v", err)
+	}
+
+	// A client that hangs up at once.
+	clients[1].Close()
+	if err := recv(t, servers[1].done, "the end of a client that hung up"); !errors.Is(err, wsconn.ErrClosed) {
+		t.Fatalf("after a hang-up: %v", err)
+	}
+
+	// handle asks to stop: nothing after is handed over.
+	send(clients[2], append(frame(ws.NewTextFrame([]byte("stop"))), frame(ws.NewTextFrame([]byte("after")))...))
+	recv(t, servers[2].msgs, "the stopping message")
+	if err := recv(t, servers[2].done, "the end after stop"); err != nil {
+		t.Fatalf("handle asked to stop, and done was told %v", err)
+	}
+
+	// handle blocks: the next message waits, and the server's close ends
+	// the reading only when handle returns.
+	s := servers[3]
+	send(clients[3], frame(ws.NewTextFrame([]byte("first"))))
+	recv(t, s.msgs, "the first message")
+	send(clients[3], frame(ws.NewTextFrame([]byte("second"))))
+	s.c.CloseNow()
+	select {
+	case m := <-s.msgs:
+		t.Fatalf("%q handed over while handle was blocked", m)
+	case err := <-s.done:
+		t.Fatalf("done (%v) while handle was blocked", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(s.block)
+	if err := recv(t, s.done, "the end after the server's close"); !errors.Is(err, wsconn.ErrClosed) {
+		t.Fatalf("after the server's close: %v", err)
+	}
+	select {
+	case m := <-s.msgs:
+		t.Fatalf("%q handed over after the server closed", m)
+	default:
+	}
+
+	// An idle connection the server closes.
+	servers[4].c.CloseNow()
+	if err := recv(t, servers[4].done, "the end after the server's close"); !errors.Is(err, wsconn.ErrClosed) {
+		t.Fatalf("after the server's close: %v", err)
+	}
+
+	// Everyone else leaves; each is ended once, and the watcher holds none.
+	for i := 5; i < n; i++ {
+		clients[i].Close()
+	}
+	for i := 5; i < n; i++ {
+		recv(t, servers[i].done, "the end of a client that left")
+	}
+	for i, s := range servers {
+		select {
+		case err := <-s.done:
+			t.Fatalf("connection %d ended twice (%v)", i, err)
+		default:
+		}
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for netpoll.Watched() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if w := netpoll.Watched(); w != 0 {
+		t.Fatalf("the watcher still holds %d connections", w)
+	}
+}

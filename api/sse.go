@@ -21,12 +21,12 @@ import (
 // Last-Event-ID; guidance frames have no id and do not move it.
 //
 // Over HTTP/1.1 the stream takes the connection over from net/http (the
-// response ends with the connection), and is written by one goroutine of
-// its own, started fresh so that an idle stream holds little, while
-// another waits on the connection for the client to leave (it sends
-// nothing else), and ends the stream the moment it does. Where the
-// connection cannot be taken over, the handler writes the stream itself
-// (and net/http says when the client leaves).
+// response ends with the connection), and the handler returns: the stream
+// is written by a goroutine that runs only while there is something to
+// write (see streamPump), and the client's leaving (it sends nothing else)
+// is seen as it happens, and ends the stream. Where the connection cannot
+// be taken over, the handler waits until the stream ends (and net/http
+// says when the client leaves).
 func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	from, err := position(r)
 	if err != nil {
@@ -69,15 +69,18 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 				}
 				return true
 			})
-			go func() {
-				defer done()
-				defer conn.Close()
-				defer watch.Stop() // before the close
-				out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline}
-				if _, err := io.WriteString(conn, head); err == nil {
-					out.stream(ctx, id, epoch, sub, init)
-				}
-			}()
+			out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline}
+			finished := func() {
+				watch.Stop() // before the close
+				conn.Close()
+				done()
+			}
+			if _, err := io.WriteString(conn, head); err != nil {
+				sub.Close()
+				finished()
+			} else {
+				out.stream(ctx, id, epoch, sub, init, finished)
+			}
 			if !polled {
 				go func() {
 					for readPast(conn) == nil {
@@ -100,7 +103,9 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 	context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
 	out := &sseWriter{s: s, w: w, deadline: rc.SetWriteDeadline, flushDst: rc.Flush}
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	out.stream(sctx, id, epoch, sub, init)
+	finished := make(chan struct{})
+	out.stream(sctx, id, epoch, sub, init, func() { close(finished) })
+	<-finished // net/http ends the response when the handler returns
 }
 
 // readPast reads a taken-over connection, whose client sends nothing after
@@ -176,15 +181,18 @@ func (o *sseWriter) flush() error {
 	return nil
 }
 
-// stream writes the init frame, then what the follower yields, then the
-// error frame of a stream the server ends.
-func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Follower, init []byte) {
-	defer sub.Close()
+// stream writes the init frame, then what the follower yields (see
+// streamPump: no goroutine is held while the stream is quiet), then the
+// error frame of a stream the server ends, and then calls finished. It
+// returns once the init frame is written.
+func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Follower, init []byte, finished func()) {
 	eventID := func(seq int64) string { return epoch + ":" + strconv.FormatInt(seq, 10) }
 	if o.frame(eventID(sub.Init.Position.Seq), "init", init) != nil || o.flush() != nil {
+		sub.Close()
+		finished()
 		return
 	}
-	end := o.s.pumpStream(ctx, sub, func(it feed.Item) error {
+	o.s.pumpStream(ctx, sub, func(it feed.Item) error {
 		name, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
@@ -197,12 +205,15 @@ func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Fo
 	}, o.flush, func() error {
 		_, err := o.out().WriteString(": ping\n\n")
 		return err
-	})
-	if data := o.s.endFrame(id, end); data != nil {
-		if o.frame("", "error", data) == nil {
-			_ = o.flush()
+	}, func(end error) {
+		defer finished()
+		defer sub.Close()
+		if data := o.s.endFrame(id, end); data != nil {
+			if o.frame("", "error", data) == nil {
+				_ = o.flush()
+			}
 		}
-	}
+	})
 }
 
 // sseBuffers hold the buffers SSE streams write a batch of frames into.

@@ -75,61 +75,6 @@ func (s *Server) endFrame(conversationID string, err error) []byte {
 	return b
 }
 
-// pumpStream moves items from a follower to a transport: it writes one
-// item, then every item already waiting, then flushes once, so that busy
-// streams send several events per flush. It pings when idle. It returns why
-// the stream ended: errClientGone when the client left or stopped reading,
-// else the server's reason (the subscriber was too slow, the server shuts
-// down, the token was revoked).
-func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(feed.Item) error, flush, ping func() error) error {
-	// An item waiting may have been published after the server ended the
-	// stream (a delegate's turn closed before the next write): ctx is
-	// looked at before each item is written.
-	write1 := func(it feed.Item) error {
-		if ctx.Err() != nil {
-			return cutOff(ctx, errClientGone)
-		}
-		if err := write(it); err != nil {
-			return errClientGone
-		}
-		return nil
-	}
-	for {
-		it, err := f.Next(ctx, s.opts.HeartbeatInterval)
-		if errors.Is(err, feed.ErrIdle) {
-			if err := ping(); err != nil || flush() != nil {
-				return errClientGone
-			}
-			continue
-		}
-		if err != nil {
-			return cutOff(ctx, streamEnd(ctx, err))
-		}
-		if err := write1(it); err != nil {
-			return err
-		}
-		for { // what is waiting already goes in the same flush
-			it, err := f.Next(ctx, 0)
-			if errors.Is(err, feed.ErrIdle) {
-				break
-			}
-			if err != nil {
-				_ = flush()
-				return cutOff(ctx, streamEnd(ctx, err))
-			}
-			if err := write1(it); err != nil {
-				if !errors.Is(err, errClientGone) {
-					_ = flush() // what came before it, then the error frame
-				}
-				return err
-			}
-		}
-		if err := flush(); err != nil {
-			return errClientGone
-		}
-	}
-}
-
 // streamEnd says why a follower ended: the client's context ending is
 // errClientGone, anything else is the server's reason.
 func streamEnd(ctx context.Context, err error) error {

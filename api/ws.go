@@ -44,7 +44,7 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 		if init, _, err = startInit(sub); err == nil {
 			var c *wsconn.Conn
 			if c, err = wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, WriteTimeout: s.opts.WriteTimeout}); err == nil {
-				go s.writeWS(pctx, c, id, sub, init, func() { cut(nil); cancel(); release() })
+				s.writeWS(pctx, c, id, sub, init, func() { cut(nil); cancel(); release() })
 				// Until the client closes or leaves, or the writer closed;
 				// then the writer ends the stream. No goroutine waits on an
 				// idle client (see wsconn.Conn.Watch).
@@ -63,25 +63,37 @@ func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Ide
 	writeErr(w, s.log, err)
 }
 
-// writeWS writes a follower's stream to a WebSocket connection until
-// either ends, then closes it with a status that says whether to come
-// back, and calls done.
+// writeWS writes a follower's stream to a WebSocket connection, from the
+// init frame on, until either ends (see streamPump: no goroutine is held
+// while the stream is quiet), then closes it with a status that says
+// whether to come back, and calls done.
 func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *engine.Follower, init []byte, done func()) {
-	defer done()
-	defer sub.Close()
-	defer c.CloseNow()
+	finish := func(end error) {
+		defer done()
+		defer sub.Close()
+		defer c.CloseNow()
+		s.closeWS(c, id, end)
+	}
 	// A client that stops reading is cut off by the connection's write
 	// timeout (wsconn.Options.WriteTimeout).
 	if c.WriteText(init) != nil || c.Flush() != nil {
+		c.CloseNow()
+		sub.Close()
+		done()
 		return
 	}
-	end := s.pumpStream(ctx, sub, func(it feed.Item) error {
+	s.pumpStream(ctx, sub, func(it feed.Item) error {
 		_, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
 		}
 		return c.WriteText(data)
-	}, c.Flush, c.Ping)
+	}, c.Flush, c.Ping, finish)
+}
+
+// closeWS closes a stream's connection: after the error frame of a stream
+// the server ended, with a status that says whether to come back.
+func (s *Server) closeWS(c *wsconn.Conn, id string, end error) {
 	data := s.endFrame(id, end)
 	if data == nil {
 		c.Close(wsconn.StatusNormal, "")

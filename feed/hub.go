@@ -132,6 +132,9 @@ type sub struct {
 	queue []Item
 	bytes int
 	err   error
+	// kick, if set, is called (with mu held) whenever items are queued or
+	// err is set (see Follower.Notify).
+	kick func()
 	// joined is set once its join has fixed where it starts (see Join):
 	// from then on End ends it.
 	joined bool
@@ -219,6 +222,7 @@ func (s *sub) end(err error) {
 		s.queue, s.bytes = nil, 0
 		s.err = err
 		close(s.dead)
+		s.kicked()
 	default:
 		s.queue, s.bytes = nil, 0
 	}
@@ -260,11 +264,13 @@ func (s *sub) push(items []Item) bool {
 		s.queue, s.bytes = nil, 0
 		s.err = ErrSlow
 		close(s.dead)
+		s.kicked()
 		return false
 	}
 	s.queue = append(s.queue, items...)
 	s.bytes += size
 	s.wake()
+	s.kicked()
 	return true
 }
 
@@ -283,6 +289,7 @@ func (s *sub) fail(err error) {
 	if s.err == nil {
 		s.err = err
 		close(s.dead)
+		s.kicked()
 	}
 	s.mu.Unlock()
 }
@@ -291,6 +298,13 @@ func (s *sub) wake() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
+	}
+}
+
+// kicked calls kick, if set; s.mu is held.
+func (s *sub) kicked() {
+	if s.kick != nil {
+		s.kick()
 	}
 }
 

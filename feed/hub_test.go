@@ -183,3 +183,61 @@ func TestSlowAndEndedSubscribers(t *testing.T) {
 		t.Fatalf("a failed join: %v", err)
 	}
 }
+
+// TestNotifyKicksAReaderThatDoesNotWait: a follower read only with no
+// wait is kicked when events are queued for it, when it overflows, and
+// when its conversation ends, and not after Notify(nil); each kick finds
+// what it was for.
+func TestNotifyKicksAReaderThatDoesNotWait(t *testing.T) {
+	l := &memLog{}
+	h := feed.New(l, feed.Options{Buffer: 4})
+	follow := func() (*feed.Follower, *int) {
+		f, err := h.Follow(func() (int64, error) { return 0, nil }, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kicks := new(int)
+		f.Notify(func() { *kicks++ }) // under the follower's lock: no race
+		return f, kicks
+	}
+	drain := func(f *feed.Follower) (n int, err error) {
+		for {
+			_, err := f.Next(context.Background(), 0)
+			if errors.Is(err, feed.ErrIdle) {
+				return n, nil
+			}
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+
+	f, kicks := follow()
+	g, _ := follow()
+	h.Publish("c", l.append(2), nil)
+	if n, err := drain(f); *kicks != 1 || n != 2 || err != nil {
+		t.Fatalf("after a publish: %d kicks, %d items, %v; want 1, 2, nil", *kicks, n, err)
+	}
+	h.Publish("c", l.append(5), nil) // over its buffer of 4
+	if n, err := drain(f); *kicks != 2 || n != 0 || !errors.Is(err, feed.ErrSlow) {
+		t.Fatalf("after an overflow: %d kicks, %d items, %v; want 2, 0, ErrSlow", *kicks, n, err)
+	}
+
+	g.Notify(nil)
+	if _, err := drain(g); !errors.Is(err, feed.ErrSlow) {
+		t.Fatalf("the other follower: %v, want ErrSlow", err)
+	}
+	f, kicks = follow()
+	h.End("c", errors.New("deleted"))
+	if _, err := drain(f); *kicks != 1 || err == nil || err.Error() != "deleted" {
+		t.Fatalf("after End: %d kicks, %v; want 1, deleted", *kicks, err)
+	}
+	f, kicks = follow()
+	h.EndAll(errors.New("shutting down"))
+	f.Notify(nil)
+	h.Publish("c", l.append(1), nil)
+	if *kicks != 1 {
+		t.Fatalf("after EndAll and Notify(nil): %d kicks, want 1", *kicks)
+	}
+}

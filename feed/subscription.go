@@ -70,6 +70,17 @@ func (h *Hub) FollowFrom(join Join, conversationID string) (*Follower, error) {
 	return &Follower{h: h, s: s, next: after + 1, history: !current}, nil
 }
 
+// Notify has kick called whenever something may be ready for Next: items
+// were queued for the follower, or it was ended. So a reader need not wait
+// in Next: it calls Next with no wait until ErrIdle, and again when kicked.
+// kick must return at once (it is called under the follower's lock, from
+// the goroutine that publishes); nil stops the calls.
+func (f *Follower) Notify(kick func()) {
+	f.s.mu.Lock()
+	f.s.kick = kick
+	f.s.mu.Unlock()
+}
+
 // Close ends the follower; Next then returns context.Canceled.
 func (f *Follower) Close() {
 	f.s.fail(context.Canceled)

@@ -44,18 +44,18 @@ type streamPump struct {
 // pumpStream starts pumping f's items to a transport (see streamPump) and
 // returns at once.
 func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(feed.Item) error, flush, ping func() error, finish func(end error)) {
-	p := &streamPump{ctx: ctx, f: f, write: write, flush: flush, ping: ping, finish: finish, every: s.opts.HeartbeatInterval, quietSince: time.Now()}
-	p.mu.Lock() // nothing runs until all is set
-	p.running = true
+	// It starts as running: a kick before the first run only asks it to
+	// look again.
+	p := &streamPump{ctx: ctx, f: f, write: write, flush: flush, ping: ping, finish: finish, every: s.opts.HeartbeatInterval, quietSince: time.Now(), running: true}
 	p.beat = time.AfterFunc(p.every, p.heartbeat)
 	p.stopCtx = context.AfterFunc(ctx, p.kick)
 	f.Notify(p.kick)
-	p.mu.Unlock()
 	go p.run() // what was queued before Notify, and the log's history
 }
 
 // kick has the pump look for work: it starts a goroutine unless one runs,
-// which then looks again before it lets go.
+// which then looks again before it lets go. It takes only p.mu (it is
+// called under the subscription's lock).
 func (p *streamPump) kick() {
 	p.mu.Lock()
 	start := !p.running

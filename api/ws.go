@@ -13,11 +13,12 @@ import (
 
 // streamWS serves a conversation over WebSocket: text frames of JSON, the
 // same frames as SSE. The subscription is made before the upgrade, so an
-// unknown conversation is a plain 404. Once upgraded, the handler returns
-// and the connection is served by a goroutine of its own, started fresh so
-// that an idle one holds little, which writes what the follower yields;
-// what the client sends is read as it comes (wsconn.Conn.Watch, with no
-// goroutine waiting on it meanwhile): its pings are answered, and its
+// unknown conversation is a plain 404. Once upgraded, the handler writes
+// the init frame and returns; what the follower yields is written by a
+// goroutine that runs only while there is something to write (see
+// streamPump), and what the client sends is read as it comes
+// (wsconn.Conn.Watch, with no goroutine waiting on it meanwhile): its
+// pings are answered, and its
 // close frame is answered and ends the stream at once, as does the end of
 // its connection. A client that answers no ping for a heartbeat is gone.
 func (s *Server) streamWS(w http.ResponseWriter, r *http.Request, who parley.Identity) {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
-	"github.com/parleyhq/parley/netpoll"
 	"github.com/parleyhq/parley/wsconn"
 )
 
@@ -115,16 +114,7 @@ func TestServeHoldsNoGoroutine(t *testing.T) {
 			s.block = make(chan struct{})
 		}
 	})
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine()-before > n/10 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if extra := runtime.NumGoroutine() - before; extra > n/10 {
-		t.Fatalf("%d goroutines more with %d idle connections served", extra, n)
-	}
-	if w := netpoll.Watched(); w < n {
-		t.Fatalf("the watcher watches %d connections, want %d", w, n)
-	}
+	holdNone(t, before, n)
 	frame := func(f ws.Frame) []byte { return ws.MustCompileFrame(ws.MaskFrame(f)) }
 	send := func(conn net.Conn, b []byte) {
 		t.Helper()
@@ -220,11 +210,5 @@ func TestServeHoldsNoGoroutine(t *testing.T) {
 		default:
 		}
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for netpoll.Watched() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if w := netpoll.Watched(); w != 0 {
-		t.Fatalf("the watcher still holds %d connections", w)
-	}
+	lettingGo(t)
 }

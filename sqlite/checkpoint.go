@@ -31,12 +31,7 @@ const (
 func (db *DB) checkpointer(conn *sql.DB, kick <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	ctx := context.Background()
-	for {
-		select {
-		case <-kick:
-		case <-db.closing:
-			return
-		}
+	for db.kicked(kick) {
 		var busy, pages, copied int
 		// RESTART holds writers back until every reader has left the log,
 		// for up to the busy timeout, again each round: behind a reader of
@@ -48,10 +43,30 @@ func (db *DB) checkpointer(conn *sql.DB, kick <-chan struct{}, done chan<- struc
 			_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &pages, &copied)
 		}
 		db.checkpoints.Add(1)
-		select {
-		case <-time.After(checkpointPause):
-		case <-db.closing:
+		if !db.paused(checkpointPause) {
 			return
 		}
+	}
+}
+
+// kicked waits for a value on kick, and reports whether it came before
+// the DB began to close.
+func (db *DB) kicked(kick <-chan struct{}) bool {
+	select {
+	case <-kick:
+		return true
+	case <-db.closing:
+		return false
+	}
+}
+
+// paused waits for d to pass, and reports whether it did before the DB
+// began to close.
+func (db *DB) paused(d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-db.closing:
+		return false
 	}
 }

@@ -74,11 +74,15 @@ type DB struct {
 	ckpt     *sql.DB       // the checkpointer's connection
 	kick     chan struct{} // wakes the checkpointer after a commit
 	ckptDone chan struct{} // closed when the checkpointer has stopped
+
+	indexKick chan struct{} // wakes the indexer after a commit (searchindex.go)
+	indexDone chan struct{} // closed when the indexer has stopped
 }
 
 var _ store.Store = (*DB)(nil)
 
-// Stats counts group commits.
+// Stats counts group commits of the store's writes (the search index's
+// own writes, which index what the store's writes noted, are not counted).
 type Stats struct {
 	// Batches is the number of transactions committed.
 	Batches int64
@@ -144,15 +148,29 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	ckpt.SetMaxOpenConns(1)
 	db := &DB{path: path, w: w, r: r, ckpt: ckpt, opts: opts,
 		reqs: make(chan *writeReq, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
-		kick: make(chan struct{}, 1), ckptDone: make(chan struct{})}
+		kick: make(chan struct{}, 1), ckptDone: make(chan struct{}),
+		indexKick: make(chan struct{}, 1), indexDone: make(chan struct{})}
 	if err := db.stmts.prepare(ctx, w); err != nil {
 		db.w.Close()
 		db.r.Close()
 		db.ckpt.Close()
 		return nil, err
 	}
+	// Rows a crash left noted for the search index are indexed at once.
+	var noted bool
+	if err := w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM search_pending)`).Scan(&noted); err != nil {
+		db.stmts.close()
+		db.w.Close()
+		db.r.Close()
+		db.ckpt.Close()
+		return nil, err
+	}
+	if noted {
+		db.indexKick <- struct{}{}
+	}
 	go db.checkpointer(ckpt, db.kick, db.ckptDone)
 	go db.writer()
+	go db.indexer(db.indexKick, db.indexDone)
 	return db, nil
 }
 
@@ -165,6 +183,7 @@ func (db *DB) Close() error {
 	db.once.Do(func() { close(db.closing) })
 	<-db.stopped
 	<-db.ckptDone
+	<-db.indexDone
 	db.stmts.close()
 	// The writer's connection closes last: closing the last connection
 	// checkpoints the whole log and removes it.
@@ -176,6 +195,9 @@ type writeReq struct {
 	fn   func(ctx context.Context, tx *sql.Tx) error
 	done chan error  // gets the result, or
 	cb   func(error) // is called with it
+	// index is set for a write of the search index's own (indexReq), whose
+	// commit gives the indexer nothing to do.
+	index bool
 }
 
 // finish hands a request its result.
@@ -195,7 +217,12 @@ var errClosed = parley.Errorf(parley.EUNAVAILABLE, "the database is closed")
 // of its batch fails, the batch is rolled back and run again: see commit),
 // so what it reports outside the transaction it must set, not add to.
 func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	req := &writeReq{fn: fn, done: make(chan error, 1)}
+	return db.send(ctx, &writeReq{fn: fn, done: make(chan error, 1)})
+}
+
+// send queues req, which has a done channel, and returns its result, as
+// write does.
+func (db *DB) send(ctx context.Context, req *writeReq) error {
 	select {
 	case <-db.closing:
 		return errClosed
@@ -244,6 +271,7 @@ func (db *DB) writer() {
 				case r := <-db.reqs:
 					db.commit([]*writeReq{r})
 				default:
+					db.indexAll()
 					return
 				}
 			}
@@ -283,11 +311,19 @@ func (db *DB) commit(batch []*writeReq) {
 			return tx.Commit()
 		}()
 	}
-	db.batches.Add(1)
-	db.writes.Add(int64(len(batch)))
 	select {
 	case db.kick <- struct{}{}:
 	default:
+	}
+	// The search index's own writes are not the store's writes: they are
+	// not counted, and give the indexer nothing more to do.
+	if writes := len(batch) - countIndex(batch); writes > 0 {
+		db.batches.Add(1)
+		db.writes.Add(int64(writes))
+		select {
+		case db.indexKick <- struct{}{}:
+		default:
+		}
 	}
 	for i, r := range batch {
 		if err != nil {

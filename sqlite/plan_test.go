@@ -102,3 +102,20 @@ func TestConversationReadsProbeTheQueue(t *testing.T) {
 		t.Errorf("plans %q and %q do not find the conversations by their indexes", get, page)
 	}
 }
+
+// TestIndexingReadsTheNotedRowsAlone checks that indexing the rows noted
+// for the search index makes the text of those rows alone, each found by
+// its rowid, not of every message (the view makes a row's text as it
+// reads it).
+func TestIndexingReadsTheNotedRowsAlone(t *testing.T) {
+	t.Parallel()
+	db := openPlanDB(t)
+	plan := strings.Join(queryPlan(t, db, indexNotedQuery, 10), "; ")
+	if !strings.Contains(plan, "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)") || strings.Contains(plan, "SCAN m") {
+		t.Errorf("indexing the noted rows reads messages by %q", plan)
+	}
+	chunk := strings.Join(queryPlan(t, db, notedChunkQuery, 10, indexChunk), "; ")
+	if !strings.Contains(chunk, "search_pending USING INTEGER PRIMARY KEY (rowid<?)") || strings.Contains(chunk, "TEMP B-TREE") {
+		t.Errorf("a chunk of noted rows is found by %q", chunk)
+	}
+}

@@ -57,7 +57,8 @@ func andTerms(terms []string) string {
 }
 
 // Search implements store.Store over the FTS5 index message_search
-// (migration 00009), in one read transaction: it counts each word's rows
+// (migration 00009). It first indexes the rows noted for the index (see
+// searchindex.go), then reads in one read transaction: it counts each word's rows
 // up to commonRows; takes the newest store.SearchCandidates rows that
 // match, from the index in rowid order (so that it stops there however
 // many match); ranks them by bm25 over the terms that are not common; and
@@ -67,6 +68,9 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 	terms := store.SearchTerms(p.Query)
 	if len(terms) == 0 || p.Limit <= 0 || p.Offset < 0 || p.Offset >= store.SearchCandidates {
 		return hits, nil
+	}
+	if err := db.indexBeforeSearch(ctx); err != nil {
+		return nil, err
 	}
 	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/sqlite"
@@ -144,4 +146,103 @@ func TestSearchSkipsStreamingRows(t *testing.T) {
 	step("finished", store.AppendParams{Messages: []*parley.Message{msg(4, parley.StatusComplete, "midstream words and more")}}, 0, 1)
 	step("edited", store.AppendParams{Messages: []*parley.Message{msg(5, parley.StatusComplete, "midstream words, edited")}}, 0, 1)
 	step("removed", store.AppendParams{RemoveMessages: []string{"m"}}, 0, 0)
+}
+
+// TestNotedRowsAreIndexed: a row's text enters the search index a moment
+// after it is written (the write notes the row; the store indexes what is
+// noted in batches). Rows are written and changed behind the store's back,
+// as a crash between a write and its indexing would leave them: some
+// noted and then changed or deleted before they are indexed, some
+// indexed and then changed or deleted. Opened again, the store indexes
+// what is noted without being asked (no search runs until every note is
+// gone), its searches find each row's text as it is now and nothing else,
+// and FTS5's own check agrees with the rows.
+func TestNotedRowsAreIndexed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, db := searchDB(t)
+	db.Close()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := raw.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	insert := func(id, text string) {
+		t.Helper()
+		exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, agent_id, depth, data) VALUES ('c', ?, 2, '', 'a', 0, ?)`,
+			id, `{"status":"complete","content":"`+text+`"}`)
+	}
+	noted := func() int {
+		t.Helper()
+		var n int
+		if err := raw.QueryRow(`SELECT count(*) FROM search_pending`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Indexed: the store indexes what is noted as it closes.
+	for _, id := range []string{"i1", "i2", "i3"} {
+		insert(id, "indexed "+id)
+	}
+	if n := noted(); n != 3 {
+		t.Fatalf("%d rows noted after three inserts, want 3", n)
+	}
+	if db, err = sqlite.Open(ctx, path, sqlite.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if n := noted(); n != 0 {
+		t.Fatalf("%d rows still noted after Close", n)
+	}
+	// Noted, not indexed.
+	for _, id := range []string{"n1", "n2", "n3"} {
+		insert(id, "noted "+id)
+	}
+	for _, kind := range []string{"i", "n"} {
+		exec(`UPDATE messages SET data = ? WHERE id = ?`, `{"status":"complete","content":"changed `+kind+`2"}`, kind+"2")
+		exec(`DELETE FROM messages WHERE id = ?`, kind+"3")
+	}
+	if n := noted(); n != 3 { // n1, n2 and the changed i2
+		t.Fatalf("%d rows noted after the changes, want 3", n)
+	}
+
+	if db, err = sqlite.Open(ctx, path, sqlite.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for deadline := time.Now().Add(30 * time.Second); noted() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rows still noted 30 s after Open, and nothing searched", noted())
+		}
+	}
+	for q, want := range map[string][]string{
+		"indexed": {"i1"},
+		"noted":   {"n1"},
+		"changed": {"i2", "n2"},
+		"i3":      nil,
+		"n3":      nil,
+		"n2":      {"n2"},
+	} {
+		sq, _ := store.ParseSearch(q)
+		hits, err := db.Search(ctx, store.SearchParams{Query: sq, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.MessageID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("search %q found %v, want %v", q, got, want)
+		}
+	}
+	exec(`INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1)`)
 }

@@ -185,8 +185,19 @@ func TestSearchTextUnchangedByUpgrade(t *testing.T) {
 		}
 		t.Fatalf("the view gives other text: %d rows before, %d after", len(before), len(after))
 	}
+	// The rows a raw write notes for the index are indexed by the store:
+	// here, by its Close.
 	check := func(when string) {
 		t.Helper()
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		var noted int
+		if err := raw.QueryRow(`SELECT count(*) FROM search_pending`).Scan(&noted); err != nil || noted != 0 {
+			t.Fatalf("%s: %d rows still noted for the index after Close (%v)", when, noted, err)
+		}
 		if _, err := raw.Exec(`INSERT INTO message_search (message_search, rank) VALUES ('integrity-check', 1)`); err != nil {
 			t.Fatalf("%s: the index disagrees with its rows: %v", when, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/feed"
+	"github.com/parleyhq/parley/gopool"
 )
 
 // streamPump moves items from a follower to a transport: it writes every
@@ -15,7 +16,8 @@ import (
 // events per flush, and pings after a heartbeat of silence. It runs on a
 // goroutine only while there is something to do (items arrived or the
 // follower ended, the stream's context ended, a heartbeat is due) and then
-// lets the goroutine go, so that an idle stream holds none. Once the
+// lets the goroutine go (to the pool of package gopool, which keeps it a
+// moment for other work), so that an idle stream holds none. Once the
 // stream ends, finish is called once, on the pump's goroutine, with why:
 // errClientGone when the client left or stopped reading, else the
 // server's reason (the subscriber was too slow, the server shuts down,
@@ -50,10 +52,10 @@ func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(
 	p.beat = time.AfterFunc(p.every, p.heartbeat)
 	p.stopCtx = context.AfterFunc(ctx, p.kick)
 	f.Notify(p.kick)
-	go p.run() // what was queued before Notify, and the log's history
+	gopool.Go(p.run) // what was queued before Notify, and the log's history
 }
 
-// kick has the pump look for work: it starts a goroutine unless one runs,
+// kick has the pump look for work: it has a goroutine run it unless one does,
 // which then looks again before it lets go. It takes only p.mu (it is
 // called under the subscription's lock).
 func (p *streamPump) kick() {
@@ -62,7 +64,7 @@ func (p *streamPump) kick() {
 	p.running, p.again = true, true
 	p.mu.Unlock()
 	if start {
-		go p.run()
+		gopool.Go(p.run)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/parleyhq/parley/gopool"
 )
 
 // Watcher is one connection's watch.
@@ -14,7 +16,8 @@ type Watcher struct {
 }
 
 // set is the epoll instance of the process. A socket is in it for one
-// event at a time (EPOLLONESHOT); the goroutine started for the event arms
+// event at a time (EPOLLONESHOT); the goroutine given the event (a reused
+// one, see package gopool) arms
 // it again after ready. Every epoll_ctl runs inside the socket's
 // RawConn.Control, so never on a descriptor closed (and perhaps reused)
 // meanwhile, and closing a socket takes it out of the set.
@@ -102,7 +105,7 @@ func (w *Watcher) serve() {
 	}
 }
 
-// loop starts a goroutine for each socket that has something to read.
+// loop has a goroutine serve each socket that has something to read.
 func loop() {
 	evs := make([]syscall.EpollEvent, 256)
 	for {
@@ -119,7 +122,7 @@ func loop() {
 		set.mu.Lock()
 		for _, ev := range evs[:n] {
 			if w := set.watches[ev.Fd]; w != nil {
-				go w.serve()
+				gopool.Go(w.serve)
 			}
 		}
 		set.mu.Unlock()

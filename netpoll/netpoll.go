@@ -13,7 +13,7 @@ package netpoll
 
 import "net"
 
-// Watch calls ready, in a goroutine started for it, once conn has
+// Watch calls ready, on a goroutine of package gopool, once conn has
 // something to read: data, or the end of the stream. If ready returns
 // true, conn is watched again for what comes next; if false, no more.
 // Calls of ready never overlap. It reports false, having done nothing, if

@@ -4,7 +4,8 @@
 // to the store goes deep, and a goroutine started for each such task
 // copies its stack several times over (5% of the server's time at 100
 // streaming conversations). A goroutine that is done with a task waits a
-// moment for the next one, its grown stack with it, and ends if none comes.
+// moment for the next one, its grown stack with it, and ends if none comes
+// (or if maxIdle others wait already).
 //
 // Go never waits: a task goes to a goroutine that is waiting for one, or a
 // new goroutine is started for it. So tasks may block (on a lock, on the
@@ -19,8 +20,14 @@ import (
 	"time"
 )
 
-// linger is how long a goroutine waits for its next task before it ends.
-const linger = time.Second
+const (
+	// linger is how long a goroutine waits for its next task before it ends.
+	linger = time.Second
+	// maxIdle bounds the goroutines that wait: a burst of tasks (an epoll
+	// wait reports up to 256 sockets at once) starts as many goroutines,
+	// and keeping them all would keep their stacks.
+	maxIdle = 16
+)
 
 // waiting hands a task to a goroutine that waits for one: a send succeeds
 // only if one is receiving.
@@ -45,6 +52,9 @@ func run(task func()) {
 	defer t.Stop()
 	for {
 		task()
+		if idle.Load() >= maxIdle {
+			return
+		}
 		t.Reset(linger)
 		idle.Add(1)
 		select {

@@ -10,7 +10,8 @@ import (
 // TestGoReusesGoroutines: tasks run one after another run on the
 // goroutine that ran the one before (it waits for the next), tasks that
 // block do not hold others back (each that finds no goroutine waiting gets
-// one of its own), and once there are no tasks the goroutines end.
+// one of its own), no more than maxIdle goroutines wait after a burst, and
+// once there are no tasks the goroutines end.
 func TestGoReusesGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 
@@ -47,6 +48,14 @@ func TestGoReusesGoroutines(t *testing.T) {
 	started.Wait() // all run at once, or this would hang
 	close(release)
 	finished.Wait()
+	// No more than maxIdle of them wait for the next task: the others end
+	// at once, well before those that wait give up.
+	for deadline := time.Now().Add(linger / 2); runtime.NumGoroutine() > before+maxIdle && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine() - before; n > maxIdle || idle.Load() > maxIdle {
+		t.Errorf("%d goroutines (%d waiting for a task) after a burst of %d, want at most %d", n, idle.Load(), blocked, maxIdle)
+	}
 
 	// Idle: the goroutines end.
 	deadline := time.Now().Add(10 * time.Second)

@@ -19,8 +19,14 @@ import (
 // briefly holding writers back, until the log can start from the beginning.
 
 const (
-	// checkpointPause is the least time between two checkpoints.
-	checkpointPause = 100 * time.Millisecond
+	// checkpointPause is the least time between two checkpoints. A page
+	// written by many commits meanwhile (a conversation's index leaf, its
+	// row) is copied once: a second against a tenth of one gave 4.5% more
+	// deltas a second at 100 streaming conversations and half the p99
+	// latency at 1000 (BENCHMARKS.md). With synchronous=NORMAL the log
+	// reaches the disk at checkpoints, so a power loss may take back the
+	// commits of that last second.
+	checkpointPause = time.Second
 	// walRestartPages is how long the log may grow (in 4 KiB pages) before a
 	// checkpoint waits for readers to let it start over.
 	walRestartPages = 16384

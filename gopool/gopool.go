@@ -33,7 +33,7 @@ const (
 // only if one is receiving.
 var waiting = make(chan func())
 
-// idle counts the goroutines waiting for a task (for tests).
+// idle counts the goroutines waiting for a task: at most maxIdle.
 var idle atomic.Int32
 
 // Go runs task on a goroutine that waits for one, or on a new one.

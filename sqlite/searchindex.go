@@ -81,7 +81,6 @@ func (db *DB) indexBeforeSearch(ctx context.Context) error {
 func (db *DB) indexNoted(ctx context.Context, upto int64, chunks int) error {
 	for range chunks {
 		req, more := db.indexReq(upto)
-		req.done = make(chan error, 1)
 		if err := db.send(ctx, req); err != nil || !*more {
 			return err
 		}
@@ -110,7 +109,7 @@ func (db *DB) indexReq(upto int64) (*writeReq, *bool) {
 		_, err := tx.ExecContext(ctx, `DELETE FROM search_pending WHERE rid <= ?`, last.Int64)
 		return err
 	}
-	return &writeReq{fn: fn, index: true}, more
+	return &writeReq{fn: fn, done: make(chan error, 1), index: true}, more
 }
 
 // indexAll indexes every noted row on the writer's goroutine, as it stops.
@@ -118,7 +117,7 @@ func (db *DB) indexAll() {
 	for {
 		req, more := db.indexReq(math.MaxInt64)
 		var err error
-		req.cb = func(e error) { err = e }
+		req.cb = func(e error) { err = e } // on this goroutine: done is not used
 		db.commit([]*writeReq{req})
 		if err != nil || !*more {
 			return

@@ -45,6 +45,21 @@ func Go(task func()) {
 	}
 }
 
+// takeIdle counts one more goroutine waiting for a task, unless maxIdle
+// wait already: a check and an add apart would let goroutines that finish
+// together all pass the check.
+func takeIdle() bool {
+	for {
+		n := idle.Load()
+		if n >= maxIdle {
+			return false
+		}
+		if idle.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // run runs task, and the tasks handed to it after, until none comes for
 // linger.
 func run(task func()) {
@@ -52,11 +67,10 @@ func run(task func()) {
 	defer t.Stop()
 	for {
 		task()
-		if idle.Load() >= maxIdle {
+		if !takeIdle() {
 			return
 		}
 		t.Reset(linger)
-		idle.Add(1)
 		select {
 		case task = <-waiting:
 			idle.Add(-1)

@@ -5,7 +5,11 @@
 // copies its stack several times over (5% of the server's time at 100
 // streaming conversations). A goroutine that is done with a task waits a
 // moment for the next one, its grown stack with it, and ends if none comes
-// (or if maxIdle others wait already).
+// (or if maxIdle others wait already). A new goroutine grows its stack
+// before its first task, while the stack is shallow and cheap to copy:
+// the goroutines of a burst are new, and grown deep in a task each paid
+// for copies of a deep stack (7-10% of the server's time at a thousand
+// streaming conversations, 2.5-3.5% with this).
 //
 // Go never waits: a task goes to a goroutine that is waiting for one, or a
 // new goroutine is started for it. So tasks may block (on a lock, on the
@@ -63,6 +67,7 @@ func takeIdle() bool {
 // run runs task, and the tasks handed to it after, until none comes for
 // linger.
 func run(task func()) {
+	grow()
 	t := time.NewTimer(linger)
 	defer t.Stop()
 	for {
@@ -79,4 +84,21 @@ func run(task func()) {
 			return
 		}
 	}
+}
+
+// growTo is how deep a new goroutine's stack is made before its first
+// task: the runtime gives it a 16 KB stack, which a runner's frame on its
+// way to the store fits in (28 KB, a 32 KB stack, cost more than it
+// saved).
+const growTo = 12 << 10
+
+// sink is read by grow, so that its frame is not optimized away.
+var sink atomic.Int32
+
+// grow makes the calling goroutine's stack hold growTo bytes of frames.
+//
+//go:noinline
+func grow() byte {
+	var b [growTo]byte
+	return b[sink.Load()%growTo]
 }

@@ -27,6 +27,9 @@ type outbox struct {
 	// writer writes what take returns, until it returns nothing; it is
 	// started on a goroutine of its own.
 	writer func()
+	// kicked is kick as a func value, made once: each answer is asked to
+	// call it, and a method value made for each would be an allocation.
+	kicked func()
 }
 
 // outItem is a pushed frame or an answer.
@@ -39,7 +42,9 @@ type outItem struct {
 const maxPushed = 256
 
 func newOutbox() *outbox {
-	return &outbox{room: make(chan struct{}, 1)}
+	q := &outbox{room: make(chan struct{}, 1)}
+	q.kicked = q.kick
+	return q
 }
 
 func signal(c chan struct{}) {
@@ -85,7 +90,7 @@ func (q *outbox) push(frame []byte) {
 func (q *outbox) reply(r *pendingReply) bool {
 	// Asked before the answer is queued: once queued, the writer may take
 	// it (and Wait on it) at any moment.
-	r.ack.OnReady(q.kick)
+	r.ack.OnReady(q.kicked)
 	q.mu.Lock()
 	for q.inFlight >= maxInFlight && !q.closed {
 		q.mu.Unlock()

@@ -249,7 +249,7 @@ func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (
 	p := &pending{ctx: ctx, build: build, respond: respond, turn: make(chan struct{})}
 	q := e.enqueue(id, p)
 	if q == nil {
-		<-p.done // the engine is closed
+		p.wait() // the engine is closed
 		return conv.Decision{}, conv.State{}, p.err
 	}
 	<-p.turn

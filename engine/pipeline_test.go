@@ -149,6 +149,9 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if r.Message != nil {
+			t.Fatalf("a queued delta's outcome holds its message (%q): every frame in flight would keep a message alive", r.Message.Content)
+		}
 		seqs = append(seqs, r.Seq)
 	}
 	for _, s := range seqs[1:] {
@@ -163,6 +166,11 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 	var ch parley.Chunk
 	if len(evs) != 1 || evs[0].Type != parley.EventChunk || json.Unmarshal(evs[0].Data, &ch) != nil || ch.Content != "01234" || ch.MessageID != "m" {
 		t.Fatalf("the log after the held append: %+v", evs)
+	}
+	// A delta whose caller waits for it is answered with the message.
+	r, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "5"})
+	if err != nil || r.Message == nil || r.Message.Content != "012345" {
+		t.Fatalf("StreamText's outcome: %+v, %v; want the message with its text so far", r, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,16 +43,23 @@ type pending struct {
 	stream *streamCmd
 	// turn is closed when a waiting caller's command has the turn.
 	turn chan struct{}
-	// res and err are what the command came to, set before done is
-	// closed: all a streaming command's Ack tells (its events and the
+	// res and err are what the command came to, set before told becomes
+	// notifyDone: all a streaming command's Ack tells (its events and the
 	// state it left are not kept for it).
-	res  conv.Result
-	err  error
-	done chan struct{}
+	res conv.Result
+	err error
+	// lean drops the message from the outcome (StreamTextAsync).
+	lean bool
 	// notify, if set (Ack.OnReady), is called once the outcome is known;
 	// told says whether it is set, or the outcome given.
 	notify func()
 	told   atomic.Int32
+	// wake is closed when the outcome is given, made only for a caller
+	// that waits for it (wait): a runner's frames are answered through
+	// notify, and a channel for each would be one more allocation for
+	// every frame in flight. mu guards it.
+	mu   sync.Mutex
+	wake chan struct{}
 }
 
 // The states of pending.told.
@@ -64,13 +72,43 @@ const (
 // answer gives p its outcome.
 func (p *pending) answer(o outcome) { p.settle(o.d.Result, o.err) }
 
-// settle gives p its outcome, and calls its notify, if any.
+// settle gives p its outcome, wakes whoever waits for it, and calls its
+// notify, if any.
 func (p *pending) settle(res conv.Result, err error) {
+	if p.lean {
+		res.Message = nil
+	}
 	p.res, p.err = res, err
-	close(p.done)
-	if p.told.Swap(notifyDone) == notifyAsked {
+	p.mu.Lock()
+	told := p.told.Swap(notifyDone)
+	if p.wake != nil {
+		close(p.wake)
+	}
+	p.mu.Unlock()
+	if told == notifyAsked {
 		p.notify()
 	}
+}
+
+// settled reports whether p has its outcome.
+func (p *pending) settled() bool { return p.told.Load() == notifyDone }
+
+// wait returns once p has its outcome.
+func (p *pending) wait() {
+	if p.settled() {
+		return
+	}
+	p.mu.Lock()
+	if p.settled() {
+		p.mu.Unlock()
+		return
+	}
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	wake := p.wake
+	p.mu.Unlock()
+	<-wake
 }
 
 // streamCmd is a streaming command: a text delta (text set), or another
@@ -95,7 +133,6 @@ const maxStreamBatch = 256
 // the turn at once if the conversation has none under way. It returns the
 // conversation its queue is on.
 func (e *Engine) enqueue(id string, p *pending) *conversation {
-	p.done = make(chan struct{})
 	if e.isClosed() {
 		p.answer(outcome{err: errClosed})
 		if p.turn != nil {
@@ -173,7 +210,11 @@ func (e *Engine) decideOne(id string, p *pending) outcome {
 		if err != nil {
 			return outcome{err: err}
 		}
-		d, s, err := e.decideLocked(p.ctx, c, id, p.build, p.respond)
+		build := p.build
+		if build == nil {
+			build = e.streamBuild(p.ctx, id, p.stream)
+		}
+		d, s, err := e.decideLocked(p.ctx, c, id, build, p.respond)
 		dropped := c.dropped
 		c.mu.Unlock()
 		if !dropped || !again {
@@ -339,8 +380,11 @@ func (e *Engine) failStreams(q *conversation, err error) {
 type Ack struct {
 	p   *pending
 	got bool
-	res *MessageResult
+	res *MessageResult // &result, or nil
 	err error
+	// result holds the outcome Wait returns, in the Ack itself: an Ack
+	// is made with its command (queuedStream), so this makes nothing more.
+	result MessageResult
 }
 
 // Acked returns an Ack that has its outcome already.
@@ -348,15 +392,7 @@ func Acked(res *MessageResult, err error) *Ack { return &Ack{got: true, res: res
 
 // Ready reports whether the outcome is known: Wait would not wait.
 func (a *Ack) Ready() bool {
-	if a.got {
-		return true
-	}
-	select {
-	case <-a.p.done:
-		return true
-	default:
-		return false
-	}
+	return a.got || a.p.settled()
 }
 
 // OnReady calls fn once the outcome is known: at once if it is, else on
@@ -377,13 +413,14 @@ func (a *Ack) OnReady(fn func()) {
 // Wait waits for the outcome.
 func (a *Ack) Wait() (*MessageResult, error) {
 	if !a.got {
-		<-a.p.done
+		a.p.wait()
 		r, err := a.p.res, a.p.err
 		a.got, a.p = true, nil
 		if err != nil {
 			a.err = err
 		} else {
-			a.res = &MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn, EndedPrompt: r.EndedPrompt}
+			a.result = MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn, EndedPrompt: r.EndedPrompt}
+			a.res = &a.result
 		}
 	}
 	return a.res, a.err
@@ -412,6 +449,9 @@ type runResult struct {
 	res   conv.Result
 	err   error
 	wrote bool // its decision has events in the run's append
+	// message is the id of the message its decision wrote, whose
+	// assembly as the run left it (r.streams) is its outcome's message.
+	message string
 }
 
 // answer sends each command its outcome: those whose decision writes the
@@ -422,10 +462,12 @@ func (r *run) answer(err error) {
 		if err != nil && o.err == nil && o.wrote {
 			o = runResult{err: err}
 		}
+		id := o.message
 		if m := o.res.Message; m != nil {
-			if last := r.stream(m.ID); last != nil {
-				o.res.Message = last // as the run left it (see decideRun)
-			}
+			id = m.ID // a message the command left as it was
+		}
+		if last := r.stream(id); id != "" && last != nil {
+			o.res.Message = last // as the run left it (see decideRun)
 		}
 		p.settle(o.res, o.err)
 	}
@@ -496,16 +538,20 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 			}
 			r.d.Result = d.Result
 		}
-		// A command's outcome keeps only the head of its message: each
+		// A command's outcome keeps none of its message but its id: each
 		// decision makes the message anew, and a run holds none but the
-		// last of each (r.streams) until it is answered.
-		if m := d.Result.Message; m != nil {
+		// last of each (r.streams) until it is answered, with that one.
+		wrote := err == nil && len(d.Events) > 0
+		var message string
+		if m := d.Result.Message; m != nil && wrote {
+			message, d.Result.Message = m.ID, nil
+		} else if m != nil { // nothing written: its head, as the run may not change it
 			head := *m
 			head.Parts, head.Content = nil, ""
 			d.Result.Message = &head
 		}
 		for k := i; k < j; k++ {
-			r.results[k] = runResult{res: d.Result, err: err, wrote: err == nil && len(d.Events) > 0}
+			r.results[k] = runResult{res: d.Result, err: err, wrote: wrote, message: message}
 		}
 		i = j
 	}

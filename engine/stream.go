@@ -21,31 +21,66 @@ import (
 // StreamText appends a text delta to a streaming message. It returns the
 // errors of conv.Decide and ENOTFOUND for an unknown conversation.
 func (e *Engine) StreamText(ctx context.Context, conversationID string, c conv.StreamText) (*MessageResult, error) {
-	return e.StreamTextAsync(ctx, conversationID, c).Wait()
+	return e.streamTextAsync(ctx, conversationID, c, true).Wait()
 }
 
 // StreamTextAsync is StreamText that returns once the delta is queued,
-// with its Ack: the outcome once it is durable (or refused). Deltas queued
-// while their conversation's last append is being written are written
-// together, as one event (see queue.go).
+// with its Ack: the outcome once it is durable (or refused), without the
+// message (a runner's frames in flight would each keep a message's text
+// alive, and its answer does not tell it). Deltas queued while their
+// conversation's last append is being written are written together, as
+// one event (see queue.go).
 func (e *Engine) StreamTextAsync(ctx context.Context, conversationID string, c conv.StreamText) *Ack {
-	return e.streamAsync(ctx, conversationID, &streamCmd{messageID: c.MessageID, text: &c})
+	return e.streamTextAsync(ctx, conversationID, c, false)
+}
+
+func (e *Engine) streamTextAsync(ctx context.Context, convID string, c conv.StreamText, message bool) *Ack {
+	q := &queuedStream{text: c}
+	q.cmd = streamCmd{messageID: c.MessageID, text: &q.text}
+	return e.streamAsync(ctx, convID, q, message)
 }
 
 // StreamTool adds or updates a tool call of a streaming message.
 func (e *Engine) StreamTool(ctx context.Context, conversationID string, c conv.StreamTool) (*MessageResult, error) {
-	return e.StreamToolAsync(ctx, conversationID, c).Wait()
+	return e.streamToolAsync(ctx, conversationID, c, true).Wait()
 }
 
 // StreamToolAsync is StreamTool that returns once the update is queued,
-// as StreamTextAsync does.
+// as StreamTextAsync does (its outcome without the message).
 func (e *Engine) StreamToolAsync(ctx context.Context, conversationID string, c conv.StreamTool) *Ack {
-	return e.streamAsync(ctx, conversationID, &streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }})
+	return e.streamToolAsync(ctx, conversationID, c, false)
 }
 
-// streamAsync queues a streaming command.
-func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd) *Ack {
-	build := func(s conv.State) (conv.Command, error) {
+func (e *Engine) streamToolAsync(ctx context.Context, convID string, c conv.StreamTool, message bool) *Ack {
+	q := &queuedStream{cmd: streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }}}
+	return e.streamAsync(ctx, convID, q, message)
+}
+
+// queuedStream is a streaming command as it waits in its conversation's
+// queue, with its Ack: a runner has frames in flight at every moment, and
+// each is made in one allocation, not five.
+type queuedStream struct {
+	p    pending
+	cmd  streamCmd
+	text conv.StreamText // cmd.text, for a text delta
+	ack  Ack
+}
+
+// streamAsync queues a streaming command, whose outcome tells the message
+// if message is set. It needs no build function:
+// a run decides its commands from their streamCmd (decideRun), and a
+// command decided alone makes one then (decideOne, streamBuild).
+func (e *Engine) streamAsync(ctx context.Context, convID string, q *queuedStream, message bool) *Ack {
+	q.p.ctx, q.p.stream, q.p.lean = ctx, &q.cmd, !message
+	q.ack.p = &q.p
+	e.enqueue(convID, &q.p)
+	return &q.ack
+}
+
+// streamBuild returns the build function of a streaming command decided
+// on its own, as a caller's command is (a run retried one by one).
+func (e *Engine) streamBuild(ctx context.Context, convID string, cmd *streamCmd) func(conv.State) (conv.Command, error) {
+	return func(s conv.State) (conv.Command, error) {
 		m, err := e.assembled(ctx, convID, cmd.messageID, s)
 		if cmd.text != nil {
 			t := *cmd.text
@@ -54,9 +89,6 @@ func (e *Engine) streamAsync(ctx context.Context, convID string, cmd *streamCmd)
 		}
 		return cmd.with(conv.StreamLookups{Message: m}), err
 	}
-	p := &pending{ctx: ctx, build: build, stream: cmd}
-	e.enqueue(convID, p)
-	return &Ack{p: p}
 }
 
 // FinalizeMessage ends a streaming message.

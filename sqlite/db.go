@@ -99,6 +99,11 @@ func dsn(path string, readOnly bool, sync Sync) string {
 	q.Add("_pragma", "foreign_keys(ON)")
 	if readOnly {
 		q.Add("_pragma", "query_only(ON)")
+		// A reader's pages come from the database file and the log, which
+		// the OS caches already: SQLite's own cache of 2 MB for each reader
+		// held memory for nothing (reading 100,000 events takes as long
+		// with 256 KiB).
+		q.Add("_pragma", "cache_size(-256)")
 	} else {
 		// The checkpointer checkpoints, not the commits (see checkpoint.go).
 		q.Add("_pragma", "wal_autocheckpoint(0)")

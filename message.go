@@ -3,6 +3,7 @@ package parley
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 )
 
 // Role is who speaks in a message.
@@ -161,6 +162,9 @@ type Legacy struct {
 func (m *Message) AppendText(delta string) {
 	old := m.Content
 	m.Content = appendShared(&m.text, old, delta)
+	if len(old) > 0 && unsafe.StringData(m.Content) != unsafe.StringData(old) {
+		m.moveParts(old)
+	}
 	n := len(m.Parts)
 	if n == 0 || m.Parts[n-1].Type != PartText || !m.Parts[n-1].Streaming {
 		m.Parts = append(m.Parts, Part{Type: PartText, Text: m.Content[len(old):], Streaming: true})
@@ -174,6 +178,27 @@ func (m *Message) AppendText(delta string) {
 		m.Parts[n-1].Text = m.Content[len(old)-len(t):]
 	} else {
 		m.Parts[n-1].Text = t + delta
+	}
+}
+
+// moveParts points the text parts that are bytes of old, the content
+// before its buffer moved, at the same bytes of the content now. A text
+// part closed by a tool call stays as it is; left pointing into the
+// buffer it was made in, each would keep an outgrown copy of the text
+// alive for as long as the message (one for each tool call: about three
+// times the text of a message that calls tools as it streams).
+func (m *Message) moveParts(old string) {
+	base := uintptr(unsafe.Pointer(unsafe.StringData(old)))
+	for i := range m.Parts {
+		t := m.Parts[i].Text
+		if t == "" {
+			continue
+		}
+		at := uintptr(unsafe.Pointer(unsafe.StringData(t)))
+		if at >= base && at+uintptr(len(t)) <= base+uintptr(len(old)) {
+			off := int(at - base)
+			m.Parts[i].Text = m.Content[off : off+len(t)]
+		}
 	}
 }
 

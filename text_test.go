@@ -111,6 +111,35 @@ func TestAppendTextInPlace(t *testing.T) {
 	}
 }
 
+// TestAppendTextPartsMoveWithTheBuffer streams text between tool calls, as
+// an agent does, until the text's buffer has moved many times: every text
+// part, the closed ones too, is then bytes of the content's buffer, so that
+// no outgrown buffer is kept alive by a part.
+func TestAppendTextPartsMoveWithTheBuffer(t *testing.T) {
+	m, n := &Message{}, naive{}
+	for i := range 2000 {
+		if i%50 == 49 {
+			m.ApplyTool(Part{Type: PartToolCall, CallID: fmt.Sprint("call", i), ToolName: "t", Status: ToolRunning})
+			n.tool()
+			continue
+		}
+		d := fmt.Sprintf("delta %04d of the text;", i)
+		m.AppendText(d)
+		n.text(d)
+	}
+	check(t, "after 2000 deltas and tool calls", m, n)
+	base := uintptr(unsafe.Pointer(unsafe.StringData(m.Content)))
+	for i, p := range m.Parts {
+		if p.Type != PartText {
+			continue
+		}
+		at := uintptr(unsafe.Pointer(unsafe.StringData(p.Text)))
+		if at < base || at+uintptr(len(p.Text)) > base+uintptr(len(m.Content)) {
+			t.Fatalf("text part %d of %d is not bytes of the content's buffer: it keeps an outgrown buffer alive", i, len(m.Parts))
+		}
+	}
+}
+
 // TestAppendTextDecoded checks a message whose text did not come from
 // AppendText (decoded from a stored row): it grows right, and shares from
 // then on.

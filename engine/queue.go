@@ -466,8 +466,10 @@ func (r *run) answer(err error) {
 		if m := o.res.Message; m != nil {
 			id = m.ID // a message the command left as it was
 		}
-		if last := r.stream(id); id != "" && last != nil {
-			o.res.Message = last // as the run left it (see decideRun)
+		if id != "" {
+			if last := r.stream(id); last != nil {
+				o.res.Message = last // as the run left it (see decideRun)
+			}
 		}
 		p.settle(o.res, o.err)
 	}

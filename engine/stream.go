@@ -34,6 +34,8 @@ func (e *Engine) StreamTextAsync(ctx context.Context, conversationID string, c c
 	return e.streamTextAsync(ctx, conversationID, c, false)
 }
 
+// streamTextAsync queues a text delta, whose outcome tells the message if
+// message is set.
 func (e *Engine) streamTextAsync(ctx context.Context, convID string, c conv.StreamText, message bool) *Ack {
 	q := &queuedStream{text: c}
 	q.cmd = streamCmd{messageID: c.MessageID, text: &q.text}
@@ -51,6 +53,8 @@ func (e *Engine) StreamToolAsync(ctx context.Context, conversationID string, c c
 	return e.streamToolAsync(ctx, conversationID, c, false)
 }
 
+// streamToolAsync queues a tool update, whose outcome tells the message if
+// message is set.
 func (e *Engine) streamToolAsync(ctx context.Context, convID string, c conv.StreamTool, message bool) *Ack {
 	q := &queuedStream{cmd: streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }}}
 	return e.streamAsync(ctx, convID, q, message)
@@ -67,9 +71,9 @@ type queuedStream struct {
 }
 
 // streamAsync queues a streaming command, whose outcome tells the message
-// if message is set. It needs no build function:
-// a run decides its commands from their streamCmd (decideRun), and a
-// command decided alone makes one then (decideOne, streamBuild).
+// if message is set. It needs no build function: a run decides its
+// commands from their streamCmd (decideRun), and a command decided alone
+// makes one then (decideOne, streamBuild).
 func (e *Engine) streamAsync(ctx context.Context, convID string, q *queuedStream, message bool) *Ack {
 	q.p.ctx, q.p.stream, q.p.lean = ctx, &q.cmd, !message
 	q.ack.p = &q.p

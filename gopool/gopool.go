@@ -8,8 +8,8 @@
 // (or if maxIdle others wait already). A new goroutine grows its stack
 // before its first task, while the stack is shallow and cheap to copy:
 // the goroutines of a burst are new, and grown deep in a task each paid
-// for copies of a deep stack (7-10% of the server's time at a thousand
-// streaming conversations, 2.5-3.5% with this).
+// for copies of a deep stack (8-11% of the server's time at a thousand
+// streaming conversations, 2.6-3.6% with this).
 //
 // Go never waits: a task goes to a goroutine that is waiting for one, or a
 // new goroutine is started for it. So tasks may block (on a lock, on the

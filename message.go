@@ -181,27 +181,6 @@ func (m *Message) AppendText(delta string) {
 	}
 }
 
-// moveParts points the text parts that are bytes of old, the content
-// before its buffer moved, at the same bytes of the content now. A text
-// part closed by a tool call stays as it is; left pointing into the
-// buffer it was made in, each would keep an outgrown copy of the text
-// alive for as long as the message (one for each tool call: about three
-// times the text of a message that calls tools as it streams).
-func (m *Message) moveParts(old string) {
-	base := uintptr(unsafe.Pointer(unsafe.StringData(old)))
-	for i := range m.Parts {
-		t := m.Parts[i].Text
-		if t == "" {
-			continue
-		}
-		at := uintptr(unsafe.Pointer(unsafe.StringData(t)))
-		if at >= base && at+uintptr(len(t)) <= base+uintptr(len(old)) {
-			off := int(at - base)
-			m.Parts[i].Text = m.Content[off : off+len(t)]
-		}
-	}
-}
-
 // ApplyTool applies a change of a tool call to a streaming message: p is a
 // tool-call part that names the call by CallID. If the message has that
 // call, its status becomes p's and its tool name, args, result and error

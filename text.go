@@ -13,7 +13,9 @@ import (
 // that the message and its copies share: a delta is appended in place, and
 // the content and the streaming part are strings over the buffer's bytes.
 // Bytes once covered by a string are never written again, so every string
-// made from the buffer stays what it was.
+// made from the buffer stays what it was. When the buffer outgrows its room
+// and moves, the message's text parts move with it (moveParts), so that
+// none keeps the outgrown one alive.
 
 // textBuf holds the bytes of a streaming message's text and the room to
 // grow into.
@@ -45,4 +47,25 @@ func appendShared(buf **textBuf, s, delta string) string {
 	b = append(append(b, s...), delta...)
 	*buf = &textBuf{b: b}
 	return unsafe.String(&b[0], len(b))
+}
+
+// moveParts points the text parts that are bytes of old, the content
+// before its buffer moved, at the same bytes of the content now. A text
+// part closed by a tool call stays as it is; left pointing into the
+// buffer it was made in, each would keep an outgrown copy of the text
+// alive for as long as the message (one for each tool call: about three
+// times the text of a message that calls tools as it streams).
+func (m *Message) moveParts(old string) {
+	base := uintptr(unsafe.Pointer(unsafe.StringData(old)))
+	for i := range m.Parts {
+		t := m.Parts[i].Text
+		if t == "" {
+			continue
+		}
+		at := uintptr(unsafe.Pointer(unsafe.StringData(t)))
+		if at >= base && at+uintptr(len(t)) <= base+uintptr(len(old)) {
+			off := int(at - base)
+			m.Parts[i].Text = m.Content[off : off+len(t)]
+		}
+	}
 }

@@ -62,7 +62,8 @@ func (e *Engine) streamToolAsync(ctx context.Context, convID string, c conv.Stre
 
 // queuedStream is a streaming command as it waits in its conversation's
 // queue, with its Ack: a runner has frames in flight at every moment, and
-// each is made in one allocation, not five.
+// a text delta is made in one allocation, not five (a tool update has its
+// closure besides).
 type queuedStream struct {
 	p    pending
 	cmd  streamCmd

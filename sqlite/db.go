@@ -90,21 +90,43 @@ type Stats struct {
 	Writes int64
 }
 
-// dsn returns the connection string for path with the pragmas Parley needs.
-func dsn(path string, readOnly bool, sync Sync) string {
+// A connection's role decides its pragmas (see dsn).
+type connRole int
+
+const (
+	roleWriter       connRole = iota // the one connection that writes
+	roleReader                       // one of the read-only pool
+	roleCheckpointer                 // the checkpointer's own (see checkpoint.go)
+)
+
+// dsn returns the connection string for path with the pragmas Parley needs
+// for a connection of role.
+//
+// Each connection's page cache is sized for what it reads. SQLite's
+// allocator here (the pure-Go one the driver brings) gives each cached
+// page, 4 KiB and SQLite's header for it, a slot of 8 KiB, so a cache costs
+// about twice its nominal size. The writer keeps SQLite's default of 2 MB
+// (its pages are the ones every append touches). A reader's pages come
+// from the database file and the log, which the OS caches already: 256
+// KiB each reads events as fast as 2 MB did, and a search, which walks the
+// index's pages, is not slowed as it is with 64 KiB (BENCHMARKS.md). The
+// checkpointer copies the log into the file and reads nothing a cache
+// helps; left at the default its cache still filled, some 4 MB of memory
+// at a thousand streaming conversations.
+func dsn(path string, role connRole, sync Sync) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+strings.ToUpper(string(sync))+")")
 	q.Add("_pragma", "foreign_keys(ON)")
-	if readOnly {
+	switch role {
+	case roleReader:
 		q.Add("_pragma", "query_only(ON)")
-		// A reader's pages come from the database file and the log, which
-		// the OS caches already: SQLite's own cache of 2 MB for each reader
-		// held memory for nothing (reading 100,000 events takes as long
-		// with 256 KiB).
 		q.Add("_pragma", "cache_size(-256)")
-	} else {
+	case roleCheckpointer:
+		q.Add("_pragma", "cache_size(-64)")
+	}
+	if role != roleReader {
 		// The checkpointer checkpoints, not the commits (see checkpoint.go).
 		q.Add("_pragma", "wal_autocheckpoint(0)")
 		q.Set("_txlock", "immediate")
@@ -127,7 +149,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if _, err := ParseSync(string(opts.Sync)); err != nil {
 		return nil, err
 	}
-	w, err := sql.Open("sqlite", dsn(path, false, opts.Sync))
+	w, err := sql.Open("sqlite", dsn(path, roleWriter, opts.Sync))
 	if err != nil {
 		return nil, err
 	}
@@ -137,14 +159,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", dsn(path, true, opts.Sync))
+	r, err := sql.Open("sqlite", dsn(path, roleReader, opts.Sync))
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
-	ckpt, err := sql.Open("sqlite", dsn(path, false, opts.Sync))
+	ckpt, err := sql.Open("sqlite", dsn(path, roleCheckpointer, opts.Sync))
 	if err != nil {
 		w.Close()
 		r.Close()

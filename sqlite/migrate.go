@@ -48,7 +48,7 @@ func migrate(ctx context.Context, db *sql.DB) (from, to int64, err error) {
 // Migrate opens the database at path (creating it if needed), brings its
 // schema up to date, and reports the versions before and after.
 func Migrate(ctx context.Context, path string) (from, to int64, err error) {
-	db, err := sql.Open("sqlite", dsn(path, false, SyncFull))
+	db, err := sql.Open("sqlite", dsn(path, roleWriter, SyncFull))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -60,7 +60,7 @@ func Migrate(ctx context.Context, path string) (from, to int64, err error) {
 // MigrateTo brings the database at path up to exactly version, no further.
 // It exists so that upgrade tests can make a database of an older version.
 func MigrateTo(ctx context.Context, path string, version int64) error {
-	db, err := sql.Open("sqlite", dsn(path, false, SyncFull))
+	db, err := sql.Open("sqlite", dsn(path, roleWriter, SyncFull))
 	if err != nil {
 		return err
 	}

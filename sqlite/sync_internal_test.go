@@ -89,3 +89,40 @@ func TestCheckpointsOffTheWriter(t *testing.T) {
 		t.Errorf("read %d rows (%v)", n, err)
 	}
 }
+
+// TestPageCacheSizes checks each connection's page cache: the writer's at
+// SQLite's default, the readers' and the checkpointer's small (see dsn),
+// and the checkpointer syncing as the others do.
+func TestPageCacheSizes(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		name        string
+		conn        *sql.DB
+		cache       int
+		readOnly    int
+		autoCkpt    int
+		synchronous int
+	}{
+		{"writer", db.w, -2000, 0, 0, 1},
+		{"reader", db.r, -256, 1, 1000, 1},
+		{"checkpointer", db.ckpt, -64, 0, 0, 1},
+	} {
+		var cache, readOnly, auto, sync int
+		for _, p := range []struct {
+			pragma string
+			to     *int
+		}{{"cache_size", &cache}, {"query_only", &readOnly}, {"wal_autocheckpoint", &auto}, {"synchronous", &sync}} {
+			if err := c.conn.QueryRow("PRAGMA " + p.pragma).Scan(p.to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if cache != c.cache || readOnly != c.readOnly || auto != c.autoCkpt || sync != c.synchronous {
+			t.Errorf("%s: cache_size %d, query_only %d, wal_autocheckpoint %d, synchronous %d; want %d, %d, %d, %d",
+				c.name, cache, readOnly, auto, sync, c.cache, c.readOnly, c.autoCkpt, c.synchronous)
+		}
+	}
+}

@@ -240,7 +240,17 @@ func PartBytes(p Part) int {
 
 // TextContent returns the plain text of parts: its text parts, concatenated.
 func TextContent(parts []Part) string {
+	n, texts, last := 0, 0, ""
+	for _, p := range parts {
+		if p.Type == PartText {
+			n, texts, last = n+len(p.Text), texts+1, p.Text
+		}
+	}
+	if texts <= 1 {
+		return last // the one text part's string, shared: strings do not change
+	}
 	var b strings.Builder
+	b.Grow(n)
 	for _, p := range parts {
 		if p.Type == PartText {
 			b.WriteString(p.Text)

@@ -190,3 +190,25 @@ func TestAppendTextConcurrentForks(t *testing.T) {
 		t.Errorf("the base changed: %q", base.Content)
 	}
 }
+
+// TestTextContent checks that a message's text is its text parts in order,
+// and that the text of one part is that part's own string, not a copy.
+func TestTextContent(t *testing.T) {
+	one := strings.Repeat("word ", 100)
+	for _, c := range []struct {
+		parts []Part
+		want  string
+	}{
+		{nil, ""},
+		{[]Part{{Type: PartToolCall, CallID: "c"}}, ""},
+		{[]Part{{Type: PartText, Text: one}, {Type: PartToolCall, CallID: "c"}}, one},
+		{[]Part{{Type: PartText, Text: "ab"}, {Type: PartToolCall, CallID: "c"}, {Type: PartText, Text: "cd"}}, "abcd"},
+	} {
+		if got := TextContent(c.parts); got != c.want {
+			t.Errorf("TextContent(%v) = %q; want %q", c.parts, got, c.want)
+		}
+	}
+	if got := TextContent([]Part{{Type: PartText, Text: one}}); unsafe.StringData(got) != unsafe.StringData(one) {
+		t.Error("the text of one part was copied")
+	}
+}

@@ -189,7 +189,7 @@ func readHead(data []byte) messageHead {
 		key string
 		to  *string
 	}{{"id", &h.ID}, {"status", (*string)(&h.Status)}, {"next", &h.Next}, {"agentId", &h.AgentID}, {"finality", (*string)(&h.Finality)}}
-	ok := flatjson.Strings(string(data), func(key, value string, isString bool) bool {
+	ok := flatjson.StringsOf(data, func(key, value string, isString bool) bool {
 		for _, f := range fields {
 			switch {
 			case key == f.key && isString:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Each calls field with each key and value of s, a JSON object whose
@@ -211,6 +212,14 @@ func Strings(s string, field func(key, value string, isString bool) bool) bool {
 		next, ok := skipValue(s, at)
 		return next, ok && field(key, "", false)
 	})
+}
+
+// StringsOf is Strings over the bytes of b, read in place rather than
+// copied into a string first (a stored message's row is kilobytes): the
+// keys and values field gets may be bytes of b, valid only until StringsOf
+// returns, so a caller copies what it keeps; b must not change meanwhile.
+func StringsOf(b []byte, field func(key, value string, isString bool) bool) bool {
+	return Strings(unsafe.String(unsafe.SliceData(b), len(b)), field)
 }
 
 // skipValue returns the index after the JSON value that is not a string

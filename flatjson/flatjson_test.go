@@ -3,8 +3,11 @@ package flatjson_test
 import (
 	"encoding/json"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/parleyhq/parley/flatjson"
 )
@@ -112,6 +115,29 @@ func TestStrings(t *testing.T) {
 	stop := flatjson.Strings(`{"a":"1","b":"2"}`, func(k, _ string, _ bool) bool { return k != "a" })
 	if stop {
 		t.Error("Strings went on after field returned false")
+	}
+}
+
+// TestStringsOf checks that StringsOf reads bytes as Strings reads the same
+// string, and that it reads them in place: a value without escapes is bytes
+// of the slice it was given.
+func TestStringsOf(t *testing.T) {
+	b := []byte(`{"id":"m1","parts":[{"type":"text","text":"x"}],"next":"b\u00e9","status":"complete"}`)
+	var got []string
+	inPlace := false
+	ok := flatjson.StringsOf(b, func(k, v string, isString bool) bool {
+		got = append(got, strings.Clone(k)+"="+strings.Clone(v))
+		if k == "id" {
+			inPlace = unsafe.StringData(v) == &b[7]
+		}
+		return true
+	})
+	want := []string{"id=m1", "parts=", "next=bé", "status=complete"}
+	if !ok || !slices.Equal(got, want) {
+		t.Fatalf("StringsOf read %v (%v); want %v", got, ok, want)
+	}
+	if !inPlace {
+		t.Error("StringsOf copied the bytes it was given")
 	}
 }
 

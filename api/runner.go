@@ -175,7 +175,10 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
 // frame's conversation if it did. The frame is parsed into f, the
 // connection's own: a frame handed to the applier through its interface
 // would otherwise be a new allocation of some 450 bytes for every delta.
-// Nothing keeps f once Submit returns, and it is cleared then.
+// Nothing keeps f once Submit returns, and it is cleared then: each frame
+// is decoded into a Frame with no slices left from the one before, so that
+// the decoder never writes into the args or ids a queued command still
+// holds.
 func runnerReply(ctx context.Context, rs applier, data []byte, f *dispatch.Frame) *pendingReply {
 	var ok bool
 	*f, ok = dispatch.ParseFrame(data) // most frames: all strings

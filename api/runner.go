@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/parleyhq/parley"
@@ -129,6 +130,7 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 // empty, the conversation is deleted (a nil frame), the token is cut off,
 // or the runner stops reading, it closes the connection.
 func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
+	var scratch []byte // each answer is made in it; WriteText copies it
 	for {
 		if cut.ended() {
 			q.end()
@@ -146,7 +148,8 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *outbox, cut *cutoff) {
 		for _, it := range items {
 			frame := it.frame
 			if it.reply != nil {
-				frame = it.reply.frame()
+				scratch = it.reply.appendFrame(scratch[:0])
+				frame = scratch
 				q.answered()
 			} else if frame == nil {
 				q.end()
@@ -213,33 +216,40 @@ func replyTo(f *dispatch.Frame) replyHead {
 // ready reports whether the outcome is known.
 func (p *pendingReply) ready() bool { return p.ack.Ready() }
 
-func (p *pendingReply) frame() []byte {
+// frame returns the answer's frame, once the outcome is known.
+func (p *pendingReply) frame() []byte { return p.appendFrame(nil) }
+
+// appendFrame appends the answer's frame to b, once the outcome is known:
+// the connection's writer makes each ack in the same buffer, which the
+// socket's write copies.
+func (p *pendingReply) appendFrame(b []byte) []byte {
 	res, err := p.ack.Wait()
-	return replyFrame(p.to, res, err)
+	return appendReplyFrame(b, p.to, res, err)
 }
 
-// replyFrame is the answer to the frame f names, which came to res or err.
-func replyFrame(f replyHead, res *engine.MessageResult, err error) []byte {
+// appendReplyFrame appends the answer to the frame f names, which came to
+// res or err, to b.
+func appendReplyFrame(b []byte, f replyHead, res *engine.MessageResult, err error) []byte {
 	if err != nil {
 		body := errorBody(err)
 		body["type"], body["turnId"] = "error", f.turnID
 		if f.conversationID != "" {
 			body["conversationId"] = f.conversationID
 		}
-		b, _ := json.Marshal(body)
-		return b
+		j, _ := json.Marshal(body)
+		return append(b, j...)
 	}
 	if f.typ == "message.state" {
 		ack := map[string]any{"type": "ack", "turnId": f.turnID, "seq": res.Seq, "message": res.Message}
 		if f.conversationID != "" {
 			ack["conversationId"] = f.conversationID
 		}
-		b, _ := json.Marshal(ack)
-		return b
+		j, _ := json.Marshal(ack)
+		return append(b, j...)
 	}
 	// The ack of every delta: written by hand, as json.Marshal would write
 	// the map (keys sorted).
-	b := make([]byte, 0, 64+len(f.turnID)+len(f.conversationID))
+	b = slices.Grow(b, 64+len(f.turnID)+len(f.conversationID))
 	b = append(b, '{')
 	if f.conversationID != "" {
 		b = append(b, `"conversationId":`...)

@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
 )
@@ -55,5 +57,28 @@ func TestRunnerFramesShareNoBytes(t *testing.T) {
 	}
 	if f.Type != "" || f.Delta != "" || f.Args != nil {
 		t.Errorf("the connection's frame still holds the last one: %+v", f)
+	}
+}
+
+// TestAckFramesAppended checks that an answer appended to a buffer already
+// holding another is that answer as encoding/json writes it, after what the
+// buffer held: the connection's writer makes every ack in one buffer.
+func TestAckFramesAppended(t *testing.T) {
+	for _, c := range []struct {
+		head replyHead
+		err  error
+		want map[string]any
+	}{
+		{replyHead{typ: "message.part.text-delta", turnID: `r"1`}, nil, map[string]any{"type": "ack", "turnId": `r"1`, "seq": 42}},
+		{replyHead{typ: "message.part.text-delta", turnID: "r1", conversationID: "c<1>"}, nil, map[string]any{"type": "ack", "turnId": "r1", "seq": 42, "conversationId": "c<1>"}},
+		{replyHead{typ: "message.part.tool-update", turnID: "r1"}, parley.Errorf(parley.ETOOLARGE, "too big"),
+			map[string]any{"type": "error", "turnId": "r1", "error": map[string]any{"code": parley.ETOOLARGE, "message": "too big"}}},
+	} {
+		before := []byte(`{"type":"ack","seq":1}`)
+		got := appendReplyFrame(before, c.head, &engine.MessageResult{Seq: 42}, c.err)
+		want, _ := json.Marshal(c.want)
+		if string(got) != string(before)+string(want) {
+			t.Errorf("appended %s; want %s%s", got, before, want)
+		}
 	}
 }

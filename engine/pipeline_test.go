@@ -174,6 +174,54 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 	}
 }
 
+// TestJoinedDeltasOverTheLimitAreSplit: queued deltas whose joined text
+// would make the message too large are decided one by one, so that each
+// delta that fits is written and only the one past the limit is refused.
+func TestJoinedDeltasOverTheLimitAreSplit(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := newHoldingStore(t, false)
+	limits := conv.DefaultLimits
+	limits.MaxTextBytes = 10
+	eng := engine.New(g, engine.Options{Limits: limits})
+	defer eng.Close()
+	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"bot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, bot := v.Conversation.ID, conv.Actor{AgentID: "bot"}
+	for _, m := range []string{"m", "hold"} {
+		if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: bot, ID: m, Role: parley.RoleAssistant, Streaming: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.armed.Store(true)
+	first := eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "hold", Delta: "x"})
+	<-g.entered
+	var waits []*engine.Ack
+	for _, d := range []string{"aaaa", "bbbb", "cccc"} {
+		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: d}))
+	}
+	close(g.release)
+	if _, err := first.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, wait := range waits {
+		r, err := wait.Wait()
+		if i < 2 && (err != nil || r.Seq == 0) {
+			t.Fatalf("delta %d: %+v, %v; want it written", i, r, err)
+		}
+		if i == 2 && parley.ErrorCode(err) != parley.ETOOLARGE {
+			t.Fatalf("delta %d: %+v, %v; want it refused as too large", i, r, err)
+		}
+	}
+	m, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "dd"})
+	if err != nil || m.Message == nil || m.Message.Content != "aaaabbbbdd" {
+		t.Fatalf("the message after the split: %+v, %v; want aaaabbbbdd", m, err)
+	}
+}
+
 // TestSnapshotEverySoOften: streamed deltas do not rewrite the stored
 // state snapshot each time; a new engine on the store (a restart), and the
 // list of conversations, fold the events after it and agree with the log.

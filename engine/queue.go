@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -506,19 +507,29 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 		p := ps[i]
 		j := i + 1
 		cmd := p.stream
-		var delta []byte
+		var delta string
 		if cmd.text != nil {
-			// Join the text deltas of this message that follow.
-			delta = append(delta, cmd.text.Delta...)
+			// Join the text deltas of this message that follow (a delta
+			// alone is its own text, copied nowhere).
+			delta = cmd.text.Delta
+			n := len(delta)
 			for j < len(ps) && ps[j].stream.text != nil && ps[j].stream.messageID == cmd.messageID && ps[j].stream.text.Actor == cmd.text.Actor {
-				delta = append(delta, ps[j].stream.text.Delta...)
+				n += len(ps[j].stream.text.Delta)
 				j++
+			}
+			if j > i+1 {
+				var b strings.Builder
+				b.Grow(n)
+				for _, q := range ps[i:j] {
+					b.WriteString(q.stream.text.Delta)
+				}
+				delta = b.String()
 			}
 		}
 		d, err := e.decideStream(ctx, r, id, cmd, delta, env)
 		if err != nil && j > i+1 && parley.ErrorCode(err) == parley.ETOOLARGE {
 			j = i + 1 // joined, the text is too large: decide the first alone, the rest after it
-			d, err = e.decideStream(ctx, r, id, cmd, []byte(cmd.text.Delta), env)
+			d, err = e.decideStream(ctx, r, id, cmd, cmd.text.Delta, env)
 		}
 		if errors.Is(err, errStale) {
 			r.stale = err
@@ -563,7 +574,7 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 // decideStream decides one streaming command (a text delta with text
 // delta, if joined) on the run's state. The conversation's lock must be
 // held.
-func (e *Engine) decideStream(ctx context.Context, r *run, id string, cmd *streamCmd, delta []byte, env conv.Env) (conv.Decision, error) {
+func (e *Engine) decideStream(ctx context.Context, r *run, id string, cmd *streamCmd, delta string, env conv.Env) (conv.Decision, error) {
 	s := r.next
 	m := r.stream(cmd.messageID)
 	if m == nil {
@@ -577,7 +588,7 @@ func (e *Engine) decideStream(ctx context.Context, r *run, id string, cmd *strea
 	var command conv.Command
 	if cmd.text != nil {
 		t := *cmd.text
-		t.Delta, t.Known = string(delta), conv.StreamLookups{Message: m}
+		t.Delta, t.Known = delta, conv.StreamLookups{Message: m}
 		command = t
 	} else {
 		command = cmd.with(conv.StreamLookups{Message: m})

@@ -2,6 +2,7 @@ package transfer_test
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -37,6 +38,11 @@ func TestBadImports(t *testing.T) {
 		t.Fatalf("no row for %s", id)
 		return 0
 	}
+	legacy, err := os.ReadFile("testdata/legacy.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := jsonArray(legacy) // [row,row,…]
 	cases := []struct {
 		name, code, where string
 		input             []byte
@@ -61,6 +67,10 @@ func TestBadImports(t *testing.T) {
 		{"a wrong type", parley.EINVALID, "row 10", replace(9, `"seq":9`, `"seq":"nine"`)},
 		{"a line with two things", parley.EINVALID, "one", replace(5, `{"event":{`, `{"message":{},"event":{`)},
 		{"garbage legacy rows", parley.EINVALID, "row 1", []byte(`[1, 2, 3]`)},
+		{"legacy rows cut after a comma", parley.EINVALID, "closing ]", []byte(`[{},`)},
+		{"legacy rows cut after a row", parley.EINVALID, "closing ]", rows[:bytes.LastIndexByte(rows, ']')]},
+		{"legacy rows cut inside a row", parley.EINVALID, "row", rows[:len(rows)/2]},
+		{"something after the legacy rows", parley.EINVALID, "follows", append(bytes.Clone(rows), ` {}`...)},
 		{"a message over the size limit", parley.ETOOLARGE, `message "c1"`, replace(msgLine("c1"), `"text":"Agreed."`, `"text":"Agreed.`+strings.Repeat("x", 1<<20)+`"`)},
 		{"a value over the limit", parley.ETOOLARGE, "bytes", append(append([]byte(`{"content":"`), bytes.Repeat([]byte("x"), transfer.MaxValueBytes+1<<20)...), `"}`...)},
 	}

@@ -92,7 +92,10 @@ func (imp *importer) legacy(ctx context.Context, head []byte) error {
 		}
 		var r legacyRow
 		err := imp.next(&r)
-		if errors.Is(err, io.EOF) && !array {
+		if errors.Is(err, io.EOF) {
+			if array { // cut short after a comma
+				return parley.Errorf(parley.EINVALID, "row %d: the JSON array ends before its closing ]", imp.row)
+			}
 			break
 		}
 		if err != nil {
@@ -110,6 +113,16 @@ func (imp *importer) legacy(ctx context.Context, head []byte) error {
 			if err := imp.flushLegacy(ctx, ls); err != nil {
 				return err
 			}
+		}
+	}
+	if array {
+		// A cut-short upload is refused, not imported in part: the array
+		// must close, with nothing after it.
+		if t, err := imp.dec.Token(); err != nil || t != json.Delim(']') {
+			return parley.Errorf(parley.EINVALID, "row %d: the JSON array ends before its closing ]", imp.row)
+		}
+		if _, err := imp.dec.Token(); !errors.Is(err, io.EOF) {
+			return parley.Errorf(parley.EINVALID, "something follows the JSON array of rows")
 		}
 	}
 	if imp.im == nil {

@@ -72,6 +72,21 @@ func TestImportBodyLimit(t *testing.T) {
 	}
 }
 
+// TestImportCutShortOverHTTP answers 400 for a JSON array of legacy rows
+// that an upload cut short, and imports none of it.
+func TestImportCutShortOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	row := `{"role":"user","sender":"HUMAN","content":"hello"}`
+	for name, body := range map[string]string{"after a comma": "[" + row + ",", "after a row": "[" + row + "," + row, "followed by more": "[" + row + "] " + row} {
+		b.want(b.do("POST", "/v1/conversations/import?id=cut", b.admin, body), 400, "invalid_request")
+		if r := b.do("GET", "/v1/conversations/cut", b.viewer, nil); r.status != 404 {
+			t.Fatalf("%s: the refused import left the conversation (%d)", name, r.status)
+		}
+	}
+	b.want(b.do("POST", "/v1/conversations/import?id=cut", b.admin, "["+row+","+row+"]"), 201, "")
+}
+
 var epochRE = regexp.MustCompile(`"epoch":"[^"]*"`)
 
 func withoutEpoch(b []byte) []byte { return epochRE.ReplaceAll(b, []byte(`"epoch":"-"`)) }

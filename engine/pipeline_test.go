@@ -112,16 +112,16 @@ func TestFailedAppendFailsItsFollowers(t *testing.T) {
 	}
 }
 
-// TestQueuedDeltasAreWrittenTogether: deltas that come while their
-// conversation's append is being written are written as one chunk event,
-// their text joined in order, and each is acknowledged with its seq.
-func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// deltasBehindAHeldAppend queues deltas to the streaming message m of a
+// new conversation of agent bot while the append before them (a delta to
+// another message) is being written, so that they are decided together
+// once it is; it returns the engine, the store, the conversation and the
+// deltas' Acks.
+func deltasBehindAHeldAppend(t *testing.T, ctx context.Context, opts engine.Options, deltas ...string) (*engine.Engine, *holdingStore, string, []*engine.Ack) {
+	t.Helper()
 	g := newHoldingStore(t, false)
-	eng := engine.New(g, engine.Options{})
-	defer eng.Close()
+	eng := engine.New(g, opts)
+	t.Cleanup(eng.Close)
 	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"bot"}})
 	if err != nil {
 		t.Fatal(err)
@@ -136,13 +136,24 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 	first := eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "hold", Delta: "x"})
 	<-g.entered
 	var waits []*engine.Ack
-	for i := range 5 {
-		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: fmt.Sprint(i)}))
+	for _, d := range deltas {
+		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: d}))
 	}
 	close(g.release)
 	if _, err := first.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	return eng, g, id, waits
+}
+
+// TestQueuedDeltasAreWrittenTogether: deltas that come while their
+// conversation's append is being written are written as one chunk event,
+// their text joined in order, and each is acknowledged with its seq.
+func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	eng, g, id, waits := deltasBehindAHeldAppend(t, ctx, engine.Options{}, "0", "1", "2", "3", "4")
 	var seqs []int64
 	for _, wait := range waits {
 		r, err := wait.Wait()
@@ -168,7 +179,7 @@ func TestQueuedDeltasAreWrittenTogether(t *testing.T) {
 		t.Fatalf("the log after the held append: %+v", evs)
 	}
 	// A delta whose caller waits for it is answered with the message.
-	r, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "5"})
+	r, err := eng.StreamText(ctx, id, conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "m", Delta: "5"})
 	if err != nil || r.Message == nil || r.Message.Content != "012345" {
 		t.Fatalf("StreamText's outcome: %+v, %v; want the message with its text so far", r, err)
 	}
@@ -181,32 +192,9 @@ func TestJoinedDeltasOverTheLimitAreSplit(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	g := newHoldingStore(t, false)
 	limits := conv.DefaultLimits
 	limits.MaxTextBytes = 10
-	eng := engine.New(g, engine.Options{Limits: limits})
-	defer eng.Close()
-	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"bot"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, bot := v.Conversation.ID, conv.Actor{AgentID: "bot"}
-	for _, m := range []string{"m", "hold"} {
-		if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: bot, ID: m, Role: parley.RoleAssistant, Streaming: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g.armed.Store(true)
-	first := eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "hold", Delta: "x"})
-	<-g.entered
-	var waits []*engine.Ack
-	for _, d := range []string{"aaaa", "bbbb", "cccc"} {
-		waits = append(waits, eng.StreamTextAsync(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: d}))
-	}
-	close(g.release)
-	if _, err := first.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	eng, _, id, waits := deltasBehindAHeldAppend(t, ctx, engine.Options{Limits: limits}, "aaaa", "bbbb", "cccc")
 	for i, wait := range waits {
 		r, err := wait.Wait()
 		if i < 2 && (err != nil || r.Seq == 0) {
@@ -216,7 +204,7 @@ func TestJoinedDeltasOverTheLimitAreSplit(t *testing.T) {
 			t.Fatalf("delta %d: %+v, %v; want it refused as too large", i, r, err)
 		}
 	}
-	m, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "dd"})
+	m, err := eng.StreamText(ctx, id, conv.StreamText{Actor: conv.Actor{AgentID: "bot"}, MessageID: "m", Delta: "dd"})
 	if err != nil || m.Message == nil || m.Message.Content != "aaaabbbbdd" {
 		t.Fatalf("the message after the split: %+v, %v; want aaaabbbbdd", m, err)
 	}

@@ -228,7 +228,8 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => serverQueue(id)).toEqual(afterCollect);
     // The page shows the merged prompt once, by its first line, the whole text in its tooltip.
     await expect.poll(() => pageQueue(page)).toEqual([...afterSteer, { content: "collect this", mode: "collect" }]);
-    expect(await page.locator('[aria-label="Prompt queue"] li .queue-text').last().getAttribute("title")).toBe("collect this\n\nand this");
+    // Polled too: the first line is the same before the merge reaches the page.
+    await expect.poll(() => page.locator('[aria-label="Prompt queue"] li .queue-text').last().getAttribute("title")).toBe("collect this\n\nand this");
     const log = (await api.events(id, { after: 0, limit: 100 })).events.filter((e) => e.type === "prompt.queued");
     expect(log.map((e) => (e.data as { mode?: string }).mode)).toEqual(["followup", "followup", "steer", "collect", "collect"]);
   });

@@ -119,3 +119,45 @@ func TestQueueLimitAcrossARestart(t *testing.T) {
 		t.Fatalf("-max-queued-prompts 0: %v\n%s", err, out)
 	}
 }
+
+// TestCollectWindowFlag runs the binary with -collect-window 1m: two
+// prompts in mode collect sent further apart than the default window (2 s)
+// are still one prompt (two parts), because the server's window is longer,
+// and it collects for about a minute more. (With the default they would be two: the gap on the server is at
+// least the one here.) A window of 0 is refused at start.
+func TestCollectWindowFlag(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	srv := startServer(t, db, "-collect-window", "1m")
+	defer srv.stop()
+	c := client.New(srv.url, "")
+	v, err := c.CreateConversation(ctx, client.NewConversation{TurnPolicy: parley.PolicyFree})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	if _, err := c.Prompt(ctx, id, "human", "collect this", "collect"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the default window: a precondition, not a measure
+	if _, err := c.Prompt(ctx, id, "human", "and this", "collect"); err != nil {
+		t.Fatal(err)
+	}
+	queue, err := c.Prompts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(queue) != 1 || len(queue[0].Parts) != 2 || queue[0].Mode != "collect" {
+		t.Fatalf("the queue after two collect prompts 2.5 s apart in a window of 1m: %+v", queue)
+	}
+	if left := time.Until(queue[0].Until.Time); left < 30*time.Second {
+		t.Fatalf("the merged prompt collects until %v, %v from now; want about a minute", queue[0].Until, left)
+	}
+
+	out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "127.0.0.1:0", "-collect-window", "0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "limits must be positive") {
+		t.Fatalf("-collect-window 0: %v\n%s", err, out)
+	}
+}

@@ -58,6 +58,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.IntVar(&limits.MaxStreaming, "max-streaming", limits.MaxStreaming, "the most messages that may stream at once in one conversation")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
 	subBytes := fs.Int("subscriber-buffer-bytes", 16<<20, "bytes of live events queued per stream subscriber before it is dropped as too slow")
+	collectWindow := fs.Duration("collect-window", 2*time.Second, "how long a prompt in mode collect waits for more collect prompts to merge with before it is dispatched")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
 	runnerLease := fs.Duration("runner-lease", 15*time.Second, "with -postgres: how long other nodes count this node's runners as attached after its last renewal (it renews every third of it)")
 	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
@@ -71,7 +72,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		return err
 	}
 	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
-		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
+		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *collectWindow <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
 		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
 	}
@@ -114,7 +115,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
-		ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, Shared: *pgURL != ""})
+		ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, Shared: *pgURL != ""})
 	defer eng.Close()
 	// The runners: their connections, the prompts dispatched to them, and
 	// the grace period of a runner gone while its message streams.

@@ -16,7 +16,9 @@ const browser = browserPerFile();
 let api: ParleyClient;
 
 beforeAll(async () => {
-  server = await startServer(inject("parleyBinary"));
+  // A collect window far longer than the two sends below take, however
+  // loaded the machine: the merge is what they check, not how fast they are.
+  server = await startServer(inject("parleyBinary"), { args: ["-collect-window", "1m"] });
   api = new ParleyClient({ baseUrl: server.url });
 });
 
@@ -218,12 +220,10 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => serverQueue(id)).toEqual(afterSteer);
     await expect.poll(() => pageQueue(page)).toEqual(afterSteer);
 
-    // Two collect prompts sent within the window (2 s) are one prompt, with both texts.
+    // Two collect prompts sent within the window (the server's is a minute) are one prompt, with both texts.
     await mode.selectOption({ label: "Collect" });
-    const t0 = Date.now();
     await send(page, "collect this");
     await send(page, "and this");
-    expect(Date.now() - t0).toBeLessThan(2000);
     const afterCollect = [...afterSteer, { content: "collect this\n\nand this", mode: "collect" }];
     await expect.poll(() => serverQueue(id)).toEqual(afterCollect);
     // The page shows the merged prompt once, by its first line, the whole text in its tooltip.

@@ -147,6 +147,9 @@ func TestServeHoldsNoGoroutine(t *testing.T) {
 	if got := recv(t, servers[0].msgs, "the split message"); got != "split" {
 		t.Fatalf("handed %q, want split", got)
 	}
+	// Waiting for its client again, no connection holds a read buffer:
+	// each was lent one only while it read.
+	holdNoBuffer(t)
 
 	clients[0].Close()
 	if err := recv(t, servers[0].done, "the end of a client that hung up"); !errors.Is(err, wsconn.ErrClosed) {

@@ -56,6 +56,12 @@ func (c *Conn) serve(w *watching) {
 		}
 	}
 	w.running = true // for good: the goroutine ends it itself
+	if c.lend {
+		// One goroutine reads for as long as the connection lasts: the
+		// buffer is its own.
+		c.lend = false
+		c.r = bufio.NewReaderSize(c.src, 1<<10)
+	}
 	go func() {
 		for {
 			if more, err := c.step(w); !more {
@@ -136,10 +142,14 @@ func (c *Conn) readPolled() bool {
 	}
 	w.running = true
 	w.mu.Unlock()
+	c.borrow()
 	more, err := c.step(w)
 	for more && buffered(c) {
 		more, err = c.step(w)
 	}
+	// Empty now, unless reading ended: a frame is read whole, waiting for
+	// the rest of it, and what follows it is read before the next wait.
+	c.giveBack()
 	w.mu.Lock()
 	w.running = false
 	if w.stopped {

@@ -156,6 +156,19 @@ func holdNone(t *testing.T, before, n int) {
 	}
 }
 
+// holdNoBuffer fails the test unless soon no connection holds a read
+// buffer lent to it.
+func holdNoBuffer(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for wsconn.LentReadBuffers() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := wsconn.LentReadBuffers(); n != 0 {
+		t.Fatalf("%d read buffers still lent to connections waiting for their peers", n)
+	}
+}
+
 // lettingGo fails the test unless the watcher soon holds no connection.
 func lettingGo(t *testing.T) {
 	t.Helper()

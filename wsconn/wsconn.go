@@ -64,9 +64,16 @@ var ErrClosed = errors.New("websocket closed")
 
 // Conn is an upgraded WebSocket connection.
 type Conn struct {
-	conn  net.Conn
+	conn net.Conn
+	// r is what frames are read from: the socket, or a buffer over it.
 	r     io.Reader
 	limit int64
+	// lend is set for a connection with BufferedReads that a goroutine
+	// reads only while something arrived (see Serve): its buffer is lent
+	// from a pool for each such read, and given back once it is empty,
+	// so that a connection waiting for its peer holds none.
+	lend bool
+	src  io.Reader // the socket, under a lent buffer
 
 	wmu    sync.Mutex // guards bw, closed, deadline and the socket's writes
 	bw     *bufio.Writer
@@ -122,11 +129,37 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 		src = io.MultiReader(bytes.NewReader(early), conn)
 		c.early = true
 	}
-	if o.BufferedReads {
-		src = bufio.NewReaderSize(src, 1<<10) // a runner's window of deltas (8 of about 120 bytes)
-	}
-	c.r = src
+	c.r, c.src = src, src
+	c.lend = o.BufferedReads // until Serve knows how the connection is read
 	return c, nil
+}
+
+// readBuffers are the read buffers lent to connections with BufferedReads
+// while a goroutine reads what arrived: a runner's window of deltas (8 of
+// about 120 bytes) in one read.
+var readBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<10) }}
+
+// lent counts the read buffers lent now.
+var lent atomic.Int64
+
+// borrow gives a connection that lends its buffer one to read through.
+func (c *Conn) borrow() {
+	if c.lend {
+		br := readBuffers.Get().(*bufio.Reader)
+		br.Reset(c.src)
+		c.r = br
+		lent.Add(1)
+	}
+}
+
+// giveBack returns a lent buffer, which must hold nothing unread.
+func (c *Conn) giveBack() {
+	if br, ok := c.r.(*bufio.Reader); ok && c.lend {
+		br.Reset(nil)
+		readBuffers.Put(br)
+		c.r = c.src
+		lent.Add(-1)
+	}
 }
 
 // checkOrigin accepts a request with no Origin, a same-origin one, and one
@@ -335,6 +368,12 @@ func (c *Conn) release() {
 // with 1002. The returned bytes are valid until the next Read: a
 // connection reads every message into one buffer of its own.
 func (c *Conn) Read() ([]byte, error) {
+	if c.lend {
+		// Read by one goroutine for as long as it lasts: the buffer is
+		// its own.
+		c.lend = false
+		c.r = bufio.NewReaderSize(c.src, 1<<10)
+	}
 	msg := c.rbuf[:0]
 	defer func() {
 		if cap(msg) <= 64<<10 { // a large message's buffer is let go

@@ -429,8 +429,10 @@ func (a *Ack) Wait() (*MessageResult, error) {
 
 // run is a run of streaming commands decided together.
 type run struct {
-	start, next conv.State    // before and after the run
-	d           conv.Decision // what they all write: events, message rows, deliveries
+	// next is the state after the run. The one before it is the
+	// conversation's, which stays as it is until the run is durable.
+	next conv.State
+	d    conv.Decision // what they all write: events, message rows, deliveries
 	// streams holds the assemblies of the messages the run changed, as of
 	// next, one per message: the conversation's own (as of its state) are
 	// left alone until the run is durable, for readers. A run nearly always
@@ -501,7 +503,7 @@ func (r *run) setStream(m *parley.Message) {
 // decideRun decides the commands of a run on c's state, each on what the
 // ones before it leave. c.mu must be held.
 func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps []*pending) *run {
-	r := &run{start: c.state, next: c.state, results: make([]runResult, len(ps)), order: ps}
+	r := &run{next: c.state, results: make([]runResult, len(ps)), order: ps}
 	env := e.env()
 	for i := 0; i < len(ps); {
 		p := ps[i]
@@ -526,10 +528,10 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 				delta = b.String()
 			}
 		}
-		d, err := e.decideStream(ctx, r, id, cmd, delta, env)
+		d, err := e.decideStream(ctx, r, &c.state, id, cmd, delta, env)
 		if err != nil && j > i+1 && parley.ErrorCode(err) == parley.ETOOLARGE {
 			j = i + 1 // joined, the text is too large: decide the first alone, the rest after it
-			d, err = e.decideStream(ctx, r, id, cmd, cmd.text.Delta, env)
+			d, err = e.decideStream(ctx, r, &c.state, id, cmd, cmd.text.Delta, env)
 		}
 		if errors.Is(err, errStale) {
 			r.stale = err
@@ -572,16 +574,16 @@ func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps [
 }
 
 // decideStream decides one streaming command (a text delta with text
-// delta, if joined) on the run's state. The conversation's lock must be
-// held.
-func (e *Engine) decideStream(ctx context.Context, r *run, id string, cmd *streamCmd, delta string, env conv.Env) (conv.Decision, error) {
+// delta, if joined) on the run's state; start is the conversation's, as the
+// run found it. The conversation's lock must be held.
+func (e *Engine) decideStream(ctx context.Context, r *run, start *conv.State, id string, cmd *streamCmd, delta string, env conv.Env) (conv.Decision, error) {
 	s := r.next
 	m := r.stream(cmd.messageID)
 	if m == nil {
 		// Not changed by the run yet: as the conversation holds it, which
 		// is as of the state the run started from.
 		var err error
-		if m, err = e.assembled(ctx, id, cmd.messageID, r.start); err != nil {
+		if m, err = e.assembled(ctx, id, cmd.messageID, *start); err != nil {
 			return conv.Decision{}, err
 		}
 	}

@@ -123,8 +123,9 @@ func TestQueueLimitAcrossARestart(t *testing.T) {
 // TestCollectWindowFlag runs the binary with -collect-window 1m: two
 // prompts in mode collect sent further apart than the default window (2 s)
 // are still one prompt (two parts), because the server's window is longer,
-// and it collects for about a minute more. (With the default they would be two: the gap on the server is at
-// least the one here.) A window of 0 is refused at start.
+// and it collects for about a minute more. (With the default they would be
+// two: the gap on the server is at least the one here.) A window of 0, or
+// of more than a day, is refused at start.
 func TestCollectWindowFlag(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -156,8 +157,10 @@ func TestCollectWindowFlag(t *testing.T) {
 		t.Fatalf("the merged prompt collects until %v, %v from now; want about a minute", queue[0].Until, left)
 	}
 
-	out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "127.0.0.1:0", "-collect-window", "0").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "limits must be positive") {
-		t.Fatalf("-collect-window 0: %v\n%s", err, out)
+	for window, refusal := range map[string]string{"0": "limits must be positive", "25h": "at most a day"} {
+		out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "127.0.0.1:0", "-collect-window", window).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), refusal) {
+			t.Fatalf("-collect-window %s: %v\n%s", window, err, out)
+		}
 	}
 }

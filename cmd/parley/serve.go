@@ -76,6 +76,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
 		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
 	}
+	if *collectWindow > 24*time.Hour {
+		return fmt.Errorf("-collect-window %s: at most a day (a collect prompt waits that long before it is dispatched)", *collectWindow)
+	}
 	if r := time.Duration(chunkRetention); r != 0 && r < time.Minute {
 		return fmt.Errorf("-chunk-retention %s: keep chunk events at least a minute (0 keeps them all)", r)
 	}

@@ -56,12 +56,7 @@ func (c *Conn) serve(w *watching) {
 		}
 	}
 	w.running = true // for good: the goroutine ends it itself
-	if c.lend {
-		// One goroutine reads for as long as the connection lasts: the
-		// buffer is its own.
-		c.lend = false
-		c.r = bufio.NewReaderSize(c.src, 1<<10)
-	}
+	c.ownBuffer()
 	go func() {
 		for {
 			if more, err := c.step(w); !more {

@@ -152,6 +152,15 @@ func (c *Conn) borrow() {
 	}
 }
 
+// ownBuffer gives a connection that lends its buffer, but is read by one
+// goroutine for as long as it lasts, a buffer of its own instead.
+func (c *Conn) ownBuffer() {
+	if c.lend {
+		c.lend = false
+		c.r = bufio.NewReaderSize(c.src, 1<<10)
+	}
+}
+
 // giveBack returns a lent buffer, which must hold nothing unread.
 func (c *Conn) giveBack() {
 	if br, ok := c.r.(*bufio.Reader); ok && c.lend {
@@ -368,12 +377,7 @@ func (c *Conn) release() {
 // with 1002. The returned bytes are valid until the next Read: a
 // connection reads every message into one buffer of its own.
 func (c *Conn) Read() ([]byte, error) {
-	if c.lend {
-		// Read by one goroutine for as long as it lasts: the buffer is
-		// its own.
-		c.lend = false
-		c.r = bufio.NewReaderSize(c.src, 1<<10)
-	}
+	c.ownBuffer()
 	msg := c.rbuf[:0]
 	defer func() {
 		if cap(msg) <= 64<<10 { // a large message's buffer is let go

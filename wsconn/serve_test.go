@@ -3,12 +3,15 @@
 package wsconn_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,4 +217,45 @@ func TestServeHoldsNoGoroutine(t *testing.T) {
 		}
 	}
 	lettingGo(t)
+}
+
+// TestServeFramesBeforeTheHandshake: a client that sends frames in the same
+// packet as its upgrade request (read into the HTTP server's buffer, which
+// no epoll sees) is read by a goroutine of its own, through a buffer of its
+// own, and every message is handed over in order, those sent before the
+// answer and after it.
+func TestServeFramesBeforeTheHandshake(t *testing.T) {
+	msgs := make(chan string, 8)
+	url := serve(t, wsconn.Options{ReadLimit: 64, BufferedReads: true}, func(c *wsconn.Conn) {
+		c.Serve(func(msg []byte) bool {
+			msgs <- string(msg)
+			return true
+		}, func(error) {})
+	})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "ws://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	frame := func(s string) []byte { return ws.MustCompileFrame(ws.MaskFrame(ws.NewTextFrame([]byte(s)))) }
+	req := "GET / HTTP/1.1\r\nHost: " + strings.TrimPrefix(url, "ws://") + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	if _, err := conn.Write(append(append([]byte(req), frame("one")...), frame("two")...)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	if _, err := conn.Write(frame("three")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"one", "two", "three"} {
+		if got := recv(t, msgs, "a message"); got != want {
+			t.Fatalf("handed %q, want %q", got, want)
+		}
+	}
+	if n := wsconn.LentReadBuffers(); n != 0 {
+		t.Fatalf("%d read buffers lent; a connection read by a goroutine of its own borrows none", n)
+	}
 }

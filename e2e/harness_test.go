@@ -112,6 +112,17 @@ func startServerAt(t testing.TB, db, addr string, args ...string) *server {
 	return s
 }
 
+// refusesToStart runs "parley serve" on the database at db, listening on
+// addr, with args, and fails the test unless it exits with an error whose
+// output says want.
+func refusesToStart(t testing.TB, ctx context.Context, db, addr, want string, args ...string) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, binary, append([]string{"serve", "-db", db, "-addr", addr}, args...)...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("serve %s: %v, want a refusal that says %q; output:\n%s", strings.Join(args, " "), err, want, out)
+	}
+}
+
 func (s *server) log() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -225,10 +225,7 @@ func TestRevokedStoreStaysClosed(t *testing.T) {
 	}
 	srv.kill()
 
-	out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "127.0.0.1:0", "-reopen").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "not revoked") {
-		t.Fatalf("-reopen with a live token: %v\n%s", err, out)
-	}
+	refusesToStart(t, ctx, db, "127.0.0.1:0", "not revoked", "-reopen")
 	runParley(t, "token", "revoke", "-db", db, againID)
 	srv = startServer(t, db, "-reopen")
 	if s := status(t, srv.url+"/v1/conversations", ""); s != 200 {

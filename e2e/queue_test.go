@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,10 +113,7 @@ func TestQueueLimitAcrossARestart(t *testing.T) {
 	}
 	srv.kill()
 
-	out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "127.0.0.1:0", "-max-queued-prompts", "0").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "limits must be positive") {
-		t.Fatalf("-max-queued-prompts 0: %v\n%s", err, out)
-	}
+	refusesToStart(t, ctx, db, "127.0.0.1:0", "limits must be positive", "-max-queued-prompts", "0")
 }
 
 // TestCollectWindowFlag runs the binary with -collect-window 1m: two
@@ -157,10 +153,6 @@ func TestCollectWindowFlag(t *testing.T) {
 		t.Fatalf("the merged prompt collects until %v, %v from now; want about a minute", queue[0].Until, left)
 	}
 
-	for window, refusal := range map[string]string{"0": "limits must be positive", "25h": "at most a day"} {
-		out, err := exec.CommandContext(ctx, binary, "serve", "-db", db, "-addr", "127.0.0.1:0", "-collect-window", window).CombinedOutput()
-		if err == nil || !strings.Contains(string(out), refusal) {
-			t.Fatalf("-collect-window %s: %v\n%s", window, err, out)
-		}
-	}
+	refusesToStart(t, ctx, db, "127.0.0.1:0", "limits must be positive", "-collect-window", "0")
+	refusesToStart(t, ctx, db, "127.0.0.1:0", "at most a day", "-collect-window", "25h")
 }

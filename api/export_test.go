@@ -38,7 +38,7 @@ func NewOutbox(write func(frame []byte)) (queue func(f *dispatch.Frame, ack *eng
 				return
 			}
 			for _, it := range items {
-				write(it.reply.frame())
+				write(it.reply.appendFrame(nil))
 				q.answered()
 			}
 		}

@@ -129,7 +129,7 @@ func FuzzRunnerFrame(f *testing.F) {
 			if b, ok := bytes.CutPrefix(frame, []byte("bob:")); ok {
 				session, frame = bob, b
 			}
-			raw := runnerReply(ctx, session, frame, new(dispatch.Frame)).frame()
+			raw := runnerReply(ctx, session, frame, new(dispatch.Frame)).appendFrame(nil)
 			if err := json.Unmarshal(raw, &reply); err != nil {
 				t.Fatalf("%q answered %q: %v", frame, raw, err)
 			}

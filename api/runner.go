@@ -216,9 +216,6 @@ func replyTo(f *dispatch.Frame) replyHead {
 // ready reports whether the outcome is known.
 func (p *pendingReply) ready() bool { return p.ack.Ready() }
 
-// frame returns the answer's frame, once the outcome is known.
-func (p *pendingReply) frame() []byte { return p.appendFrame(nil) }
-
 // appendFrame appends the answer's frame to b, once the outcome is known:
 // the connection's writer makes each ack in the same buffer, which the
 // socket's write copies.

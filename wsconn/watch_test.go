@@ -160,23 +160,23 @@ func holdNone(t *testing.T, before, n int) {
 // buffer lent to it.
 func holdNoBuffer(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for wsconn.LentReadBuffers() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := wsconn.LentReadBuffers(); n != 0 {
-		t.Fatalf("%d read buffers still lent to connections waiting for their peers", n)
-	}
+	soonNone(t, "read buffers lent to connections waiting for their peers", wsconn.LentReadBuffers)
 }
 
 // lettingGo fails the test unless the watcher soon holds no connection.
 func lettingGo(t *testing.T) {
 	t.Helper()
+	soonNone(t, "connections the watcher holds", func() int64 { return int64(netpoll.Watched()) })
+}
+
+// soonNone fails the test unless count, polled, comes to 0 within 5 s.
+func soonNone(t *testing.T, what string, count func() int64) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for netpoll.Watched() != 0 && time.Now().Before(deadline) {
+	for count() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if w := netpoll.Watched(); w != 0 {
-		t.Fatalf("the watcher still holds %d connections", w)
+	if n := count(); n != 0 {
+		t.Fatalf("still %d %s", n, what)
 	}
 }

@@ -48,9 +48,10 @@ type Options struct {
 	// ReadLimit bounds one message read (default 32 KiB): a larger one
 	// closes the connection with status 1009.
 	ReadLimit int64
-	// BufferedReads reads through a buffer of the connection's own, for a
-	// connection that is sent many frames (a runner's); others read the
-	// socket directly, and hold no buffer.
+	// BufferedReads reads through a buffer, for a connection that is sent
+	// many frames (a runner's): lent from a pool for each read while Serve
+	// reads it as frames arrive, its own while one goroutine reads it for
+	// good. Others read the socket directly.
 	BufferedReads bool
 	// WriteTimeout bounds the writes to a peer that stops reading (0:
 	// none): a write still blocked between half of WriteTimeout and all of

@@ -114,7 +114,11 @@ func BenchmarkCeilingRawInsert(b *testing.B) {
 	const convs = 1000
 	state := []byte(strings.Repeat("s", 400))
 	for c := 0; c < convs; c++ {
-		if _, err := raw.Exec(`INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES (?, '2026-11-22T00:00:00.000Z', '{}', 0, ?)`, fmt.Sprintf("conv-%04d", c), state); err != nil {
+		id := fmt.Sprintf("conv-%04d", c)
+		if _, err := raw.Exec(`INSERT INTO conversations (id, created_at, data, state) VALUES (?, '2026-11-22T00:00:00.000Z', '{}', ?)`, id, state); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := raw.Exec(`INSERT INTO heads (conversation_id, last_seq) VALUES (?, 0)`, id); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -129,7 +133,8 @@ func BenchmarkCeilingRawInsert(b *testing.B) {
 		}
 		ev, _ := tx.Prepare(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES (?, ?, 'message', ?, 't', 'a', 'turn', '2026-11-22T00:00:00.000Z', ?)`)
 		msg, _ := tx.Prepare(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, NULL, 'a', 0, ?)`)
-		bump, _ := tx.Prepare(`UPDATE conversations SET last_seq = ?, state = ? WHERE id = ? AND last_seq = ?`)
+		bump, _ := tx.Prepare(`UPDATE heads SET last_seq = ? WHERE conversation_id = ? AND last_seq = ?`)
+		snap, _ := tx.Prepare(`UPDATE conversations SET state = ? WHERE id = ?`)
 		for i := 0; i < 100 && done < b.N; i, done = i+1, done+1 {
 			c := done % convs
 			id := fmt.Sprintf("conv-%04d", c)
@@ -142,12 +147,16 @@ func BenchmarkCeilingRawInsert(b *testing.B) {
 			if _, err := msg.Exec(id, mid, s, mid, data); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := bump.Exec(s, state, id, s-1); err != nil {
+			if _, err := bump.Exec(s, id, s-1); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := snap.Exec(state, id); err != nil {
 				b.Fatal(err)
 			}
 		}
 		ev.Close()
 		msg.Close()
+		snap.Close()
 		bump.Close()
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)

@@ -52,7 +52,7 @@ func filledDB(b *testing.B, mb int) string {
 				b.Fatal(err)
 			}
 		}
-		if _, err := tx.Exec(`UPDATE conversations SET last_seq = ? WHERE id = ?`, per+1, id); err != nil {
+		if _, err := tx.Exec(`UPDATE heads SET last_seq = ? WHERE conversation_id = ?`, per+1, id); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -37,7 +37,10 @@ func threadDB(b *testing.B, n int) (*sqlite.DB, string) {
 		b.Fatal(err)
 	}
 	const conv = "c"
-	if _, err := tx.Exec(`INSERT INTO conversations (id, created_at, data, last_seq, state) VALUES ('c', '2026-01-01T00:00:00.000Z', '{"id":"c"}', ?, '{}')`, n); err != nil {
+	if _, err := tx.Exec(`INSERT INTO conversations (id, created_at, data, state) VALUES ('c', '2026-01-01T00:00:00.000Z', '{"id":"c"}', '{}')`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO heads (conversation_id, last_seq) VALUES ('c', ?)`, n); err != nil {
 		b.Fatal(err)
 	}
 	ins, err := tx.Prepare(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)

@@ -12,8 +12,8 @@ import (
 
 // CompactionCursors implements store.Store.
 func (db *DB) CompactionCursors(ctx context.Context, p store.CompactionCursorsParams) ([]store.CompactionCursor, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT c.id, c.last_seq, k.epoch = json_extract(CAST(c.data AS TEXT), '$.epoch'), k.through, k.due
-		FROM conversations c LEFT JOIN compaction k ON k.conversation_id = c.id
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, h.last_seq, k.epoch = json_extract(CAST(c.data AS TEXT), '$.epoch'), k.through, k.due
+		FROM conversations c JOIN heads h ON h.conversation_id = c.id LEFT JOIN compaction k ON k.conversation_id = c.id
 		WHERE c.id > ? AND c.import_owner IS NULL ORDER BY c.id LIMIT ?`, p.After, clampLimit(p.Limit))
 	if err != nil {
 		return nil, err

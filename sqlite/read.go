@@ -35,7 +35,8 @@ func (db *DB) GetConversation(ctx context.Context, id string) (*store.Conversati
 // Head implements store.Store.
 func (db *DB) Head(ctx context.Context, id string) (store.Head, error) {
 	var h store.Head
-	err := db.r.QueryRowContext(ctx, `SELECT last_seq, epoch FROM conversations WHERE id = ? AND import_owner IS NULL`, id).Scan(&h.Seq, &h.Epoch)
+	err := db.r.QueryRowContext(ctx, `SELECT h.last_seq, c.epoch FROM conversations c JOIN heads h ON h.conversation_id = c.id
+		WHERE c.id = ? AND c.import_owner IS NULL`, id).Scan(&h.Seq, &h.Epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return h, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 	}
@@ -55,7 +56,8 @@ func (db *DB) Heads(ctx context.Context, ids []string) (map[string]store.Head, e
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id, last_seq, epoch FROM conversations WHERE import_owner IS NULL AND id IN (SELECT value FROM json_each(?))`, string(idList))
+	rows, err := db.r.QueryContext(ctx, `SELECT c.id, h.last_seq, c.epoch FROM conversations c JOIN heads h ON h.conversation_id = c.id
+		WHERE c.import_owner IS NULL AND c.id IN (SELECT value FROM json_each(?))`, string(idList))
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +75,13 @@ func (db *DB) Heads(ctx context.Context, ids []string) (map[string]store.Head, e
 
 // getConversationQuery reads a conversation with its state and its prompt
 // queue, kept apart in queues.
-const getConversationQuery = `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
-	LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = ? AND c.import_owner IS NULL`
+const getConversationQuery = `SELECT c.data, h.last_seq, c.state, q.queue FROM conversations c
+	JOIN heads h ON h.conversation_id = c.id LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = ? AND c.import_owner IS NULL`
 
 // listConversationsQuery is ListConversations' query before its cursor
 // condition and order.
-const listConversationsQuery = `SELECT c.data, c.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
-	LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
+const listConversationsQuery = `SELECT c.data, h.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
+	JOIN heads h ON h.conversation_id = c.id LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
 
 func scanConversation(row interface{ Scan(...any) error }) (*store.ConversationRecord, error) {
 	var data []byte
@@ -98,8 +100,8 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	args := []any{}
 	if p.Member != "" {
 		// The member's rows, newest first from their index, each joined to its conversation.
-		q = `SELECT c.data, c.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
-			JOIN conversations c ON c.id = m.conversation_id LEFT JOIN queues q ON q.conversation_id = c.id
+		q = `SELECT c.data, h.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
+			JOIN conversations c ON c.id = m.conversation_id JOIN heads h ON h.conversation_id = c.id LEFT JOIN queues q ON q.conversation_id = c.id
 			WHERE m.agent_id = ? AND c.import_owner IS NULL`
 		args = append(args, p.Member)
 	}

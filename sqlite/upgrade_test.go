@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
 	"github.com/parleyhq/parley/store/storetest"
+	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
 )
 
@@ -214,5 +217,94 @@ func TestSearchTextUnchangedByUpgrade(t *testing.T) {
 	var hits int
 	if err := raw.QueryRow(`SELECT count(*) FROM message_search WHERE message_search MATCH 'then OR null OR given'`).Scan(&hits); err != nil || hits == 0 {
 		t.Fatalf("search after the upgrade: %d hits, %v", hits, err)
+	}
+}
+
+// headsVersion is the schema version that moved each conversation's head
+// out of its conversations row into heads.
+const headsVersion = 18
+
+// TestHeadsApart: a database made before heads keeps its conversations'
+// heads when the current code opens it; an append moves the head without
+// writing the conversations row unless it brings a state snapshot; and
+// undoing the migration puts the head back in the row.
+func TestHeadsApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, raw := oldDB(t, headsVersion-1)
+	conv := `{"id":"c1","epoch":"e","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
+	for _, q := range []string{
+		`INSERT INTO conversations (id, created_at, data, last_seq, state, epoch) VALUES ('c1', '2026-01-01T00:00:00.000Z', '` + conv + `', 1, '{"lastSeq":1}', 'e')`,
+		`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES ('c1', 1, 'conversation.created', 0, '', '', 'none', '2026-01-01T00:00:00.000Z', '` + conv + `')`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := db.Head(ctx, "c1"); err != nil || h != (store.Head{Seq: 1, Epoch: "e"}) {
+		t.Fatalf("head after the upgrade: %+v, %v", h, err)
+	}
+	// Count the writes of conversations rows from here on.
+	for _, q := range []string{
+		`CREATE TABLE row_writes (n INTEGER)`,
+		`CREATE TRIGGER count_row_writes AFTER UPDATE ON conversations BEGIN INSERT INTO row_writes VALUES (1); END`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rowWrites := func() (n int) {
+		t.Helper()
+		if err := raw.QueryRow(`SELECT count(*) FROM row_writes`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	ev := func(seq int64) parley.Event {
+		return parley.Event{ConversationID: "c1", Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Time: parley.NewTime(time.Now()), Data: []byte(`{}`)}
+	}
+	if err := db.Append(ctx, store.AppendParams{ConversationID: "c1", ExpectSeq: 1, Epoch: "e", Events: []parley.Event{ev(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := db.Head(ctx, "c1"); err != nil || h.Seq != 2 || rowWrites() != 0 {
+		t.Fatalf("after an append without a snapshot: head %+v (%v), %d writes of the row; want seq 2 and none", h, err, rowWrites())
+	}
+	if err := db.Append(ctx, store.AppendParams{ConversationID: "c1", ExpectSeq: 2, Epoch: "e", Events: []parley.Event{ev(3)}, State: []byte(`{"lastSeq":3}`)}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := db.GetConversation(ctx, "c1")
+	if err != nil || rec.LastSeq != 3 || string(rec.State) != `{"lastSeq":3}` || rowWrites() != 1 {
+		t.Fatalf("after an append with a snapshot: %+v (%v), %d writes of the row; want seq 3, its snapshot, one", rec, err, rowWrites())
+	}
+	// An append decided on an old head or for another epoch moves nothing.
+	for _, p := range []store.AppendParams{
+		{ConversationID: "c1", ExpectSeq: 2, Epoch: "e", Events: []parley.Event{ev(3)}},
+		{ConversationID: "c1", ExpectSeq: 3, Epoch: "other", Events: []parley.Event{ev(4)}},
+	} {
+		if err := db.Append(ctx, p); parley.ErrorCode(err) != parley.ECONFLICT {
+			t.Fatalf("append at %d for epoch %q: %v, want a conflict", p.ExpectSeq, p.Epoch, err)
+		}
+	}
+	if h, err := db.Head(ctx, "c1"); err != nil || h.Seq != 3 {
+		t.Fatalf("head after refused appends: %+v, %v", h, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := goose.NewProvider(database.DialectSQLite3, raw, sqlite.Migrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, headsVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	var seq int64
+	if err := raw.QueryRow(`SELECT last_seq FROM conversations WHERE id = 'c1'`).Scan(&seq); err != nil || seq != 3 {
+		t.Fatalf("last_seq after undoing heads: %d, %v; want 3", seq, err)
 	}
 }

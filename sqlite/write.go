@@ -14,8 +14,8 @@ import (
 
 // statements are the writer's prepared statements.
 type statements struct {
-	insertEvent, updateMessage, upsertMessage, bumpConversation, bumpImport, insertIdempotency, upsertQueue *sql.Stmt
-	savepoint, release, rollbackTo                                                                          *sql.Stmt
+	insertEvent, updateMessage, upsertMessage, bumpHead, bumpImportHead, setState, setImportState, insertIdempotency, upsertQueue *sql.Stmt
+	savepoint, release, rollbackTo                                                                                                *sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -39,8 +39,17 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 	s.upsertMessage = prep(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data, streaming) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (conversation_id, id) DO UPDATE SET seq = excluded.seq, turn_id = excluded.turn_id, reply_to = excluded.reply_to,
 		agent_id = excluded.agent_id, depth = excluded.depth, data = excluded.data, streaming = excluded.streaming`)
-	s.bumpConversation = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state) WHERE id = ? AND last_seq = ? AND import_owner IS NULL AND (? = '' OR epoch = ?)`)
-	s.bumpImport = prep(`UPDATE conversations SET last_seq = ?, state = COALESCE(?, state), import_expires = ? WHERE id = ? AND last_seq = ? AND import_owner = ?`)
+	// An append moves its conversation's head, if the head is where the
+	// append was decided (and the conversation is the epoch it was decided
+	// for, not being imported); the conversations row, which it only
+	// reads, it writes only when the state snapshot or the import's lease
+	// changes (see the migration that made heads).
+	s.bumpHead = prep(`UPDATE heads SET last_seq = ?1 WHERE conversation_id = ?2 AND last_seq = ?3
+		AND EXISTS (SELECT 1 FROM conversations WHERE id = ?2 AND import_owner IS NULL AND (?4 = '' OR epoch = ?4))`)
+	s.bumpImportHead = prep(`UPDATE heads SET last_seq = ?1 WHERE conversation_id = ?2 AND last_seq = ?3
+		AND EXISTS (SELECT 1 FROM conversations WHERE id = ?2 AND import_owner = ?4)`)
+	s.setState = prep(`UPDATE conversations SET state = ? WHERE id = ?`)
+	s.setImportState = prep(`UPDATE conversations SET state = COALESCE(?, state), import_expires = ? WHERE id = ?`)
 	s.upsertQueue = prep(`INSERT INTO queues (conversation_id, queue) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET queue = excluded.queue`)
 	s.insertIdempotency = prep(`INSERT INTO idempotency (conversation_id, agent_id, key, request_hash, seq, response, ts) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	s.savepoint = prep(`SAVEPOINT w`)
@@ -50,7 +59,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (s *statements) close() {
-	for _, st := range []*sql.Stmt{s.insertEvent, s.updateMessage, s.upsertMessage, s.bumpConversation, s.bumpImport, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.updateMessage, s.upsertMessage, s.bumpHead, s.bumpImportHead, s.setState, s.setImportState, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}
@@ -85,9 +94,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		last := int64(len(p.Events))
-		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires, epoch)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, last, p.State, owner, expires, p.Conversation.Epoch)
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, created_at, data, state, import_owner, import_expires, epoch)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			p.Conversation.ID, formatTime(p.Conversation.CreatedAt), data, p.State, owner, expires, p.Conversation.Epoch)
 		if err != nil {
 			return err
 		}
@@ -100,6 +109,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 				return err
 			}
 			return store.ErrTaken(p.Conversation.ID, importing)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO heads (conversation_id, last_seq) VALUES (?, ?)`, p.Conversation.ID, last); err != nil {
+			return err
 		}
 		for _, m := range p.Members {
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO conversation_members (agent_id, created_at, conversation_id) VALUES (?, ?, ?)`,
@@ -152,7 +164,8 @@ func (db *DB) AppendAsync(p store.AppendParams, done func(error)) {
 func (db *DB) Exclusive(ctx context.Context, id string, fn func(write func(store.AppendParams) error) error) error {
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var seq int64
-		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM conversations WHERE id = ? AND import_owner IS NULL`, id).Scan(&seq)
+		err := tx.QueryRowContext(ctx, `SELECT h.last_seq FROM conversations c JOIN heads h ON h.conversation_id = c.id
+			WHERE c.id = ? AND c.import_owner IS NULL`, id).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
 		}
@@ -176,9 +189,9 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 	var res sql.Result
 	var err error
 	if im := p.Import; im != nil {
-		res, err = tx.StmtContext(ctx, db.stmts.bumpImport).ExecContext(ctx, last, p.State, formatTime(im.Expires), p.ConversationID, p.ExpectSeq, im.Owner)
+		res, err = tx.StmtContext(ctx, db.stmts.bumpImportHead).ExecContext(ctx, last, p.ConversationID, p.ExpectSeq, im.Owner)
 	} else {
-		res, err = tx.StmtContext(ctx, db.stmts.bumpConversation).ExecContext(ctx, last, p.State, p.ConversationID, p.ExpectSeq, p.Epoch, p.Epoch)
+		res, err = tx.StmtContext(ctx, db.stmts.bumpHead).ExecContext(ctx, last, p.ConversationID, p.ExpectSeq, p.Epoch)
 	}
 	if err != nil {
 		return err
@@ -189,11 +202,21 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 		}
 		var head store.Head
 		var owner sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT last_seq, epoch, import_owner FROM conversations WHERE id = ?`, p.ConversationID).Scan(&head.Seq, &head.Epoch, &owner)
+		err := tx.QueryRowContext(ctx, `SELECT h.last_seq, c.epoch, c.import_owner FROM conversations c JOIN heads h ON h.conversation_id = c.id
+			WHERE c.id = ?`, p.ConversationID).Scan(&head.Seq, &head.Epoch, &owner)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		return store.AppendMiss(p, err == nil, head, owner.String)
+	}
+	switch {
+	case p.Import != nil:
+		_, err = tx.StmtContext(ctx, db.stmts.setImportState).ExecContext(ctx, p.State, formatTime(p.Import.Expires), p.ConversationID)
+	case p.State != nil:
+		_, err = tx.StmtContext(ctx, db.stmts.setState).ExecContext(ctx, p.State, p.ConversationID)
+	}
+	if err != nil {
+		return err
 	}
 	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events, enc); err != nil {
 		return err
@@ -330,7 +353,7 @@ func deleteConversation(ctx context.Context, tx *sql.Tx, id, cond string, args .
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
+	for _, table := range []string{"heads", "events", "messages", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE conversation_id = ?`, id); err != nil {
 			return 0, err
 		}

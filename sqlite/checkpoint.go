@@ -17,6 +17,18 @@ import (
 // only when the log has grown past walRestartPages (readers kept it from
 // starting over) and was copied whole does a RESTART checkpoint wait,
 // briefly holding writers back, until the log can start from the beginning.
+//
+// A RESTART takes the log's write lock. Left to SQLite, it would poll for
+// the lock between the writer's transactions, sleeping in the busy handler
+// (1, 2, 5, 10 ms and longer) while the writer commits, and the writer
+// would find the lock taken at its next BEGIN and sleep in its own busy
+// handler, for longer than most RESTARTs last. Here the two take turns on
+// DB.logMu instead: the RESTART starts as soon as the transaction under way
+// ends, and the writer goes on as soon as the RESTART is done.
+
+// walRestartPages is how long the log may grow (in 4 KiB pages) before a
+// checkpoint waits for readers to let it start over (a variable for tests).
+var walRestartPages = 16384
 
 const (
 	// checkpointPause is the least time between two checkpoints. A page
@@ -27,9 +39,6 @@ const (
 	// reaches the disk at checkpoints, so a power loss may take back the
 	// commits of that last second.
 	checkpointPause = time.Second
-	// walRestartPages is how long the log may grow (in 4 KiB pages) before a
-	// checkpoint waits for readers to let it start over.
-	walRestartPages = 16384
 )
 
 // checkpointer checkpoints after commits until the DB closes. kick gets a
@@ -46,7 +55,12 @@ func (db *DB) checkpointer(conn *sql.DB, kick <-chan struct{}, done chan<- struc
 		// when the PASSIVE checkpoint could copy the whole log, which no
 		// reader of an old snapshot lets it, is the log made to start over.
 		if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &pages, &copied); err == nil && pages > walRestartPages && copied == pages {
-			_ = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &pages, &copied)
+			db.logMu.Lock()
+			err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(RESTART)").Scan(&busy, &pages, &copied)
+			db.logMu.Unlock()
+			if err == nil && busy == 0 {
+				db.restarts.Add(1)
+			}
 		}
 		db.checkpoints.Add(1)
 		if !db.paused(checkpointPause) {

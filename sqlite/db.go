@@ -68,9 +68,12 @@ type DB struct {
 	stopped chan struct{}
 	once    sync.Once
 
-	batches, writes, checkpoints atomic.Int64
-	stmts                        statements
+	batches, writes, checkpoints, restarts atomic.Int64
+	stmts                                  statements
 
+	// logMu is held by the writer over each transaction and by the
+	// checkpointer over a RESTART checkpoint (see checkpoint.go).
+	logMu    sync.Mutex
 	ckpt     *sql.DB       // the checkpointer's connection
 	kick     chan struct{} // wakes the checkpointer after a commit
 	ckptDone chan struct{} // closed when the checkpointer has stopped
@@ -325,6 +328,7 @@ func (db *DB) writer() {
 func (db *DB) commit(batch []*writeReq) {
 	ctx := context.Background()
 	results := make([]error, len(batch))
+	db.logMu.Lock()
 	whole, err := db.commitWhole(ctx, batch)
 	if !whole {
 		err = func() error {
@@ -338,6 +342,7 @@ func (db *DB) commit(batch []*writeReq) {
 			return tx.Commit()
 		}()
 	}
+	db.logMu.Unlock()
 	select {
 	case db.kick <- struct{}{}:
 	default:

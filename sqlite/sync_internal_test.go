@@ -126,3 +126,60 @@ func TestPageCacheSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartTakesTurnsWithTheWriter: a RESTART checkpoint, made while the
+// writer commits without pause, never holds the log's write lock at a
+// moment the writer wants it. The writer's busy timeout is 0 here, so
+// that meeting the lock would fail a write at once (SQLITE_BUSY) rather
+// than sleep in SQLite's busy handler.
+func TestRestartTakesTurnsWithTheWriter(t *testing.T) {
+	defer func(n int) { walRestartPages = n }(walRestartPages)
+	walRestartPages = 16 // restart after 16 pages of log, not 16,384
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "p.db"), Options{Sync: SyncNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.w.Exec("PRAGMA busy_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.Exec("CREATE TABLE filler (b BLOB)"); err != nil {
+		t.Fatal(err)
+	}
+	// Writes from four goroutines keep the writer's queue full until three
+	// RESTARTs have been made.
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				if err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+					_, err := tx.ExecContext(ctx, "INSERT INTO filler VALUES (randomblob(8000))")
+					return err
+				}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for end := time.Now().Add(20 * time.Second); db.restarts.Load() < 3 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a write met the log locked (after %d restarts): %v", db.restarts.Load(), err)
+		}
+	}
+	if n := db.restarts.Load(); n < 3 {
+		t.Fatalf("%d RESTART checkpoints in 20 s of writes, want 3", n)
+	}
+}

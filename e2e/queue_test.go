@@ -119,7 +119,7 @@ func TestQueueLimitAcrossARestart(t *testing.T) {
 // TestCollectWindowFlag runs the binary with -collect-window 1m: two
 // prompts in mode collect sent further apart than the default window (2 s)
 // are still one prompt (two parts), because the server's window is longer,
-// and it collects for about a minute more. (With the default they would be
+// and it collects for a minute after the second. (With the default they would be
 // two: the gap on the server is at least the one here.) A window of 0, or
 // of more than a day, is refused at start.
 func TestCollectWindowFlag(t *testing.T) {
@@ -149,8 +149,14 @@ func TestCollectWindowFlag(t *testing.T) {
 	if len(queue) != 1 || len(queue[0].Parts) != 2 || queue[0].Mode != "collect" {
 		t.Fatalf("the queue after two collect prompts 2.5 s apart in a window of 1m: %+v", queue)
 	}
-	if left := time.Until(queue[0].Until.Time); left < 30*time.Second {
-		t.Fatalf("the merged prompt collects until %v, %v from now; want about a minute", queue[0].Until, left)
+	// It collects for a minute after the second prompt came, by the
+	// server's clock: the time of that prompt's event.
+	evs, _, err := c.Events(ctx, id, queue[0].Parts[1]-1, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("the second prompt's event: %v %v", evs, err)
+	}
+	if got, want := queue[0].Until.Time, evs[0].Time.Add(time.Minute); !got.Equal(want) {
+		t.Fatalf("the merged prompt collects until %v, want a minute after its second prompt (%v)", got, want)
 	}
 
 	refusesToStart(t, ctx, db, "127.0.0.1:0", "limits must be positive", "-collect-window", "0")

@@ -62,7 +62,6 @@ func (db *DB) checkpointer(conn *sql.DB, kick <-chan struct{}, done chan<- struc
 				db.restarts.Add(1)
 			}
 		}
-		db.checkpoints.Add(1)
 		if !db.paused(checkpointPause) {
 			return
 		}

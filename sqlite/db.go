@@ -68,8 +68,10 @@ type DB struct {
 	stopped chan struct{}
 	once    sync.Once
 
-	batches, writes, checkpoints, restarts atomic.Int64
-	stmts                                  statements
+	// batches and writes are counted for Stats; restarts counts the
+	// RESTART checkpoints that started the log over (for tests).
+	batches, writes, restarts atomic.Int64
+	stmts                     statements
 
 	// logMu is held by the writer over each transaction and by the
 	// checkpointer over a RESTART checkpoint (see checkpoint.go).

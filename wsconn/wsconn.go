@@ -162,7 +162,8 @@ func (c *Conn) ownBuffer() {
 	}
 }
 
-// giveBack returns a lent buffer, which must hold nothing unread.
+// giveBack returns a lent buffer. What it holds unread is dropped: it is
+// called once the buffer is empty, or once reading has ended for good.
 func (c *Conn) giveBack() {
 	if br, ok := c.r.(*bufio.Reader); ok && c.lend {
 		br.Reset(nil)

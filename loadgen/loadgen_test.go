@@ -23,7 +23,9 @@ import (
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/store"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // serveEnv makes the test binary act as `parley serve` (the flags Run passes
@@ -55,14 +57,20 @@ func testServe(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var db store.Store
-	var err error
+	reg := prometheus.NewRegistry()
 	if *pgURL != "" {
-		db, err = postgres.Open(ctx, *pgURL)
+		pg, err := postgres.Open(ctx, *pgURL)
+		if err != nil {
+			return err
+		}
+		db = pg
 	} else {
-		db, err = sqlite.Open(ctx, *dbPath, sqlite.Options{Sync: sqlite.Sync(*sync)})
-	}
-	if err != nil {
-		return err
+		lite, err := sqlite.Open(ctx, *dbPath, sqlite.Options{Sync: sqlite.Sync(*sync)})
+		if err != nil {
+			return err
+		}
+		reg.MustRegister(sqlitemetrics.Collectors(lite)...)
+		db = lite
 	}
 	defer db.Close()
 	eng := engine.New(db, engine.Options{})
@@ -71,7 +79,7 @@ func testServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(eng, runners, api.Options{Open: true})}
+	srv := &http.Server{Handler: api.New(eng, runners, api.Options{Open: true, Gatherer: reg})}
 	go srv.Serve(ln)
 	<-ctx.Done()
 	runners.Close()
@@ -148,6 +156,21 @@ func checkReport(t *testing.T, rep *Report, subscribers int) {
 	}
 }
 
+// checkWriter asserts what the report says of a SQLite server's writer,
+// read from its /metrics: it committed in the window, each commit held at
+// least one write, and it was busy for some of the window, never more
+// than all of it (the share is of its own clock's interval).
+func checkWriter(t *testing.T, rep *Report) {
+	t.Helper()
+	w := rep.Writer
+	if w == nil {
+		t.Fatal("no SQLite writer in the report")
+	}
+	if w.CommitsPerSec <= 0 || w.WritesPerCommit < 1 || w.BusyShare <= 0 || w.BusyShare > 1 {
+		t.Errorf("SQLite writer: %+v", *w)
+	}
+}
+
 // TestRunAgainstServer drives a server running in this process over
 // loopback, with WebSocket subscribers.
 func TestRunAgainstServer(t *testing.T) {
@@ -163,7 +186,9 @@ func TestRunAgainstServer(t *testing.T) {
 	defer eng.Close()
 	runners := dispatch.New(eng, dispatch.Options{})
 	defer runners.Close()
-	srv := httptest.NewServer(api.New(eng, runners, api.Options{Open: true}))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(sqlitemetrics.Collectors(db)...)
+	srv := httptest.NewServer(api.New(eng, runners, api.Options{Open: true, Gatherer: reg}))
 	defer srv.Close()
 
 	cfg := smallConfig(TransportWS)
@@ -175,6 +200,7 @@ func TestRunAgainstServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReport(t, rep, 2)
+	checkWriter(t, rep)
 	if rep.Store != "sqlite" || rep.Ceilings.Store.Kind != "sqlite" {
 		t.Errorf("store %q, ceiling %q", rep.Store, rep.Ceilings.Store.Kind)
 	}
@@ -199,6 +225,7 @@ func TestRunStartsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReport(t, rep, 2)
+	checkWriter(t, rep)
 	if rep.Process.PID == os.Getpid() {
 		t.Error("the server's figures are this process's")
 	}
@@ -232,6 +259,9 @@ func TestRunPostgres(t *testing.T) {
 	checkReport(t, rep, 2)
 	if rep.Store != "postgres" || rep.Ceilings.Store.Kind != "postgres" {
 		t.Errorf("store %q, ceiling %q", rep.Store, rep.Ceilings.Store.Kind)
+	}
+	if rep.Writer != nil {
+		t.Errorf("a SQLite writer reported for a PostgreSQL server: %+v", *rep.Writer)
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)

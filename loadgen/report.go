@@ -27,18 +27,21 @@ type Report struct {
 	// DeltasDeliveredPerSec counts the text deltas in the chunk events the
 	// subscribers got: a chunk event holds every delta of a runner that
 	// came while its conversation's last append was being written.
-	DeltasDeliveredPerSec float64  `json:"deltasDeliveredPerSec"`
-	Latency               Latency  `json:"deltaToSubscriberLatency"`
-	AckLatency            Latency  `json:"deltaToAckLatency"`
-	ToolAckLatency        Latency  `json:"toolUpdateToAckLatency"`
-	Counts                Counts   `json:"counts"`
-	Errors                Errors   `json:"errors"`
-	Process               Process  `json:"serverProcess"`
-	BenchCPUCores         float64  `json:"benchCpuCores"`
-	Storage               Storage  `json:"storage"`
-	Ceilings              Ceilings `json:"ceilings"`
-	Ratios                Ratios   `json:"ratios"`
-	Warnings              []string `json:"warnings,omitempty"`
+	DeltasDeliveredPerSec float64 `json:"deltasDeliveredPerSec"`
+	Latency               Latency `json:"deltaToSubscriberLatency"`
+	AckLatency            Latency `json:"deltaToAckLatency"`
+	ToolAckLatency        Latency `json:"toolUpdateToAckLatency"`
+	Counts                Counts  `json:"counts"`
+	Errors                Errors  `json:"errors"`
+	Process               Process `json:"serverProcess"`
+	BenchCPUCores         float64 `json:"benchCpuCores"`
+	// Writer is what the server's SQLite writer did in the window (nil
+	// with PostgreSQL, or when the server's /metrics did not answer).
+	Writer   *Writer  `json:"sqliteWriter,omitempty"`
+	Storage  Storage  `json:"storage"`
+	Ceilings Ceilings `json:"ceilings"`
+	Ratios   Ratios   `json:"ratios"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ReportConfig echoes the run's parameters.
@@ -292,6 +295,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "server process\tnot measured (give -server-pid)\n")
 	}
 	fmt.Fprintf(tw, "load generator\tCPU %.2f cores (on the same machine)\n", r.BenchCPUCores)
+	if w := r.Writer; w != nil {
+		fmt.Fprintf(tw, "SQLite writer\tbusy %.0f%% of the window: %s commits/s of %.1f writes each\n", w.BusyShare*100, commas(w.CommitsPerSec), w.WritesPerCommit)
+	}
 	if r.Storage.Method != "" {
 		fmt.Fprintf(tw, "storage\t%s bytes for %s text bytes (%s)\n", commas(float64(r.Storage.Bytes)), commas(float64(r.Storage.TextBytes)), r.Storage.Method)
 	}

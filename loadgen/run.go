@@ -313,12 +313,15 @@ func (b *bench) load(ctx context.Context, rep *Report, sz sizer, pid int) error 
 	err = sleep(cfg.Warmup)
 	var p0, p1, self0, self1 procSample
 	var s0, s1 snapshot
+	var w0, w1 writerSample
 	if err == nil {
+		w0 = b.sampleWriter(ctx)
 		p0, self0, s0 = b.sampleProc(pid), b.sampleProc(os.Getpid()), b.cnt.snap()
 		b.winStart.Store(int64(b.now()))
 		err = sleep(cfg.Duration)
 		b.winEnd.Store(int64(b.now()))
 		p1, self1, s1 = b.sampleProc(pid), b.sampleProc(os.Getpid()), b.cnt.snap()
+		w1 = b.sampleWriter(ctx)
 	}
 	close(stop)
 	<-progressDone
@@ -353,6 +356,7 @@ func (b *bench) load(ctx context.Context, rep *Report, sz sizer, pid int) error 
 	subCancel()
 	subWG.Wait()
 	b.fillLoad(rep, s0, s1, p0, p1, self0, self1, peakRSS.Load(), pid)
+	rep.Writer = writerOver(w0, w1)
 	return nil
 }
 

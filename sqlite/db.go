@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
@@ -68,10 +69,11 @@ type DB struct {
 	stopped chan struct{}
 	once    sync.Once
 
-	// batches and writes are counted for Stats; restarts counts the
-	// RESTART checkpoints that started the log over (for tests).
-	batches, writes, restarts atomic.Int64
-	stmts                     statements
+	// batches, writes and busy (nanoseconds) are counted for Stats;
+	// restarts counts the RESTART checkpoints that started the log over
+	// (for tests).
+	batches, writes, busy, restarts atomic.Int64
+	stmts                           statements
 
 	// logMu is held by the writer over each transaction and by the
 	// checkpointer over a RESTART checkpoint (see checkpoint.go).
@@ -87,12 +89,20 @@ type DB struct {
 var _ store.Store = (*DB)(nil)
 
 // Stats counts group commits of the store's writes (the search index's
-// own writes, which index what the store's writes noted, are not counted).
+// own writes, which index what the store's writes noted, are not counted
+// in Batches and Writes), and how busy the one writer is.
 type Stats struct {
 	// Batches is the number of transactions committed.
 	Batches int64
 	// Writes is the number of write requests in them.
 	Writes int64
+	// Busy is the time the writer has spent committing, from the start of
+	// each transaction to the answers of its writes (the search index's
+	// batches too): over an interval, its growth divided by the interval
+	// is the share of the time the writer was busy.
+	Busy time.Duration
+	// Queued is the number of writes waiting for the writer now.
+	Queued int
 }
 
 // A connection's role decides its pragmas (see dsn).
@@ -206,8 +216,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// Stats returns how many batches and writes were committed.
-func (db *DB) Stats() Stats { return Stats{Batches: db.batches.Load(), Writes: db.writes.Load()} }
+// Stats returns how many batches and writes were committed, how long the
+// writer has been busy, and how many writes wait for it.
+func (db *DB) Stats() Stats {
+	return Stats{Batches: db.batches.Load(), Writes: db.writes.Load(), Busy: time.Duration(db.busy.Load()), Queued: len(db.reqs)}
+}
 
 // Close stops accepting writes, finishes those already queued and closes
 // the database.
@@ -328,6 +341,8 @@ func (db *DB) writer() {
 // back and the batch run again, each request in a savepoint, so that a
 // failing request takes nothing else down with it.
 func (db *DB) commit(batch []*writeReq) {
+	start := time.Now()
+	defer func() { db.busy.Add(int64(time.Since(start))) }()
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	db.logMu.Lock()

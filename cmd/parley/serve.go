@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/retention"
 	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -117,6 +118,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s, ok := db.(*sqlite.DB); ok {
+		reg.MustRegister(sqlitemetrics.Collectors(s)...)
+	}
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
 		ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, Shared: *pgURL != ""})
 	defer eng.Close()

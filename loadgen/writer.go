@@ -83,7 +83,10 @@ func writerOver(a, z writerSample) *Writer {
 	if !a.ok || !z.ok || d <= 0 {
 		return nil
 	}
-	w := &Writer{BusyShare: round2((z.busy - a.busy) / d), CommitsPerSec: round2((z.commits - a.commits) / d)}
+	// A commit's time is counted when it ends, so one that began before
+	// the first sample may add a little more than the interval: a share
+	// is at most 1.
+	w := &Writer{BusyShare: round2(min(1, (z.busy-a.busy)/d)), CommitsPerSec: round2((z.commits - a.commits) / d)}
 	if n := z.commits - a.commits; n > 0 {
 		w.WritesPerCommit = round2((z.writes - a.writes) / n)
 	}

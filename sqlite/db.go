@@ -97,9 +97,9 @@ type Stats struct {
 	// Writes is the number of write requests in them.
 	Writes int64
 	// Busy is the time the writer has spent committing, from the start of
-	// each transaction to the answers of its writes (the search index's
-	// batches too): over an interval, its growth divided by the interval
-	// is the share of the time the writer was busy.
+	// each transaction to its commit (the search index's batches too):
+	// over an interval, its growth divided by the interval is the share of
+	// the time the writer was busy. A transaction counts once committed.
 	Busy time.Duration
 	// Queued is the number of writes waiting for the writer now.
 	Queued int
@@ -342,7 +342,6 @@ func (db *DB) writer() {
 // failing request takes nothing else down with it.
 func (db *DB) commit(batch []*writeReq) {
 	start := time.Now()
-	defer func() { db.busy.Add(int64(time.Since(start))) }()
 	ctx := context.Background()
 	results := make([]error, len(batch))
 	db.logMu.Lock()
@@ -360,6 +359,7 @@ func (db *DB) commit(batch []*writeReq) {
 		}()
 	}
 	db.logMu.Unlock()
+	db.busy.Add(int64(time.Since(start))) // before the answers: a caller woken by one sees it
 	select {
 	case db.kick <- struct{}{}:
 	default:

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -32,6 +33,10 @@ type writerSample struct {
 	commits, writes, busy float64
 }
 
+// maxMetricsBytes bounds what is read of a server's /metrics (parley
+// serve's is some tens of KiB).
+const maxMetricsBytes = 8 << 20
+
 // The counters of the SQLite writer that parley serve exports.
 const (
 	metricCommits = "parley_sqlite_commits_total"
@@ -57,7 +62,7 @@ func (b *bench) sampleWriter(ctx context.Context) writerSample {
 		return s
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(res.Body)
+	fams, err := p.TextToMetricFamilies(io.LimitReader(res.Body, maxMetricsBytes))
 	if err != nil {
 		return s
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
+	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -36,7 +37,7 @@ func TestMetricsTellTheWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]float64{}
-		for _, name := range []string{"parley_sqlite_commits_total", "parley_sqlite_commit_writes_total", "parley_sqlite_writer_busy_seconds_total", "parley_sqlite_write_queue"} {
+		for _, name := range []string{sqlitemetrics.CommitsName, sqlitemetrics.WritesName, sqlitemetrics.BusyName, sqlitemetrics.QueueName} {
 			f, ok := fams[name]
 			if !ok || len(f.GetMetric()) != 1 {
 				t.Fatalf("/metrics has no %s", name)
@@ -65,16 +66,16 @@ func TestMetricsTellTheWriter(t *testing.T) {
 	}
 	after, ran := scrape(), time.Since(began)
 
-	commits := after["parley_sqlite_commits_total"] - before["parley_sqlite_commits_total"]
-	writes := after["parley_sqlite_commit_writes_total"] - before["parley_sqlite_commit_writes_total"]
-	busy := after["parley_sqlite_writer_busy_seconds_total"] - before["parley_sqlite_writer_busy_seconds_total"]
+	commits := after[sqlitemetrics.CommitsName] - before[sqlitemetrics.CommitsName]
+	writes := after[sqlitemetrics.WritesName] - before[sqlitemetrics.WritesName]
+	busy := after[sqlitemetrics.BusyName] - before[sqlitemetrics.BusyName]
 	if commits < 1+posts || writes < commits {
 		t.Fatalf("a conversation and %d posts, each answered once durable, moved the writer's metrics by %v commits of %v writes", posts, commits, writes)
 	}
-	if busy <= 0 || after["parley_sqlite_writer_busy_seconds_total"] > ran.Seconds() {
-		t.Fatalf("the writer was busy %vs for them, %vs in all, in a server that ran %v", busy, after["parley_sqlite_writer_busy_seconds_total"], ran)
+	if busy <= 0 || after[sqlitemetrics.BusyName] > ran.Seconds() {
+		t.Fatalf("the writer was busy %vs for them, %vs in all, in a server that ran %v", busy, after[sqlitemetrics.BusyName], ran)
 	}
-	if q := after["parley_sqlite_write_queue"]; q != 0 {
+	if q := after[sqlitemetrics.QueueName]; q != 0 {
 		t.Fatalf("%v writes queued with every request answered", q)
 	}
 }

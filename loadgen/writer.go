@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -37,13 +38,6 @@ type writerSample struct {
 // serve's is some tens of KiB).
 const maxMetricsBytes = 8 << 20
 
-// The counters of the SQLite writer that parley serve exports.
-const (
-	metricCommits = "parley_sqlite_commits_total"
-	metricWrites  = "parley_sqlite_commit_writes_total"
-	metricBusy    = "parley_sqlite_writer_busy_seconds_total"
-)
-
 // sampleWriter reads the writer's counters from the first node's /metrics.
 func (b *bench) sampleWriter(ctx context.Context) writerSample {
 	s := writerSample{at: time.Now()}
@@ -74,9 +68,9 @@ func (b *bench) sampleWriter(ctx context.Context) writerSample {
 		return f.GetMetric()[0].GetCounter().GetValue(), true
 	}
 	var ok1, ok2, ok3 bool
-	s.commits, ok1 = counter(metricCommits)
-	s.writes, ok2 = counter(metricWrites)
-	s.busy, ok3 = counter(metricBusy)
+	s.commits, ok1 = counter(sqlitemetrics.CommitsName)
+	s.writes, ok2 = counter(sqlitemetrics.WritesName)
+	s.busy, ok3 = counter(sqlitemetrics.BusyName)
 	s.ok = ok1 && ok2 && ok3
 	return s
 }

@@ -2,8 +2,10 @@ package netpoll
 
 import (
 	"net"
+	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/parleyhq/parley/gopool"
 )
@@ -23,7 +25,8 @@ type Watcher struct {
 // meanwhile, and closing a socket takes it out of the set.
 var set = struct {
 	start   sync.Once
-	epfd    int // -1 if epoll could not be had
+	epfd    int      // -1 if epoll could not be had
+	file    *os.File // epfd as a file, for Go's network poller (see pollable)
 	mu      sync.Mutex
 	watches map[int32]*Watcher // by token
 	next    int32
@@ -49,7 +52,11 @@ func watch(conn net.Conn, ready func() bool) (*Watcher, bool) {
 			set.epfd = -1
 			return
 		}
-		go loop()
+		if rc, ok := pollable(fd); ok {
+			go loop(rc)
+		} else {
+			go loopBlocking()
+		}
 	})
 	if set.epfd < 0 {
 		return nil, false
@@ -105,8 +112,55 @@ func (w *Watcher) serve() {
 	}
 }
 
-// loop has a goroutine serve each socket that has something to read.
-func loop() {
+// pollable hands the epoll set's own descriptor to Go's network poller
+// (an epoll set is readable while it has events), so that the loop waits
+// for it as any reader waits for its socket: parked, not in a system call.
+// A goroutine back from a blocking system call with no core free waits in
+// the scheduler's global queue, behind the goroutines the cores are busy
+// with, and so would every socket the set watches; one the poller wakes
+// runs next.
+func pollable(fd int) (syscall.RawConn, bool) {
+	if syscall.SetNonblock(fd, true) != nil {
+		return nil, false
+	}
+	f := os.NewFile(uintptr(fd), "netpoll")
+	// Kept whatever follows: collected, the file would close fd.
+	set.file = f
+	if f.SetReadDeadline(time.Time{}) != nil { // not in the poller
+		return nil, false
+	}
+	rc, err := f.SyscallConn()
+	return rc, err == nil
+}
+
+// loop has a goroutine serve each socket that has something to read,
+// waiting in Go's network poller while none has.
+func loop(rc syscall.RawConn) {
+	evs := make([]syscall.EpollEvent, 256)
+	for {
+		var n int
+		var werr error
+		err := rc.Read(func(fd uintptr) bool {
+			for {
+				n, werr = syscall.EpollWait(int(fd), evs, 0)
+				if werr != syscall.EINTR {
+					return n > 0 || werr != nil
+				}
+			}
+		})
+		if err != nil || werr != nil {
+			// A bad descriptor or buffer, which cannot be. The watched
+			// connections are then read by no one: a WebSocket client's
+			// pongs go unread, so its stream ends at the next heartbeat.
+			return
+		}
+		dispatch(evs[:n])
+	}
+}
+
+// loopBlocking is loop for a set Go's poller would not take: it waits in
+// epoll_wait.
+func loopBlocking() {
 	evs := make([]syscall.EpollEvent, 256)
 	for {
 		n, err := syscall.EpollWait(set.epfd, evs, -1)
@@ -114,19 +168,21 @@ func loop() {
 			continue
 		}
 		if err != nil {
-			// A bad descriptor or buffer, which cannot be. The watched
-			// connections are then read by no one: a WebSocket client's
-			// pongs go unread, so its stream ends at the next heartbeat.
-			return
+			return // as in loop
 		}
-		set.mu.Lock()
-		for _, ev := range evs[:n] {
-			if w := set.watches[ev.Fd]; w != nil {
-				gopool.Go(w.serve)
-			}
-		}
-		set.mu.Unlock()
+		dispatch(evs[:n])
 	}
+}
+
+// dispatch has a goroutine serve each watched socket of evs.
+func dispatch(evs []syscall.EpollEvent) {
+	set.mu.Lock()
+	for _, ev := range evs {
+		if w := set.watches[ev.Fd]; w != nil {
+			gopool.Go(w.serve)
+		}
+	}
+	set.mu.Unlock()
 }
 
 func watched() int {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,33 @@ func TestWatchAClosedConnection(t *testing.T) {
 	if _, ok := netpoll.Watch(server[0], func() bool { return true }); ok {
 		t.Fatal("a closed connection was watched")
 	}
+}
+
+// TestTheSetWaitsInGosPoller: with nothing to read, the goroutine that
+// serves the epoll set is parked in Go's network poller ("IO wait"), not
+// blocked in a system call, from which a busy scheduler would make it wait
+// for a core after every arrival.
+func TestTheSetWaitsInGosPoller(t *testing.T) {
+	server, _ := pairs(t, 1)
+	w, ok := netpoll.Watch(server[0], func() bool { return true })
+	if !ok {
+		t.Fatal("a TCP connection could not be watched")
+	}
+	defer w.Stop()
+	buf := make([]byte, 1<<20)
+	var state string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		state = "not found"
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "netpoll.loop(") {
+				head, _, _ := strings.Cut(g, "\n")
+				_, state, _ = strings.Cut(head, "[")
+				state, _, _ = strings.Cut(state, "]")
+			}
+		}
+		if strings.HasPrefix(state, "IO wait") {
+			return
+		}
+	}
+	t.Fatalf("the epoll set's goroutine is %q, want IO wait", state)
 }

@@ -6,7 +6,8 @@
 // collection.
 //
 // On Linux one epoll set, served by one goroutine, watches every such
-// socket; elsewhere, and for a connection that is not a socket of its own
+// socket; the set itself waits in Go's network poller, as a socket read
+// by a goroutine would. Elsewhere, and for a connection that is not a socket of its own
 // (TLS), Watch reports that it cannot, and the caller reads with a
 // goroutine as before.
 package netpoll

@@ -25,8 +25,8 @@ type Watcher struct {
 // meanwhile, and closing a socket takes it out of the set.
 var set = struct {
 	start   sync.Once
-	epfd    int      // -1 if epoll could not be had
-	file    *os.File // epfd as a file, for Go's network poller (see pollable)
+	epfd    int      // -1 if epoll could not be had, or not in Go's poller
+	file    *os.File // epfd as a file, in Go's network poller (see pollable)
 	mu      sync.Mutex
 	watches map[int32]*Watcher // by token
 	next    int32
@@ -46,16 +46,14 @@ func watch(conn net.Conn, ready func() bool) (*Watcher, bool) {
 		return nil, false
 	}
 	set.start.Do(func() {
+		set.epfd = -1
 		fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
-		set.epfd = fd
 		if err != nil {
-			set.epfd = -1
 			return
 		}
-		if rc, ok := pollable(fd); ok {
-			go loop(rc)
-		} else {
-			go loopBlocking()
+		if epoll, ok := pollable(fd); ok {
+			set.epfd = fd
+			go loop(epoll)
 		}
 	})
 	if set.epfd < 0 {
@@ -119,18 +117,20 @@ func (w *Watcher) serve() {
 // the scheduler's global queue, behind the goroutines the cores are busy
 // with, and so would every socket the set watches; one the poller wakes
 // runs next.
+// If the poller will not take it, fd is closed and nothing is watched.
 func pollable(fd int) (syscall.RawConn, bool) {
 	if syscall.SetNonblock(fd, true) != nil {
+		syscall.Close(fd)
 		return nil, false
 	}
 	f := os.NewFile(uintptr(fd), "netpoll")
-	// Kept whatever follows: collected, the file would close fd.
-	set.file = f
-	if f.SetReadDeadline(time.Time{}) != nil { // not in the poller
+	rc, err := f.SyscallConn()
+	if err != nil || f.SetReadDeadline(time.Time{}) != nil { // not in the poller
+		f.Close()
 		return nil, false
 	}
-	rc, err := f.SyscallConn()
-	return rc, err == nil
+	set.file = f // kept: collected, the file would close fd
+	return rc, true
 }
 
 // loop has a goroutine serve each socket that has something to read,
@@ -153,22 +153,6 @@ func loop(rc syscall.RawConn) {
 			// connections are then read by no one: a WebSocket client's
 			// pongs go unread, so its stream ends at the next heartbeat.
 			return
-		}
-		dispatch(evs[:n])
-	}
-}
-
-// loopBlocking is loop for a set Go's poller would not take: it waits in
-// epoll_wait.
-func loopBlocking() {
-	evs := make([]syscall.EpollEvent, 256)
-	for {
-		n, err := syscall.EpollWait(set.epfd, evs, -1)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return // as in loop
 		}
 		dispatch(evs[:n])
 	}

@@ -7,9 +7,9 @@
 //
 // On Linux one epoll set, served by one goroutine, watches every such
 // socket; the set itself waits in Go's network poller, as a socket read
-// by a goroutine would. Elsewhere, and for a connection that is not a socket of its own
-// (TLS), Watch reports that it cannot, and the caller reads with a
-// goroutine as before.
+// by a goroutine would. Elsewhere (or where that poller would not take the
+// set), and for a connection that is not a socket of its own (TLS), Watch
+// reports that it cannot, and the caller reads with a goroutine as before.
 package netpoll
 
 import "net"

@@ -117,6 +117,7 @@ func (w *Watcher) serve() {
 // the scheduler's global queue, behind the goroutines the cores are busy
 // with, and so would every socket the set watches; one the poller wakes
 // runs next.
+//
 // If the poller will not take it, fd is closed and nothing is watched.
 func pollable(fd int) (syscall.RawConn, bool) {
 	if syscall.SetNonblock(fd, true) != nil {

@@ -155,19 +155,14 @@ func loop(rc syscall.RawConn) {
 			// pongs go unread, so its stream ends at the next heartbeat.
 			return
 		}
-		dispatch(evs[:n])
-	}
-}
-
-// dispatch has a goroutine serve each watched socket of evs.
-func dispatch(evs []syscall.EpollEvent) {
-	set.mu.Lock()
-	for _, ev := range evs {
-		if w := set.watches[ev.Fd]; w != nil {
-			gopool.Go(w.serve)
+		set.mu.Lock()
+		for _, ev := range evs[:n] {
+			if w := set.watches[ev.Fd]; w != nil {
+				gopool.Go(w.serve)
+			}
 		}
+		set.mu.Unlock()
 	}
-	set.mu.Unlock()
 }
 
 func watched() int {

@@ -231,7 +231,7 @@ func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Ide
 	)
 	if resume != nil && resume.epoch == epoch {
 		var found bool
-		from, found, err = s.askedBefore(r.Context(), in.ThreadID, in.RunID)
+		from, found, err = s.askedBefore(r.Context(), in.ThreadID, in.RunID, act.AgentID)
 		if err == nil && !found {
 			err = parley.Errorf(parley.ENOTFOUND, "run %s is not in thread %s: it cannot be resumed", in.RunID, in.ThreadID)
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strings"
@@ -269,12 +270,13 @@ func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, 
 
 // ask queues text as a prompt to agent to (any runner when empty) with id
 // promptID, and returns its answer to follow and the position to follow it
-// from. With same, a prompt or message that has that id already is the
-// same question asked again (a retried request): its answer is followed
-// from its start and nothing is queued; otherwise a taken id gets a new
-// one.
+// from. With same, a prompt or message of the asker's that has that id
+// already is the same question asked again (a retried request): its answer
+// is followed from its start and nothing is queued. Otherwise an id that
+// is taken (by another's prompt or message, or by one removed since: ids
+// are never reused) gets a new one.
 func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptID, text, to string, same bool) (*answerState, parley.Position, error) {
-	if from, ok, err := s.askedBefore(ctx, convID, promptID); err != nil || ok {
+	if from, ok, err := s.askedBefore(ctx, convID, promptID, act.AgentID); err != nil || ok {
 		if err == nil && !same {
 			return s.ask(ctx, convID, act, engine.NewID(), text, to, false)
 		}
@@ -283,8 +285,11 @@ func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptI
 	res, err := s.eng.EnqueuePrompt(ctx, convID, conv.EnqueuePrompt{Actor: act, ID: promptID, Content: text, To: to})
 	if parley.ErrorCode(err) == parley.EBUSY {
 		// Queued meanwhile by the same request sent twice?
-		if from, ok, qerr := s.askedBefore(ctx, convID, promptID); qerr == nil && ok && same {
+		if from, ok, qerr := s.askedBefore(ctx, convID, promptID, act.AgentID); qerr == nil && ok && same {
 			return newAnswer(promptID), from, nil
+		}
+		if takenID(err) == promptID {
+			return s.ask(ctx, convID, act, engine.NewID(), text, to, false)
 		}
 	}
 	if err != nil {
@@ -293,21 +298,34 @@ func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptI
 	return newAnswer(promptID), parley.Position{Seq: res.Seq}, nil
 }
 
-// askedBefore finds prompt id in the conversation: in the queue, or as
-// its message. It returns the position its answer is to be followed from:
-// after its prompt.queued event, or just before its message.
-func (s *Server) askedBefore(ctx context.Context, convID, id string) (parley.Position, bool, error) {
+// takenID is the id a refusal says is taken already, or "".
+func takenID(err error) string {
+	var e *parley.Error
+	if errors.As(err, &e) {
+		id, _ := e.Details["id"].(string)
+		return id
+	}
+	return ""
+}
+
+// askedBefore finds prompt id, asked by asker, in the conversation: in the
+// queue, or as its message. It returns the position its answer is to be
+// followed from: after its prompt.queued event, or just before its
+// message. A prompt or message of that id by another is not found: it is
+// not the asker's question.
+func (s *Server) askedBefore(ctx context.Context, convID, id, asker string) (parley.Position, bool, error) {
 	var from parley.Position
-	found := false
+	found, queued := false, false
 	err := s.eng.Check(ctx, convID, func(st conv.State) error {
 		for _, p := range st.Queue {
 			if p.ID == id && len(p.Parts) > 0 {
-				from, found = parley.Position{Seq: p.Parts[0], Epoch: st.Conversation.Epoch}, true
+				queued = true
+				from, found = parley.Position{Seq: p.Parts[0], Epoch: st.Conversation.Epoch}, p.AgentID == asker
 			}
 		}
 		return nil
 	})
-	if err != nil || found {
+	if err != nil || queued {
 		return from, found, err
 	}
 	m, err := s.eng.Store().GetMessage(ctx, convID, id)
@@ -317,7 +335,7 @@ func (s *Server) askedBefore(ctx context.Context, convID, id string) (parley.Pos
 	case err != nil:
 		return from, false, err
 	}
-	return parley.Position{Seq: m.Seq - 1}, true, nil
+	return parley.Position{Seq: m.Seq - 1}, m.AgentID == asker && m.Role == parley.RoleUser, nil
 }
 
 // resumeChat serves GET /v1/chat/{id}/stream, what the AI SDK's

@@ -115,7 +115,8 @@ type ParentRef struct {
 type Lookups struct {
 	// Prior is the earlier write with the same ClientRequestID, if any.
 	Prior *Prior
-	// IDTaken is true if the conversation already has a message with this id.
+	// IDTaken is true if the id names a message or prompt of the
+	// conversation, or once did (see Names).
 	IDTaken bool
 	// Parent is the message ReplyTo names, nil if it is not in the conversation.
 	Parent *ParentRef
@@ -144,6 +145,9 @@ type PostMessage struct {
 	Streaming bool
 	// RetryOf names the failed message this one retries (failover).
 	RetryOf string
+	// prompt marks the message a dispatched prompt becomes: its id is the
+	// prompt's own, not one more taken.
+	prompt bool
 }
 
 // PostTrace writes a trace event: it follows the turn rules and never closes.

@@ -28,6 +28,8 @@ type script struct {
 	order []string                   // message ids in the order they were first written
 	live  map[string]*parley.Message // streaming messages as assembled so far
 	prior map[string]conv.Prior      // idempotency records by agent and clientRequestId
+	names map[string]bool            // the ids taken (conv.Names), as the store keeps them
+	taken []string                   // the same, in the order they were taken
 	ids   int
 	tr    tracker
 	// fold and foldCreate are the stored log folded event by event, from
@@ -43,7 +45,7 @@ var epoch0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 func newScript(t *testing.T, policy parley.TurnPolicy, participants ...string) *script {
 	t.Helper()
-	sc := &script{t: t, now: epoch0, msgs: map[string]*parley.Message{}, live: map[string]*parley.Message{}, prior: map[string]conv.Prior{}}
+	sc := &script{t: t, now: epoch0, msgs: map[string]*parley.Message{}, live: map[string]*parley.Message{}, prior: map[string]conv.Prior{}, names: map[string]bool{}}
 	sc.env = conv.Env{Now: sc.now, Limits: conv.DefaultLimits}
 	s, events, err := conv.Create(parley.Conversation{ID: "c1", Epoch: "e1", Participants: participants, TurnPolicy: policy}, sc.env)
 	if err != nil {
@@ -114,7 +116,7 @@ func (sc *script) resolve(cmd conv.Command) conv.Command {
 			}
 		}
 		if !c.Known.IDTaken {
-			_, c.Known.IDTaken = sc.msgs[c.ID]
+			c.Known.IDTaken = sc.names[c.ID]
 		}
 		if p, ok := sc.msgs[c.ReplyTo]; ok && c.Known.Parent == nil {
 			c.Known.Parent = &conv.ParentRef{ID: p.ID, TurnID: p.TurnID, Depth: p.Depth}
@@ -135,6 +137,11 @@ func (sc *script) resolve(cmd conv.Command) conv.Command {
 		}
 		if c.TurnID != "" && !c.Known.TurnIDKnown {
 			c.Known.TurnIDKnown = msgKnown(sc, c.TurnID)
+		}
+		return c
+	case conv.EnqueuePrompt:
+		if !c.Known.IDTaken {
+			c.Known.IDTaken = sc.names[c.ID]
 		}
 		return c
 	case conv.StreamText:
@@ -229,6 +236,15 @@ func (sc *script) do(cmd conv.Command) (conv.Decision, error) {
 		if m == nil || m.Depth != want || m.ReplyTo != replyTo || m.ID != pm.ID {
 			t.Fatalf("message %+v: want id %s depth %d replyTo %q", m, pm.ID, want, replyTo)
 		}
+	}
+	// No decision takes an id that names something already (the store
+	// would refuse the append), nor one id twice.
+	for _, n := range conv.Names(before, d.Events) {
+		if sc.names[n] {
+			t.Fatalf("%T takes id %q, which names a message or prompt already", cmd, n)
+		}
+		sc.names[n] = true
+		sc.taken = append(sc.taken, n)
 	}
 	sc.s = conv.Evolve(before, d.Events...)
 	if before.Closed && !sc.s.Closed {

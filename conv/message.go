@@ -22,8 +22,10 @@ func (d *decider) postMessage(c PostMessage) error {
 	if c.Streaming && (len(c.Parts) > 0 || (c.Finality != "" && c.Finality != parley.FinalityNone)) {
 		return parley.Errorf(parley.EINVALIDVALUE, "a streaming message starts with no parts and closes nothing; finalize it to close")
 	}
-	if c.Known.IDTaken {
-		return d.conflict(parley.EBUSY, "message id %q is already used in this conversation", c.ID)
+	if !c.prompt {
+		if err := d.taken("message", c.ID, c.Known.IDTaken); err != nil {
+			return err
+		}
 	}
 	fin := c.Finality
 	if fin == "" {

@@ -108,6 +108,8 @@ type EnqueuePrompt struct {
 	Channel *parley.Channel
 	// Window is how long a collect prompt waits for more.
 	Window time.Duration
+	// Known says whether the id is taken (Lookups.IDTaken).
+	Known Lookups
 }
 
 // DispatchPrompt hands the next ready prompt to Runner, if the queue is not
@@ -213,10 +215,11 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 		return parley.Errorf(parley.ETOOLARGE, "the prompt is %d bytes; the limit is %d", len(c.Content), d.env.Limits.MaxTextBytes)
 	case c.To != "" && !parley.ValidID(c.To):
 		return parley.Errorf(parley.EINVALIDVALUE, "to %q is not a valid agent id", c.To)
-	case slices.ContainsFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == c.ID }):
-		return d.conflict(parley.EBUSY, "prompt %s is already queued", c.ID)
 	case mode == ModeReject && len(d.s.Queue) > 0:
 		return d.conflict(parley.EBUSY, "the conversation is busy with %d prompt(s); mode reject refuses to queue", len(d.s.Queue))
+	}
+	if err := d.taken("prompt", c.ID, c.Known.IDTaken); err != nil {
+		return err
 	}
 	if n, limit, ok := d.queueRoom(); !ok {
 		return parley.Errorf(parley.EBUSY, "the prompt queue of conversation %s is full: it holds %d prompts, the most it may; queue again once some are answered or withdrawn",
@@ -310,7 +313,7 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 	if !written {
 		// The prompt becomes a user message: the asker's turn, opened and
 		// closed; a task's prompt belongs to the task run's exchange.
-		err := d.postMessage(PostMessage{Actor: Actor{AgentID: asker}, ID: id, Role: parley.RoleUser,
+		err := d.postMessage(PostMessage{Actor: Actor{AgentID: asker}, ID: id, prompt: true, Role: parley.RoleUser,
 			Parts: []parley.Part{{Type: parley.PartText, Text: c.Content}}, Finality: parley.FinalityTurn, Channel: channel,
 			TurnID: turnID, Known: Lookups{TurnIDKnown: turnID != ""}})
 		if err != nil {

@@ -66,11 +66,12 @@ func (g *gen) finality() parley.Finality {
 	return parley.FinalityNone
 }
 
-// id is a new id, an id already used, or (rarely) no valid id at all.
+// id is a new id, an id already used (by a message or a prompt, now or
+// before), or (rarely) no valid id at all.
 func (g *gen) id(prefix string) string {
 	switch {
-	case g.chance(12) && len(g.sc.order) > 0:
-		return g.pick(g.sc.order)
+	case g.chance(12) && len(g.sc.taken) > 0:
+		return g.pick(g.sc.taken)
 	case g.chance(60):
 		return "not valid!"
 	}
@@ -221,8 +222,7 @@ func (g *gen) prompt() conv.Command {
 	case 4:
 		return conv.PromotePrompt{Actor: actor("human"), ID: g.pick(ids)}
 	}
-	g.sc.ids++
-	return conv.EnqueuePrompt{Actor: actor("human"), ID: fmt.Sprintf("p%d", g.sc.ids), Content: "do it",
+	return conv.EnqueuePrompt{Actor: actor("human"), ID: g.id("p"), Content: "do it",
 		Mode: []string{"", conv.ModeSteer, conv.ModeCollect, conv.ModeReject}[g.next(4)], Window: time.Second}
 }
 

@@ -143,7 +143,7 @@ func (e *Engine) view(s conv.State) *View {
 // ENOTFOUND for an unknown conversation.
 func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.PostMessage) (*MessageResult, error) {
 	// A UUIDv7 made here cannot be taken, so only a client's id is looked up
-	// (the store's unique index would still catch a clash).
+	// (the store would still refuse a clash: see conv.Names).
 	lookupID := m.ID
 	if m.ID == "" {
 		m.ID = NewID()
@@ -230,8 +230,9 @@ func (e *Engine) turnCommand(ctx context.Context, id string, cmd conv.Command) (
 }
 
 // lookups reads what the rules need from the store: an earlier write with the
-// same client request id (then nothing else is needed), whether the message id
-// is taken, the replied-to parent, and whether an explicit turnId is known.
+// same client request id (then nothing else is needed), whether the id of
+// the message (or prompt) is taken, the replied-to parent, and whether an
+// explicit turnId is known.
 func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo, turnID string) (conv.Lookups, error) {
 	var k conv.Lookups
 	st := e.store
@@ -246,11 +247,11 @@ func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo,
 		}
 	}
 	if id != "" {
-		found, err := exists(st.GetMessage(ctx, convID, id))
+		taken, err := st.IDTaken(ctx, convID, id)
 		if err != nil {
 			return k, err
 		}
-		k.IDTaken = found
+		k.IDTaken = taken
 	}
 	if replyTo != "" && parley.ValidID(replyTo) {
 		p, err := st.GetMessage(ctx, convID, replyTo)

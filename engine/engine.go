@@ -430,6 +430,7 @@ func (e *Engine) appendParams(c *conversation, prev, next conv.State, d conv.Dec
 		Epoch:          prev.Conversation.Epoch, // never written into another conversation of the id
 
 		Events:         d.Events,
+		Names:          conv.Names(prev, d.Events),
 		Messages:       d.Messages,
 		RemoveMessages: d.Removed,
 		Deliveries:     d.Deliveries,

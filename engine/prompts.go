@@ -23,13 +23,19 @@ type PromptResult struct {
 // steer prompt aborts the active response. It returns the errors of
 // conv.Decide (409 busy for reject while busy).
 func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p conv.EnqueuePrompt) (*PromptResult, error) {
+	lookupID := p.ID // one made here cannot be taken
 	if p.ID == "" {
 		p.ID = NewID()
 	}
 	if p.Window <= 0 {
 		p.Window = e.opts.CollectWindow
 	}
-	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return p, nil }, nil)
+	build := func(conv.State) (conv.Command, error) {
+		known, err := e.lookups(ctx, conversationID, p.AgentID, "", lookupID, "", "")
+		p.Known = known
+		return p, err
+	}
+	d, s, err := e.decide(ctx, conversationID, build, nil)
 	if err != nil {
 		return nil, err
 	}

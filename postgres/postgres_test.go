@@ -126,6 +126,25 @@ func TestUpgradeIndexesMessages(t *testing.T) {
 	storetest.UpgradeIndexesMessages(t, raw, func() store.Store { return open(t, url) })
 }
 
+// namesVersion is the migration that made the table of names.
+const namesVersion = 15
+
+// TestUpgradeTakesNames: the ids of the messages and prompts of a schema
+// made before names are taken once the current code has opened it
+// (storetest.UpgradeTakesNames).
+func TestUpgradeTakesNames(t *testing.T) {
+	url := pgtest.Schema(t)
+	if err := postgres.MigrateTo(context.Background(), url, namesVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeTakesNames(t, raw, func() store.Store { return open(t, url) })
+}
+
 // TestUpgradeKeepsRowsWithContent: rows written with their content before
 // rows left it out read, search and leave the index as before
 // (storetest.UpgradeKeepsRowsWithContent).

@@ -331,6 +331,16 @@ func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key s
 	return k, err
 }
 
+// IDTaken implements store.Store.
+func (db *DB) IDTaken(ctx context.Context, conversationID, id string) (bool, error) {
+	var one int
+	err := db.pool.QueryRow(ctx, `SELECT 1 FROM names WHERE conversation_id = $1 AND id = $2`, conversationID, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 const tokenColumns = `id, kind, agent_id, name, hash, created_at, revoked_at`
 
 func scanToken(row pgx.Row) (*parley.Token, error) {

@@ -151,8 +151,29 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 		return err
 	}
 	queueNotify(batch, []string{notice(p.ConversationID, last, p.Queue != nil)})
-	err = tx.SendBatch(ctx, batch).Close()
-	if isUnique(err) {
+	return uniqueTaken(tx.SendBatch(ctx, batch).Close(), &p)
+}
+
+// uniqueTaken turns the unique violation of an append's rows into the
+// EBUSY a client can act on: a name (an id) or an idempotency key that is
+// taken. Any other error is returned as it is.
+func uniqueTaken(err error, p *store.AppendParams) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" {
+		return err
+	}
+	switch {
+	case pe.TableName == "names":
+		for _, n := range p.Names {
+			if strings.Contains(pe.Detail, "("+p.ConversationID+", "+n+")") {
+				return store.ErrIDTaken(n)
+			}
+		}
+		if len(p.Names) == 1 {
+			return store.ErrIDTaken(p.Names[0])
+		}
+		return parley.Errorf(parley.EBUSY, "an id of this append already names a message or prompt of conversation %s (ids are never reused, even once removed)", p.ConversationID)
+	case pe.TableName == "idempotency" && p.Idempotency != nil:
 		return parley.Errorf(parley.EBUSY, "client request id %q was already used", p.Idempotency.Key)
 	}
 	return err
@@ -170,6 +191,9 @@ const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALES
 func queueRows(batch *pgx.Batch, p *store.AppendParams, enc store.AppendRows) error {
 	if p.Queue != nil {
 		batch.Queue(upsertQueue, p.ConversationID, p.Queue)
+	}
+	for _, n := range p.Names {
+		batch.Queue(`INSERT INTO names (conversation_id, id) VALUES ($1, $2)`, p.ConversationID, n)
 	}
 	for i, m := range p.Messages {
 		data := enc.Rows[i]
@@ -318,7 +342,7 @@ func deleteConversation(ctx context.Context, tx pgx.Tx, id, cond string, args ..
 	if err != nil || tag.RowsAffected() == 0 {
 		return 0, err
 	}
-	for _, table := range []string{"events", "messages", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
+	for _, table := range []string{"events", "messages", "names", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
 		if _, err := tx.Exec(ctx, `DELETE FROM `+table+` WHERE conversation_id = $1`, id); err != nil {
 			return 0, err
 		}

@@ -335,6 +335,16 @@ func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key s
 	return k, err
 }
 
+// IDTaken implements store.Store.
+func (db *DB) IDTaken(ctx context.Context, conversationID, id string) (bool, error) {
+	var one int
+	err := db.r.QueryRowContext(ctx, `SELECT 1 FROM names WHERE conversation_id = ? AND id = ?`, conversationID, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // ancestorsQuery walks replyTo upwards from ?2 in conversation ?1.
 const ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
 			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2

@@ -308,3 +308,22 @@ func TestHeadsApart(t *testing.T) {
 		t.Fatalf("last_seq after undoing heads: %d, %v; want 3", seq, err)
 	}
 }
+
+// namesVersion is the migration that made the table of names.
+const namesVersion = 19
+
+// TestUpgradeTakesNames: the ids of the messages and prompts of a database
+// made before names are taken once the current code has opened it
+// (storetest.UpgradeTakesNames).
+func TestUpgradeTakesNames(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, raw := oldDB(t, namesVersion-1)
+	storetest.UpgradeTakesNames(t, raw, func() store.Store {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

@@ -14,8 +14,8 @@ import (
 
 // statements are the writer's prepared statements.
 type statements struct {
-	insertEvent, updateMessage, upsertMessage, bumpHead, bumpImportHead, setState, setImportState, insertIdempotency, upsertQueue *sql.Stmt
-	savepoint, release, rollbackTo                                                                                                *sql.Stmt
+	insertEvent, insertName, updateMessage, upsertMessage, bumpHead, bumpImportHead, setState, setImportState, insertIdempotency, upsertQueue *sql.Stmt
+	savepoint, release, rollbackTo                                                                                                            *sql.Stmt
 }
 
 func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -29,6 +29,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 		return st
 	}
 	s.insertEvent = prep(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	s.insertName = prep(`INSERT INTO names (conversation_id, id) VALUES (?, ?)`)
 	// updateMessage rewrites a row's data when none of its indexed columns
 	// changes, which is nearly every write of a message after its first:
 	// SQLite rewrites the entries of every index whose columns an UPDATE
@@ -59,7 +60,7 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (s *statements) close() {
-	for _, st := range []*sql.Stmt{s.insertEvent, s.updateMessage, s.upsertMessage, s.bumpHead, s.bumpImportHead, s.setState, s.setImportState, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
+	for _, st := range []*sql.Stmt{s.insertEvent, s.insertName, s.updateMessage, s.upsertMessage, s.bumpHead, s.bumpImportHead, s.setState, s.setImportState, s.insertIdempotency, s.upsertQueue, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			st.Close()
 		}
@@ -221,6 +222,18 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events, enc); err != nil {
 		return err
 	}
+	if len(p.Names) > 0 {
+		ins := tx.StmtContext(ctx, db.stmts.insertName)
+		for _, n := range p.Names {
+			_, err := ins.ExecContext(ctx, p.ConversationID, n)
+			if isUnique(err) {
+				return store.ErrIDTaken(n)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
 	if err := db.writeQueue(ctx, tx, p.ConversationID, p.Queue); err != nil {
 		return err
 	}
@@ -353,7 +366,7 @@ func deleteConversation(ctx context.Context, tx *sql.Tx, id, cond string, args .
 	if err != nil || n == 0 {
 		return 0, err
 	}
-	for _, table := range []string{"heads", "events", "messages", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
+	for _, table := range []string{"heads", "events", "messages", "names", "idempotency", "outbox", "tasks", "conversation_members", "queues"} {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE conversation_id = ?`, id); err != nil {
 			return 0, err
 		}

@@ -47,14 +47,15 @@ type Store interface {
 	// imports in progress. The returned cursor is "" on the last page.
 	ListConversations(ctx context.Context, p ListConversationsParams) ([]*ConversationRecord, string, error)
 
-	// Append atomically appends events, upserts message rows, writes the
+	// Append atomically appends events, takes the names of the messages
+	// and prompts they make, upserts message rows, writes the
 	// idempotency record (if any) and replaces the state snapshot (and the
 	// prompt queue, if given). Events must carry seqs ExpectSeq+1,
 	// ExpectSeq+2, …; there may be none (a task's skipped firing only
 	// advances the task). It returns ECONFLICT if the
 	// conversation's last seq is not ExpectSeq (another writer won), ENOTFOUND
 	// if the conversation does not exist (or is an import in progress and
-	// Import is nil), and EBUSY if a message id or idempotency key is already
+	// Import is nil), and EBUSY if a name or idempotency key is already
 	// taken. With Import set, the append is a batch of that import: it renews
 	// the import's lease, and returns EBUSY (see ErrImportLost) unless the
 	// conversation is an import in progress of Import.Owner. On error nothing
@@ -141,6 +142,11 @@ type Store interface {
 	// messages that match, the newest SearchCandidates are ranked. A
 	// query without terms finds nothing.
 	Search(ctx context.Context, p SearchParams) ([]parley.SearchHit, error)
+
+	// IDTaken reports whether id names a message or prompt of the
+	// conversation, or once did: an id an append took (AppendParams.Names)
+	// stays taken until the conversation is deleted.
+	IDTaken(ctx context.Context, conversationID, id string) (bool, error)
 
 	// GetIdempotency returns the record of an earlier write with the same
 	// (conversation, agent, key). It returns ENOTFOUND if there is none.
@@ -347,6 +353,11 @@ type AppendParams struct {
 	// now has another (it was deleted and made again), even at ExpectSeq.
 	Epoch  string
 	Events []parley.Event
+	// Names are the ids of messages and prompts the append takes (see
+	// conv.Names): it fails with EBUSY (ErrIDTaken) if one is taken
+	// already, so that no write takes the id of another's message or
+	// prompt, even one removed since.
+	Names []string
 	// Messages are inserted, or replace the row with the same id.
 	Messages []*parley.Message
 	// RemoveMessages are the ids of message rows to delete (a revert).
@@ -541,6 +552,12 @@ func ErrTaken(id string, importing bool) error {
 		return parley.Errorf(parley.EBUSY, "an import of conversation %s is in progress; try again once it has ended", id)
 	}
 	return parley.Errorf(parley.EBUSY, "conversation %s already exists", id)
+}
+
+// ErrIDTaken is the EBUSY of an append that takes an id already taken in
+// its conversation (AppendParams.Names).
+func ErrIDTaken(id string) error {
+	return parley.Errorf(parley.EBUSY, "id %q already names a message or prompt of this conversation (ids are never reused, even once removed)", id).With("id", id)
 }
 
 // ErrImportLost is the EBUSY of a write by an importer whose import is no

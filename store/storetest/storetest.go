@@ -55,6 +55,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"AppendUnknownConversation", testAppendUnknown},
 		{"AppendIsAtomic", testAppendAtomic},
 		{"MessageUpsert", testMessageUpsert},
+		{"NamesTakenOnce", testNamesTakenOnce},
 		{"RemoveMessages", testRemoveMessages},
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},

@@ -268,3 +268,49 @@ func DowngradePutsRowsBack(t *testing.T, raw *sql.DB, dialect database.Dialect, 
 		t.Fatalf("after the downgrade r1's row is %s, want %s", r1, written[9].Data)
 	}
 }
+
+// UpgradeTakesNames is the upgrade test of the names every message and
+// prompt takes: raw is a database at the version before them. After the
+// upgrade the ids of the messages it holds, and of the messages and prompts
+// its log made (reverted, withdrawn, stored by reference to their row),
+// are taken; the ids chunks name are not.
+func UpgradeTakesNames(t *testing.T, raw *sql.DB, open func() store.Store) {
+	t.Helper()
+	const ts = "2026-01-01T00:00:00.000Z"
+	row := said("old", "kept", "a", "words", parley.NewTime(t0.Time))
+	if _, err := raw.Exec(`INSERT INTO messages (conversation_id, id, seq, turn_id, reply_to, agent_id, depth, data) VALUES ('old', 'kept', 2, 'kept', NULL, 'a', 0, $1)`,
+		[]byte(mustJSON(t, row))); err != nil {
+		t.Fatal(err)
+	}
+	events := []struct {
+		seq        int64
+		typ, data  string
+		ref        any
+		conversing string
+	}{
+		{2, parley.EventMessage, `{"id":"kept","role":"assistant"}`, nil, "old"},
+		{3, parley.EventMessage, `{"id":"reverted","role":"user"}`, nil, "old"},
+		{4, conv.EventPromptQueued, `{"id":"withdrawn","content":"x \u0000 y"}`, nil, "old"},
+		{5, parley.EventMessage, ``, "byref", "old"},
+		{6, parley.EventChunk, `{"messageId":"chunked","content":"x"}`, nil, "old"},
+		{2, conv.EventPromptQueued, `{"id":"elsewhere","content":"x"}`, nil, "other"},
+	}
+	for _, e := range events {
+		if _, err := raw.Exec(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref) VALUES ($1, $2, $3, 0, '', 'a', 'none', $4, $5, $6)`,
+			e.conversing, e.seq, e.typ, ts, []byte(e.data), e.ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open()
+	defer s.Close()
+	for _, c := range []struct {
+		conversation, id string
+		taken            bool
+	}{{"old", "kept", true}, {"old", "reverted", true}, {"old", "withdrawn", true}, {"old", "byref", true}, {"old", "chunked", false},
+		{"old", "elsewhere", false}, {"other", "elsewhere", true}} {
+		got, err := s.IDTaken(ctx(t), c.conversation, c.id)
+		if err != nil || got != c.taken {
+			t.Errorf("after the upgrade, id %s of %s taken = %v (%v), want %v", c.id, c.conversation, got, err, c.taken)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -194,6 +195,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the mux itself then serves it, which sets the path values.
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.notRouted(rec, r)
+	} else if strings.ContainsRune(r.URL.Path, 0) || strings.Contains(r.URL.RawQuery, "%00") {
+		// No path value or query parameter may hold NUL, which Parley
+		// stores nowhere (see parley.HasNUL): refused here, once, for
+		// every endpoint, before one is passed on to a store's query.
+		s.refuse(rec, r, parley.Errorf(parley.EINVALID, "the request's URL holds %%00 (the character NUL), which no id, filter or query may hold"))
 	} else {
 		s.mux.ServeHTTP(rec, r)
 	}

@@ -68,7 +68,36 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	if err := checkNUL(d.out.Events); err != nil {
+		return Decision{}, err
+	}
 	return d.out, nil
+}
+
+// checkNUL refuses events that would store U+0000 (see parley.HasNUL):
+// whatever the command, what it writes is in its events.
+func checkNUL(events []parley.Event) error {
+	for _, e := range events {
+		if parley.HasNUL(e.Data) {
+			what := "the request"
+			switch e.Type {
+			case parley.EventMessage, parley.EventMessageUpdated:
+				what = "the message"
+			case parley.EventChunk:
+				what = "the text"
+			case parley.EventPartUpdated:
+				what = "the tool call"
+			case parley.EventTrace:
+				what = "the trace"
+			case EventPromptQueued:
+				what = "the prompt"
+			case parley.EventConversationCreated:
+				what = "the conversation"
+			}
+			return parley.ErrNUL(what)
+		}
+	}
+	return nil
 }
 
 // decider accumulates one decision; s is kept evolved over what it emitted,

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -55,6 +56,10 @@ func (e *Engine) CreateTask(ctx context.Context, t parley.Task) (*parley.Task, e
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "task and agent ids are 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)")
 	case t.Prompt == "" || len(t.Prompt) > e.opts.Limits.MaxTextBytes:
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "a task needs a prompt of 1 to %d bytes", e.opts.Limits.MaxTextBytes)
+	case strings.ContainsRune(t.Prompt, 0) || strings.ContainsRune(t.Cron, 0):
+		return nil, parley.ErrNUL("the task")
+	case !utf8.ValidString(t.Prompt):
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "the task's prompt is not UTF-8")
 	case (t.Cron == "") == (t.EveryMs == 0):
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "give a task either cron or everyMs")
 	case t.Cron == "" && (t.EveryMs < MinTaskEveryMs || t.EveryMs > MaxTaskEveryMs):

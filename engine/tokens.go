@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -39,6 +40,10 @@ func (e *Engine) CreateToken(ctx context.Context, kind parley.TokenKind, agentID
 		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "only agent tokens name an agent")
 	case len(name) > 256:
 		return "", nil, parley.Errorf(parley.ETOOLARGE, "token name is %d bytes; the limit is 256", len(name))
+	case strings.ContainsRune(name, 0):
+		return "", nil, parley.ErrNUL("the token's name")
+	case !utf8.ValidString(name):
+		return "", nil, parley.Errorf(parley.EINVALIDVALUE, "the token's name is not UTF-8")
 	}
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {

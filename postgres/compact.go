@@ -13,7 +13,7 @@ import (
 
 // CompactionCursors implements store.Store.
 func (db *DB) CompactionCursors(ctx context.Context, p store.CompactionCursorsParams) ([]store.CompactionCursor, error) {
-	rows, err := db.pool.Query(ctx, `SELECT c.id, c.last_seq, k.epoch = (convert_from(c.data, 'UTF8')::json ->> 'epoch'), k.through, k.due
+	rows, err := db.pool.Query(ctx, `SELECT c.id, c.last_seq, k.epoch = (`+jsonOf("c.data")+` ->> 'epoch'), k.through, k.due
 		FROM conversations c LEFT JOIN compaction k ON k.conversation_id = c.id
 		WHERE c.id > $1 AND c.import_owner IS NULL ORDER BY c.id LIMIT $2`, p.After, clampLimit(p.Limit))
 	if err != nil {
@@ -245,7 +245,7 @@ func messageEnds(ctx context.Context, tx pgx.Tx, id string, rows []store.LogRow)
 		return ends, nil
 	}
 	q, err := tx.Query(ctx, `SELECT id, m ->> 'status', m ->> 'updatedAt', greatest(seq, coalesce((m ->> 'updatedSeq')::bigint, 0)) FROM
-		(SELECT id, seq, convert_from(data, 'UTF8')::json AS m FROM messages WHERE conversation_id = $1 AND id = ANY($2)) r`, id, ids)
+		(SELECT id, seq, `+jsonOf("data")+` AS m FROM messages WHERE conversation_id = $1 AND id = ANY($2)) r`, id, ids)
 	if err != nil {
 		return nil, err
 	}

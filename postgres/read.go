@@ -94,7 +94,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	if p.Title != "" {
 		// ILIKE ignores case as the locale has it; SQLite ignores only
 		// ASCII letters' (store.ListConversationsParams says the least).
-		q += fmt.Sprintf(` AND convert_from(c.data, 'UTF8')::jsonb->>'title' ILIKE $%d ESCAPE '\'`, len(args)+1)
+		q += fmt.Sprintf(` AND `+jsonOf("c.data")+`->>'title' ILIKE $%d ESCAPE '\'`, len(args)+1)
 		args = append(args, "%"+store.LikeEscape(p.Title)+"%")
 	}
 	if p.Cursor != "" {

@@ -94,9 +94,16 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 	return hits, rows.Err()
 }
 
-// jsonOf is SQL that reads a row's JSON column as jsonb, which refuses an
-// escaped NUL character: each is made a space first, as the search index
-// does (message_search_text).
+// jsonOf is SQL that reads a row's JSON column (bytes) as jsonb, which
+// refuses an escaped NUL character: each is made a space first, as the
+// search index does (message_search_text). No store writes NUL now
+// (store.CheckJSON), but a row written before may hold one, and a query
+// that fails on it fails for everyone it reads for.
 func jsonOf(col string) string {
 	return `replace(convert_from(` + col + `, 'UTF8'), '\u0000', '\u0020')::jsonb`
+}
+
+// jsonOfText is jsonOf for a column of text.
+func jsonOfText(col string) string {
+	return `replace(` + col + `, '\u0000', '\u0020')::jsonb`
 }

@@ -18,13 +18,16 @@ func (db *DB) CreateTask(ctx context.Context, p store.CreateTaskParams) error {
 	if err != nil {
 		return err
 	}
+	if err := store.CheckTask(t, data); err != nil {
+		return err
+	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
 		if p.MaxPerAgent > 0 {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('parley.tasks.agent:' || $1, 0))`, t.AgentID); err != nil {
 				return err
 			}
 			var n int
-			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE (data::jsonb ->> 'agentId') = $1`, t.AgentID).Scan(&n); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE (`+jsonOfText("data")+` ->> 'agentId') = $1`, t.AgentID).Scan(&n); err != nil {
 				return err
 			}
 			if n >= p.MaxPerAgent {
@@ -72,7 +75,7 @@ WITH fair AS (
 			ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY next_run_at, id) AS in_conversation
 		FROM (
 			SELECT id, next_run_at, conversation_id,
-				ROW_NUMBER() OVER (PARTITION BY (data::jsonb ->> 'agentId') ORDER BY next_run_at, id) AS of_agent
+				ROW_NUMBER() OVER (PARTITION BY (`+jsonOfText("data")+` ->> 'agentId') ORDER BY next_run_at, id) AS of_agent
 			FROM tasks WHERE `+dueUnleased+`
 		) AS due WHERE of_agent <= $2
 	) AS fair WHERE in_conversation <= $3

@@ -18,6 +18,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	if err := store.CheckDense(p.Events, 0); err != nil {
 		return err
 	}
+	if err := store.CheckConversation(p); err != nil {
+		return err
+	}
 	if err := store.CheckLease(p.Import); err != nil {
 		return err
 	}
@@ -297,6 +300,9 @@ func copyEvents(ctx context.Context, tx pgx.Tx, rows [][]any) error {
 
 // CreateToken implements store.Store.
 func (db *DB) CreateToken(ctx context.Context, t *parley.Token) error {
+	if err := store.CheckText("the token", t.ID, t.AgentID, t.Name, t.Hash); err != nil {
+		return err
+	}
 	_, err := db.pool.Exec(ctx, `INSERT INTO tokens (id, kind, agent_id, name, hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
 		t.ID, string(t.Kind), t.AgentID, t.Name, t.Hash, t.CreatedAt.Time)
 	if isUnique(err) {

@@ -18,6 +18,9 @@ func (db *DB) CreateTask(ctx context.Context, p store.CreateTaskParams) error {
 	if err != nil {
 		return err
 	}
+	if err := store.CheckTask(t, data); err != nil {
+		return err
+	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if p.MaxPerAgent > 0 {
 			var n int

@@ -6,10 +6,14 @@ import (
 	"errors"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/store"
 )
 
 // CreateToken implements store.Store.
 func (db *DB) CreateToken(ctx context.Context, t *parley.Token) error {
+	if err := store.CheckText("the token", t.ID, t.AgentID, t.Name, t.Hash); err != nil {
+		return err
+	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, kind, agent_id, name, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			t.ID, string(t.Kind), t.AgentID, t.Name, t.Hash, formatTime(t.CreatedAt))

@@ -86,6 +86,9 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 	if err := store.CheckDense(p.Events, 0); err != nil {
 		return err
 	}
+	if err := store.CheckConversation(p); err != nil {
+		return err
+	}
 	if err := store.CheckLease(p.Import); err != nil {
 		return err
 	}

@@ -54,19 +54,25 @@ func (a AppendRows) Columns(i int, data []byte) ([]byte, any) {
 // writes the row of a message that has ended (its seq is the row's last
 // writer, its type message or message.updated), and the row gives back its
 // data exactly (WireRow). Of a message p writes twice, its last row counts.
-// An import's events are never references.
+// An import's events are never references. It refuses (EINVALIDVALUE) an
+// append that holds a value a store cannot keep alike (see CheckJSON).
 func EncodeAppend(p *AppendParams) (AppendRows, error) {
 	var out AppendRows
-	if len(p.Messages) == 0 {
-		return out, nil
+	if len(p.Messages) > 0 {
+		out.Rows = make([][]byte, len(p.Messages))
 	}
-	out.Rows = make([][]byte, len(p.Messages))
 	for i, m := range p.Messages {
 		row, err := EncodeRow(m)
 		if err != nil {
 			return out, err
 		}
 		out.Rows[i] = row
+	}
+	if err := checkAppend(p, out.Rows); err != nil {
+		return AppendRows{}, err
+	}
+	if len(p.Messages) == 0 {
+		return out, nil
 	}
 	if p.Import != nil {
 		return out, nil

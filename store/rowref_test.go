@@ -39,6 +39,9 @@ func TestEncodeAppendRefs(t *testing.T) {
 	var cases []tc
 	for i := range rowCases() {
 		m := ended(i)
+		if raw, _ := json.Marshal(m); parley.HasNUL(raw) {
+			continue // no append takes it (TestEncodeAppendRefusesNUL); EncodeRow still reads rows stored before
+		}
 		cases = append(cases, tc{fmt.Sprintf("ended by message.updated, row %d", i), []parley.Event{chunk(8), ev(9, parley.EventMessageUpdated, m)}, []*parley.Message{m}, "[ m1]"})
 	}
 	posted := ended(1)
@@ -87,5 +90,22 @@ func TestEncodeAppendRefs(t *testing.T) {
 				t.Fatalf("refs %q, want %q", refs, c.want)
 			}
 		})
+	}
+}
+
+// TestEncodeAppendRefusesNUL: an append whose events or rows hold U+0000
+// is refused before anything is encoded for a store.
+func TestEncodeAppendRefusesNUL(t *testing.T) {
+	m := &parley.Message{ID: "m1", Content: "a\x00", Parts: []parley.Part{{Type: parley.PartText, Text: "a\x00"}}}
+	for name, p := range map[string]AppendParams{
+		"a row":         {Events: []parley.Event{{Seq: 1, Type: parley.EventTrace, Data: []byte(`{}`)}}, Messages: []*parley.Message{m}},
+		"an event":      {Events: []parley.Event{{Seq: 1, Type: parley.EventTrace, Data: []byte(`{"a":"\u0000"}`)}}},
+		"a state":       {Events: []parley.Event{{Seq: 1, Type: parley.EventTrace, Data: []byte(`{}`)}}, State: []byte(`{"a":"\u0000"}`)},
+		"a turn id":     {Events: []parley.Event{{Seq: 1, Type: parley.EventTrace, TurnID: "a\x00", Data: []byte(`{}`)}}},
+		"invalid UTF-8": {Events: []parley.Event{{Seq: 1, Type: parley.EventTrace, AgentID: "a\xff", Data: []byte(`{}`)}}},
+	} {
+		if _, err := EncodeAppend(&p); parley.ErrorCode(err) != parley.EINVALIDVALUE {
+			t.Errorf("%s: %v, want invalid_value", name, err)
+		}
 	}
 }

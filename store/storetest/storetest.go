@@ -56,6 +56,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"AppendIsAtomic", testAppendAtomic},
 		{"MessageUpsert", testMessageUpsert},
 		{"NamesTakenOnce", testNamesTakenOnce},
+		{"NULRefusedAlike", testNULRefusedAlike},
 		{"RemoveMessages", testRemoveMessages},
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},

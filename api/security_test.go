@@ -380,6 +380,51 @@ func TestWhoStopsAnAnswer(t *testing.T) {
 	}
 }
 
+// TestSteerStopsOnlyWhatItsAskerMay: a member who may not stop the answer
+// to carol's prompt (403 on POST …/abort) may not stop it with a steer
+// either: the steer is queued, first in line, and waits for the answer to
+// end; the runner is told nothing. carol's own steer stops it.
+func TestSteerStopsOnlyWhatItsAskerMay(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	carol, runner := b.agentToken("carol"), b.agentToken("runner")
+	r := b.do("POST", "/v1/conversations", b.alice, map[string]any{"participants": []string{"runner"}, "members": []string{"carol", "bob"}})
+	b.want(r, 201, "")
+	id := r.body["conversation"].(map[string]any)["id"].(string)
+	base := "/v1/conversations/" + id
+	run := b.runnerConn(id, runner)
+	b.want(b.do("POST", base+"/prompts", carol, map[string]any{"id": "p1", "content": "go on"}), 201, "")
+	until(t, b, run, "prompt")
+	do(t, b, run, `{"type":"message.create","turnId":"r1"}`)
+	do(t, b, run, `{"type":"message.part.text-delta","turnId":"r1","delta":"half"}`)
+	b.want(b.do("POST", base+"/abort", b.bob, nil), 403, parley.EFORBIDDEN)
+	b.want(b.do("POST", base+"/prompts", b.bob, map[string]any{"id": "bobs", "content": "do mine now", "mode": "steer"}), 201, "")
+	if q := strings.Join(b.queue(id), " "); q != "p1* bobs" {
+		t.Fatalf("queue after bob's steer: %s", q)
+	}
+	if h := b.promptHistory(id, "p1"); slices.ContainsFunc(h, func(e string) bool { return strings.HasPrefix(e, "prompt.aborted") }) {
+		t.Fatalf("bob's steer aborted carol's prompt: %v", h)
+	}
+	// The answer goes on to its end; then bob's steer is next.
+	do(t, b, run, `{"type":"message.part.text-delta","turnId":"r1","delta":" and done"}`)
+	do(t, b, run, `{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`)
+	do(t, b, run, `{"type":"complete"}`)
+	if p := until(t, b, run, "prompt"); p["messageId"] != "bobs" {
+		t.Fatalf("after the answer the runner got %v, want bob's steer", p)
+	}
+	if m := b.do("GET", base+"/messages/r1", b.viewer, nil); m.body["status"] != "complete" || m.body["content"] != "half and done" {
+		t.Fatalf("carol's answer: %s", m.raw)
+	}
+	// carol may stop the answer to her prompt: her steer does.
+	b.want(b.do("POST", base+"/prompts", carol, map[string]any{"id": "p2", "content": "and then"}), 201, "")
+	do(t, b, run, `{"type":"complete"}`) // bob's steer, answered with nothing
+	until(t, b, run, "prompt")
+	b.want(b.do("POST", base+"/prompts", carol, map[string]any{"id": "carols", "content": "instead", "mode": "steer"}), 201, "")
+	if f := until(t, b, run, "abort"); f["messageId"] != "p2" {
+		t.Fatalf("carol's steer: abort frame %v, want one for p2", f)
+	}
+}
+
 // TestWhoami: each token learns who it acts as; an open server says so.
 func TestWhoami(t *testing.T) {
 	t.Parallel()

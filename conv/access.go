@@ -121,7 +121,7 @@ func Authorize(s State, cmd Command) error {
 			return err
 		}
 		a := s.Active()
-		if a == nil || s.CanManage(c.Actor, a.AgentID) || c.AgentID == a.Runner {
+		if a == nil || s.MayStop(c.Actor) {
 			return nil // the rules say there is nothing to stop
 		}
 		return parley.Errorf(parley.EFORBIDDEN, "the answer to prompt %s may be stopped by its asker %s, its runner %s, the conversation's owner or an admin; not by %s", a.ID, a.AgentID, a.Runner, c.AgentID)
@@ -140,6 +140,15 @@ func Authorize(s State, cmd Command) error {
 		}
 	}
 	return nil
+}
+
+// MayStop reports whether the actor may stop the answer to the prompt
+// being answered (with a stop, or a steer prompt): its asker, the runner
+// answering it, the conversation's owner or an admin. With no prompt
+// being answered there is nothing to stop, and it reports false.
+func (s State) MayStop(a Actor) bool {
+	p := s.Active()
+	return p != nil && (s.CanManage(a, p.AgentID) || a.AgentID == p.Runner)
 }
 
 // managePrompt checks that the actor may withdraw or promote prompt id: its

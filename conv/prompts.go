@@ -17,7 +17,7 @@ import (
 // Prompt modes.
 const (
 	ModeFollowup = "followup" // FIFO
-	ModeSteer    = "steer"    // to the front; the active response is aborted
+	ModeSteer    = "steer"    // to the front; the active response is aborted if its asker may stop it
 	ModeCollect  = "collect"  // merged with the previous collect prompt within the window
 	ModeReject   = "reject"   // refused while the queue is busy
 )
@@ -242,9 +242,10 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 	}
 	e := d.emit(EventPromptQueued, 0, "", c.AgentID, parley.FinalityNone, ev)
 	d.out.Result = Result{Seq: e.Seq}
-	if mode == ModeSteer {
+	if mode == ModeSteer && d.base.MayStop(c.Actor) {
 		// The steer goes next; the prompt being answered is aborted and
-		// never dispatched again.
+		// never dispatched again, if its asker may stop it (see MayStop).
+		// Otherwise the steer waits for that answer to end, first in line.
 		d.abortActive(c.AgentID, ReasonSteered)
 	}
 	return nil

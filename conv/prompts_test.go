@@ -317,3 +317,49 @@ func TestCollectNeverMergesPastTheTextLimit(t *testing.T) {
 	}
 	checkInvariants(sc)
 }
+
+// TestSteerStopsOnlyWhatItsAskerMay: a steer aborts the answer being given
+// only if its asker may stop that answer (its asker, its runner, the
+// conversation's owner, an admin), as a stop would; otherwise it waits for
+// the answer to end, first in line, and aborts nothing.
+func TestSteerStopsOnlyWhatItsAskerMay(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		who    conv.Actor
+		aborts bool
+	}{
+		{conv.Actor{AgentID: "human"}, true},            // the asker
+		{conv.Actor{AgentID: "bot"}, true},              // the runner answering
+		{conv.Actor{AgentID: "ops", Admin: true}, true}, // an admin
+		{conv.Actor{AgentID: "other"}, false},           // another member
+		{conv.Actor{AgentID: "bob"}, false},             // another participant
+		{conv.Actor{AgentID: "owner"}, true},            // the conversation's owner
+	} {
+		sc := newScript(t, parley.PolicyFree)
+		sc.s.Conversation.Members = []string{"human", "other", "owner"}
+		sc.s.Conversation.Participants = []string{"bot", "bob"}
+		sc.s.Conversation.CreatedBy = "owner"
+		sc.ok(enqueue("p1", ""))
+		sc.ok(conv.DispatchPrompt{Runner: "bot", Content: "do p1"})
+		steer := enqueue("s", conv.ModeSteer)
+		steer.Actor = c.who
+		if err := conv.Authorize(sc.s, steer); err != nil {
+			t.Fatalf("%s may not steer: %v", c.who.AgentID, err)
+		}
+		d := sc.ok(steer)
+		want, queue := "prompt.queued", "p1*"
+		if c.aborts {
+			want, queue = "prompt.queued prompt.aborted", "p1*!"
+		}
+		if got := types(d.Events); got != want {
+			t.Errorf("a steer by %s wrote %s, want %s", c.who.AgentID, got, want)
+		}
+		wantQueue(t, sc, queue, "s")
+		if !c.aborts {
+			stop := conv.AbortPrompt{Actor: c.who}
+			if err := conv.Authorize(sc.s, stop); parley.ErrorCode(err) != parley.EFORBIDDEN {
+				t.Errorf("%s may not steer the answer away, yet may stop it: %v", c.who.AgentID, err)
+			}
+		}
+	}
+}

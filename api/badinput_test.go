@@ -330,7 +330,7 @@ func TestBadIDs(t *testing.T) {
 		add("turnId", "POST", m, "alice", `{"turnId":"`+id+`","content":"x"}`, 422, "invalid_value")
 		add("next", "POST", m, "bob", `{"next":"`+id+`","finality":"turn","content":"x"}`, 422, "invalid_value")
 		add("replyTo", "POST", m, "alice", `{"replyTo":"`+id+`","content":"x"}`, 422, "invalid_thread")
-		add("channel type", "POST", m, "alice", `{"channel":{"type":"`+id+`","id":"c"},"content":"x"}`, 422, "invalid_value")
+		add("channel type", "POST", m, "admin", `{"agentId":"alice","channel":{"type":"`+id+`","id":"c"},"content":"x"}`, 422, "invalid_value")
 		add("clientRequestId", "POST", m, "alice", `{"clientRequestId":"`+id+`","content":"x"}`, 422, "invalid_value")
 		add("trace id", "POST", "/v1/conversations/{c}/events", "alice", `{"type":"trace","id":"`+id+`"}`, 422, "invalid_value")
 		add("claimer", "POST", "/v1/conversations/{c}/turns/claim", "admin", `{"agentId":"`+id+`"}`, 422, "invalid_value")

@@ -89,7 +89,7 @@ func TestMessageAndTraceReads(t *testing.T) {
 	b := setup(t, engine.Options{}, api.Options{})
 	id := b.conversation("alice")
 	base := "/v1/conversations/" + id
-	r := b.do("POST", base+"/messages", b.alice, map[string]any{"id": "m1", "parts": []any{map[string]any{"type": "text", "text": "a"}, map[string]any{"type": "text", "text": "b"}}, "channel": map[string]any{"type": "slack", "id": "C1"}})
+	r := b.do("POST", base+"/messages", b.admin, map[string]any{"agentId": "alice", "id": "m1", "parts": []any{map[string]any{"type": "text", "text": "a"}, map[string]any{"type": "text", "text": "b"}}, "channel": map[string]any{"type": "slack", "id": "C1"}})
 	b.want(r, 201, "")
 	if r.body["seq"] != 2.0 || r.body["turn"] != 1.0 {
 		t.Fatalf("post = %s", r.raw)

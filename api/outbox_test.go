@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 
 // TestChannelAutoReply: a prompt that came from a channel gets its reply
 // posted to that channel's webhook once finalized, retried after a failure,
-// with the message id as the idempotency key.
+// with the delivery's id (the server's, not the message's) as the
+// idempotency key.
 func TestChannelAutoReply(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -65,7 +67,7 @@ func TestChannelAutoReply(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	ch := got[0]["channel"].(map[string]any)
-	if got[0]["messageId"] != "r1" || got[0]["content"] != "hello slack" || ch["id"] != "C42" || keys[0] != "r1" || calls < 2 {
+	if got[0]["messageId"] != "r1" || got[0]["content"] != "hello slack" || ch["id"] != "C42" || !strings.HasPrefix(keys[0], "dl_") || calls < 2 {
 		t.Fatalf("webhook got %v (key %q) after %d calls", got[0], keys[0], calls)
 	}
 	r := b.do("GET", "/v1/conversations/"+id+"/messages/r1", b.viewer, nil)

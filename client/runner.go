@@ -448,8 +448,9 @@ type CreateOptions struct {
 	// Failover).
 	RetryOf string
 	// Channel is where the response goes outside Parley (its channel
-	// webhook gets it once it is complete); empty: the channel of the
-	// prompt it answers, if any.
+	// webhook gets it once it is complete). A reply goes only to the
+	// channel of the prompt it answers, which the server gives it when
+	// this is empty; naming another is refused (forbidden).
 	Channel *parley.Channel
 	// OpenCodeSessionID records the OpenCode session that wrote the
 	// response, in its metadata.

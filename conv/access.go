@@ -93,6 +93,11 @@ func (s State) take(a Actor, delegate bool) error {
 func Authorize(s State, cmd Command) error {
 	switch c := cmd.(type) {
 	case PostMessage:
+		if c.Channel != nil && !c.Streaming && !c.Admin {
+			// A streamed answer's channel is the rules' to check (a
+			// reply goes to its prompt's channel, see postMessage).
+			return errChannel("message")
+		}
 		return s.take(c.Actor, true)
 	case PostTrace:
 		return s.take(c.Actor, true)
@@ -107,6 +112,9 @@ func Authorize(s State, cmd Command) error {
 	case AbortTurn:
 		return s.take(c.Actor, false)
 	case EnqueuePrompt:
+		if c.Channel != nil && !c.Admin {
+			return errChannel("prompt")
+		}
 		return s.take(c.Actor, false)
 	case StreamText, StreamTool, FinalizeMessage, CompletePrompt:
 		// A streaming message (and a prompt) is its writer's (runner's):
@@ -140,6 +148,15 @@ func Authorize(s State, cmd Command) error {
 		}
 	}
 	return nil
+}
+
+// errChannel refuses a prompt or message that says it came from a channel
+// (Slack, Telegram, …) from anyone but an admin: the answer to a prompt
+// from a channel is posted to that channel's webhook, so who may name one
+// may make the operator's webhook post to any channel. A channel's bridge
+// posts its people's prompts, as each of them, with an admin token.
+func errChannel(what string) error {
+	return parley.Errorf(parley.EFORBIDDEN, "only an admin token may say a %s came from a channel: a channel's bridge posts its prompts, and a reply goes to the channel of the prompt it answers", what)
 }
 
 // MayStop reports whether the actor may stop the answer to the prompt

@@ -18,6 +18,9 @@ func (d *decider) postMessage(c PostMessage) error {
 	if err := checkMessageShape(c); err != nil {
 		return err
 	}
+	if err := d.checkReplyChannel(c); err != nil {
+		return err
+	}
 	c = d.answerPrompt(c)
 	if c.Streaming && (len(c.Parts) > 0 || (c.Finality != "" && c.Finality != parley.FinalityNone)) {
 		return parley.Errorf(parley.EINVALIDVALUE, "a streaming message starts with no parts and closes nothing; finalize it to close")
@@ -261,23 +264,49 @@ func (d *decider) checkStreaming() error {
 	return nil
 }
 
-// answerPrompt applies the rule that a response answers the prompt
-// dispatched to its writer: an assistant message (or a tool row, which the
-// first runner protocol writes for a call) with no replyTo replies to that
-// prompt's message (a root, so depth 0, in the prompt's exchange) and goes
-// back to the prompt's channel unless it names its own.
-func (d *decider) answerPrompt(c PostMessage) PostMessage {
+// answered is the prompt a response answers: the one dispatched to its
+// writer, for an assistant message (or a tool row, which the first runner
+// protocol writes for a call) that replies to nothing else.
+func (d *decider) answered(c PostMessage) *QueuedPrompt {
 	a := d.s.Active()
-	if (c.Role != parley.RoleAssistant && c.Role != parley.RoleTool) || c.ReplyTo != "" || a == nil || a.Runner != c.AgentID {
+	if (c.Role != parley.RoleAssistant && c.Role != parley.RoleTool) || a == nil || a.Runner != c.AgentID || c.ReplyTo != "" && c.ReplyTo != a.ID {
+		return nil
+	}
+	return a
+}
+
+// checkReplyChannel holds the rule that a streamed answer goes back to the
+// channel of the prompt it answers, and to no other: a runner may repeat
+// that channel, but never name one of its choosing (its reply would be
+// posted there by the operator's webhook).
+func (d *decider) checkReplyChannel(c PostMessage) error {
+	if !c.Streaming || c.Channel == nil {
+		return nil
+	}
+	if a := d.answered(c); a != nil && a.Channel != nil && *a.Channel == *c.Channel {
+		return nil
+	}
+	return parley.Errorf(parley.EFORBIDDEN, "message %s names channel %s %q, which is not the channel of the prompt it answers: a reply goes only to the channel its prompt came from; leave the channel out", c.ID, c.Channel.Type, c.Channel.ID)
+}
+
+// answerPrompt applies the rule that a response answers the prompt
+// dispatched to its writer (see answered): with no replyTo, it replies to
+// that prompt's message (a root, so depth 0, in the prompt's exchange),
+// and it goes back to the prompt's channel.
+func (d *decider) answerPrompt(c PostMessage) PostMessage {
+	a := d.answered(c)
+	if a == nil {
 		return c
 	}
-	turnID := a.TurnID
-	if turnID == "" {
-		turnID = a.ID
-	}
-	c.ReplyTo, c.Known.Parent = a.ID, &ParentRef{ID: a.ID, TurnID: turnID}
 	if c.Channel == nil {
 		c.Channel = a.Channel
+	}
+	if c.ReplyTo == "" {
+		turnID := a.TurnID
+		if turnID == "" {
+			turnID = a.ID
+		}
+		c.ReplyTo, c.Known.Parent = a.ID, &ParentRef{ID: a.ID, TurnID: turnID}
 	}
 	return c
 }

@@ -1,8 +1,11 @@
 package conv
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"github.com/parleyhq/parley"
 )
@@ -250,10 +253,20 @@ func (d *decider) finalize(c FinalizeMessage) error {
 		// The reply goes back to the channel its prompt came from, at least
 		// once: the outbox row is written with the message.
 		now := parley.NewTime(d.env.Now)
-		d.out.Deliveries = append(d.out.Deliveries, &parley.Delivery{ID: m.ConversationID + ":" + m.ID, ConversationID: m.ConversationID,
+		d.out.Deliveries = append(d.out.Deliveries, &parley.Delivery{ID: d.deliveryID(), ConversationID: m.ConversationID,
 			MessageID: m.ID, Channel: *m.Channel, Content: m.Content, NextAttemptAt: now, CreatedAt: now})
 	}
 	return nil
+}
+
+// deliveryID is the id of the delivery of the event last emitted: made of
+// the conversation, its epoch and the event's seq, and nothing a client
+// chooses (not the message's id), so that no client can make it the key of
+// another delivery. The webhook gets it as its Idempotency-Key.
+func (d *decider) deliveryID() string {
+	c := d.s.Conversation
+	sum := sha256.Sum256([]byte(c.ID + "\x00" + c.Epoch + "\x00" + strconv.FormatInt(d.s.LastSeq, 10)))
+	return "dl_" + hex.EncodeToString(sum[:16])
 }
 
 // rewrite writes the whole message as a message.updated event and its row.

@@ -39,7 +39,10 @@ export interface CreateOptions {
   replyTo?: string;
   /** The failed message it retries (default: the one a failover ended). */
   retryOf?: string;
-  /** Where it goes outside Parley (default: the prompt's channel). */
+  /**
+   * Where it goes outside Parley: only the channel of the prompt it
+   * answers (the default); the server refuses any other (forbidden).
+   */
   channel?: Channel;
   /** The OpenCode session that wrote it, kept in its metadata. */
   opencodeSessionId?: string;

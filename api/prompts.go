@@ -9,24 +9,35 @@ import (
 )
 
 type promptRequest struct {
-	ID      string          `json:"id,omitempty"`
-	AgentID string          `json:"agentId,omitempty"`
-	Content string          `json:"content"`
-	Mode    string          `json:"mode,omitempty"`
-	To      string          `json:"to,omitempty"`
-	Channel *parley.Channel `json:"channel,omitempty"`
+	ID              string          `json:"id,omitempty"`
+	AgentID         string          `json:"agentId,omitempty"`
+	Content         string          `json:"content"`
+	Mode            string          `json:"mode,omitempty"`
+	To              string          `json:"to,omitempty"`
+	Channel         *parley.Channel `json:"channel,omitempty"`
+	ClientRequestID string          `json:"clientRequestId,omitempty"`
 }
+
+func (p *promptRequest) writer() *string     { return &p.AgentID }
+func (p *promptRequest) requestKey() *string { return &p.ClientRequestID }
 
 type promptRef struct {
 	AgentID string `json:"agentId,omitempty"`
 }
 
-// postPrompt queues a prompt for the conversation's runners.
+// postPrompt queues a prompt for the conversation's runners. A retry with
+// the same idempotency key (clientRequestId or Idempotency-Key) and body
+// gets the original answer, and queues nothing.
 func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusCreated, func(q *promptRequest) string { return q.AgentID }, func(r *http.Request, q *promptRequest, act conv.Actor) (*engine.PromptResult, error) {
-		return s.eng.EnqueuePrompt(r.Context(), r.PathValue("id"), conv.EnqueuePrompt{
-			Actor: act, ID: q.ID, Content: q.Content, Mode: q.Mode, To: q.To, Channel: q.Channel})
-	})(w, r, who)
+	var req promptRequest
+	act, key, ok := s.beginWrite(w, r, who, &req)
+	if !ok {
+		return
+	}
+	res, err := s.eng.EnqueuePrompt(r.Context(), r.PathValue("id"), conv.EnqueuePrompt{
+		Actor: act, ID: req.ID, Content: req.Content, Mode: req.Mode, To: req.To, Channel: req.Channel,
+		ClientRequestID: key, RequestHash: requestHash(&req)})
+	s.created(w, err == nil && res.Replayed, res, err)
 }
 
 func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, who parley.Identity) {

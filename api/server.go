@@ -173,6 +173,16 @@ func (s *Server) apiRoutes() []route {
 	}
 }
 
+// takesRequestKey are the routes that keep a client request id
+// (clientRequestId, or the Idempotency-Key header): a retry with the same
+// key and body gets the original answer. Every other write refuses the
+// header rather than ignore it.
+var takesRequestKey = map[string]bool{
+	"POST /v1/conversations/{id}/messages": true,
+	"POST /v1/conversations/{id}/events":   true,
+	"POST /v1/conversations/{id}/prompts":  true,
+}
+
 func (s *Server) routes() {
 	for _, rt := range s.apiRoutes() {
 		s.mux.HandleFunc(rt.method+" "+rt.path, rt.handler)
@@ -195,6 +205,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the mux itself then serves it, which sets the path values.
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.notRouted(rec, r)
+	} else if r.Method != http.MethodGet && r.Header.Get("Idempotency-Key") != "" && !takesRequestKey[pattern] {
+		// A key sent where it is not kept would be silently ignored, and
+		// the retry it was meant to make safe would write twice.
+		s.refuse(rec, r, parley.Errorf(parley.EINVALID, "%s takes no Idempotency-Key: only posting a message, a trace or a prompt does. "+
+			"Give what it makes an id instead (a retry is then 409 busy), or repeat it as it is: a turn command, a stop, a revert or a delete writes nothing twice", pattern))
 	} else if strings.ContainsRune(r.URL.Path, 0) || strings.Contains(r.URL.RawQuery, "%00") {
 		// No path value or query parameter may hold NUL, which Parley
 		// stores nowhere (see parley.HasNUL): refused here, once, for

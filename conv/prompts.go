@@ -108,7 +108,12 @@ type EnqueuePrompt struct {
 	Channel *parley.Channel
 	// Window is how long a collect prompt waits for more.
 	Window time.Duration
-	// Known says whether the id is taken (Lookups.IDTaken).
+	// ClientRequestID and RequestHash make a retry idempotent, as for
+	// PostMessage: the same key and body return the original result.
+	ClientRequestID string
+	RequestHash     string
+	// Known: an earlier write with the same key (Lookups.Prior), and
+	// whether the id is taken (Lookups.IDTaken).
 	Known Lookups
 }
 
@@ -197,6 +202,9 @@ func (s State) NextPrompt(runner string, now time.Time) *QueuedPrompt {
 }
 
 func (d *decider) enqueue(c EnqueuePrompt) error {
+	if replay, err := d.idempotent(c.ClientRequestID, c.RequestHash, c.Known.Prior); replay {
+		return err
+	}
 	if err := d.checkOpen(); err != nil {
 		return err
 	}

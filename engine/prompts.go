@@ -16,6 +16,9 @@ type PromptResult struct {
 	ID    string              `json:"id"`
 	Seq   int64               `json:"seq"`
 	Queue []conv.QueuedPrompt `json:"queue"`
+	// Replayed is true when this is the stored result of an earlier request
+	// with the same client request id.
+	Replayed bool `json:"-"`
 }
 
 // EnqueuePrompt queues a prompt (the server makes its id unless given); the
@@ -31,13 +34,24 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 		p.Window = e.opts.CollectWindow
 	}
 	build := func(conv.State) (conv.Command, error) {
-		known, err := e.lookups(ctx, conversationID, p.AgentID, "", lookupID, "", "")
+		known, err := e.lookups(ctx, conversationID, p.AgentID, p.ClientRequestID, lookupID, "", "")
 		p.Known = known
 		return p, err
 	}
-	d, s, err := e.decide(ctx, conversationID, build, nil)
+	// A retry gets the prompt's id and seq as first answered, and the
+	// queue as it is now.
+	respond := func(d conv.Decision) (*store.Idempotency, error) {
+		return e.idempotency(conversationID, p.AgentID, p.ClientRequestID, p.RequestHash, d.Result.Seq, PromptResult{ID: p.ID, Seq: d.Result.Seq})
+	}
+	d, s, err := e.decide(ctx, conversationID, build, respond)
 	if err != nil {
 		return nil, err
+	}
+	if d.Replay != nil {
+		var r PromptResult
+		err := json.Unmarshal(d.Replay, &r)
+		r.Queue, r.Replayed = s.Queue, true
+		return &r, err
 	}
 	return &PromptResult{ID: p.ID, Seq: d.Result.Seq, Queue: s.Queue}, nil
 }

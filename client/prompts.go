@@ -36,8 +36,12 @@ type NewPrompt struct {
 	// To names the agent whose runner should answer (default: any).
 	To string `json:"to,omitempty"`
 	// Channel is where the prompt came from; the answer goes back there
-	// (through the server's channel webhook).
+	// (through the server's channel webhook). Only an admin token may set
+	// it: a channel's bridge posts its prompts.
 	Channel *parley.Channel `json:"channel,omitempty"`
+	// ClientRequestID makes a retry safe: the same key and body queue the
+	// prompt once, and the retry gets the first answer.
+	ClientRequestID string `json:"clientRequestId,omitempty"`
 }
 
 // QueuedPrompt is a prompt in a conversation's queue, waiting or being

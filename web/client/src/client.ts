@@ -105,10 +105,13 @@ export interface NewPrompt {
   mode?: PromptMode;
   /** The agent whose runner should answer it (any, if left out). */
   to?: string;
+  /** Where it came from (its answer goes back there): an admin's only, a channel's bridge. */
   channel?: Channel;
   id?: string;
   /** Who asks: needed with an admin token or an open server. */
   agentId?: string;
+  /** Makes a retry safe: the same key and body queue the prompt once. */
+  clientRequestId?: string;
 }
 
 /** The answer to `prompt`: the prompt's id, the seq that queued it, and the queue. */

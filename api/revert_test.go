@@ -71,3 +71,28 @@ func TestRevertIsBounded(t *testing.T) {
 	}
 	b.want(b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "ops", "messageId": "m2"}), 200, "")
 }
+
+// TestOutsidersLearnNothingFromReverts: an outsider's revert is refused
+// before anything is read, with the same answer whether the message exists
+// or not (before, 413 "would remove more than …" said that it did).
+func TestOutsidersLearnNothingFromReverts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{MaxRevert: 3}, api.Options{})
+	id := b.conversation("alice")
+	base := "/v1/conversations/" + id
+	for _, m := range []string{"m1", "m2", "m3", "m4"} {
+		b.want(b.do("POST", base+"/messages", b.alice, map[string]any{"id": m, "content": m, "finality": "turn"}), 201, "")
+	}
+	outsider := b.agentToken("mallory")
+	before := b.snapshot()
+	exists := b.do("POST", base+"/revert", outsider, map[string]any{"messageId": "m1"})
+	missing := b.do("POST", base+"/revert", outsider, map[string]any{"messageId": "nope"})
+	b.want(exists, 403, "forbidden")
+	b.want(missing, 403, "forbidden")
+	if string(exists.raw) != string(missing.raw) {
+		t.Fatalf("an outsider tells an existing message from a missing one:\n%s\n%s", exists.raw, missing.raw)
+	}
+	if b.snapshot() != before {
+		t.Fatal("a refused revert wrote something")
+	}
+}

@@ -150,6 +150,9 @@ func (e *Engine) DispatchPrompt(ctx context.Context, conversationID, agentID str
 	return &Dispatched{ID: a.ID, Content: content, MessageFormat: s.Conversation.MessageFormat, Channel: a.Channel, AgentID: a.AgentID}, nil
 }
 
+// revertPage is how many messages a revert looks at a read.
+const revertPage = 1000
+
 // promptText reads a prompt's text from its prompt.queued events.
 func (e *Engine) promptText(ctx context.Context, conversationID string, seqs []int64) (string, error) {
 	var parts []string
@@ -196,34 +199,43 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", id)
 		}
 	}
-	var target *parley.Message
-	build := func(conv.State) (conv.Command, error) {
-		target = nil
-		for _, id := range messageIDs {
-			m, err := e.store.GetMessage(ctx, conversationID, id)
-			if parley.ErrorCode(err) == parley.ENOTFOUND {
-				continue
-			}
+	var target string
+	build := func(s conv.State) (conv.Command, error) {
+		target = ""
+		cmd := conv.Revert{Actor: a}
+		// Who may revert is decided on the state first, before a row is
+		// read: an outsider costs nothing and learns nothing (not even
+		// whether the message exists).
+		if err := conv.Authorize(s, cmd); err != nil {
+			return nil, err
+		}
+		named, err := e.store.MessageRefs(ctx, store.MessageRefsParams{ConversationID: conversationID, IDs: messageIDs})
+		if err != nil || len(named) == 0 {
+			return cmd, err // an unknown id reverts nothing
+		}
+		target, cmd.MessageID = named[0].ID, named[0].ID // the first in the log
+		// Then who wrote what it would remove, a page at a time, without
+		// the messages themselves; a writer it may not remove ends the
+		// reading (Authorize refuses it below).
+		for after := named[0].Seq - 1; ; {
+			refs, err := e.store.MessageRefs(ctx, store.MessageRefsParams{ConversationID: conversationID, After: after, Limit: revertPage})
 			if err != nil {
 				return nil, err
 			}
-			if target == nil || m.Seq < target.Seq {
-				target = m
+			for _, r := range refs {
+				if len(cmd.Known) == e.opts.MaxRevert {
+					return nil, parley.Errorf(parley.ETOOLARGE, "reverting %s would remove more than %d messages; revert from a later one", target, e.opts.MaxRevert)
+				}
+				cmd.Known, cmd.Authors = append(cmd.Known, r.ID), append(cmd.Authors, r.AgentID)
+				if !s.CanManage(a, r.AgentID) {
+					return cmd, nil
+				}
 			}
+			if len(refs) < revertPage {
+				return cmd, nil
+			}
+			after = refs[len(refs)-1].Seq
 		}
-		cmd := conv.Revert{Actor: a}
-		if target == nil {
-			return cmd, nil
-		}
-		cmd.MessageID = target.ID
-		ms, err := e.store.ListMessages(ctx, store.ListMessagesParams{ConversationID: conversationID, After: target.Seq - 1, Limit: e.opts.MaxRevert + 1})
-		if len(ms) > e.opts.MaxRevert {
-			return nil, parley.Errorf(parley.ETOOLARGE, "reverting %s would remove more than %d messages; revert from a later one", target.ID, e.opts.MaxRevert)
-		}
-		for _, m := range ms {
-			cmd.Known, cmd.Authors = append(cmd.Known, m.ID), append(cmd.Authors, m.AgentID)
-		}
-		return cmd, err
 	}
 	d, _, err := e.decide(ctx, conversationID, build, nil)
 	if err != nil {
@@ -233,9 +245,5 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 	if removed == nil {
 		removed = []string{}
 	}
-	r := &RevertResult{Removed: removed, Seq: d.Result.Seq}
-	if target != nil {
-		r.Target = target.ID
-	}
-	return r, nil
+	return &RevertResult{Target: target, Removed: removed, Seq: d.Result.Seq}, nil
 }

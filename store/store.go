@@ -119,6 +119,13 @@ type Store interface {
 	// clients read).
 	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
 
+	// MessageRefs returns who wrote which message, without the messages:
+	// the messages p.IDs names (those that exist), or with no IDs up to
+	// p.Limit messages with seq > p.After, in seq order. It reads no
+	// message's data, so that a check of who may remove what costs the
+	// same whatever the messages weigh.
+	MessageRefs(ctx context.Context, p MessageRefsParams) ([]MessageRef, error)
+
 	// ListReplies returns up to Limit direct replies to a message with seq >
 	// After, in seq order, using the replyTo index.
 	ListReplies(ctx context.Context, p ListRepliesParams) ([]*parley.Message, error)
@@ -410,6 +417,23 @@ type ListMessagesParams struct {
 	// that brings the rows' stored size to it, so that a page of large
 	// messages is not held whole in memory.
 	MaxBytes int
+}
+
+// MessageRefsParams are the arguments of Store.MessageRefs.
+type MessageRefsParams struct {
+	ConversationID string
+	// IDs, if set, are the messages to look up (at most MaxHeads); After
+	// and Limit are then not used.
+	IDs   []string
+	After int64
+	Limit int
+}
+
+// MessageRef names a message, where it is in the log and who wrote it.
+type MessageRef struct {
+	ID      string
+	Seq     int64
+	AgentID string
 }
 
 // RawMessage is a stored message row: its seq and its stored form (see

@@ -57,6 +57,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"MessageUpsert", testMessageUpsert},
 		{"NamesTakenOnce", testNamesTakenOnce},
 		{"NULRefusedAlike", testNULRefusedAlike},
+		{"MessageRefs", testMessageRefs},
 		{"RemoveMessages", testRemoveMessages},
 		{"DeleteConversation", testDeleteConversation},
 		{"ImportInvisibleUntilFinished", testImportInvisibleUntilFinished},

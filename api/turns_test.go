@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
 )
 
@@ -179,5 +180,31 @@ func TestHealthAndMetrics(t *testing.T) {
 	r := b.do("GET", "/metrics", "", nil)
 	if r.status != 200 {
 		t.Fatalf("metrics: %d", r.status)
+	}
+}
+
+// TestDelegatesPerTurnAreBounded: delegations into one turn past
+// -max-delegates are 409 busy and write nothing, so that a turn's
+// delegates (in the view, and in the head every 409 carries) stay few:
+// 8,000 of them once took 56 s to write and made each refusal 1 MB.
+func TestDelegatesPerTurnAreBounded(t *testing.T) {
+	t.Parallel()
+	limits := conv.DefaultLimits
+	limits.MaxDelegates = 3
+	b := setup(t, engine.Options{Limits: limits}, api.Options{})
+	id := b.conversation("alice")
+	base := "/v1/conversations/" + id
+	b.want(b.do("POST", base+"/messages", b.alice, map[string]any{"content": "working"}), 201, "")
+	for i := range 3 {
+		b.want(b.do("POST", base+"/delegations", b.alice, map[string]any{"to": fmt.Sprintf("w%d", i)}), 200, "")
+	}
+	before := b.snapshot()
+	r := b.do("POST", base+"/delegations", b.alice, map[string]any{"to": "w3"})
+	b.want(r, 409, "busy")
+	if e := r.body["error"].(map[string]any); e["maxDelegates"] != 3.0 || e["head"] == nil {
+		t.Fatalf("the refusal says %s", r.raw)
+	}
+	if b.snapshot() != before {
+		t.Fatal("a refused delegation wrote something")
 	}
 }

@@ -43,6 +43,11 @@ type Limits struct {
 	// counted as one more. A prompt past it is refused (busy), and a task's
 	// firing is skipped. Zero means DefaultLimits' value.
 	MaxQueuedPrompts int
+	// MaxDelegates bounds the agents delegated into one turn (its owner's
+	// delegates and theirs): one more is refused (busy) until the turn
+	// closes. Each is in the conversation's state, its head and every 409
+	// that carries the head. Zero means DefaultLimits' value.
+	MaxDelegates int
 }
 
 // DefaultLimits are the limits used when none are configured.
@@ -59,6 +64,7 @@ var DefaultLimits = Limits{
 	CheckpointChunks: 64,
 	CheckpointBytes:  16 << 10,
 	MaxQueuedPrompts: 256,
+	MaxDelegates:     64,
 }
 
 // MaxMessageJSON is the most a message within these limits can weigh in

@@ -376,6 +376,14 @@ func (d *decider) delegate(c Delegate) error {
 	if c.To == open.Owner || slices.Contains(open.Delegates, c.To) {
 		return nil // already allowed: write nothing
 	}
+	limit := d.env.Limits.MaxDelegates
+	if limit <= 0 {
+		limit = DefaultLimits.MaxDelegates
+	}
+	if n := len(open.Delegates); n >= limit {
+		return parley.Errorf(parley.EBUSY, "turn %d has %d delegates, the most a turn may have; delegate again once it has closed", open.Turn, n).
+			With("maxDelegates", limit).WithHead(d.base.Head(d.env.Now))
+	}
 	e := d.emit(parley.EventDelegation, open.Turn, open.TurnID, c.AgentID, parley.FinalityNone, parley.Delegation{From: c.AgentID, To: c.To, Turn: open.Turn})
 	d.out.Result.Seq = e.Seq
 	return nil

@@ -55,6 +55,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.DurationVar(&limits.ClaimTTL, "claim-ttl", limits.ClaimTTL, "how long a claim lasts when the request names no TTL")
 	fs.DurationVar(&limits.MaxClaimTTL, "max-claim-ttl", limits.MaxClaimTTL, "the longest TTL a claim may ask for")
 	fs.IntVar(&limits.MaxQueuedPrompts, "max-queued-prompts", limits.MaxQueuedPrompts, "the most prompts a conversation's queue holds; past it a prompt is refused (409 busy)")
+	fs.IntVar(&limits.MaxDelegates, "max-delegates", limits.MaxDelegates, "the most agents delegated into one turn; past it a delegation is refused (409 busy) until the turn closes")
 	fs.IntVar(&limits.MaxMessageBytes, "max-message-bytes", limits.MaxMessageBytes, "the most one message may hold: text, tool calls' args, results and errors, metadata")
 	fs.IntVar(&limits.MaxStreaming, "max-streaming", limits.MaxStreaming, "the most messages that may stream at once in one conversation")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
@@ -72,10 +73,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
+	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.MaxDelegates < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
 		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *collectWindow <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
 		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+	}
+	if limits.MaxDelegates > 1024 {
+		return fmt.Errorf("-max-delegates %d: at most 1024 (each is in the turn's state, and in every refusal that carries the head)", limits.MaxDelegates)
 	}
 	if *collectWindow > 24*time.Hour {
 		return fmt.Errorf("-collect-window %s: at most a day (a collect prompt waits that long before it is dispatched)", *collectWindow)

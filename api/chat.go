@@ -3,10 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -194,7 +192,7 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 	if parley.ErrorCode(err) != parley.ENOTFOUND {
 		return err
 	}
-	if err := s.takeCreation(who); err != nil {
+	if err := s.creates.allow(who); err != nil {
 		return err
 	}
 	c := parley.Conversation{ID: id, CreatedBy: who.AgentID, Participants: []string{}}
@@ -212,20 +210,6 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 		return s.eng.Check(ctx, id, writable) // made meanwhile by another request
 	}
 	return err
-}
-
-// takeCreation takes one creation from who's rate (Guards.CreateRate), or
-// says when to retry.
-func (s *Server) takeCreation(who parley.Identity) error {
-	if s.creates == nil {
-		return nil
-	}
-	if wait, ok := s.creates.take(who.TokenID, time.Now()); !ok {
-		secs := int(math.Ceil(wait.Seconds()))
-		return parley.Errorf(parley.ERATELIMITED, "this token may create %g conversations and tasks a second (%d at once); retry in %d s",
-			s.creates.rate, int(s.creates.burst), secs).With("retryAfterSeconds", secs)
-	}
-	return nil
 }
 
 // revertExchange removes the exchange a regenerate or an edit replaces:

@@ -36,6 +36,15 @@ type Guards struct {
 	// MaxConnsPerToken bounds the streams and runner connections one token
 	// has open at once (0: no bound). Over it: 429 rate_limited.
 	MaxConnsPerToken int
+	// RunnerConnectRate is how many runner connections (of a conversation,
+	// or agent-wide) one token may open a second, on average (0: no
+	// bound); RunnerConnectBurst how many at once (default: the larger of
+	// 1 and RunnerConnectRate). Over it: 429 rate_limited with
+	// Retry-After, before the handshake. A connect costs more than most
+	// requests (an agent-wide runner's guides every conversation of its
+	// agent), so a client that reconnects in a loop is held back.
+	RunnerConnectRate  float64
+	RunnerConnectBurst int
 	// TokenRecheck is how often WatchTokens reads the tokens again (default
 	// 2s): a token revoked elsewhere loses its connections within it.
 	TokenRecheck time.Duration
@@ -47,6 +56,9 @@ func (g *Guards) setDefaults() {
 	}
 	if g.CreateBurst <= 0 {
 		g.CreateBurst = max(1, int(g.CreateRate))
+	}
+	if g.RunnerConnectBurst <= 0 {
+		g.RunnerConnectBurst = max(1, int(g.RunnerConnectRate))
 	}
 	if g.TokenRecheck <= 0 {
 		g.TokenRecheck = 2 * time.Second

@@ -29,6 +29,7 @@ Usage:
                  [-max-thread-depth 100] [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096]
                  [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL] [-log-level info]
                  [-create-rate 10] [-create-burst 100] [-max-token-connections 1000]
+                 [-runner-connect-rate 10] [-runner-connect-burst 1000]
                  [-body-timeout 30s] [-header-timeout 10s] [-chunk-retention 7d]
   parley migrate [-db ./parley.db] [-postgres URL]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db] [-postgres URL]

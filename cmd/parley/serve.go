@@ -46,6 +46,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.Float64Var(&guards.CreateRate, "create-rate", 10, "conversations and tasks one token may create a second, on average (0: no bound)")
 	fs.IntVar(&guards.CreateBurst, "create-burst", 100, "conversations and tasks one token may create at once, within -create-rate")
 	fs.IntVar(&guards.MaxConnsPerToken, "max-token-connections", 1000, "streams and runner connections one token may have open at once (0: no bound)")
+	fs.Float64Var(&guards.RunnerConnectRate, "runner-connect-rate", 10, "runner connections (agent-wide or of a conversation) one token may open a second, on average (0: no bound)")
+	fs.IntVar(&guards.RunnerConnectBurst, "runner-connect-burst", 1000, "runner connections one token may open at once, within -runner-connect-rate")
 	fs.DurationVar(&guards.BodyTimeout, "body-timeout", 30*time.Second, "how long a request may take to send its body (an import: how long it may send nothing)")
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a connection may take to send a request's headers")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -74,8 +76,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	}
 	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
 		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *collectWindow <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
-		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
-		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 ||
+		guards.RunnerConnectRate < 0 || guards.RunnerConnectBurst < 1 {
+		return fmt.Errorf("limits must be positive (-create-rate, -runner-connect-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
 	}
 	if *collectWindow > 24*time.Hour {
 		return fmt.Errorf("-collect-window %s: at most a day (a collect prompt waits that long before it is dispatched)", *collectWindow)

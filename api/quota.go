@@ -115,12 +115,19 @@ func (s *Server) limited(l *rateLimiter, h handler) handler {
 }
 
 // setRetryAfter sets the Retry-After header of an error that says when to
-// retry (a detail retryAfterSeconds).
+// retry.
 func setRetryAfter(w http.ResponseWriter, err error) {
+	if secs, ok := retryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+}
+
+// retryAfter is how many seconds an error says to wait before a retry
+// (its detail retryAfterSeconds), if it says.
+func retryAfter(err error) (secs int, ok bool) {
 	var e *parley.Error
 	if errors.As(err, &e) {
-		if secs, ok := e.Details["retryAfterSeconds"].(int); ok {
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-		}
+		secs, ok = e.Details["retryAfterSeconds"].(int)
 	}
+	return secs, ok
 }

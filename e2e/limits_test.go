@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +81,105 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("100 KiB of headers: %d, want 431", resp.StatusCode)
+	}
+}
+
+// TestIdleConnectionsCannotExhaustTheServer: parley serve, allowed 400
+// open files (as `ulimit -n 400` leaves it), keeps answering while a
+// client opens 1,000 connections on which it sends nothing, or half of a
+// request's headers. Before, each took a descriptor until none was left:
+// accept failed (too many open files) and the server answered nobody. Now
+// the oldest idle connections of that address are closed to make room,
+// and an authenticated client's kept-alive connection and its stream stay
+// open: /healthz and authenticated requests are answered, on new
+// connections and on the kept one.
+func TestIdleConnectionsCannotExhaustTheServer(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	admin, _ := createToken(t, db, "-kind", "admin")
+	// sh's ulimit sets the hard limit too: Go cannot raise it back.
+	srv := startCommand(t, exec.Command("sh", "-c", `ulimit -n 400 && exec "$0" "$@"`, binary, "serve", "-db", db, "-addr", "127.0.0.1:0"))
+	addr := strings.TrimPrefix(srv.url, "http://")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// An authenticated client: a kept-alive connection, and a stream.
+	kept := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: 20 * time.Second}
+	authed := func(c *http.Client, method, path, body string) (*http.Response, bool) {
+		t.Helper()
+		reused := false
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, srv.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return resp, reused
+	}
+	resp, _ := authed(kept, "POST", "/v1/conversations", `{"participants":["alice"]}`)
+	var made struct{ Conversation struct{ ID string } }
+	if err := json.NewDecoder(resp.Body).Decode(&made); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("creating a conversation: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	id := made.Conversation.ID
+	stream, _ := authed(&http.Client{}, "GET", "/v1/conversations/"+id+"/stream", "")
+	defer stream.Body.Close()
+	events := bufio.NewReader(stream.Body)
+	awaitEvent := func(name string) {
+		t.Helper()
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream ended before its %s event: %v", name, err)
+			}
+			if line == "event: "+name+"\n" {
+				return
+			}
+		}
+	}
+	awaitEvent("init")
+
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	for i := range 1000 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		flood = append(flood, c)
+		if i%2 == 1 {
+			_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n")
+		}
+	}
+
+	health, err := (&http.Client{Timeout: 20 * time.Second}).Get(srv.url + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz past the flood: %v\n%s", err, srv.log())
+	}
+	health.Body.Close()
+	if health.StatusCode != 200 {
+		t.Fatalf("/healthz past the flood: %d", health.StatusCode)
+	}
+	fresh := &http.Client{Timeout: 20 * time.Second}
+	if resp, _ := authed(fresh, "GET", "/v1/conversations", ""); resp.StatusCode != 200 {
+		t.Fatalf("an authenticated request on a new connection: %d", resp.StatusCode)
+	} else {
+		resp.Body.Close()
+	}
+	resp, reused := authed(kept, "POST", "/v1/conversations/"+id+"/messages", `{"agentId":"alice","content":"still here"}`)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || !reused {
+		t.Fatalf("the authenticated client's kept-alive connection: %d, reused %v (want 201 on the same connection)", resp.StatusCode, reused)
+	}
+	awaitEvent("message") // the stream is still open
+	if log := srv.log(); strings.Contains(log, "too many open files") {
+		t.Fatalf("the server ran out of descriptors:\n%s", log)
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -64,7 +65,7 @@ type lastMessage struct {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *lastMessage) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data)) // no copy: the body is large
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return parley.Errorf(parley.EINVALID, "messages must be an array of UI messages")
 	}
@@ -108,11 +109,18 @@ func (l *lastMessage) promptText() (id, text string, err error) {
 // message, as the caller, and streams the answer.
 func (s *Server) postChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	if !who.CanWrite() {
-		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot ask", who.Kind))
+		s.refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot ask", who.Kind))
 		return
 	}
+	// The answer is a stream, a connection of the token: its bound is
+	// checked before the body (up to 16 MiB) is read.
+	ctx, done, ok := s.connectStream(w, r, who)
+	if !ok {
+		return
+	}
+	defer done()
 	var req chatRequest
-	if err := decodeBody(w, r, MaxChatBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, MaxChatBodyBytes, &req); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
@@ -131,13 +139,6 @@ func (s *Server) postChat(w http.ResponseWriter, r *http.Request, who parley.Ide
 		writeErr(w, s.log, err)
 		return
 	}
-	ctx, cut := context.WithCancelCause(r.Context())
-	defer cut(nil)
-	release, ok := s.connect(w, who, cut)
-	if !ok {
-		return
-	}
-	defer release()
 	if err := s.ensureConversation(r.Context(), who, act, req.ID, req.To); err != nil {
 		writeErr(w, s.log, err)
 		return

@@ -48,7 +48,17 @@ type Guards struct {
 	// TokenRecheck is how often WatchTokens reads the tokens again (default
 	// 2s): a token revoked elsewhere loses its connections within it.
 	TokenRecheck time.Duration
+	// MaxBodyMemory bounds the bytes of the request bodies read at once,
+	// in all (default 256 MiB): each reserves its size (an import, the
+	// most one JSON value of it may take) before any of it is read, and
+	// gives it back once decoded. Past it: 503 unavailable with
+	// Retry-After, and the body is not read.
+	MaxBodyMemory int64
 }
+
+// DefaultMaxBodyMemory is the default Guards.MaxBodyMemory: sixteen of
+// the largest chat bodies.
+const DefaultMaxBodyMemory = 256 << 20
 
 func (g *Guards) setDefaults() {
 	if g.BodyTimeout <= 0 {
@@ -62,6 +72,9 @@ func (g *Guards) setDefaults() {
 	}
 	if g.TokenRecheck <= 0 {
 		g.TokenRecheck = 2 * time.Second
+	}
+	if g.MaxBodyMemory <= 0 {
+		g.MaxBodyMemory = DefaultMaxBodyMemory
 	}
 }
 
@@ -150,8 +163,7 @@ func hasBody(r *http.Request) bool { return r.ContentLength != 0 }
 // slowly, or a huge one, holds nothing once refused.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	if hasBody(r) {
-		w.Header().Set("Connection", "close")
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		noDrain(w)
 	}
 	writeErr(w, s.log, err)
 }

@@ -76,6 +76,8 @@ type Server struct {
 	creates *rateLimiter // conversations and tasks made (nil: no bound)
 	// connects counts runner connections opened (nil: no bound).
 	connects *rateLimiter
+	// bodies bounds the request bodies read at once (see reserveBody).
+	bodies *bodyBudget
 	// backingUp is true while a backup is made or sent: one at a time.
 	backingUp atomic.Bool
 }
@@ -106,7 +108,8 @@ func New(eng *engine.Engine, runners *dispatch.Dispatcher, opts Options) *Server
 	opts.Guards.setDefaults()
 	s := &Server{eng: eng, runners: runners, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
 		creates:  newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
-		connects: newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners")}
+		connects: newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
+		bodies:   &bodyBudget{max: opts.MaxBodyMemory}}
 	s.open.Store(opts.Open)
 	s.routes()
 	return s

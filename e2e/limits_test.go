@@ -2,15 +2,19 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -181,5 +185,79 @@ func TestIdleConnectionsCannotExhaustTheServer(t *testing.T) {
 	awaitEvent("message") // the stream is still open
 	if log := srv.log(); strings.Contains(log, "too many open files") {
 		t.Fatalf("the server ran out of descriptors:\n%s", log)
+	}
+}
+
+// TestLargeBodiesWaitForRoom: parley serve -max-body-memory 32 MiB reads
+// at most two 16 MiB chat bodies at once. Forty clients that each post one
+// at once (the largest a chat takes) leave the server's memory well under
+// what reading them all takes (before: 515 MB); forty that ask first
+// (Expect: 100-continue) are two told to send it and thirty-eight answered
+// 503 unavailable with Retry-After, without the server reading theirs.
+func TestLargeBodiesWaitForRoom(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	alice, _ := createToken(t, db, "-kind", "agent", "-agent", "alice")
+	srv := startServer(t, db, "-max-body-memory", strconv.Itoa(32<<20))
+	pid := srv.cmd.Process.Pid
+	// A long chat, as the AI SDK sends it (every message, each time), of
+	// 16 MiB (the most a chat body may be); its last message is the
+	// assistant's, so that one read is refused once decoded.
+	const size = 16 << 20
+	msg := `{"id":"m","role":"assistant","parts":[{"type":"text","text":"` + strings.Repeat("x", 64<<10) + `"}]}`
+	var chat strings.Builder
+	chat.WriteString(`{"id":"long","messages":[` + msg)
+	for chat.Len()+len(msg)+3 < size {
+		chat.WriteString("," + msg)
+	}
+	chat.WriteString(`]}`)
+	body := []byte(chat.String())
+
+	before := rss(t, pid, "VmHWM")
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", srv.url+"/v1/chat", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+alice)
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := http.DefaultClient.Do(req); err == nil { // a refused body may also be cut off
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if grew := rss(t, pid, "VmHWM") - before; !raceBuild && grew > 256<<20 {
+		t.Fatalf("forty 16 MiB bodies at once took the server %d MiB more at its peak; two at a time take well under 256", grew>>20)
+	}
+
+	addr := strings.TrimPrefix(srv.url, "http://")
+	continued, refused := 0, 0
+	for i := range 40 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/chat HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", addr, alice, len(body))
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("body %d: no answer: %v", i, err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		switch {
+		case resp.StatusCode == 100:
+			continued++ // told to send it: not sent
+		case resp.StatusCode == 503 && resp.Header.Get("Retry-After") == "1" && strings.Contains(string(raw), `"code":"unavailable"`):
+			refused++
+		default:
+			t.Fatalf("body %d: %d %s", i, resp.StatusCode, raw)
+		}
+	}
+	if continued != 2 || refused != 38 {
+		t.Fatalf("forty 16 MiB bodies with room for 32 MiB: %d read, %d refused unread; want 2 and 38", continued, refused)
+	}
+	if status(t, srv.url+"/healthz", "") != 200 {
+		t.Fatal("the server does not answer")
 	}
 }

@@ -50,6 +50,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.Float64Var(&guards.RunnerConnectRate, "runner-connect-rate", 10, "runner connections (agent-wide or of a conversation) one token may open a second, on average (0: no bound)")
 	fs.IntVar(&guards.RunnerConnectBurst, "runner-connect-burst", 1000, "runner connections one token may open at once, within -runner-connect-rate")
 	fs.DurationVar(&guards.BodyTimeout, "body-timeout", 30*time.Second, "how long a request may take to send its body (an import: how long it may send nothing)")
+	fs.Int64Var(&guards.MaxBodyMemory, "max-body-memory", api.DefaultMaxBodyMemory, "bytes of request bodies read at once, of every client (each reserves its length, or its endpoint's bound, before it is read; an import 16 MiB while it runs); past it: 503 with Retry-After, the body not read")
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a connection may take to send a request's headers")
 	fdLimit := openFileLimit()
 	maxConns := fs.Int("max-conns", defaultMaxConns(fdLimit), "connections open at once, of every client (by default what the open-file limit leaves once the store's files and connections are set aside); past it an idle one is closed to make room")
@@ -83,6 +84,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 ||
 		guards.RunnerConnectRate < 0 || guards.RunnerConnectBurst < 1 {
 		return fmt.Errorf("limits must be positive (-create-rate, -runner-connect-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+	}
+	if guards.MaxBodyMemory < api.MaxChatBodyBytes {
+		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", guards.MaxBodyMemory, api.MaxChatBodyBytes)
 	}
 	if *maxConnsPerAddr == 0 {
 		*maxConnsPerAddr = max(1, *maxConns/2)

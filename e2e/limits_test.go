@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // TestSlowClientsAreCutOff: parley serve closes a connection that sends no
@@ -259,5 +261,41 @@ func TestLargeBodiesWaitForRoom(t *testing.T) {
 	}
 	if status(t, srv.url+"/healthz", "") != 200 {
 		t.Fatal("the server does not answer")
+	}
+}
+
+// TestRunnerConnectStormIsHeldBack: parley serve -runner-connect-rate 1
+// -runner-connect-burst 5 lets an agent's token connect its agent-wide
+// runner five times at once and then once a second: fifty connects in a
+// row, of an agent that takes part in no conversation, are five let in and
+// forty-five refused with 429 rate_limited and Retry-After before the
+// handshake (before, each was let in, and each looked at every
+// conversation the server held).
+func TestRunnerConnectStormIsHeldBack(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	ghost, _ := createToken(t, db, "-kind", "agent", "-agent", "ghost")
+	srv := startServer(t, db, "-runner-connect-rate", "1", "-runner-connect-burst", "5")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(srv.url, "http") + "/v1/agents/ghost/runner"
+	opts := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + ghost}}}
+	in, limited := 0, 0
+	start := time.Now()
+	for i := range 50 {
+		c, resp, err := websocket.Dial(ctx, url, opts)
+		switch {
+		case err == nil:
+			in++
+			c.CloseNow()
+		case resp != nil && resp.StatusCode == 429 && resp.Header.Get("Retry-After") != "":
+			limited++
+		default:
+			t.Fatalf("connect %d: %v %v", i, resp, err)
+		}
+	}
+	// On a loaded machine seconds may pass meanwhile: one more each.
+	if most := 5 + int(time.Since(start).Seconds()) + 1; in < 5 || in > most || in+limited != 50 {
+		t.Fatalf("50 connects at once, 5 allowed at once and 1 a second: %d let in (at most %d), %d refused", in, most, limited)
 	}
 }

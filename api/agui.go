@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,7 +55,7 @@ type lastAGUIMessage struct {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *lastAGUIMessage) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data)) // no copy: the body is large
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return parley.Errorf(parley.EINVALID, "messages must be an array of AG-UI messages")
 	}
@@ -167,16 +168,23 @@ func checkRun(in *runAgentInput, to string) error {
 // streamed as AG-UI events.
 func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	if !who.CanWrite() {
-		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot run an agent", who.Kind))
+		s.refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot run an agent", who.Kind))
 		return
 	}
 	resume, err := aguiLastEventID(r)
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.refuse(w, r, err)
 		return
 	}
+	// The run is a stream, a connection of the token: its bound is checked
+	// before the body (up to 16 MiB) is read.
+	ctx, done, ok := s.connectStream(w, r, who)
+	if !ok {
+		return
+	}
+	defer done()
 	var in runAgentInput
-	if err := decodeBody(w, r, MaxChatBodyBytes, &in); err != nil {
+	if err := s.decodeBody(w, r, MaxChatBodyBytes, &in); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
@@ -202,13 +210,6 @@ func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Ide
 		writeErr(w, s.log, err)
 		return
 	}
-	ctx, cut := context.WithCancelCause(r.Context())
-	defer cut(nil)
-	release, ok := s.connect(w, who, cut)
-	if !ok {
-		return
-	}
-	defer release()
 	if resume != nil {
 		// A run resumed is in a thread that exists: none is made for it.
 		err = s.eng.Check(r.Context(), in.ThreadID, func(st conv.State) error { return st.CanWrite(act) })

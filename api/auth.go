@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/connlimit"
 	"github.com/parleyhq/parley/conv"
 )
 
@@ -44,6 +45,9 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			s.refuse(w, r, err)
 			return
 		}
+		// Its connection, idle, is closed to make room only once no
+		// unknown client's is left.
+		connlimit.Known(r.Context())
 		h(w, r, who)
 	}
 }

@@ -1,13 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -67,7 +66,7 @@ type lastMessage struct {
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (l *lastMessage) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data)) // no copy: the body is large
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return parley.Errorf(parley.EINVALID, "messages must be an array of UI messages")
 	}
@@ -111,11 +110,18 @@ func (l *lastMessage) promptText() (id, text string, err error) {
 // message, as the caller, and streams the answer.
 func (s *Server) postChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	if !who.CanWrite() {
-		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot ask", who.Kind))
+		s.refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot ask", who.Kind))
 		return
 	}
+	// The answer is a stream, a connection of the token: its bound is
+	// checked before the body (up to 16 MiB) is read.
+	ctx, done, ok := s.connectStream(w, r, who)
+	if !ok {
+		return
+	}
+	defer done()
 	var req chatRequest
-	if err := decodeBody(w, r, MaxChatBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, MaxChatBodyBytes, &req); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
@@ -134,13 +140,6 @@ func (s *Server) postChat(w http.ResponseWriter, r *http.Request, who parley.Ide
 		writeErr(w, s.log, err)
 		return
 	}
-	ctx, cut := context.WithCancelCause(r.Context())
-	defer cut(nil)
-	release, ok := s.connect(w, who, cut)
-	if !ok {
-		return
-	}
-	defer release()
 	if err := s.ensureConversation(r.Context(), who, act, req.ID, req.To); err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -195,7 +194,7 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 	if parley.ErrorCode(err) != parley.ENOTFOUND {
 		return err
 	}
-	if err := s.takeCreation(who); err != nil {
+	if err := s.creates.allow(who); err != nil {
 		return err
 	}
 	c := parley.Conversation{ID: id, CreatedBy: who.AgentID, Participants: []string{}}
@@ -213,20 +212,6 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 		return s.eng.Check(ctx, id, writable) // made meanwhile by another request
 	}
 	return err
-}
-
-// takeCreation takes one creation from who's rate (Guards.CreateRate), or
-// says when to retry.
-func (s *Server) takeCreation(who parley.Identity) error {
-	if s.creates == nil {
-		return nil
-	}
-	if wait, ok := s.creates.take(who.TokenID, time.Now()); !ok {
-		secs := int(math.Ceil(wait.Seconds()))
-		return parley.Errorf(parley.ERATELIMITED, "this token may create %g conversations and tasks a second (%d at once); retry in %d s",
-			s.creates.rate, int(s.creates.burst), secs).With("retryAfterSeconds", secs)
-	}
-	return nil
 }
 
 // revertExchange removes the exchange a regenerate or an edit replaces:

@@ -58,15 +58,29 @@ func (c *cutoff) ended() bool {
 
 // connect records a live stream or runner connection of who, to be ended
 // by end when its token is revoked; over the identity's bound of
-// connections it answers 429 itself and returns false. Call release when
-// the connection ends.
-func (s *Server) connect(w http.ResponseWriter, who parley.Identity, end func(error)) (release func(), ok bool) {
+// connections it answers 429 itself (without reading the request's body)
+// and returns false. Call release when the connection ends.
+func (s *Server) connect(w http.ResponseWriter, r *http.Request, who parley.Identity, end func(error)) (release func(), ok bool) {
 	release, err := s.eng.Connect(who, s.opts.MaxConnsPerToken, end)
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.refuse(w, r, err)
 		return nil, false
 	}
 	return release, true
+}
+
+// connectStream is connect for a request whose answer is a stream (the
+// chat endpoints): it returns the stream's context, which revoking the
+// token ends (its cause says why), and done, to call when the stream
+// ends.
+func (s *Server) connectStream(w http.ResponseWriter, r *http.Request, who parley.Identity) (ctx context.Context, done func(), ok bool) {
+	ctx, cut := context.WithCancelCause(r.Context())
+	release, ok := s.connect(w, r, who, cut)
+	if !ok {
+		cut(nil)
+		return nil, nil, false
+	}
+	return ctx, func() { release(); cut(nil) }, true
 }
 
 // connectReader is connect for a stream of the conversation the path names

@@ -14,7 +14,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 		return
 	}
 	var req createConversationRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}

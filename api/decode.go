@@ -88,9 +88,15 @@ type tokenRequest struct {
 	Name    string           `json:"name,omitempty"`
 }
 
-// decodeBody reads one JSON object of at most max bytes from the request.
-func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
-	err := decodeJSON(http.MaxBytesReader(w, r.Body, max), max, v)
+// decodeBody reads one JSON object of at most max bytes from the request,
+// once the server's budget of bodies has room for it (see reserveBody).
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	n, err := s.reserveBody(w, r, max, max)
+	if err != nil {
+		return err
+	}
+	defer s.bodies.Release(n)
+	err = decodeJSON(http.MaxBytesReader(w, r.Body, max), max, v)
 	if err == nil {
 		bodyRead(w)
 	}

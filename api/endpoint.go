@@ -13,7 +13,7 @@ import (
 func writeEndpoint[T, R any](s *Server, status int, agentOf func(*T) string, run func(r *http.Request, req *T, act conv.Actor) (R, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 		var req T
-		if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+		if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 			writeErr(w, s.log, err)
 			return
 		}

@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/parleyhq/parley"
 )
@@ -102,4 +105,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
+}
+
+// RawResponse is the answer to err as a whole HTTP/1.1 response, for a
+// connection refused before any request is read from it (see package
+// connlimit): its status and JSON error body, Retry-After when the error
+// says when to retry, and Connection: close.
+func RawResponse(err error) []byte {
+	body, _ := json.Marshal(errorBody(err))
+	body = append(body, '\n')
+	status := statusOf(parley.ErrorCode(err))
+	h := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}, "Connection": {"close"},
+		"Content-Length": {strconv.Itoa(len(body))}}
+	if secs, ok := retryAfter(err); ok {
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	_ = h.Write(&b)
+	b.WriteString("\r\n")
+	b.Write(body)
+	return b.Bytes()
 }

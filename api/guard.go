@@ -36,10 +36,29 @@ type Guards struct {
 	// MaxConnsPerToken bounds the streams and runner connections one token
 	// has open at once (0: no bound). Over it: 429 rate_limited.
 	MaxConnsPerToken int
+	// RunnerConnectRate is how many runner connections (of a conversation,
+	// or agent-wide) one token may open a second, on average (0: no
+	// bound); RunnerConnectBurst how many at once (default: the larger of
+	// 1 and RunnerConnectRate). Over it: 429 rate_limited with
+	// Retry-After, before the handshake. A connect costs more than most
+	// requests (an agent-wide runner's guides every conversation of its
+	// agent), so a client that reconnects in a loop is held back.
+	RunnerConnectRate  float64
+	RunnerConnectBurst int
 	// TokenRecheck is how often WatchTokens reads the tokens again (default
 	// 2s): a token revoked elsewhere loses its connections within it.
 	TokenRecheck time.Duration
+	// MaxBodyMemory bounds the bytes of the request bodies read at once,
+	// in all (default 256 MiB): each reserves its size (an import, the
+	// most one JSON value of it may take) before any of it is read, and
+	// gives it back once decoded. Past it: 503 unavailable with
+	// Retry-After, and the body is not read.
+	MaxBodyMemory int64
 }
+
+// DefaultMaxBodyMemory is the default Guards.MaxBodyMemory: sixteen of
+// the largest chat bodies.
+const DefaultMaxBodyMemory = 256 << 20
 
 func (g *Guards) setDefaults() {
 	if g.BodyTimeout <= 0 {
@@ -48,8 +67,14 @@ func (g *Guards) setDefaults() {
 	if g.CreateBurst <= 0 {
 		g.CreateBurst = max(1, int(g.CreateRate))
 	}
+	if g.RunnerConnectBurst <= 0 {
+		g.RunnerConnectBurst = max(1, int(g.RunnerConnectRate))
+	}
 	if g.TokenRecheck <= 0 {
 		g.TokenRecheck = 2 * time.Second
+	}
+	if g.MaxBodyMemory <= 0 {
+		g.MaxBodyMemory = DefaultMaxBodyMemory
 	}
 }
 
@@ -138,8 +163,7 @@ func hasBody(r *http.Request) bool { return r.ContentLength != 0 }
 // slowly, or a huge one, holds nothing once refused.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
 	if hasBody(r) {
-		w.Header().Set("Connection", "close")
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		noDrain(w)
 	}
 	writeErr(w, s.log, err)
 }

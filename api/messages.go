@@ -27,7 +27,7 @@ func (e *eventRequest) requestKey() *string   { return &e.ClientRequestID }
 // one that does not send the same request. On error it has answered the
 // request and returns ok false.
 func (s *Server) beginWrite(w http.ResponseWriter, r *http.Request, who parley.Identity, req writeRequest) (act conv.Actor, key string, ok bool) {
-	err := decodeBody(w, r, s.opts.MaxBodyBytes, req)
+	err := s.decodeBody(w, r, s.opts.MaxBodyBytes, req)
 	if err == nil {
 		act, err = actor(who, *req.writer())
 	}

@@ -61,7 +61,7 @@ func (s *Server) promptCommand(run func(*Server, *http.Request, conv.Actor, stri
 	return func(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 		var req promptRef
 		if r.ContentLength != 0 {
-			if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+			if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 				writeErr(w, s.log, err)
 				return
 			}

@@ -17,11 +17,15 @@ import (
 const maxBuckets = 100_000
 
 // rateLimiter is a token bucket per identity: each holds up to burst
-// tokens and gains rate a second; a creation takes one.
+// tokens and gains rate a second; an act (a creation, a runner's connect)
+// takes one.
 type rateLimiter struct {
 	rate, burst float64
-	mu          sync.Mutex
-	buckets     map[string]bucket
+	// acts says what is counted, for the refusal: "create conversations
+	// and tasks".
+	acts    string
+	mu      sync.Mutex
+	buckets map[string]bucket
 }
 
 type bucket struct {
@@ -29,12 +33,28 @@ type bucket struct {
 	at     time.Time
 }
 
-// newRateLimiter returns a limiter, or nil for no bound (rate ≤ 0).
-func newRateLimiter(rate float64, burst int) *rateLimiter {
+// newRateLimiter returns a limiter of acts, or nil for no bound (rate ≤ 0).
+func newRateLimiter(rate float64, burst int, acts string) *rateLimiter {
 	if rate <= 0 {
 		return nil
 	}
-	return &rateLimiter{rate: rate, burst: float64(burst), buckets: make(map[string]bucket)}
+	return &rateLimiter{rate: rate, burst: float64(burst), acts: acts, buckets: make(map[string]bucket)}
+}
+
+// allow takes one act from who's bucket now, or returns ERATELIMITED
+// saying when to retry (retryAfterSeconds, for Retry-After). A nil
+// limiter allows everything.
+func (l *rateLimiter) allow(who parley.Identity) error {
+	if l == nil {
+		return nil
+	}
+	wait, ok := l.take(who.TokenID, time.Now())
+	if ok {
+		return nil
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	return parley.Errorf(parley.ERATELIMITED, "this token may %s %g times a second (%d at once); retry in %d s",
+		l.acts, l.rate, int(l.burst), secs).With("retryAfterSeconds", secs)
 }
 
 // take takes a token from key's bucket at now. When there is none it
@@ -78,17 +98,16 @@ func (l *rateLimiter) evict(now time.Time) {
 	}
 }
 
-// limited refuses a creation over its identity's rate (CreateRate) with
-// 429 rate_limited and Retry-After, before the body is decoded.
-func (s *Server) limited(h handler) handler {
-	if s.creates == nil {
+// limited refuses a request over its identity's rate (see rateLimiter)
+// with 429 rate_limited and Retry-After, before anything else: before the
+// body is decoded, before a conversation is looked up.
+func (s *Server) limited(l *rateLimiter, h handler) handler {
+	if l == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-		if wait, ok := s.creates.take(who.TokenID, time.Now()); !ok {
-			secs := int(math.Ceil(wait.Seconds()))
-			writeErr(w, s.log, parley.Errorf(parley.ERATELIMITED, "this token may create %g conversations and tasks a second (%d at once); retry in %d s",
-				s.creates.rate, int(s.creates.burst), secs).With("retryAfterSeconds", secs))
+		if err := l.allow(who); err != nil {
+			s.refuse(w, r, err)
 			return
 		}
 		h(w, r, who)
@@ -96,12 +115,19 @@ func (s *Server) limited(h handler) handler {
 }
 
 // setRetryAfter sets the Retry-After header of an error that says when to
-// retry (a detail retryAfterSeconds).
+// retry.
 func setRetryAfter(w http.ResponseWriter, err error) {
+	if secs, ok := retryAfter(err); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+}
+
+// retryAfter is how many seconds an error says to wait before a retry
+// (its detail retryAfterSeconds), if it says.
+func retryAfter(err error) (secs int, ok bool) {
 	var e *parley.Error
 	if errors.As(err, &e) {
-		if secs, ok := e.Details["retryAfterSeconds"].(int); ok {
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-		}
+		secs, ok = e.Details["retryAfterSeconds"].(int)
 	}
+	return secs, ok
 }

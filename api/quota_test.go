@@ -109,6 +109,41 @@ func TestConnectionsPerToken(t *testing.T) {
 	}
 }
 
+// TestRunnerConnectRate: one token may open runner connections (agent-wide
+// or of a conversation: one bucket) at RunnerConnectRate a second,
+// RunnerConnectBurst at once, however short-lived; a storm of connects past
+// that is refused with 429 rate_limited and Retry-After before any
+// handshake, while other tokens connect. After Retry-After it may connect
+// again.
+func TestRunnerConnectRate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{RunnerConnectRate: 1, RunnerConnectBurst: 3}})
+	id := b.conversation("alice", "bob")
+	for range 2 {
+		b.agentRunnerConn("alice", b.alice).CloseNow()
+	}
+	b.runnerConn(id, b.alice).CloseNow()
+	base := "ws" + strings.TrimPrefix(b.url, "http")
+	auth := &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + b.alice}}}
+	var wait time.Duration
+	for i := range 20 {
+		for _, path := range []string{"/v1/agents/alice/runner", "/v1/conversations/" + id + "/runner"} {
+			_, resp, err := websocket.Dial(b.ctx, base+path, auth)
+			if err == nil || resp == nil || resp.StatusCode != 429 || errorCode(resp) != "rate_limited" {
+				t.Fatalf("connect %d past the burst, %s: %v %v, want 429 rate_limited", i, path, resp, err)
+			}
+			secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+			if err != nil || secs < 1 {
+				t.Fatalf("Retry-After %q, want whole seconds ≥ 1", resp.Header.Get("Retry-After"))
+			}
+			wait = time.Duration(secs) * time.Second
+		}
+	}
+	b.agentRunnerConn("bob", b.bob).CloseNow() // another token is not held back
+	time.Sleep(wait)
+	b.agentRunnerConn("alice", b.alice)
+}
+
 // TestQuietStreamsEndWhenTheClientLeaves: a stream with nothing to send
 // still sees its client leave, and gives its connection back to the
 // token at once (not at the next heartbeat): over SSE, a client that

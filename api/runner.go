@@ -89,7 +89,7 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 	// Revoking the token ends the connection: an error frame, then close.
 	cut := newCutoff()
 	q := newOutbox()
-	release, ok := s.connect(w, who, func(err error) {
+	release, ok := s.connect(w, r, who, func(err error) {
 		cut.end(err)
 		q.kick()
 	})
@@ -99,7 +99,10 @@ func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.
 	// The runner is attached before its handshake completes, so that
 	// nothing pushed once it is connected is lost: the frames wait in q.
 	rs, detach := attach(q.push)
-	c, err := wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, ReadLimit: maxRunnerFrame, BufferedReads: true, WriteTimeout: s.opts.WriteTimeout})
+	// A frame over wsconn.LargeMessage is a body in flight too: it takes
+	// room from the server's budget of bodies, and must arrive in time.
+	c, err := wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, ReadLimit: maxRunnerFrame, BufferedReads: true, WriteTimeout: s.opts.WriteTimeout,
+		Budget: s.bodies, ReadTimeout: s.opts.BodyTimeout})
 	if err != nil {
 		detach()
 		release()

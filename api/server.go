@@ -74,7 +74,11 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *httpMetrics
 	open    atomic.Bool
-	creates *rateLimiter // nil: no bound
+	creates *rateLimiter // conversations and tasks made (nil: no bound)
+	// connects counts runner connections opened (nil: no bound).
+	connects *rateLimiter
+	// bodies bounds the request bodies read at once (see reserveBody).
+	bodies *bodyBudget
 	// backingUp is true while a backup is made or sent: one at a time.
 	backingUp atomic.Bool
 }
@@ -104,7 +108,9 @@ func New(eng *engine.Engine, runners *dispatch.Dispatcher, opts Options) *Server
 	}
 	opts.Guards.setDefaults()
 	s := &Server{eng: eng, runners: runners, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
-		creates: newRateLimiter(opts.CreateRate, opts.CreateBurst)}
+		creates:  newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
+		connects: newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
+		bodies:   &bodyBudget{max: opts.MaxBodyMemory}}
 	s.open.Store(opts.Open)
 	s.routes()
 	return s
@@ -127,7 +133,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET", "/metrics", s.guarded(promhttp.HandlerFor(s.opts.Gatherer, promhttp.HandlerOpts{}).ServeHTTP)},
 		{"GET", "/v1/openapi.json", s.guarded(serveOpenAPI)},
 
-		{"POST", "/v1/conversations", s.authed(s.limited(s.createConversation))},
+		{"POST", "/v1/conversations", s.authed(s.limited(s.creates, s.createConversation))},
 		{"GET", "/v1/conversations", s.authed(s.listConversations)},
 		{"GET", "/v1/conversations/{id}", s.authed(s.getConversation)},
 		{"DELETE", "/v1/conversations/{id}", s.authed(s.deleteConversation)},
@@ -146,8 +152,8 @@ func (s *Server) apiRoutes() []route {
 		{"POST", "/v1/conversations/{id}/delegations", s.authed(s.delegate)},
 		{"GET", "/v1/conversations/{id}/stream", s.authed(s.streamSSE)},
 		{"GET", "/v1/conversations/{id}/ws", s.authed(s.streamWS)},
-		{"GET", "/v1/conversations/{id}/runner", s.authed(s.runner)},
-		{"GET", "/v1/agents/{agentId}/runner", s.authed(s.agentRunner)},
+		{"GET", "/v1/conversations/{id}/runner", s.authed(s.limited(s.connects, s.runner))},
+		{"GET", "/v1/agents/{agentId}/runner", s.authed(s.limited(s.connects, s.agentRunner))},
 		{"POST", "/v1/conversations/{id}/prompts", s.authed(s.postPrompt)},
 		{"GET", "/v1/conversations/{id}/prompts", s.authed(s.listPrompts)},
 		{"DELETE", "/v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw))},
@@ -161,7 +167,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET", "/v1/chat/{id}/stream", s.authed(s.resumeChat)},
 		{"POST", "/v1/ag-ui", s.authed(s.postAGUI)},
 
-		{"POST", "/v1/tasks", s.authed(s.limited(s.createTask))},
+		{"POST", "/v1/tasks", s.authed(s.limited(s.creates, s.createTask))},
 		{"GET", "/v1/tasks", s.authed(s.listTasks)},
 		{"DELETE", "/v1/tasks/{id}", s.authed(s.deleteTask)},
 

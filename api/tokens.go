@@ -12,7 +12,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, who parley.
 		return
 	}
 	var req tokenRequest
-	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+	if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}

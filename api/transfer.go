@@ -68,6 +68,14 @@ func (s *Server) importConversation(w http.ResponseWriter, r *http.Request, who 
 		writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", opts.ID))
 		return
 	}
+	// An import streams: it holds at most one JSON value of its body at
+	// once, and reserves that for as long as it runs.
+	held, err := s.reserveBody(w, r, s.opts.MaxImportBytes, transfer.MaxValueBytes)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	defer s.bodies.Release(held)
 	// An import may take long, but must keep coming: BodyTimeout bounds
 	// each wait for data instead of the whole body.
 	body := &bodyLimit{r: &idleReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxImportBytes), rc: http.NewResponseController(w), idle: s.opts.BodyTimeout}, limit: s.opts.MaxImportBytes}

@@ -48,10 +48,15 @@ type AgentSession struct {
 func (d *Dispatcher) AttachAgent(act conv.Actor, push func(frame []byte), check func(ctx context.Context, conversationID string) error) (*AgentSession, func()) {
 	h := &handle{agentID: act.AgentID, push: push, held: map[string]string{}, touched: map[string]bool{}}
 	d.mu.Lock()
+	first := len(d.wide[act.AgentID]) == 0
 	d.wide[act.AgentID] = append(d.wide[act.AgentID], h)
 	d.mu.Unlock()
 	d.kickPresence()
-	d.eng.ReguideAll()
+	if first {
+		// Guidance names the agent in its conversations now: those alone
+		// are looked at, however many others the node holds.
+		d.eng.ReguideAgents(act.AgentID)
+	}
 	d.background(func() { d.dispatchWaiting(act.AgentID) })
 	var once sync.Once
 	detach := func() {
@@ -64,7 +69,8 @@ func (d *Dispatcher) AttachAgent(act conv.Actor, push func(frame []byte), check 
 					break
 				}
 			}
-			if len(list) == 0 {
+			last := len(list) == 0
+			if last {
 				delete(d.wide, h.agentID)
 			} else {
 				d.wide[h.agentID] = list
@@ -86,7 +92,9 @@ func (d *Dispatcher) AttachAgent(act conv.Actor, push func(frame []byte), check 
 				d.untouch(h, id)
 				d.mu.Unlock()
 			}
-			d.eng.ReguideAll()
+			if last {
+				d.eng.ReguideAgents(h.agentID)
+			}
 		})
 	}
 	return &AgentSession{d: d, h: h, act: act, check: check, sessions: map[string]*Session{}}, detach

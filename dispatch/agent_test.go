@@ -10,6 +10,8 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/dispatch"
+	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/teststore"
 )
 
 // pushed is a runner connection's frames, as "type conversation prompt".
@@ -160,5 +162,65 @@ func TestAgentWidePromptsSpreadAndFollow(t *testing.T) {
 	answer(t, b.ctx, s2, ids[0], "a0")
 	if f := p2.next(t); f != "prompt "+ids[0]+" again" {
 		t.Fatalf("after a0's answer: %q", f)
+	}
+}
+
+// TestAgentWideRunnerGuidesItsConversationsOnly: an agent-wide runner of
+// bot coming and going changes the guidance its conversations' subscribers
+// get (a collect prompt waiting out its window names the runner that will
+// answer it, then nobody once it left), and looks at no other cached
+// conversation: with 2,000 of those cached, its connect and disconnect
+// allocate what they do with none (they looked at every one, 4 allocations
+// each).
+func TestAgentWideRunnerGuidesItsConversationsOnly(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun counts the whole process's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eng := engine.New(teststore.Open(t), engine.Options{CollectWindow: time.Hour})
+	runners := dispatch.New(eng, dispatch.Options{})
+	t.Cleanup(func() { runners.Close(); eng.Close() })
+	b := &bundle{eng: eng, runners: runners, ctx: ctx}
+	id := b.conversationOf(t, "bot")
+	if _, err := eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "q", Mode: conv.ModeCollect}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := eng.Subscribe(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if g := sub.Init.Guidance; g == nil || g.NextAgentID != "" {
+		t.Fatalf("guidance before a runner came: %+v", g)
+	}
+	guided := func(want string) {
+		t.Helper()
+		for it := range sub.C {
+			if it.Guidance != nil && it.Guidance.NextAgentID == want {
+				return
+			}
+		}
+		t.Fatalf("the subscription ended before guidance named %q: %v", want, sub.Err())
+	}
+	bot := conv.Actor{AgentID: "bot"}
+	_, detach := runners.AttachAgent(bot, silent, open)
+	guided("bot")
+	detach()
+	guided("")
+
+	ghost := conv.Actor{AgentID: "ghost"} // in no conversation
+	connect := func() float64 {
+		return testing.AllocsPerRun(20, func() {
+			_, detach := runners.AttachAgent(ghost, silent, open)
+			detach()
+		})
+	}
+	alone := connect()
+	for range 2000 {
+		if _, err := eng.Conversation(ctx, b.conversationOf(t, "someone")); err != nil { // cached now
+			t.Fatal(err)
+		}
+	}
+	if crowded := connect(); crowded > alone+1000 {
+		t.Fatalf("an agent-wide runner of an agent in no conversation allocates %.0f times to connect with 2,000 conversations cached, %.0f with none: it looks at each", crowded, alone)
 	}
 }

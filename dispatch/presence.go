@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -114,15 +113,22 @@ func (d *Dispatcher) renewPresence(ctx context.Context) error {
 			changed = append(changed, id)
 		}
 	}
-	wideChanged := !maps.Equal(d.remoteWide, remoteWide)
+	// The agents whose agent-wide runners elsewhere came or went: each
+	// answers in every conversation of its agent.
+	var wideChanged []string
+	for agent := range remoteWide {
+		if !d.remoteWide[agent] {
+			wideChanged = append(wideChanged, agent)
+		}
+	}
+	for agent := range d.remoteWide {
+		if !remoteWide[agent] {
+			wideChanged = append(wideChanged, agent)
+		}
+	}
 	d.remote, d.remoteWide = remote, remoteWide
 	d.mu.Unlock()
-	if wideChanged {
-		// An agent-wide runner elsewhere came or went: it answers in every
-		// conversation of its agent.
-		d.eng.ReguideAll()
-		return nil
-	}
+	d.eng.ReguideAgents(wideChanged...)
 	for _, id := range changed {
 		d.eng.Reguide(id)
 	}

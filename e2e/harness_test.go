@@ -69,7 +69,13 @@ func startServer(t testing.TB, db string, args ...string) *server {
 
 func startServerAt(t testing.TB, db, addr string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "-db", db, "-addr", addr}, args...)...)
+	return startCommand(t, exec.Command(binary, append([]string{"serve", "-db", db, "-addr", addr}, args...)...))
+}
+
+// startCommand runs cmd, a "parley serve" (perhaps through a wrapper that
+// execs it), and waits until it serves.
+func startCommand(t testing.TB, cmd *exec.Cmd) *server {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

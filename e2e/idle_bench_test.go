@@ -31,7 +31,7 @@ func BenchmarkIdleSubscribers(b *testing.B) {
 }
 
 func idleSubscribers(b *testing.B, transport string, n int) {
-	srv := startServer(b, filepath.Join(b.TempDir(), "parley.db"), "-create-rate", "0", "-max-token-connections", "0")
+	srv := startServer(b, filepath.Join(b.TempDir(), "parley.db"), "-create-rate", "0", "-max-token-connections", "0", "-runner-connect-rate", "0")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := client.New(srv.url, "")

@@ -167,7 +167,7 @@ func slowReaders(b *testing.B) {
 }
 
 // rss reads a memory figure (VmRSS, VmHWM) of a process from /proc, in bytes.
-func rss(b *testing.B, pid int, field string) int64 {
+func rss(b testing.TB, pid int, field string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)

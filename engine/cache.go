@@ -48,11 +48,48 @@ func (e *Engine) evictOne() {
 				c.timer.Stop()
 			}
 			c.loaded = false // whoever still holds it looks the id up again
+			e.uncacheLocked(id, c)
 			c.mu.Unlock()
-			delete(e.convs, id)
 			return
 		}
 	}
+}
+
+// index lists a conversation whose state c now holds under the agents
+// that take part in it (Engine.members), once: they are fixed for as long
+// as it is cached (a conversation made again under its id is another
+// entry). c.mu must be held, so that c is not dropped meanwhile.
+func (e *Engine) index(id string, c *conversation) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c.indexed != nil || e.convs[id] != c {
+		return
+	}
+	c.indexed = conv.Members(c.state.Conversation)
+	for _, agent := range c.indexed {
+		ids := e.members[agent]
+		if ids == nil {
+			ids = make(map[string]struct{})
+			e.members[agent] = ids
+		}
+		ids[id] = struct{}{}
+	}
+}
+
+// uncacheLocked takes c, the entry of conversation id, out of the cache
+// and of the index of members, unless it left already. e.mu must be held.
+func (e *Engine) uncacheLocked(id string, c *conversation) {
+	if e.convs[id] != c {
+		return
+	}
+	delete(e.convs, id)
+	for _, agent := range c.indexed {
+		delete(e.members[agent], id)
+		if len(e.members[agent]) == 0 {
+			delete(e.members, agent)
+		}
+	}
+	c.indexed = nil
 }
 
 // lockLoaded locks a conversation's entry and loads its state if needed;
@@ -131,9 +168,7 @@ func (e *Engine) load(ctx context.Context, c *conversation, id string) error {
 		c.mu.Unlock()
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
 			e.mu.Lock()
-			if e.convs[id] == c {
-				delete(e.convs, id)
-			}
+			e.uncacheLocked(id, c)
 			e.mu.Unlock()
 		}
 		return err
@@ -181,6 +216,7 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 		prev = &old
 	}
 	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
+	e.index(id, c)
 	if c.published == 0 {
 		c.published = s.LastSeq // the first load: subscribers read the log up to here
 		return nil

@@ -47,9 +47,7 @@ func (e *Engine) drop(c *conversation, id string) error {
 	e.runners.Deleted(id, err)
 	e.hub.End(id, err)
 	e.mu.Lock()
-	if e.convs[id] == c {
-		delete(e.convs, id)
-	}
+	e.uncacheLocked(id, c)
 	e.mu.Unlock()
 	return err
 }

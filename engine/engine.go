@@ -123,13 +123,19 @@ type Engine struct {
 	runners Runners // see SetRunners
 	workers workers
 
-	mu     sync.Mutex
-	convs  map[string]*conversation
-	tokens tokenCache
-	conns  conns // live connections by token: see Connect
-	closed bool
-	done   chan struct{} // closed by Close
-	wg     sync.WaitGroup
+	mu    sync.Mutex
+	convs map[string]*conversation
+	// members indexes the loaded conversations of convs by the agents
+	// that take part in them (conv.Members, fixed when a conversation is
+	// made), so that what concerns one agent's conversations (an
+	// agent-wide runner of it came or went) looks at those alone, not at
+	// every conversation cached. See index.
+	members map[string]map[string]struct{}
+	tokens  tokenCache
+	conns   conns // live connections by token: see Connect
+	closed  bool
+	done    chan struct{} // closed by Close
+	wg      sync.WaitGroup
 
 	// owner tells this engine's imports from those of other processes.
 	owner string
@@ -160,6 +166,9 @@ type conversation struct {
 	// whether a catch-up runs (see Notified); both guarded by Engine.mu.
 	wanted   int64
 	catching bool
+	// indexed holds the agents Engine.members lists it under, once its
+	// state is loaded (guarded by Engine.mu).
+	indexed []string
 
 	// qmu guards queue, the commands waiting to be decided, and driving,
 	// whether a driver works the queue (see queue.go).
@@ -180,7 +189,7 @@ func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
 	e := &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
 		Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects, Delivered: opts.Metrics.Delivered}),
-		runners: noRunners{}, convs: make(map[string]*conversation), done: make(chan struct{}), owner: NewID()}
+		runners: noRunners{}, convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), done: make(chan struct{}), owner: NewID()}
 	e.workers.start(workerCount())
 	return e
 }

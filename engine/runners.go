@@ -132,17 +132,22 @@ func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 	}
 }
 
-// ReguideAll publishes the guidance of every cached conversation whose
-// guidance changed without an event (an agent-wide runner came or went:
-// it answers in every conversation its agent takes part in).
-func (e *Engine) ReguideAll() {
+// ReguideAgents publishes the guidance of every cached conversation that
+// one of agents takes part in, if it changed without an event (an
+// agent-wide runner of one of them came or went: it answers in every
+// conversation its agent takes part in). It looks at those conversations
+// alone (see Engine.members), however many others are cached.
+func (e *Engine) ReguideAgents(agents ...string) {
 	e.mu.Lock()
-	ids := make([]string, 0, len(e.convs))
-	for id := range e.convs {
-		ids = append(ids, id)
+	var ids []string
+	for _, agent := range agents {
+		for id := range e.members[agent] {
+			ids = append(ids, id)
+		}
 	}
 	e.mu.Unlock()
-	for _, id := range ids {
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
 		e.Reguide(id)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -253,5 +254,94 @@ func TestServeFramesBeforeTheHandshake(t *testing.T) {
 		if got := recv(t, msgs, "a message"); got != want {
 			t.Fatalf("handed %q, want %q", got, want)
 		}
+	}
+}
+
+// roomBudget is a Budget of max bytes that counts what it lent.
+type roomBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+func (b *roomBudget) Reserve(n int64) bool {
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *roomBudget) Release(n int64) { b.used.Add(-n) }
+
+// TestLargeMessagesTakeRoom: a message over LargeMessage is read only with
+// room for it from the budget, held while it is read and handled and
+// given back after: whole, or grown frame by frame. A connection the
+// budget has no room for is closed with 1013 (try again later); one whose
+// large frame stalls is closed after the read timeout, and gives its room
+// back.
+func TestLargeMessagesTakeRoom(t *testing.T) {
+	budget := &roomBudget{max: 300 << 10}
+	during := make(chan int64, 8)
+	ended := make(chan error, 8)
+	url := serve(t, wsconn.Options{ReadLimit: 1 << 20, BufferedReads: true, Budget: budget, ReadTimeout: 300 * time.Millisecond}, func(c *wsconn.Conn) {
+		c.Serve(func(msg []byte) bool {
+			during <- budget.used.Load()
+			return true
+		}, func(err error) { ended <- err })
+	})
+	dial := func() net.Conn {
+		t.Helper()
+		conn, _, _, err := ws.Dial(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	frame := func(f ws.Frame) []byte { return ws.MustCompileFrame(ws.MaskFrame(f)) }
+	big := frame(ws.NewTextFrame(bytes.Repeat([]byte("x"), 200<<10)))
+
+	a := dial()
+	if _, err := a.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	if held := recv(t, during, "a large message"); held != 200<<10 {
+		t.Fatalf("handling a 200 KiB message, the budget lends %d bytes", held)
+	}
+	half := bytes.Repeat([]byte("y"), 40<<10)
+	if _, err := a.Write(append(frame(ws.NewFrame(ws.OpText, false, half)), frame(ws.NewFrame(ws.OpContinuation, true, half))...)); err != nil {
+		t.Fatal(err)
+	}
+	if held := recv(t, during, "a message of two 40 KiB frames"); held != 80<<10 {
+		t.Fatalf("handling an 80 KiB message in two frames, the budget lends %d bytes", held)
+	}
+
+	// a stalls inside a large frame, holding 200 KiB: b's finds no room.
+	if _, err := a.Write(big[:len(big)/2]); err != nil {
+		t.Fatal(err)
+	}
+	for budget.used.Load() != 200<<10 {
+		time.Sleep(time.Millisecond)
+	}
+	b := dial()
+	if _, err := b.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	h, err := ws.ReadHeader(b)
+	if err != nil || h.OpCode != ws.OpClose || h.Length > 125 {
+		t.Fatalf("a large message without room: %v %v, want a close frame", h, err)
+	}
+	payload := make([]byte, h.Length)
+	if _, err := io.ReadFull(b, payload); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := ws.ParseCloseFrameData(payload); code != wsconn.StatusTryAgain {
+		t.Fatalf("a large message without room: closed with %d, want 1013", code)
+	}
+	recv(t, ended, "the end of the connection without room")
+	recv(t, ended, "the end of the stalled connection, at the read timeout")
+	if used := budget.used.Load(); used != 0 {
+		t.Fatalf("%d bytes of the budget still lent once every connection ended", used)
 	}
 }

@@ -40,6 +40,7 @@ func (c *Conn) Watch(gone func(error)) {
 }
 
 func (c *Conn) serve(w *watching) {
+	w.c = c
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.watch = w
@@ -69,6 +70,7 @@ func (c *Conn) serve(w *watching) {
 
 // watching is the state of a connection Serve or Watch reads.
 type watching struct {
+	c *Conn
 	// keep says whether data messages are kept and handed to handle, or
 	// read past (Watch).
 	keep   bool
@@ -91,9 +93,13 @@ type watching struct {
 	running, stopped bool
 }
 
-// end calls done, once.
+// end calls done, once, and gives back the room of a message begun.
+// Nobody reads the connection any more.
 func (w *watching) end(err error) {
-	w.once.Do(func() { w.done(err) })
+	w.once.Do(func() {
+		w.c.giveRoom()
+		w.done(err)
+	})
 }
 
 // step reads one frame and hands over the message it ends, if kept. It
@@ -114,7 +120,8 @@ func (c *Conn) step(w *watching) (bool, error) {
 		return false, ErrClosed // closed while it was read: nothing more is handed over
 	}
 	more := w.handle(msg)
-	if cap(msg) <= 64<<10 { // a large message's buffer is let go
+	c.giveRoom()
+	if cap(msg) <= LargeMessage { // a large message's buffer is let go
 		w.msg = msg[:0]
 	} else {
 		w.msg = nil

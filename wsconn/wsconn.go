@@ -57,6 +57,29 @@ type Options struct {
 	// none): a write still blocked between half of WriteTimeout and all of
 	// it after its batch began fails (see armLocked).
 	WriteTimeout time.Duration
+	// Budget, if set, lends the room of every data message over
+	// LargeMessage bytes that Serve or Read keeps: asked before its
+	// payload is read (a message in several frames, as it grows), given
+	// back once the message was handled or reading ended. A connection it
+	// has no room for is closed with status 1013 (try again later).
+	Budget Budget
+	// ReadTimeout bounds how long the payload of a frame that makes a
+	// message over LargeMessage may take to arrive (0: no bound); past it
+	// the connection is closed.
+	ReadTimeout time.Duration
+}
+
+// LargeMessage is the size past which a message read takes room from
+// Options.Budget: a smaller one's buffer is the connection's own.
+const LargeMessage = 64 << 10
+
+// Budget lends room, in bytes, to the messages connections read (see
+// Options.Budget). It is used by every connection's reader at once.
+type Budget interface {
+	// Reserve takes n bytes, or reports that fewer are left.
+	Reserve(n int64) bool
+	// Release gives back n bytes reserved.
+	Release(n int64)
 }
 
 // ErrClosed is what Read returns once the peer closed the connection (a
@@ -91,6 +114,11 @@ type Conn struct {
 	unanswered atomic.Bool
 	// rbuf is the buffer Read reads messages into.
 	rbuf []byte
+	// budget and readTimeout are Options'; held is the room the message
+	// being read holds of budget (used by the reader only).
+	budget      Budget
+	readTimeout time.Duration
+	held        int64
 	// early is set when the client sent frames before its handshake was
 	// answered: they are read from a buffer, which no epoll sees.
 	early bool
@@ -117,7 +145,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	if o.ReadLimit <= 0 {
 		o.ReadLimit = 32 << 10
 	}
-	c := &Conn{conn: conn, limit: o.ReadLimit, timeout: o.WriteTimeout}
+	c := &Conn{conn: conn, limit: o.ReadLimit, timeout: o.WriteTimeout, budget: o.Budget, readTimeout: o.ReadTimeout}
 	// What the client sent after its handshake, already read into net/http's
 	// buffer, is read first; the buffer itself is let go.
 	var early []byte
@@ -382,7 +410,9 @@ func (c *Conn) Read() ([]byte, error) {
 	c.ownBuffer()
 	msg := c.rbuf[:0]
 	defer func() {
-		if cap(msg) <= 64<<10 { // a large message's buffer is let go
+		// The message is the caller's now; a large one's buffer is let go.
+		c.giveRoom()
+		if cap(msg) <= LargeMessage {
 			c.rbuf = msg[:0]
 		}
 	}()
@@ -441,12 +471,15 @@ func (c *Conn) frame(keep bool, msg []byte, fragmented *bool) (_ []byte, fin boo
 		c.Close(StatusProtocol, "unknown opcode")
 		return nil, false, ErrClosed
 	}
-	if int64(len(msg))+h.Length > c.limit {
+	size := int64(len(msg)) + h.Length
+	if size > c.limit {
 		c.Close(StatusTooBig, "message too big")
 		return nil, false, ErrClosed
 	}
 	if !keep {
 		err = c.skip(h.Length)
+	} else if size > LargeMessage {
+		msg, err = c.largePayload(h, msg, size)
 	} else {
 		msg, err = c.payload(h, msg)
 	}
@@ -494,6 +527,36 @@ func (c *Conn) skip(n int64) error {
 		n -= int64(k)
 	}
 	return nil
+}
+
+// largePayload reads the payload of a frame that makes the message size
+// bytes, over LargeMessage: with room for it from the budget, and within
+// the read timeout.
+func (c *Conn) largePayload(h ws.Header, msg []byte, size int64) ([]byte, error) {
+	if c.budget != nil && size > c.held {
+		if !c.budget.Reserve(size - c.held) {
+			c.Close(StatusTryAgain, "the server is reading as many large messages as it may at once; try again")
+			return nil, ErrClosed
+		}
+		c.held = size
+	}
+	if c.readTimeout <= 0 {
+		return c.payload(h, msg)
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.readTimeout))
+	msg, err := c.payload(h, msg)
+	if err == nil && !c.ended.Load() { // a closed one's deadline is lingerLocked's
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}
+	return msg, err
+}
+
+// giveRoom gives back the room the message read held of the budget.
+func (c *Conn) giveRoom() {
+	if c.held > 0 {
+		c.budget.Release(c.held)
+		c.held = 0
+	}
 }
 
 // payload reads a frame's payload, unmasked, after buf.

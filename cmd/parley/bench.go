@@ -58,7 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		// No per-token quotas: every runner, subscriber and creation of the
 		// run is the one identity of an open server.
-		cfg.ServeCommand = []string{exe, "serve", "-create-rate", "0", "-max-token-connections", "0"}
+		cfg.ServeCommand = []string{exe, "serve", "-create-rate", "0", "-max-token-connections", "0", "-runner-connect-rate", "0"}
 		cfg.Token = "" // the started server runs open
 	}
 	if !*quiet {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
+	"github.com/parleyhq/parley/connlimit"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
@@ -46,8 +47,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.Float64Var(&guards.CreateRate, "create-rate", 10, "conversations and tasks one token may create a second, on average (0: no bound)")
 	fs.IntVar(&guards.CreateBurst, "create-burst", 100, "conversations and tasks one token may create at once, within -create-rate")
 	fs.IntVar(&guards.MaxConnsPerToken, "max-token-connections", 1000, "streams and runner connections one token may have open at once (0: no bound)")
+	fs.Float64Var(&guards.RunnerConnectRate, "runner-connect-rate", 10, "runner connections (agent-wide or of a conversation) one token may open a second, on average (0: no bound)")
+	fs.IntVar(&guards.RunnerConnectBurst, "runner-connect-burst", 1000, "runner connections one token may open at once, within -runner-connect-rate")
 	fs.DurationVar(&guards.BodyTimeout, "body-timeout", 30*time.Second, "how long a request may take to send its body (an import: how long it may send nothing)")
+	fs.Int64Var(&guards.MaxBodyMemory, "max-body-memory", api.DefaultMaxBodyMemory, "bytes of request bodies read at once, of every client (each reserves its length, or its endpoint's bound, before it is read; an import 16 MiB while it runs); past it: 503 with Retry-After, the body not read")
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a connection may take to send a request's headers")
+	fdLimit := openFileLimit()
+	maxConns := fs.Int("max-conns", defaultMaxConns(fdLimit), "connections open at once, of every client (by default what the open-file limit leaves once the store's files and connections are set aside); past it an idle one is closed to make room")
+	maxConnsPerAddr := fs.Int("max-conns-per-addr", 0, "connections one client address (an IPv6 /64) may have open at once; past it its own idle one is closed to make room (default: half of -max-conns)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	pprofAddr := fs.String("pprof", "", "serve Go's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (keep it on loopback: no token guards it)")
 	limits := conv.DefaultLimits
@@ -75,8 +82,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	}
 	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.MaxDelegates < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
 		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *collectWindow <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
-		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 {
-		return fmt.Errorf("limits must be positive (-create-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 ||
+		guards.RunnerConnectRate < 0 || guards.RunnerConnectBurst < 1 {
+		return fmt.Errorf("limits must be positive (-create-rate, -runner-connect-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
+	}
+	if guards.MaxBodyMemory < api.MaxChatBodyBytes {
+		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", guards.MaxBodyMemory, api.MaxChatBodyBytes)
+	}
+	if *maxConnsPerAddr == 0 {
+		*maxConnsPerAddr = max(1, *maxConns/2)
+	}
+	if err := checkMaxConns(*maxConns, *maxConnsPerAddr, fdLimit); err != nil {
+		return err
 	}
 	if limits.MaxDelegates > 1024 {
 		return fmt.Errorf("-max-delegates %d: at most 1024 (each is in the turn's state, and in every refusal that carries the head)", limits.MaxDelegates)
@@ -179,14 +196,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 			return err
 		}
 	}
-	ln, err := net.Listen("tcp", *addr)
+	tcp, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
+	// The connections are bounded in number, in all and per client
+	// address, with idle ones closed to make room (see package connlimit).
+	ln := connlimit.New(tcp, connlimit.Options{Max: *maxConns, MaxPerAddr: *maxConnsPerAddr,
+		Refusal: api.RawResponse(parley.Errorf(parley.EUNAVAILABLE, "the server holds as many connections as it may (serve -max-conns %d), and none is idle; retry in a moment", *maxConns).
+			With("retryAfterSeconds", 1)),
+		RefusalPerAddr: api.RawResponse(parley.Errorf(parley.EUNAVAILABLE, "your address holds as many connections as it may (serve -max-conns-per-addr %d), and none is idle; close one, or retry in a moment", *maxConnsPerAddr).
+			With("retryAfterSeconds", 1))})
+	registerConnMetrics(reg, ln)
 	// Headers must come in time and be small; bodies are bounded by the
 	// handler (-body-timeout), idle kept-alive connections by IdleTimeout.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: *headerTimeout, MaxHeaderBytes: maxHeaderBytes, IdleTimeout: 2 * time.Minute}
-	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("store", where))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: *headerTimeout, MaxHeaderBytes: maxHeaderBytes, IdleTimeout: 2 * time.Minute,
+		ConnState: ln.ConnState, ConnContext: ln.ConnContext}
+	log.Info("parley serving", slog.String("addr", ln.Addr().String()), slog.String("store", where), slog.Int("max-conns", *maxConns), slog.Int("max-conns-per-addr", *maxConnsPerAddr))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if onReady != nil {
@@ -219,6 +245,62 @@ func backupDir(dbPath, pgURL string) string {
 
 // maxHeaderBytes bounds a request's headers (and its URL); past it: 431.
 const maxHeaderBytes = 64 << 10
+
+// The default -max-conns is what the open-file limit leaves once a
+// reserve is set aside for the server's other descriptors (the store's
+// files and connections, backups, webhooks' connections, the listeners):
+// an eighth of the limit, at least fdReserve; and at most
+// maxDefaultConns, for each connection costs memory too (an idle one some
+// 10 to 20 KiB). -max-conns may not leave less than minFDReserve, or
+// accepting would fail with "too many open files", which stops the server
+// accepting anyone for a while.
+const (
+	fdReserve       = 128
+	minFDReserve    = 64
+	maxDefaultConns = 50_000
+)
+
+// defaultMaxConns is the default -max-conns for an open-file limit (0:
+// unknown).
+func defaultMaxConns(fdLimit uint64) int {
+	if fdLimit == 0 || fdLimit > 1<<40 {
+		return maxDefaultConns
+	}
+	reserve := max(fdReserve, fdLimit/8)
+	if fdLimit <= reserve {
+		return 1
+	}
+	return int(min(fdLimit-reserve, maxDefaultConns))
+}
+
+// checkMaxConns refuses bounds of connections that leave the server
+// without descriptors for the rest.
+func checkMaxConns(maxConns, perAddr int, fdLimit uint64) error {
+	switch {
+	case maxConns < 1 || perAddr < 1:
+		return fmt.Errorf("-max-conns and -max-conns-per-addr must be at least 1")
+	case perAddr > maxConns:
+		return fmt.Errorf("-max-conns-per-addr %d is over -max-conns %d", perAddr, maxConns)
+	case fdLimit > 0 && fdLimit < 1<<40 && uint64(maxConns)+minFDReserve > fdLimit:
+		return fmt.Errorf("-max-conns %d: this process may have %d files open, and needs %d of them besides its connections (the store's files, backups, the listener): "+
+			"lower -max-conns, or raise the limit (ulimit -n)", maxConns, fdLimit, minFDReserve)
+	}
+	return nil
+}
+
+// registerConnMetrics exports the counts of the server's connections.
+func registerConnMetrics(reg prometheus.Registerer, ln *connlimit.Listener) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_connections_open", Help: "HTTP connections open (streams and runners included)."},
+			func() float64 { return float64(ln.Stats().Open) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parley_connections_idle", Help: "HTTP connections open and idle: waiting for a request, or for its headers."},
+			func() float64 { return float64(ln.Stats().Idle) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_connections_shed_total", Help: "Idle connections closed to make room for new ones (-max-conns, -max-conns-per-addr)."},
+			func() float64 { return float64(ln.Stats().Shed) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_connections_refused_total", Help: "Connections refused (503) because the server or their address held as many as it may, none idle."},
+			func() float64 { return float64(ln.Stats().Refused) }),
+	)
+}
 
 // openMode decides whether the server runs open: only a store that never
 // had a token does, or with -reopen one whose tokens are all revoked. A

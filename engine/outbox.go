@@ -33,7 +33,8 @@ type DeliveryOptions struct {
 
 // Deliver posts channel auto-replies from the outbox to their channel's
 // webhook until ctx ends: JSON {conversationId, messageId, channel, content}
-// with the message id in the Idempotency-Key header, at least once, retried
+// with the delivery's id (made by the server) in the Idempotency-Key
+// header, at least once, retried
 // with exponential backoff. Of several nodes on one store, one posts each
 // row (see store.TakeDeliveries).
 func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
@@ -114,7 +115,7 @@ func post(ctx context.Context, o DeliveryOptions, d *parley.Delivery) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", d.MessageID)
+	req.Header.Set("Idempotency-Key", d.ID) // the server's, never a client's
 	resp, err := o.Client.Do(req)
 	if err != nil {
 		return err

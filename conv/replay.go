@@ -44,6 +44,8 @@ type Replay struct {
 	// streams are the messages streaming, as their events assemble them,
 	// by id: what a chunk or tool update adds to is measured on them.
 	streams map[string]*parley.Message
+	// msg is the message of the event being added, if it carries one.
+	msg *parley.Message
 }
 
 // NewReplay starts a replay after state s (a conversation just created:
@@ -68,6 +70,7 @@ func (r *Replay) Add(e *parley.Event) error {
 	if err := r.checkHead(e); err != nil {
 		return err
 	}
+	r.msg = nil
 	data, err := r.checkData(e)
 	if err != nil {
 		return err
@@ -214,6 +217,7 @@ func (r *Replay) message(e *parley.Event) error {
 	if err := decode(e, &m); err != nil {
 		return err
 	}
+	r.msg = &m
 	if err := CheckMessage(&m, r.env.Limits); err != nil {
 		return err
 	}
@@ -368,10 +372,8 @@ func (r *Replay) collects(last QueuedPrompt, p promptEvent, e *parley.Event) boo
 func (r *Replay) track(e *parley.Event) {
 	switch e.Type {
 	case parley.EventMessage, parley.EventMessageUpdated:
-		var m parley.Message
-		_ = json.Unmarshal(e.Data, &m) // checked
-		if _, ok := r.s.Streams.Get(m.ID); ok {
-			r.streams[m.ID] = &m
+		if _, ok := r.s.Streams.Get(r.msg.ID); ok {
+			r.streams[r.msg.ID] = r.msg
 		}
 	case parley.EventChunk:
 		c, _ := parley.ParseChunk(e.Data)

@@ -291,16 +291,38 @@ func IDChar(c byte) bool {
 
 // Delivery is a finalized reply on its way to the channel its prompt came
 // from (channel auto-reply). It is written with the reply, in the same
-// transaction, and delivered at least once; MessageID is the idempotency key.
+// transaction, and delivered at least once, with its ID as the webhook's
+// idempotency key; or, once it cannot be, given up (Status failed), and
+// kept for a while to be looked at.
 type Delivery struct {
 	ID             string  `json:"id"`
 	ConversationID string  `json:"conversationId"`
 	MessageID      string  `json:"messageId"`
 	Channel        Channel `json:"channel"`
 	Content        string  `json:"content"`
-	Attempts       int     `json:"attempts"`
-	NextAttemptAt  Time    `json:"nextAttemptAt"`
-	DeliveredAt    Time    `json:"deliveredAt"`
-	LastError      string  `json:"lastError,omitempty"`
-	CreatedAt      Time    `json:"createdAt"`
+	// Status is DeliveryPending ("" in rows written before it existed),
+	// DeliveryDelivered or DeliveryFailed.
+	Status        DeliveryStatus `json:"status,omitempty"`
+	Attempts      int            `json:"attempts"`
+	NextAttemptAt Time           `json:"nextAttemptAt"`
+	DeliveredAt   Time           `json:"deliveredAt"`
+	// GaveUpAt is when a failed delivery was given up.
+	GaveUpAt  Time   `json:"gaveUpAt"`
+	LastError string `json:"lastError,omitempty"`
+	CreatedAt Time   `json:"createdAt"`
+}
+
+// DeliveryStatus is where a delivery stands.
+type DeliveryStatus string
+
+// Delivery statuses.
+const (
+	DeliveryPending   DeliveryStatus = "pending"   // to be attempted (again)
+	DeliveryDelivered DeliveryStatus = "delivered" // the webhook took it
+	DeliveryFailed    DeliveryStatus = "failed"    // given up: it could not be delivered
+)
+
+// Valid reports whether s is a known status.
+func (s DeliveryStatus) Valid() bool {
+	return s == DeliveryPending || s == DeliveryDelivered || s == DeliveryFailed
 }

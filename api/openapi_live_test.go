@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/store"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/errors"
@@ -191,6 +194,28 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 
 	c.call("GET", "/v1/admin/backup", ad, nil, 200)
 	c.call("GET", "/v1/admin/backup", c.alice, nil, 403)
+	// An outbox row, given up: written to the store, in a conversation of
+	// its own (the engine writes one for a streamed reply to a channel).
+	now := parley.NewTime(time.Now())
+	gone := &parley.Delivery{ID: "outbox:r", ConversationID: "outbox", MessageID: "r", Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "hi",
+		CreatedAt: now, NextAttemptAt: now}
+	trace := func(seq int64) parley.Event {
+		return parley.Event{ConversationID: "outbox", Seq: seq, Type: parley.EventTrace, Finality: parley.FinalityNone, Time: now, Data: []byte(`{"payload":{}}`)}
+	}
+	if err := c.db.CreateConversation(c.ctx, store.CreateConversationParams{Conversation: parley.Conversation{ID: "outbox", Epoch: "e", Participants: []string{}, CreatedAt: now},
+		Events: []parley.Event{trace(1)}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.db.Append(c.ctx, store.AppendParams{ConversationID: "outbox", ExpectSeq: 1, Events: []parley.Event{trace(2)}, Deliveries: []*parley.Delivery{gone}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	gone.Status, gone.Attempts, gone.GaveUpAt, gone.LastError = parley.DeliveryFailed, 1, now, "webhook answered HTTP 404"
+	if err := c.db.UpdateDelivery(c.ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	c.call("GET", "/v1/admin/deliveries?status=failed&limit=10", ad, nil, 200)
+	c.call("GET", "/v1/admin/deliveries", c.viewer, nil, 403)
+	c.call("GET", "/v1/admin/deliveries?status=lost", ad, nil, 422)
 
 	// Errors, each with the document's error body.
 	c.call("GET", "/v1/conversations/nope", c.viewer, nil, 404)

@@ -176,6 +176,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET", "/v1/tokens", s.authed(s.listTokens)},
 		{"DELETE", "/v1/tokens/{id}", s.authed(s.revokeToken)},
 		{"GET", "/v1/admin/backup", s.authed(s.backup)},
+		{"GET", "/v1/admin/deliveries", s.authed(s.listDeliveries)},
 	}
 }
 

@@ -47,9 +47,6 @@ func (s *Server) resetTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 
 func (s *Server) abortTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	writeEndpoint(s, http.StatusOK, func(q *abortRequest) string { return q.AgentID }, func(r *http.Request, q *abortRequest, act conv.Actor) (*engine.TurnResult, error) {
-		if len(q.Reason) > 1024 {
-			return nil, parley.Errorf(parley.ETOOLARGE, "reason is %d bytes; the limit is 1024", len(q.Reason))
-		}
 		return s.eng.Abort(r.Context(), r.PathValue("id"), conv.AbortTurn{Actor: act, Reason: q.Reason})
 	})(w, r, who)
 }

@@ -60,6 +60,22 @@ func changes(m *parley.Message, u ToolUpdate) parley.Part {
 	return p
 }
 
+// unfinishedCall is the error Finalize gives a tool call left running.
+const unfinishedCall = "the response ended before the tool call finished"
+
+// notesBytes is how much of a message's size the notes Finalize adds to
+// the tool calls left running make: the server's words, which are not
+// counted against the message's bound (a message can always be ended).
+func notesBytes(m *parley.Message) int {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == parley.PartToolCall && p.Status == parley.ToolError && p.Error == unfinishedCall {
+			n += len(unfinishedCall)
+		}
+	}
+	return n
+}
+
 // Finalize ends a message: text parts stop streaming, tool calls still pending
 // or running become errors, a finish part with the reason is appended (after
 // an error part when errText is set), content is the plain text of the text
@@ -71,7 +87,7 @@ func Finalize(m *parley.Message, reason, errText, finalText string) {
 		if p.Type == parley.PartToolCall && (p.Status == parley.ToolPending || p.Status == parley.ToolRunning) {
 			p.Status = parley.ToolError
 			if p.Error == "" {
-				p.Error = "the response ended before the tool call finished"
+				p.Error = unfinishedCall
 			}
 		}
 	}

@@ -70,12 +70,13 @@ var DefaultLimits = Limits{
 // MaxMessageJSON is the most a message within these limits can weigh in
 // JSON: its text twice (the text parts and the content), every byte of
 // text and of the rest escaped at worst to six (\u003c), and each part's
-// fixed fields (type, status, a call id and a tool name of at most 128
-// bytes, escaped). Frames that carry a message (message and
+// fixed fields (its keys, its type, a status and a reason of at most
+// MaxPartWordBytes, a call id and a tool name of at most 128 bytes,
+// escaped). Frames that carry a message (message and
 // message.updated events, a runner's message.state) stay under it plus
 // their envelope, which must stay under parley.MaxFrameBytes.
 func (l Limits) MaxMessageJSON() int {
-	const perPart = 64 + 2*6*parley.MaxIDLen
+	const perPart = 192 + 2*6*MaxPartWordBytes + 2*6*parley.MaxIDLen
 	const envelope = 16 << 10 // ids, times, channel, turn fields, escaped
 	return 2*6*l.MaxTextBytes + 6*(l.MaxMessageBytes-min(l.MaxTextBytes, l.MaxMessageBytes)) + l.MaxParts*perPart + envelope
 }
@@ -184,7 +185,11 @@ type ResetTurn struct {
 	TTL   time.Duration
 }
 
-// AbortTurn closes the actor's open turn with a tombstone.
+// MaxReasonBytes bounds the reason an abort gives.
+const MaxReasonBytes = 1024
+
+// AbortTurn closes the actor's open turn with a tombstone. Its reason is
+// at most MaxReasonBytes (the API refuses more).
 type AbortTurn struct {
 	Actor
 	Reason string

@@ -37,6 +37,8 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "title is %d bytes; the limit is 512", len(c.Title))
 	case len(c.Metadata) > env.Limits.MaxMetadataBytes:
 		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), env.Limits.MaxMetadataBytes)
+	case c.CreatedBy != "" && !parley.ValidID(c.CreatedBy):
+		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "createdBy %q is not a valid agent id", c.CreatedBy)
 	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
 		return State{}, nil, parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
 	}

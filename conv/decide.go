@@ -280,11 +280,19 @@ func (d *decider) postTrace(c PostTrace) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Payload) > d.env.Limits.MaxMetadataBytes {
-		return parley.Errorf(parley.ETOOLARGE, "trace payload is %d bytes; the limit is %d", len(c.Payload), d.env.Limits.MaxMetadataBytes)
+	if err := traceTooLarge(c.Payload, d.env.Limits); err != nil {
+		return err
 	}
 	e := d.emit(parley.EventTrace, plan.turn, turnID, c.AgentID, parley.FinalityNone, parley.Trace{ID: c.ID, Payload: c.Payload})
 	d.out.Result = Result{Turn: plan.turn, Claimed: true, Seq: e.Seq}
+	return nil
+}
+
+// traceTooLarge refuses a trace payload over MaxMetadataBytes.
+func traceTooLarge(payload json.RawMessage, l Limits) error {
+	if len(payload) > l.MaxMetadataBytes {
+		return parley.Errorf(parley.ETOOLARGE, "trace payload is %d bytes; the limit is %d", len(payload), l.MaxMetadataBytes)
+	}
 	return nil
 }
 
@@ -305,15 +313,23 @@ func (d *decider) claim(a Actor, expect int, ttl time.Duration) error {
 	if c := d.s.activeClaim(d.env.Now); c != nil && c.AgentID != a.AgentID {
 		return d.conflict(parley.ECLAIMCONFLICT, "turn %d is claimed by %s until %s", next, c.AgentID, c.ExpiresAt.Format(parley.TimeLayout))
 	}
-	switch {
-	case ttl == 0:
+	if ttl == 0 {
 		ttl = d.env.Limits.ClaimTTL
-	case ttl < 0 || ttl > d.env.Limits.MaxClaimTTL:
-		return parley.Errorf(parley.EINVALIDVALUE, "claim ttl %s is not from 0 to %s", ttl, d.env.Limits.MaxClaimTTL)
+	}
+	if err := checkTTL(ttl, d.env.Limits); err != nil {
+		return err
 	}
 	claim := parley.Claim{AgentID: a.AgentID, Turn: next, ExpiresAt: parley.NewTime(d.env.Now.Add(ttl))}
 	e := d.emit(parley.EventTurnClaimed, next, "", a.AgentID, parley.FinalityNone, claim)
 	d.out.Result = Result{Turn: next, Claimed: true, Claim: &claim, Seq: e.Seq}
+	return nil
+}
+
+// checkTTL refuses a claim's TTL that is negative or over MaxClaimTTL.
+func checkTTL(ttl time.Duration, l Limits) error {
+	if ttl < 0 || ttl > l.MaxClaimTTL {
+		return parley.Errorf(parley.EINVALIDVALUE, "claim ttl %s is not from 0 to %s", ttl, l.MaxClaimTTL)
+	}
 	return nil
 }
 
@@ -339,6 +355,9 @@ func (d *decider) reset(c ResetTurn) error {
 }
 
 func (d *decider) abort(c AbortTurn) error {
+	if err := checkReason(c.Reason); err != nil {
+		return err
+	}
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -356,6 +375,22 @@ func (d *decider) abort(c AbortTurn) error {
 	e := d.emit(parley.EventTurnAborted, open.Turn, open.TurnID, c.AgentID, parley.FinalityTurn, parley.TurnRef{Turn: open.Turn, Reason: c.Reason})
 	d.out.Result = Result{Turn: open.Turn, Seq: e.Seq}
 	return nil
+}
+
+// checkReason refuses a reason over MaxReasonBytes.
+func checkReason(reason string) error {
+	if len(reason) > MaxReasonBytes {
+		return parley.Errorf(parley.ETOOLARGE, "reason is %d bytes; the limit is %d", len(reason), MaxReasonBytes)
+	}
+	return nil
+}
+
+// maxDelegates is the bound on a turn's delegates that l sets.
+func maxDelegates(l Limits) int {
+	if l.MaxDelegates <= 0 {
+		return DefaultLimits.MaxDelegates
+	}
+	return l.MaxDelegates
 }
 
 func (d *decider) delegate(c Delegate) error {
@@ -376,10 +411,7 @@ func (d *decider) delegate(c Delegate) error {
 	if c.To == open.Owner || slices.Contains(open.Delegates, c.To) {
 		return nil // already allowed: write nothing
 	}
-	limit := d.env.Limits.MaxDelegates
-	if limit <= 0 {
-		limit = DefaultLimits.MaxDelegates
-	}
+	limit := maxDelegates(d.env.Limits)
 	if n := len(open.Delegates); n >= limit {
 		return parley.Errorf(parley.EBUSY, "turn %d has %d delegates, the most a turn may have; delegate again once it has closed", open.Turn, n).
 			With("maxDelegates", limit).WithHead(d.base.Head(d.env.Now))

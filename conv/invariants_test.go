@@ -247,6 +247,39 @@ func checkState(sc *script, full bool) {
 		t.Fatalf("closed with open turn %+v claim %+v", s.Open, s.Claim)
 	}
 	checkRebuilds(sc)
+	if full {
+		checkReplays(sc)
+	}
+}
+
+// checkReplays checks that the log the rules wrote is one an import takes
+// whole: replayed from the Create state with the same limits (conv.Replay),
+// every event is held to the bounds and kept as it is, they fold to the
+// state, and every message row passes the row checks.
+func checkReplays(sc *script) {
+	t := sc.t
+	t.Helper()
+	env := conv.ReplayEnv{Env: conv.Env{Now: sc.now, Limits: sc.env.Limits}, CollectWindow: time.Second}
+	r := conv.NewReplay(sc.start, env)
+	for _, e := range sc.log[1:] {
+		replayed := e
+		if err := r.Add(&replayed); err != nil {
+			t.Fatalf("log event %d (%s), written by the rules, is refused on import: %v", e.Seq, e.Type, err)
+		}
+		if string(replayed.Data) != string(e.Data) {
+			t.Fatalf("log event %d (%s) is imported as\n%s\nnot as the rules wrote it:\n%s", e.Seq, e.Type, replayed.Data, e.Data)
+		}
+	}
+	if got, want := mustJSON(r.State()), mustJSON(sc.s); got != want {
+		t.Fatalf("the replayed log folds to another state:\n%s\nwant\n%s", got, want)
+	}
+	for _, id := range sc.order {
+		if m, ok := sc.msgs[id]; ok {
+			if err := r.CheckRow(m); err != nil {
+				t.Fatalf("message row %s, written by the rules, is refused on import: %v", id, err)
+			}
+		}
+	}
 }
 
 // checkRebuilds checks that every streaming message is what a reader

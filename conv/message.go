@@ -43,7 +43,7 @@ func (d *decider) postMessage(c PostMessage) error {
 		return err
 	}
 	c.Parts = asStored(c.Parts)
-	if err := checkMessageLimits(c, d.env.Limits); err != nil {
+	if err := checkMessageLimits(&parley.Message{ID: c.ID, Parts: c.Parts, Content: parley.TextContent(c.Parts), Metadata: c.Metadata}, 0, d.env.Limits); err != nil {
 		return err
 	}
 	if c.Streaming {
@@ -155,10 +155,11 @@ func checkMessageShape(c PostMessage) error {
 		return parley.Errorf(parley.EINVALIDVALUE, "next %q is not a valid agent id", c.Next)
 	case c.Next != "" && c.Finality != parley.FinalityTurn:
 		return parley.Errorf(parley.EINVALIDVALUE, "next names the agent after a closed turn; it needs finality \"turn\"")
-	case c.Channel != nil && (!parley.ValidID(c.Channel.Type) || c.Channel.ID == "" || len(c.Channel.ID) > 256):
-		return parley.Errorf(parley.EINVALIDVALUE, "channel needs a type (an id) and an id of 1-256 bytes")
 	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
 		return parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
+	}
+	if err := checkChannel(c.Channel); err != nil {
+		return err
 	}
 	for i, p := range c.Parts {
 		if err := CheckPart(p); err != nil {
@@ -168,9 +169,75 @@ func checkMessageShape(c PostMessage) error {
 	return nil
 }
 
+// CheckMessage checks a message that Decide did not write (an imported
+// row, or the data of an imported message or message.updated event)
+// against what the rules hold every message to: its shape (ids, role,
+// finality, channel, metadata, parts, status), its size (parts, metadata,
+// text, the whole: as checkMessageLimits and checkSize count them), its
+// depth (fewer ancestors than MaxThreadDepth) and its numbers. It returns
+// the error a live write of it would get.
+func CheckMessage(m *parley.Message, l Limits) error {
+	if l == (Limits{}) {
+		l = DefaultLimits
+	}
+	c := PostMessage{Actor: Actor{AgentID: m.AgentID}, ID: m.ID, Role: m.Role, Parts: m.Parts, ReplyTo: m.ReplyTo, TurnID: m.TurnID,
+		Finality: m.Finality, Next: m.Next, Channel: m.Channel, Metadata: m.Metadata, RetryOf: m.RetryOf}
+	if err := checkMessageShape(c); err != nil {
+		return err
+	}
+	switch m.Status {
+	case parley.StatusStreaming, parley.StatusComplete, parley.StatusCanceled, parley.StatusError:
+	default:
+		return parley.Errorf(parley.EINVALIDVALUE, "status %q is not one of streaming, complete, canceled, error", m.Status)
+	}
+	switch {
+	case m.Seq < 1 || m.UpdatedSeq < 0 || m.Turn < 0:
+		return parley.Errorf(parley.EINVALIDVALUE, "seq %d, updatedSeq %d and turn %d: a seq is 1 or more, the others 0 or more", m.Seq, m.UpdatedSeq, m.Turn)
+	case m.Depth < 0 || m.Depth >= l.MaxThreadDepth:
+		return parley.Errorf(parley.EINVALIDTHREAD, "depth %d: a thread may have at most %d ancestors", m.Depth, l.MaxThreadDepth-1).With("maxDepth", l.MaxThreadDepth)
+	case m.Summarized != nil:
+		return parley.Errorf(parley.EINVALIDVALUE, "a stored message is never summarized")
+	}
+	if g := m.Legacy; g != nil {
+		if len(g.SeenBy) > l.MaxParticipants {
+			return parley.Errorf(parley.ETOOLARGE, "legacy.seenBy names %d agents; the limit is %d", len(g.SeenBy), l.MaxParticipants)
+		}
+		for _, a := range g.SeenBy {
+			if !parley.ValidID(a) {
+				return parley.Errorf(parley.EINVALIDVALUE, "legacy.seenBy %q is not a valid agent id", a)
+			}
+		}
+	}
+	// Its content may hold more than its parts' text (a final text).
+	if text := parley.TextContent(m.Parts); len(text) > len(m.Content) {
+		return checkMessageLimits(&parley.Message{ID: m.ID, Parts: m.Parts, Content: text, Metadata: m.Metadata}, notesBytes(m), l)
+	}
+	return checkMessageLimits(m, notesBytes(m), l)
+}
+
+// checkChannel refuses a channel without a type (an id) and an id of
+// 1-256 bytes; nil is no channel.
+func checkChannel(ch *parley.Channel) error {
+	if ch != nil && (!parley.ValidID(ch.Type) || ch.ID == "" || len(ch.ID) > 256) {
+		return parley.Errorf(parley.EINVALIDVALUE, "channel needs a type (an id) and an id of 1-256 bytes")
+	}
+	return nil
+}
+
+// MaxPartWordBytes bounds a part's status and reason, whatever its kind:
+// they are not counted in a message's size (parley.Message.Size), and the
+// words they hold are short.
+const MaxPartWordBytes = 16
+
 // CheckPart validates one part: a known kind with the fields that kind needs.
-// It returns EINVALIDVALUE saying what is wrong.
+// The fields a message's size does not count (call id, tool name, status,
+// reason) are bounded whatever the kind, so that a part weighs at most
+// what Limits.MaxMessageJSON allows it. It returns EINVALIDVALUE saying
+// what is wrong.
 func CheckPart(p parley.Part) error {
+	if len(p.CallID) > parley.MaxIDLen || len(p.ToolName) > parley.MaxIDLen || len(p.Status) > MaxPartWordBytes || len(p.Reason) > MaxPartWordBytes {
+		return parley.Errorf(parley.EINVALIDVALUE, "a part's callId and toolName are at most %d bytes, its status and reason at most %d", parley.MaxIDLen, MaxPartWordBytes)
+	}
 	switch p.Type {
 	case parley.PartText:
 		return nil
@@ -198,20 +265,20 @@ func CheckPart(p parley.Part) error {
 	return parley.Errorf(parley.EINVALIDVALUE, "unknown part type %q (known: text, tool-call, finish, error)", p.Type)
 }
 
-// checkMessageLimits bounds the size of a message: its parts, metadata,
-// text and whole size (parley.Message.Size).
-func checkMessageLimits(c PostMessage, l Limits) error {
-	if len(c.Parts) > l.MaxParts {
-		return parley.Errorf(parley.ETOOLARGE, "a message may have at most %d parts; it has %d", l.MaxParts, len(c.Parts))
+// checkMessageLimits bounds the size of message m: its parts, metadata,
+// text (its content) and whole size (parley.Message.Size, less uncounted
+// bytes: the notes Finalize adds).
+func checkMessageLimits(m *parley.Message, uncounted int, l Limits) error {
+	if len(m.Parts) > l.MaxParts {
+		return parley.Errorf(parley.ETOOLARGE, "a message may have at most %d parts; it has %d", l.MaxParts, len(m.Parts))
 	}
-	if len(c.Metadata) > l.MaxMetadataBytes {
-		return parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), l.MaxMetadataBytes)
+	if len(m.Metadata) > l.MaxMetadataBytes {
+		return parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(m.Metadata), l.MaxMetadataBytes)
 	}
-	m := parley.Message{Parts: c.Parts, Content: parley.TextContent(c.Parts), Metadata: c.Metadata}
 	if len(m.Content) > l.MaxTextBytes {
 		return parley.Errorf(parley.ETOOLARGE, "the message's text is %d bytes; the limit is %d", len(m.Content), l.MaxTextBytes)
 	}
-	return checkSize(c.ID, m.Size(), l)
+	return checkSize(m.ID, m.Size()-uncounted, l)
 }
 
 // asStored returns parts with their tool calls' args and results as the

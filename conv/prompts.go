@@ -212,18 +212,10 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 	if mode == "" {
 		mode = ModeFollowup
 	}
-	switch {
-	case !parley.ValidID(c.ID):
-		return parley.Errorf(parley.EINVALIDVALUE, "prompt id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
-	case mode != ModeFollowup && mode != ModeSteer && mode != ModeCollect && mode != ModeReject:
-		return parley.Errorf(parley.EINVALIDVALUE, "mode %q is not one of followup, steer, collect, reject", mode)
-	case c.Content == "":
-		return parley.Errorf(parley.EINVALIDVALUE, "a prompt needs content")
-	case len(c.Content) > d.env.Limits.MaxTextBytes:
-		return parley.Errorf(parley.ETOOLARGE, "the prompt is %d bytes; the limit is %d", len(c.Content), d.env.Limits.MaxTextBytes)
-	case c.To != "" && !parley.ValidID(c.To):
-		return parley.Errorf(parley.EINVALIDVALUE, "to %q is not a valid agent id", c.To)
-	case mode == ModeReject && len(d.s.Queue) > 0:
+	if err := checkPrompt(c.ID, mode, c.Content, c.To, c.Channel, d.env.Limits); err != nil {
+		return err
+	}
+	if mode == ModeReject && len(d.s.Queue) > 0 {
 		return d.conflict(parley.EBUSY, "the conversation is busy with %d prompt(s); mode reject refuses to queue", len(d.s.Queue))
 	}
 	if err := d.taken("prompt", c.ID, c.Known.IDTaken); err != nil {
@@ -257,6 +249,26 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 		d.abortActive(c.AgentID, ReasonSteered)
 	}
 	return nil
+}
+
+// checkPrompt refuses a prompt that is not one: a bad id, mode, addressee
+// or channel, no content or too much.
+func checkPrompt(id, mode, content, to string, ch *parley.Channel, l Limits) error {
+	switch {
+	case !parley.ValidID(id):
+		return parley.Errorf(parley.EINVALIDVALUE, "prompt id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", id)
+	case mode != ModeFollowup && mode != ModeSteer && mode != ModeCollect && mode != ModeReject:
+		return parley.Errorf(parley.EINVALIDVALUE, "mode %q is not one of followup, steer, collect, reject", mode)
+	case content == "":
+		return parley.Errorf(parley.EINVALIDVALUE, "a prompt needs content")
+	case len(content) > l.MaxTextBytes:
+		return parley.Errorf(parley.ETOOLARGE, "the prompt is %d bytes; the limit is %d", len(content), l.MaxTextBytes)
+	case to != "" && !parley.ValidID(to):
+		return parley.Errorf(parley.EINVALIDVALUE, "to %q is not a valid agent id", to)
+	}
+	// The prompt becomes a message from its channel: one the rules would
+	// refuse could never be dispatched, and the queue would wait behind it.
+	return checkChannel(ch)
 }
 
 // queueRoom reports whether the queue may take one more prompt, with its

@@ -161,16 +161,8 @@ func (d *decider) streamTool(c StreamTool) error {
 		return err
 	}
 	u := c.Tool
-	check := parley.Part{Type: parley.PartToolCall, CallID: u.CallID, ToolName: u.ToolName, Status: u.Status}
-	known := slices.ContainsFunc(m.Parts, func(p parley.Part) bool { return p.Type == parley.PartToolCall && p.CallID == u.CallID })
-	if known && check.ToolName == "" {
-		check.ToolName = "(unchanged)" // an update of a known call may leave its name out
-	}
-	if err := CheckPart(check); err != nil {
+	if err := checkToolUpdate(m, u.Part(), d.env.Limits); err != nil {
 		return err
-	}
-	if !known && len(m.Parts) >= d.env.Limits.MaxParts {
-		return parley.Errorf(parley.ETOOLARGE, "message %s has %d parts; the limit is %d", c.MessageID, len(m.Parts), d.env.Limits.MaxParts)
 	}
 	// The event carries what changed, as the log stores it (compact JSON),
 	// and the message is changed by exactly that, as readers change it.
@@ -191,6 +183,24 @@ func (d *decider) streamTool(c StreamTool) error {
 		d.out.Messages = append(d.out.Messages, m)
 	}
 	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	return nil
+}
+
+// checkToolUpdate checks a change p of a tool call of streaming message m:
+// a tool-call part (a known call may leave its tool name out), and room
+// for one more part if the call is new.
+func checkToolUpdate(m *parley.Message, p parley.Part, l Limits) error {
+	known := slices.ContainsFunc(m.Parts, func(q parley.Part) bool { return q.Type == parley.PartToolCall && q.CallID == p.CallID })
+	p.Type = parley.PartToolCall
+	if known && p.ToolName == "" {
+		p.ToolName = "(unchanged)" // an update of a known call may leave its name out
+	}
+	if err := CheckPart(p); err != nil {
+		return err
+	}
+	if !known && len(m.Parts) >= l.MaxParts {
+		return parley.Errorf(parley.ETOOLARGE, "message %s has %d parts; the limit is %d", m.ID, len(m.Parts), l.MaxParts)
+	}
 	return nil
 }
 

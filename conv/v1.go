@@ -36,17 +36,11 @@ func (d *decider) streamV1(c StreamV1) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	pending := 0
-	for _, t := range d.s.Texts {
-		pending += t.Bytes
-	}
-	if pending+len(c.Content) > d.env.Limits.MaxTextBytes {
-		return parley.Errorf(parley.ETOOLARGE, "streamed text of %d bytes, after %d streamed that no result holds yet; the limit is %d (send a result to hold what was streamed)",
-			len(c.Content), pending, d.env.Limits.MaxTextBytes)
-	}
-	if _, ok := d.s.Texts[c.AgentID]; !ok && c.Content != "" && len(d.s.Texts) >= d.env.Limits.MaxStreaming {
-		return parley.Errorf(parley.EBUSY, "%d agents stream text that no result holds yet, the most there may be at once; wait until one sends its result", len(d.s.Texts)).
-			With("maxStreaming", d.env.Limits.MaxStreaming).WithHead(d.base.Head(d.env.Now))
+	if err := v1Room(d.s, c.AgentID, len(c.Content), d.env.Limits); err != nil {
+		if pe := err.(*parley.Error); pe.Code == parley.EBUSY {
+			return pe.WithHead(d.base.Head(d.env.Now))
+		}
+		return err
 	}
 	plan, err := d.planTurn(c.AgentID, nil)
 	if err != nil {
@@ -69,6 +63,25 @@ func (d *decider) streamV1(c StreamV1) error {
 	}
 	e := d.emit(parley.EventChunk, plan.turn, turnID, c.AgentID, parley.FinalityNone, parley.Chunk{Content: c.Content})
 	d.out.Result = Result{Turn: plan.turn, Claimed: true, Seq: e.Seq}
+	return nil
+}
+
+// v1Room checks that agent may stream n more bytes of text that no message
+// holds yet: ETOOLARGE past MaxTextBytes of such text in all, EBUSY (with
+// no head) when MaxStreaming other agents stream such text already.
+func v1Room(s State, agent string, n int, l Limits) error {
+	pending := 0
+	for _, t := range s.Texts {
+		pending += t.Bytes
+	}
+	if pending+n > l.MaxTextBytes {
+		return parley.Errorf(parley.ETOOLARGE, "streamed text of %d bytes, after %d streamed that no result holds yet; the limit is %d (send a result to hold what was streamed)",
+			n, pending, l.MaxTextBytes)
+	}
+	if _, ok := s.Texts[agent]; !ok && n > 0 && len(s.Texts) >= l.MaxStreaming {
+		return parley.Errorf(parley.EBUSY, "%d agents stream text that no result holds yet, the most there may be at once; wait until one sends its result", len(s.Texts)).
+			With("maxStreaming", l.MaxStreaming)
+	}
 	return nil
 }
 

@@ -19,13 +19,18 @@ import (
 // it does not keep the store's writer for the whole upload.
 //
 // The state is derived as the engine always derives it, by folding the
-// imported events with conv.Evolve; the message rows are written as given.
-// Checking that the rows agree with the events is the importer's job.
+// imported events with conv.Evolve, after conv.Replay held each to the
+// bounds every live write is held to (Check); the message rows are written
+// as given. Checking the rows (conv.CheckMessage), and that they agree
+// with the events, is the importer's job.
 type Import struct {
 	e     *Engine
 	id    string
 	state conv.State
-	done  bool
+	// replay is the state after the events checked, which may be ahead
+	// of state (checked, not written yet).
+	replay *conv.Replay
+	done   bool
 	// stop ends the lease's renewal; renewed is closed when it has ended.
 	stop, renewed chan struct{}
 }
@@ -42,6 +47,10 @@ func (e *Engine) BeginImport(ctx context.Context, c parley.Conversation) (*Impor
 		return nil, errClosed
 	}
 	c.Epoch = newEpoch()
+	now := e.opts.Now()
+	if c.CreatedAt.After(now.Add(conv.ClockSkew)) {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "the conversation's createdAt %s is in this server's future", c.CreatedAt.Format(parley.TimeLayout))
+	}
 	s, events, err := conv.Create(c, conv.Env{Now: c.CreatedAt.Time, Limits: e.opts.Limits})
 	if err != nil {
 		return nil, err
@@ -67,7 +76,8 @@ func (e *Engine) BeginImport(ctx context.Context, c parley.Conversation) (*Impor
 	if err != nil {
 		return nil, err
 	}
-	im := &Import{e: e, id: c.ID, state: s, stop: make(chan struct{}), renewed: make(chan struct{})}
+	env := conv.ReplayEnv{Env: conv.Env{Now: now, Limits: e.opts.Limits}, CollectWindow: e.opts.CollectWindow, MaxRemoved: e.opts.MaxRevert}
+	im := &Import{e: e, id: c.ID, state: s, replay: conv.NewReplay(s, env), stop: make(chan struct{}), renewed: make(chan struct{})}
 	if e.track() {
 		go im.renew()
 	} else {
@@ -119,21 +129,48 @@ func (im *Import) LastSeq() int64 { return im.state.LastSeq }
 // State is the conversation's state as of LastSeq.
 func (im *Import) State() conv.State { return im.state }
 
+// Check checks event e, the one after the last one checked, against the
+// bounds every live write is held to (conv.Replay.Add: it returns the
+// error a live write would get, and may make e.Data what the server
+// writes), so that Append may write it. Checking events as they are read
+// lets the importer say where a refused one was.
+func (im *Import) Check(e *parley.Event) error {
+	return im.replay.Add(e)
+}
+
+// CheckRow checks a message row against the bounds every message is held
+// to and against the events checked so far (conv.Replay.CheckRow).
+func (im *Import) CheckRow(m *parley.Message) error {
+	return im.replay.CheckRow(m)
+}
+
 // Append writes events, which must carry the seqs after LastSeq, and message
 // rows (inserted, or replacing the row with the same id) in one transaction,
-// and renews the import's lease. The events' conversation id is set to the
-// import's. It returns EBUSY if the import was swept (its lease ended).
+// and renews the import's lease. The events not checked yet are checked
+// first (see Check), and the batch is refused whole if one is refused
+// (saying which seq). The events' conversation id is set to the import's.
+// It returns EBUSY if the import was swept (its lease ended).
 func (im *Import) Append(ctx context.Context, events []parley.Event, messages []*parley.Message) error {
 	if im.done {
 		return parley.Errorf(parley.EINTERNAL, "import of %s has ended", im.id)
 	}
 	for i := range events {
-		events[i].ConversationID = im.id
+		e := &events[i]
+		e.ConversationID = im.id
+		if e.Seq <= im.replay.State().LastSeq {
+			continue
+		}
+		if err := im.Check(e); err != nil {
+			return parley.Errorf(parley.ErrorCode(err), "event %d (%s): %s", e.Seq, e.Type, parley.ErrorMessage(err))
+		}
 	}
 	for _, m := range messages {
 		m.ConversationID = im.id
 	}
-	next := conv.Evolve(im.state, events...)
+	next := im.replay.State()
+	if n := len(events); n == 0 || events[n-1].Seq != next.LastSeq {
+		next = conv.Evolve(im.state, events...) // events checked beyond this batch
+	}
 	state, queue, err := conv.EncodeStored(next, events...)
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "parley_stream_items_delivered_total", Help: "Events and guidance handed to stream subscribers.",
 		}),
 		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "parley_channel_deliveries_total", Help: "Channel auto-reply delivery attempts, by result (delivered, failed).",
+			Name: "parley_channel_deliveries_total", Help: "Channel auto-reply deliveries, by result: delivered, failed (an attempt that failed), given_up (a delivery given up).",
 		}, []string{"result"}),
 	}
 	if reg != nil {

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -23,36 +20,88 @@ type DeliveryOptions struct {
 	Client *http.Client
 	// Poll is how often the outbox is read (default 250 ms).
 	Poll time.Duration
-	// MaxBackoff bounds the wait between attempts (default 5 min).
-	MaxBackoff time.Duration
+	// Backoff is the wait after a delivery's first failed attempt (default
+	// 10 s). Each failure doubles it, up to MaxBackoff (default 5 min), and
+	// the wait taken is from half of it to all of it, at random, so that
+	// rows that failed together are not tried together again.
+	Backoff, MaxBackoff time.Duration
+	// GiveUp is how long after its reply was written a delivery is tried
+	// before it is given up (default 24 h). A failure that trying again
+	// cannot mend gives it up at once: no webhook for its channel type, or
+	// an answer 4xx other than 408, 425 and 429.
+	GiveUp time.Duration
+	// Retention is how long a delivered or given-up row is kept, to be
+	// looked at, before it is removed (default 7 days).
+	Retention time.Duration
 	// Lease is how long a node holds the rows it took before another node
 	// may take them (default 1 min, past Client's timeout): a node that
 	// dies mid-delivery leaves its rows to the others after it.
 	Lease time.Duration
 }
 
-// Deliver posts channel auto-replies from the outbox to their channel's
-// webhook until ctx ends: JSON {conversationId, messageId, channel, content}
-// with the delivery's id (made by the server) in the Idempotency-Key header, at least once, retried
-// with exponential backoff. Of several nodes on one store, one posts each
-// row (see store.TakeDeliveries).
-func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
+// withDefaults fills in the options left zero.
+func (o DeliveryOptions) withDefaults() DeliveryOptions {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	if o.Poll <= 0 {
-		o.Poll = 250 * time.Millisecond
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&o.Poll, 250 * time.Millisecond}, {&o.Backoff, 10 * time.Second}, {&o.MaxBackoff, 5 * time.Minute},
+		{&o.GiveUp, 24 * time.Hour}, {&o.Retention, 7 * 24 * time.Hour}, {&o.Lease, time.Minute}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = 5 * time.Minute
-	}
-	if o.Lease <= 0 {
-		o.Lease = time.Minute
-	}
+	return o
+}
+
+// Outbox bounds.
+const (
+	// pruneEvery is how often done rows past their retention are removed,
+	// at most prunePages pages of prunePage rows at a time.
+	pruneEvery = time.Minute
+	prunePage  = 1000
+	prunePages = 100
+)
+
+// Deliver posts channel auto-replies from the outbox to their channel's
+// webhook until ctx ends: JSON {conversationId, messageId, channel, content}
+// with the delivery's id (made by the server) in the Idempotency-Key
+// header, at least once. A failed attempt is tried again after a backoff
+// that grows, and a delivery is given up (status failed, kept with its last
+// error and attempts for o.Retention, see store.ListDeliveries) once that
+// cannot mend it or o.GiveUp has passed. While a channel type's webhook
+// fails, its rows wait and one probes it at a time, after the channel's own
+// backoff. Done rows are removed after o.Retention. Of several nodes on one
+// store, one posts each row (see store.TakeDeliveries).
+func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
+	w := &deliverer{e: e, o: o.withDefaults(), circuits: map[string]*circuit{}}
 	take := func(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error) {
-		return e.store.TakeDeliveries(ctx, store.TakeDeliveriesParams{Now: now, Until: parley.NewTime(now.Add(o.Lease)), Limit: limit})
+		w.prune(ctx, now.Time)
+		return e.store.TakeDeliveries(ctx, store.TakeDeliveriesParams{Now: now, Until: parley.NewTime(now.Add(w.o.Lease)), Limit: limit})
 	}
-	pollDue(ctx, e, o.Poll, "the outbox", take, func(d *parley.Delivery) { e.deliver(ctx, o, d) })
+	pollDue(ctx, e, w.o.Poll, "the outbox", take, func(d *parley.Delivery) { w.deliver(ctx, d) })
+}
+
+// deliverer is one Deliver loop's state.
+type deliverer struct {
+	e *Engine
+	o DeliveryOptions
+	// circuits are the channel types whose webhook failed last, by type:
+	// one per configured webhook at most.
+	circuits map[string]*circuit
+	// pruned is when done rows were last removed.
+	pruned time.Time
+}
+
+// circuit is what the deliverer knows of a failing webhook: how many
+// attempts failed in a row, when it may be tried again (one row, a probe),
+// and why the last attempt failed.
+type circuit struct {
+	failures int
+	until    time.Time
+	lastErr  string
 }
 
 // pollDue reads what is due at every tick until ctx ends and hands each item
@@ -86,43 +135,105 @@ func tick(ctx context.Context, every time.Duration, fn func()) {
 	}
 }
 
-func (e *Engine) deliver(ctx context.Context, o DeliveryOptions, d *parley.Delivery) {
-	err := post(ctx, o, d)
-	now := e.opts.Now()
-	if err == nil {
-		d.DeliveredAt, d.LastError = parley.NewTime(now), ""
-		e.opts.Metrics.Deliveries.WithLabelValues("delivered").Inc()
-	} else {
-		d.Attempts++
-		wait := min(time.Second<<min(d.Attempts-1, 20), o.MaxBackoff)
-		d.NextAttemptAt, d.LastError = parley.NewTime(now.Add(wait)), err.Error()
-		e.opts.Metrics.Deliveries.WithLabelValues("failed").Inc()
+// deliver attempts one row, unless its channel's webhook is failing and
+// not due for a probe: then the row waits for its lease to end, or is
+// given up if its time is over.
+func (w *deliverer) deliver(ctx context.Context, d *parley.Delivery) {
+	now := w.e.opts.Now()
+	over := !now.Before(d.CreatedAt.Add(w.o.GiveUp))
+	if c := w.circuits[d.Channel.Type]; c != nil && now.Before(c.until) {
+		if over {
+			why := d.LastError
+			if why == "" {
+				why = "the channel's webhook is failing: " + c.lastErr
+			}
+			w.giveUp(ctx, d, now, why)
+		}
+		return
 	}
-	if uerr := e.store.UpdateDelivery(ctx, d); uerr != nil && ctx.Err() == nil {
-		e.opts.Logger.Warn("recording a delivery failed", slog.String("message", d.MessageID), slog.Any("err", uerr))
+	err := post(ctx, w.o, d)
+	if ctx.Err() != nil {
+		return // shutting down: the row is taken again once its lease ends
+	}
+	now = w.e.opts.Now()
+	if err == nil {
+		delete(w.circuits, d.Channel.Type)
+		d.Status, d.DeliveredAt, d.LastError = parley.DeliveryDelivered, parley.NewTime(now), ""
+		w.e.opts.Metrics.Deliveries.WithLabelValues("delivered").Inc()
+		w.update(ctx, d)
+		return
+	}
+	d.Attempts++
+	w.e.opts.Metrics.Deliveries.WithLabelValues("failed").Inc()
+	if isPermanent(err) || !now.Before(d.CreatedAt.Add(w.o.GiveUp)) {
+		w.giveUp(ctx, d, now, err.Error())
+		return
+	}
+	c := w.circuits[d.Channel.Type]
+	if c == nil {
+		c = &circuit{}
+		w.circuits[d.Channel.Type] = c
+	}
+	c.failures++
+	c.until, c.lastErr = now.Add(w.backoff(c.failures)), err.Error()
+	// Tried again after its own backoff, and once more when its time is
+	// over, before it is given up.
+	next := now.Add(w.backoff(d.Attempts))
+	if end := d.CreatedAt.Add(w.o.GiveUp); next.After(end) {
+		next = end
+	}
+	d.NextAttemptAt, d.LastError = parley.NewTime(next), err.Error()
+	w.update(ctx, d)
+}
+
+// backoff is the wait after n failed attempts in a row: o.Backoff doubled
+// n-1 times, at most o.MaxBackoff, of which the half to all is taken.
+func (w *deliverer) backoff(n int) time.Duration {
+	wait := min(w.o.Backoff<<min(n-1, 30), w.o.MaxBackoff)
+	if wait <= 0 { // Backoff<<30 overflowed
+		wait = w.o.MaxBackoff
+	}
+	return wait/2 + rand.N(wait/2+1)
+}
+
+// giveUp records a delivery as failed: it is kept with why and its
+// attempts, counted, logged once (the webhook's URL is never in why), and
+// never attempted again.
+func (w *deliverer) giveUp(ctx context.Context, d *parley.Delivery, now time.Time, why string) {
+	d.Status, d.GaveUpAt, d.LastError = parley.DeliveryFailed, parley.NewTime(now), why
+	w.e.opts.Metrics.Deliveries.WithLabelValues("given_up").Inc()
+	if w.update(ctx, d) {
+		w.e.opts.Logger.Warn("gave up a channel delivery", slog.String("delivery", d.ID), slog.String("conversation", d.ConversationID),
+			slog.String("message", d.MessageID), slog.String("channel", d.Channel.Type), slog.Int("attempts", d.Attempts), slog.String("err", why))
 	}
 }
 
-func post(ctx context.Context, o DeliveryOptions, d *parley.Delivery) error {
-	url, ok := o.Webhooks[d.Channel.Type]
-	if !ok {
-		return fmt.Errorf("no webhook is configured for channel type %q", d.Channel.Type)
+// update records what became of a delivery, and reports whether it was.
+func (w *deliverer) update(ctx context.Context, d *parley.Delivery) bool {
+	err := w.e.store.UpdateDelivery(ctx, d)
+	if err != nil && ctx.Err() == nil {
+		w.e.opts.Logger.Warn("recording a delivery failed", slog.String("delivery", d.ID), slog.Any("err", err))
 	}
-	body, _ := json.Marshal(map[string]any{"conversationId": d.ConversationID, "messageId": d.MessageID, "channel": d.Channel, "content": d.Content})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
+	return err == nil
+}
+
+// prune removes the rows done before the retention, every pruneEvery.
+func (w *deliverer) prune(ctx context.Context, now time.Time) {
+	if now.Before(w.pruned.Add(pruneEvery)) {
+		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", d.ID)
-	resp, err := o.Client.Do(req)
-	if err != nil {
-		return err
+	w.pruned = now
+	before := parley.NewTime(now.Add(-w.o.Retention))
+	for range prunePages {
+		n, err := w.e.store.PruneDeliveries(ctx, store.PruneDeliveriesParams{Before: before, Limit: prunePage})
+		if err != nil {
+			if ctx.Err() == nil {
+				w.e.opts.Logger.Warn("removing old outbox rows failed", slog.Any("err", err))
+			}
+			return
+		}
+		if n < prunePage {
+			return
+		}
 	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook answered HTTP %d", resp.StatusCode)
-	}
-	return nil
 }

@@ -19,19 +19,8 @@ func (db *DB) TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) 
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*parley.Delivery
-	for rows.Next() {
-		var data string
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		d := &parley.Delivery{}
-		if err := json.Unmarshal([]byte(data), d); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.ReadDeliveries(rows, 0)
+	if err != nil {
 		return nil, err
 	}
 	return store.LeasedDeliveries(out, p.Until), nil
@@ -43,12 +32,13 @@ func (db *DB) UpdateDelivery(ctx context.Context, d *parley.Delivery) error {
 	if err != nil {
 		return err
 	}
-	delivered := 0
-	if !d.DeliveredAt.IsZero() {
-		delivered = 1
+	status, done, doneAt := store.DeliveryRow(d)
+	var doneTime any // NULL while pending
+	if done == 1 {
+		doneTime = doneAt.Time
 	}
-	tag, err := db.pool.Exec(ctx, `UPDATE outbox SET data = $1, delivered = $2, next_attempt_at = $3 WHERE id = $4`,
-		string(data), delivered, d.NextAttemptAt.Time, d.ID)
+	tag, err := db.pool.Exec(ctx, `UPDATE outbox SET data = $1, delivered = $2, status = $3, done_at = $4, next_attempt_at = $5 WHERE id = $6`,
+		string(data), done, string(status), doneTime, d.NextAttemptAt.Time, d.ID)
 	if err != nil {
 		return err
 	}
@@ -56,4 +46,25 @@ func (db *DB) UpdateDelivery(ctx context.Context, d *parley.Delivery) error {
 		return parley.Errorf(parley.ENOTFOUND, "delivery %s not found", d.ID)
 	}
 	return nil
+}
+
+// ListDeliveries implements store.Store.
+func (db *DB) ListDeliveries(ctx context.Context, p store.ListDeliveriesParams) ([]*parley.Delivery, error) {
+	rows, err := db.pool.Query(ctx, `SELECT data FROM outbox WHERE id > $1 AND ($2 = '' OR status = $2) ORDER BY id LIMIT $3`,
+		p.After, string(p.Status), clampLimit(p.Limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return store.ReadDeliveries(rows, p.MaxBytes)
+}
+
+// PruneDeliveries implements store.Store.
+func (db *DB) PruneDeliveries(ctx context.Context, p store.PruneDeliveriesParams) (int, error) {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM outbox WHERE id IN (
+		SELECT id FROM outbox WHERE done_at IS NOT NULL AND done_at < $1 ORDER BY done_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, p.Before.Time, clampLimit(p.Limit))
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
 }

@@ -173,3 +173,31 @@ func TestDowngradePutsRowsBack(t *testing.T) {
 	defer raw.Close()
 	storetest.DowngradePutsRowsBack(t, raw, database.DialectPostgres, postgres.Migrations(), func() store.Store { return open(t, url) })
 }
+
+// outboxStatusVersion is the schema version that gave outbox rows a
+// status, so that a delivery can be given up and a done row removed.
+const outboxStatusVersion = 16
+
+// TestUpgradeKeepsDeliveries: the outbox rows of a schema made before they
+// had a status read as delivered or pending once the current code has
+// opened it (storetest.UpgradeKeepsDeliveries).
+func TestUpgradeKeepsDeliveries(t *testing.T) {
+	url := pgtest.Schema(t)
+	if err := postgres.MigrateTo(context.Background(), url, outboxStatusVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	storetest.UpgradeKeepsDeliveries(t, raw, func() store.Store {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		db, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

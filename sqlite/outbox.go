@@ -27,8 +27,8 @@ func (db *DB) TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) 
 			if err := rows.Scan(&data); err != nil {
 				return err
 			}
-			d := &parley.Delivery{}
-			if err := json.Unmarshal(data, d); err != nil {
+			d, err := store.DecodeDelivery(data)
+			if err != nil {
 				return err
 			}
 			out = append(out, d)
@@ -47,13 +47,14 @@ func (db *DB) UpdateDelivery(ctx context.Context, d *parley.Delivery) error {
 	if err != nil {
 		return err
 	}
-	delivered := 0
-	if !d.DeliveredAt.IsZero() {
-		delivered = 1
+	status, done, doneAt := store.DeliveryRow(d)
+	var doneText any // NULL while pending
+	if done == 1 {
+		doneText = formatTime(doneAt)
 	}
 	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE outbox SET data = ?, delivered = ?, next_attempt_at = ? WHERE id = ?`,
-			data, delivered, formatTime(d.NextAttemptAt), d.ID)
+		res, err := tx.ExecContext(ctx, `UPDATE outbox SET data = ?, delivered = ?, status = ?, done_at = ?, next_attempt_at = ? WHERE id = ?`,
+			data, done, string(status), doneText, formatTime(d.NextAttemptAt), d.ID)
 		if err != nil {
 			return err
 		}
@@ -62,4 +63,33 @@ func (db *DB) UpdateDelivery(ctx context.Context, d *parley.Delivery) error {
 		}
 		return nil
 	})
+}
+
+// ListDeliveries implements store.Store.
+func (db *DB) ListDeliveries(ctx context.Context, p store.ListDeliveriesParams) ([]*parley.Delivery, error) {
+	q, args := `SELECT data FROM outbox WHERE id > ?`, []any{p.After}
+	if p.Status != "" {
+		q, args = q+` AND status = ?`, append(args, string(p.Status))
+	}
+	rows, err := db.r.QueryContext(ctx, q+` ORDER BY id LIMIT ?`, append(args, clampLimit(p.Limit))...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return store.ReadDeliveries(rows, p.MaxBytes)
+}
+
+// PruneDeliveries implements store.Store.
+func (db *DB) PruneDeliveries(ctx context.Context, p store.PruneDeliveriesParams) (int, error) {
+	var n int64
+	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id IN (
+			SELECT id FROM outbox WHERE done_at IS NOT NULL AND done_at < ? ORDER BY done_at LIMIT ?)`, formatTime(p.Before), clampLimit(p.Limit))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }

@@ -327,3 +327,22 @@ func TestUpgradeTakesNames(t *testing.T) {
 		return db
 	})
 }
+
+// outboxStatusVersion is the schema version that gave outbox rows a
+// status, so that a delivery can be given up and a done row removed.
+const outboxStatusVersion = 20
+
+// TestUpgradeKeepsDeliveries: the outbox rows of a database made before
+// they had a status read as delivered or pending once the current code
+// has opened it (storetest.UpgradeKeepsDeliveries).
+func TestUpgradeKeepsDeliveries(t *testing.T) {
+	t.Parallel()
+	path, raw := oldDB(t, outboxStatusVersion-1)
+	storetest.UpgradeKeepsDeliveries(t, raw, func() store.Store {
+		db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}

@@ -238,9 +238,23 @@ type Store interface {
 	// agent-wide runner that has just connected may have to answer.
 	QueuedFor(ctx context.Context, p QueuedForParams) ([]string, error)
 
-	// UpdateDelivery records an attempt: delivered (DeliveredAt set) or not
-	// (Attempts, NextAttemptAt, LastError). It returns ENOTFOUND.
+	// UpdateDelivery records an attempt: delivered (DeliveredAt set), given
+	// up (Status failed, GaveUpAt set) or to be tried again (Attempts,
+	// NextAttemptAt, LastError). A delivered or given-up row is done: no
+	// TakeDeliveries takes it again. It returns ENOTFOUND.
 	UpdateDelivery(ctx context.Context, d *parley.Delivery) error
+
+	// ListDeliveries pages over the outbox rows of one status (p.Status,
+	// or all when it is empty) by id after p.After: at most p.Limit
+	// (clamped to the backend's bound), ending after the row that brings
+	// their content to p.MaxBytes (0: no bound). A row written before
+	// rows had a status reads as pending or delivered.
+	ListDeliveries(ctx context.Context, p ListDeliveriesParams) ([]*parley.Delivery, error)
+
+	// PruneDeliveries removes up to p.Limit rows that were done (delivered
+	// or given up) before p.Before, and says how many it removed, so that
+	// the outbox keeps what is done for a bounded time.
+	PruneDeliveries(ctx context.Context, p PruneDeliveriesParams) (int, error)
 
 	// CompactionCursors pages over the conversations (not imports in
 	// progress) in id order after p.After, with where compaction of each
@@ -508,6 +522,20 @@ type TakeDeliveriesParams struct {
 	Now   parley.Time
 	Until parley.Time
 	Limit int
+}
+
+// ListDeliveriesParams are the arguments of Store.ListDeliveries.
+type ListDeliveriesParams struct {
+	Status   parley.DeliveryStatus
+	After    string
+	Limit    int
+	MaxBytes int
+}
+
+// PruneDeliveriesParams are the arguments of Store.PruneDeliveries.
+type PruneDeliveriesParams struct {
+	Before parley.Time
+	Limit  int
 }
 
 // TakeDueTasksParams are the arguments of Store.TakeDueTasks.

@@ -43,10 +43,7 @@ func TestBadImports(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := jsonArray(legacy) // [row,row,…]
-	cases := []struct {
-		name, code, where string
-		input             []byte
-	}{
+	runBadImports(t, []badImport{
 		{"empty", parley.EINVALID, "empty", []byte("  \n")},
 		{"truncated header", parley.EINVALID, "header", []byte(`{"parley":"export","version":1,"conver`)},
 		{"a later version", parley.EINVALIDVALUE, "version 2", replace(0, `"version":1`, `"version":2`)},
@@ -62,8 +59,8 @@ func TestBadImports(t *testing.T) {
 			ls[i], ls[j] = ls[j], ls[i]
 			return ls
 		})},
-		{"a bad id", parley.EINVALIDVALUE, "valid id", replace(msgLine("c1"), `"id":"c1"`, `"id":"c 1"`)},
-		{"a dot-dot id", parley.EINVALIDVALUE, "valid id", replace(msgLine("c1"), `"id":"c1"`, `"id":".."`)},
+		{"a bad id", parley.EINVALIDVALUE, "is not 1-128", replace(msgLine("c1"), `"id":"c1"`, `"id":"c 1"`)},
+		{"a dot-dot id", parley.EINVALIDVALUE, "is not 1-128", replace(msgLine("c1"), `"id":"c1"`, `"id":".."`)},
 		{"a wrong type", parley.EINVALID, "row 10", replace(9, `"seq":9`, `"seq":"nine"`)},
 		{"a line with two things", parley.EINVALID, "one", replace(5, `{"event":{`, `{"message":{},"event":{`)},
 		{"garbage legacy rows", parley.EINVALID, "row 1", []byte(`[1, 2, 3]`)},
@@ -73,7 +70,19 @@ func TestBadImports(t *testing.T) {
 		{"something after the legacy rows", parley.EINVALID, "follows", append(bytes.Clone(rows), ` {}`...)},
 		{"a message over the size limit", parley.ETOOLARGE, `message "c1"`, replace(msgLine("c1"), `"text":"Agreed."`, `"text":"Agreed.`+strings.Repeat("x", 1<<20)+`"`)},
 		{"a value over the limit", parley.ETOOLARGE, "bytes", append(append([]byte(`{"content":"`), bytes.Repeat([]byte("x"), transfer.MaxValueBytes+1<<20)...), `"}`...)},
-	}
+	})
+}
+
+// badImport is a file an import refuses, with the error it must get.
+type badImport struct {
+	name, code, where string
+	input             []byte
+}
+
+// runBadImports imports each file into a new engine: each must get its
+// error code, saying where, and leave nothing behind.
+func runBadImports(t *testing.T, cases []badImport) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -3,16 +3,22 @@ package transfer_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/transfer"
 )
 
-// FuzzImport feeds the importer arbitrary files, seeded with a real export
-// and legacy rows: it must never panic, a refused file must leave nothing
-// behind, and an accepted one must export again.
+// FuzzImport feeds the importer arbitrary files, seeded with a real export,
+// legacy rows and files over the bounds of a live write: it must never
+// panic, a refused file must leave nothing behind, and an accepted one must
+// hold those bounds (turns that grow one at a time, a queue within its
+// limit) and export again.
 func FuzzImport(f *testing.F) {
 	legacy, err := os.ReadFile("testdata/legacy.jsonl")
 	if err != nil {
@@ -27,7 +33,12 @@ func FuzzImport(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(rich)
+	queued := ev("prompt.queued", 0, "alice", "none", `{"id":"p{seq}","content":"hi","mode":"followup","until":null}`)
+	f.Add(boundsFile("", []string{ev("message", math.MaxInt, "a", "none", msg("m1", math.MaxInt, "complete", ""))}))
+	f.Add(boundsFile("", repeat(257, queued)))
+	f.Add(boundsFile("", []string{ev("message", 1, "a", "none", msg("m0", 1, "complete", "")), ev("trace", 1, "a", "none", `{"id":"t1","payload":"`+strings.Repeat("x", 17<<10)+`"}`)}))
 	eng := sqliteEngine(f)
+	limits := eng.Limits()
 	n := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n++
@@ -44,6 +55,17 @@ func FuzzImport(f *testing.F) {
 		}
 		if res.Conversation.ID != id {
 			t.Fatalf("imported as %s, asked for %s", res.Conversation.ID, id)
+		}
+		v := must[*engine.View](t)(eng.Conversation(ctxT(t), id))
+		if h := v.Head; h.LastTurn < 0 || int64(h.LastTurn) >= h.LastSeq {
+			t.Fatalf("an accepted import is at turn %d after %d events", h.LastTurn, h.LastSeq)
+		}
+		queued := 0
+		for _, p := range must[[]conv.QueuedPrompt](t)(eng.Prompts(ctxT(t), id)) {
+			queued += len(p.Parts)
+		}
+		if queued > limits.MaxQueuedPrompts {
+			t.Fatalf("an accepted import queues %d prompts; the limit is %d", queued, limits.MaxQueuedPrompts)
 		}
 		for _, format := range []transfer.Format{transfer.JSONL, transfer.Markdown} {
 			var out bytes.Buffer

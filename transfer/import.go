@@ -12,7 +12,6 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/store"
 )
 
 // ImportOptions tune an import.
@@ -62,6 +61,7 @@ const (
 	WarnNoSender      = "no-sender"
 	WarnNewAgent      = "new-agent"
 	WarnChats         = "chats-merged"
+	WarnSeenBy        = "seen-by-full"
 )
 
 // MaxWarnings is how many warnings an ImportResult lists; WarningCounts
@@ -224,20 +224,6 @@ func (imp *importer) next(v any) error {
 func (imp *importer) flush(ctx context.Context) error {
 	if len(imp.events) == 0 && len(imp.msgs) == 0 {
 		return nil
-	}
-	// What a server writes, an import writes too: no message over the
-	// size limit, so that no frame that carries one is over what clients
-	// accept.
-	l := imp.eng.Limits()
-	for _, m := range imp.msgs {
-		if n := m.Size(); n > l.MaxMessageBytes {
-			return parley.Errorf(parley.ETOOLARGE, "message %q is %d bytes (text, tool calls, errors and metadata); the limit is %d", m.ID, n, l.MaxMessageBytes)
-		}
-	}
-	for _, e := range imp.events {
-		if n := len(e.Data); n > l.MaxMessageJSON() {
-			return parley.Errorf(parley.ETOOLARGE, "event %d is %d bytes; the limit is %d", e.Seq, n, l.MaxMessageJSON())
-		}
 	}
 	if err := imp.im.Append(ctx, imp.events, imp.msgs); err != nil {
 		return err
@@ -431,7 +417,8 @@ var knownEvents = map[string]bool{
 	parley.EventCompacted: true,
 }
 
-// event adds one event of an export to the batch.
+// event adds one event of an export to the batch, once the import's
+// replay has held it to the bounds of a live write (engine.Import.Check).
 func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 	want := imp.im.LastSeq() + int64(len(imp.events)) + 1
 	if e.Seq == 1 && e.Type == parley.EventConversationCreated && !imp.created {
@@ -443,8 +430,6 @@ func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 		return parley.Errorf(parley.EINVALID, "row %d: event seq %d where %d comes next (seqs are dense from 1, conversation.created first)", imp.row, e.Seq, want)
 	case !knownEvents[e.Type] || e.Type == parley.EventConversationCreated:
 		return parley.Errorf(parley.EINVALIDVALUE, "row %d: event %d has type %q", imp.row, e.Seq, e.Type)
-	case !e.Finality.Valid():
-		return parley.Errorf(parley.EINVALIDVALUE, "row %d: event %d has finality %q", imp.row, e.Seq, e.Finality)
 	case len(e.Data) == 0:
 		return parley.Errorf(parley.EINVALID, "row %d: event %d has no data", imp.row, e.Seq)
 	}
@@ -453,10 +438,10 @@ func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 	if err != nil {
 		return parley.Errorf(parley.EINVALID, "row %d: event %d: data: %v", imp.row, e.Seq, err)
 	}
-	if e.Type == parley.EventCompacted && string(data) != string(store.TombstoneData) {
-		return parley.Errorf(parley.EINVALIDVALUE, "row %d: event %d is compacted, whose data is {}, not %s", imp.row, e.Seq, data)
-	}
 	e.Data = data
+	if err := imp.im.Check(e); err != nil {
+		return parley.Errorf(parley.ErrorCode(err), "row %d: event %d (%s): %s", imp.row, e.Seq, e.Type, parley.ErrorMessage(err))
+	}
 	imp.events = append(imp.events, *e)
 	if len(imp.events) >= batchSize {
 		return imp.flush(ctx)
@@ -484,28 +469,16 @@ func (imp *importer) message(ctx context.Context, m *parley.Message) error {
 	return nil
 }
 
+// checkRow checks a message row: as every message is checked, and against
+// the log (engine.Import.CheckRow), in seq order, and in its thread.
 func (imp *importer) checkRow(ctx context.Context, m *parley.Message) error {
 	last := imp.im.LastSeq()
 	prev := imp.lastRowSeq
-	switch {
-	case !parley.ValidID(m.ID):
-		return parley.Errorf(parley.EINVALIDVALUE, "not a valid id")
-	case m.Seq <= prev || m.Seq > last:
+	if m.Seq <= prev || m.Seq > last {
 		return parley.Errorf(parley.EINVALID, "seq %d is not after the row before (%d) and within the log (%d)", m.Seq, prev, last)
-	case !m.Role.Valid():
-		return parley.Errorf(parley.EINVALIDVALUE, "role %q", m.Role)
-	case !m.Finality.Valid():
-		return parley.Errorf(parley.EINVALIDVALUE, "finality %q", m.Finality)
 	}
-	switch m.Status {
-	case parley.StatusStreaming, parley.StatusComplete, parley.StatusCanceled, parley.StatusError:
-	default:
-		return parley.Errorf(parley.EINVALIDVALUE, "status %q", m.Status)
-	}
-	for i, p := range m.Parts {
-		if err := conv.CheckPart(p); err != nil {
-			return parley.Errorf(parley.EINVALIDVALUE, "parts[%d]: %s", i, parley.ErrorMessage(err))
-		}
+	if err := imp.im.CheckRow(m); err != nil {
+		return err
 	}
 	imp.lastRowSeq = m.Seq
 	if m.ReplyTo == "" {

@@ -353,8 +353,11 @@ func (imp *importer) thread(ctx context.Context, ls *legacyState, m *parley.Mess
 			break
 		}
 		m.Depth, m.TurnID = parent.Depth+1, parent.TurnID
-		if limit := imp.eng.Limits().MaxThreadDepth; limit > 0 && m.Depth >= limit {
-			warn(WarnTooDeep, m.ID, "%d ancestors, over the limit of %d: kept", m.Depth, limit)
+		if limit := imp.eng.Limits().MaxThreadDepth; m.Depth >= limit {
+			// As deep as no live reply may be: the message starts a thread
+			// of its own (in the same exchange), and its replies follow it.
+			warn(WarnTooDeep, m.ID, "%d ancestors, over the limit of %d: replyTo %s dropped, it starts a thread", m.Depth, limit-1, m.ReplyTo)
+			m.ReplyTo, m.Depth = "", 0
 		}
 	}
 	if m.TurnID == "" {
@@ -389,8 +392,12 @@ func (imp *importer) findLegacy(ctx context.Context, ls *legacyState, id string)
 func (imp *importer) mergeCopy(ls *legacyState, m *parley.Message, flushed bool, r legacyRow, role parley.Role, when time.Time) {
 	changed := false
 	if owner := agentID(r.AgentID); owner != "" && owner != m.AgentID && !slices.Contains(m.Legacy.SeenBy, owner) {
-		m.Legacy.SeenBy = append(m.Legacy.SeenBy, owner)
-		changed = true
+		if limit := imp.eng.Limits().MaxParticipants; len(m.Legacy.SeenBy) < limit {
+			m.Legacy.SeenBy = append(m.Legacy.SeenBy, owner)
+			changed = true
+		} else {
+			imp.res.warn(Warning{Row: imp.row, Kind: WarnSeenBy, MessageID: m.ID, Text: fmt.Sprintf("seen by %s too, past the %d agents a message records: not recorded", owner, limit)})
+		}
 	}
 	if role == parley.RoleAssistant && m.Role == parley.RoleUser {
 		m.Role = parley.RoleAssistant
@@ -419,8 +426,13 @@ func (imp *importer) flushLegacy(ctx context.Context, ls *legacyState) error {
 		if err != nil {
 			return err
 		}
-		imp.events = append(imp.events, parley.Event{Seq: seq, Type: typ, Turn: op.m.Turn, TurnID: op.m.TurnID,
-			AgentID: op.m.AgentID, Finality: fin, Time: at, Data: data})
+		e := parley.Event{Seq: seq, Type: typ, Turn: op.m.Turn, TurnID: op.m.TurnID, AgentID: op.m.AgentID, Finality: fin, Time: at, Data: data}
+		// What a server writes, an import writes too: the message is held
+		// to the bounds of a live write.
+		if err := imp.im.Check(&e); err != nil {
+			return parley.Errorf(parley.ErrorCode(err), "row %d: message %q: %s", op.m.Legacy.Row, op.m.ID, parley.ErrorMessage(err))
+		}
+		imp.events = append(imp.events, e)
 		imp.msgs = append(imp.msgs, op.m) // an update replaces the row
 	}
 	ls.ops = ls.ops[:0]

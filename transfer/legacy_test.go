@@ -124,3 +124,31 @@ func TestLegacyCopyAfterABatch(t *testing.T) {
 		t.Fatalf("%d message.updated events, want 1", n)
 	}
 }
+
+// TestLegacyThreadTooDeep: legacy rows that reply one to the other further
+// than a live reply may go (-max-thread-depth) are imported, each too deep
+// one starting a thread of its own with a too-deep warning, so that no
+// message has as many ancestors as the bound forbids.
+func TestLegacyThreadTooDeep(t *testing.T) {
+	t.Parallel()
+	eng := sqliteEngine(t)
+	limit := eng.Limits().MaxThreadDepth
+	var rows bytes.Buffer
+	for i := range 2*limit + 1 {
+		reply := ""
+		if i > 0 {
+			reply = fmt.Sprintf(`,"replyToMessageId":"m%d"`, i-1)
+		}
+		fmt.Fprintf(&rows, `{"messageId":"m%d","role":"user","content":"hi","sender":"human","createdAt":%d%s}`+"\n", i, 1700000000000+i, reply)
+	}
+	res := must[*transfer.ImportResult](t)(transfer.Import(ctxT(t), eng, &rows, transfer.ImportOptions{ID: "deep"}))
+	if n := res.WarningCounts[transfer.WarnTooDeep]; n != 2 {
+		t.Fatalf("%d too-deep warnings, want 2: %v", n, res.Warnings)
+	}
+	for i := range 2*limit + 1 {
+		m := must[*parley.Message](t)(eng.Store().GetMessage(ctxT(t), "deep", fmt.Sprintf("m%d", i)))
+		if want := i % limit; m.Depth != want || (m.ReplyTo == "") != (want == 0) {
+			t.Fatalf("m%d has depth %d, replyTo %q; want depth %d", i, m.Depth, m.ReplyTo, want)
+		}
+	}
+}

@@ -77,6 +77,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.Var(&chunkRetention, "chunk-retention", "compact the chunk events of messages that ended longer ago than this (7d, 36h; at least 1m), keeping their text in the messages; 0 (the default) keeps every event")
 	webhooks := webhookFlag{}
 	fs.Var(webhooks, "channel-webhook", "TYPE=URL: post replies to prompts from channels of TYPE to URL (repeatable)")
+	giveUp := daysFlag(24 * time.Hour)
+	fs.Var(&giveUp, "delivery-give-up", "how long a channel reply whose webhook fails is tried before it is given up (24h, 2d; at least a minute)")
+	deliveryRetention := daysFlag(7 * 24 * time.Hour)
+	fs.Var(&deliveryRetention, "delivery-retention", "how long a channel reply delivered or given up is kept, to be listed (GET /v1/admin/deliveries), before it is removed (7d; at least a minute)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,6 +104,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	}
 	if *collectWindow > 24*time.Hour {
 		return fmt.Errorf("-collect-window %s: at most a day (a collect prompt waits that long before it is dispatched)", *collectWindow)
+	}
+	if time.Duration(giveUp) < time.Minute || time.Duration(deliveryRetention) < time.Minute {
+		return fmt.Errorf("-delivery-give-up %s and -delivery-retention %s: each at least a minute", &giveUp, &deliveryRetention)
 	}
 	if r := time.Duration(chunkRetention); r != 0 && r < time.Minute {
 		return fmt.Errorf("-chunk-retention %s: keep chunk events at least a minute (0 keeps them all)", r)
@@ -174,7 +181,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	go eng.KeepCaughtUp(ctx, time.Second)
 	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
 	go runners.KeepPresence(ctx)
-	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks})
+	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks, GiveUp: time.Duration(giveUp), Retention: time.Duration(deliveryRetention)})
 	go eng.RunTasks(ctx, time.Second)
 	if r := time.Duration(chunkRetention); r > 0 {
 		go retention.New(db, retention.Options{Retention: r, Logger: log}).Run(ctx)

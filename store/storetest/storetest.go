@@ -35,6 +35,8 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 	// So are the outbox's takes, which lease every due row: alone too.
 	t.Run("Outbox", func(t *testing.T) { testOutbox(t, newStore(t)) })
 	t.Run("TakeDeliveriesOnce", func(t *testing.T) { testTakeDeliveriesOnce(t, newStore(t)) })
+	// The prune removes any conversation's old rows: alone too.
+	t.Run("DeliveriesDone", func(t *testing.T) { testDeliveriesDone(t, newStore(t)) })
 	// RenewEpochs renews every conversation's epoch: alone too.
 	t.Run("RenewEpochs", func(t *testing.T) { testRenewEpochs(t, newStore(t)) })
 	// So are the scheduler's takes, which lease every due task.

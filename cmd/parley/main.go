@@ -28,7 +28,7 @@ Usage:
   parley serve   [-db ./parley.db] [-addr 127.0.0.1:7700] [-allow-open] [-reopen] [-open-host NAME]...
                  [-max-thread-depth 100] [-claim-ttl 30s] [-max-claim-ttl 10m] [-subscriber-buffer 4096]
                  [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL] [-log-level info]
-                 [-create-rate 10] [-create-burst 100] [-max-token-connections 1000]
+                 [-create-rate 10] [-create-burst 100] [-max-token-connections 1000] [-subscriber-memory 268435456]
                  [-body-timeout 30s] [-header-timeout 10s] [-chunk-retention 7d]
   parley migrate [-db ./parley.db] [-postgres URL]
   parley token create -kind agent|viewer|admin [-agent ID] [-name TEXT] [-db ./parley.db] [-postgres URL]

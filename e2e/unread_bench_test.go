@@ -6,14 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -30,25 +27,28 @@ import (
 // memory before the streams came, its peak while they were there, what
 // it holds once the writes are done, the server's own count of the bytes
 // it holds for subscribers (parley_subscriber_bytes) at its highest, and
-// how many streams are still open at the end.
+// how many streams are still open at the end; with the default
+// -subscriber-memory (256 MiB) and with 64 MiB.
 //
 //	go test -run '^$' -bench UnreadStreams -benchtime=1x ./e2e
 func BenchmarkUnreadStreams(b *testing.B) {
-	for range b.N {
-		unreadStreams(b, 950)
+	for _, budget := range []string{"default", "64MiB"} {
+		b.Run("memory="+budget, func(b *testing.B) {
+			var args []string
+			if budget == "64MiB" {
+				args = []string{"-subscriber-memory", fmt.Sprint(64 << 20)}
+			}
+			for range b.N {
+				unreadStreams(b, 950, args...)
+			}
+		})
 	}
 }
 
-func unreadStreams(b *testing.B, streams int) {
-	srv := startServer(b, filepath.Join(b.TempDir(), "parley.db"))
+func unreadStreams(b *testing.B, streams int, args ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := client.New(srv.url, "")
-	v, err := c.CreateConversation(ctx, client.NewConversation{Title: "large", TurnPolicy: parley.PolicyFree})
-	if err != nil {
-		b.Fatal(err)
-	}
-	id := v.Conversation.ID
+	srv, c, id := largeConversation(b, ctx, args...)
 	text := strings.Repeat("0123456789", 6_000)
 	for range 40 {
 		if _, err := c.PostMessage(ctx, id, client.Message{AgentID: "alice", Content: text}); err != nil {
@@ -59,25 +59,12 @@ func unreadStreams(b *testing.B, streams int) {
 	time.Sleep(2 * time.Second) // let the writes' garbage go
 	before := rss(b, pid, "VmRSS")
 
-	var peak, peakHeld atomic.Int64
-	stop := make(chan struct{})
-	var sampled sync.WaitGroup
-	sampled.Add(1)
-	go func() {
-		defer sampled.Done()
-		for {
-			peak.Store(max(peak.Load(), rss(b, pid, "VmRSS")))
-			if held, ok := metric(srv.url, "parley_subscriber_bytes"); ok {
-				peakHeld.Store(max(peakHeld.Load(), int64(held)))
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
+	var peakHeld atomic.Int64
+	peak := sampleRSS(b, pid, 50*time.Millisecond, func() {
+		if held, ok := metric(srv.url, "parley_subscriber_bytes"); ok {
+			peakHeld.Store(max(peakHeld.Load(), int64(held)))
 		}
-	}()
-
+	})
 	conns := make([]net.Conn, 0, streams)
 	defer func() {
 		for _, conn := range conns {
@@ -100,10 +87,8 @@ func unreadStreams(b *testing.B, streams int) {
 	time.Sleep(3 * time.Second)
 	held := rss(b, pid, "VmRSS")
 	open, _ := metric(srv.url, "parley_subscribers")
-	close(stop)
-	sampled.Wait()
 	b.ReportMetric(float64(before)/(1<<20), "MiB-before")
-	b.ReportMetric(float64(peak.Load())/(1<<20), "MiB-peak")
+	b.ReportMetric(float64(peak())/(1<<20), "MiB-peak")
 	b.ReportMetric(float64(held)/(1<<20), "MiB-held")
 	b.ReportMetric(float64(peakHeld.Load())/(1<<20), "MiB-counted")
 	b.ReportMetric(open, "streams-open")

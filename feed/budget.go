@@ -19,14 +19,18 @@ import (
 // out on the item's count of holders, and one on Held when the last lets
 // it go.
 //
-// When Held passes Options.MemoryBytes, subscribers are shed, ended with
-// ErrShed, until it no longer does: first those that have taken nothing
-// for longest (the hub's tick when each last handed something out, or
-// began to hold something: joins and publishes move it), and of those
-// the ones holding most. A subscriber that keeps reading takes what it
-// is sent as it comes, so it is the last in that order, after any that
-// stopped; a new one is after every other, so it is refused (shed as it
-// joins) only if the others cannot make room.
+// Before it adds to Held past Options.MemoryBytes, the hub makes room:
+// it sheds subscribers, ending them with ErrShed, until what it adds fits
+// (see reserve): first those that have taken nothing for longest (the
+// hub's tick when each last handed something out, or began to hold
+// something: joins and publishes move it), and of those the ones holding
+// most. A subscriber that keeps reading takes what it is sent as it
+// comes, so it is the last in that order, after any that stopped. A new
+// one that would hold a frame no shedding makes room for is refused
+// (Follower.Holding). Held passes the bound only by what is added at
+// once by goroutines that each found room, and by a publish or a page of
+// the log that no shedding makes room for (they are not refused: their
+// readers would miss them).
 
 // Held returns what the hub holds for its subscribers that they have not
 // taken, in bytes (see Options.MemoryBytes).
@@ -53,26 +57,30 @@ func (h *Hub) release1(it Item) {
 	}
 }
 
-// enforce sheds subscribers while the hub holds more than MemoryBytes.
-// One goroutine sheds at a time; another that finds it at work leaves it
-// to it, and it looks again once done.
-func (h *Hub) enforce() {
-	for h.held.Load() > h.opts.MemoryBytes {
-		if !h.shedding.TryLock() {
-			return
-		}
-		shed := h.shed()
-		h.shedding.Unlock()
-		if !shed {
-			return
-		}
+// reserve makes room for n bytes about to be added to held: while held
+// and n are more than MemoryBytes, it sheds subscribers (none if n alone
+// is). It reports whether they fit. One goroutine sheds at a time; the others wait for it
+// (only while the hub is full), and then look again.
+func (h *Hub) reserve(n int64) bool {
+	switch {
+	case h.held.Load()+n <= h.opts.MemoryBytes:
+		return true
+	case n > h.opts.MemoryBytes:
+		return false // no shedding makes room for it
 	}
+	h.shedding.Lock()
+	defer h.shedding.Unlock()
+	return h.shed(n)
 }
 
 // shed ends subscribers with ErrShed, those that have taken nothing for
-// longest first, until the hub holds no more than MemoryBytes. It
-// reports whether it ended any.
-func (h *Hub) shed() bool {
+// longest first, until held and n are no more than MemoryBytes. It
+// reports whether they fit.
+func (h *Hub) shed(n int64) bool {
+	fits := func() bool { return h.held.Load()+n <= h.opts.MemoryBytes }
+	if fits() {
+		return true
+	}
 	type holder struct {
 		s     *sub
 		since int64
@@ -93,16 +101,14 @@ func (h *Hub) shed() bool {
 	slices.SortFunc(holders, func(a, b holder) int {
 		return cmp.Or(cmp.Compare(a.since, b.since), cmp.Compare(b.bytes, a.bytes))
 	})
-	shed := false
 	for _, x := range holders {
-		if h.held.Load() <= h.opts.MemoryBytes {
-			break
+		if fits() {
+			return true
 		}
 		if x.s.fail(ErrShed) {
 			h.opts.Shed.Inc()
 			h.opts.SlowDisconnects.Inc()
-			shed = true
 		}
 	}
-	return shed
+	return fits()
 }

@@ -234,9 +234,9 @@ func (h *Hub) remove(s *sub) {
 
 // Publish queues events (in seq order) and then the guidance, if not nil,
 // for every subscriber of the conversation. A subscriber whose queue would
-// overflow is ended with ErrSlow; if the hub then holds more than its
-// MemoryBytes, subscribers are shed (see budget.go). Publish never blocks
-// on a reader.
+// overflow is ended with ErrSlow; should the hub hold more than its
+// MemoryBytes with them, subscribers are shed first (see budget.go).
+// Publish never blocks on a reader.
 func (h *Hub) Publish(conversationID string, events []parley.Event, g *parley.Guidance) {
 	items := make([]Item, 0, len(events)+1)
 	shares := make([]shared, len(events)+1)
@@ -253,6 +253,9 @@ func (h *Hub) Publish(conversationID string, events []parley.Event, g *parley.Gu
 	if g != nil {
 		add(Item{Guidance: g})
 	}
+	if h.held.Load()+size > h.opts.MemoryBytes && h.Follows(conversationID) {
+		h.reserve(size) // shed others first; these are published whatever it finds
+	}
 	h.mu.RLock()
 	if subs := h.subs[conversationID]; len(subs) > 0 {
 		for _, it := range items {
@@ -267,7 +270,6 @@ func (h *Hub) Publish(conversationID string, events []parley.Event, g *parley.Gu
 		}
 	}
 	h.mu.RUnlock()
-	h.enforce()
 }
 
 // End ends every subscription of a conversation that has joined with
@@ -399,9 +401,10 @@ func (s *sub) putReady(items ...Item) error {
 			bytes += itemBytes(it)
 		}
 	}
+	s.h.reserve(own) // shed others first; these are the reader's whatever it finds
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.err != nil {
-		s.mu.Unlock()
 		s.h.release(items)
 		return s.err
 	}
@@ -409,8 +412,6 @@ func (s *sub) putReady(items ...Item) error {
 	s.ready = append(s.ready, items...)
 	s.bytes += bytes
 	s.ownLocked(own)
-	s.mu.Unlock()
-	s.h.enforce()
 	return nil
 }
 

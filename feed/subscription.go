@@ -89,17 +89,24 @@ func (f *Follower) Done() <-chan struct{} { return f.s.dead }
 // Holding tells the hub that the follower's reader holds n bytes made for
 // it that its client has not taken yet (its first frame, being written):
 // they count against the hub's MemoryBytes as what it queues does, until
-// Holding(0). A reader that begins to hold bytes may have the hub shed
-// other followers that have taken nothing for longer, or this one if none
-// can make room. It reports false once the follower has ended.
+// Holding(0). To make room for them the hub may shed followers that have
+// taken nothing for longer; if none can make room, the follower is ended
+// (ErrShed) and Holding reports false. It reports false too once the
+// follower has ended.
 func (f *Follower) Holding(n int) bool {
 	s := f.s
 	s.mu.Lock()
-	if s.err != nil {
-		s.mu.Unlock()
+	d := int64(n) - s.hold
+	s.mu.Unlock()
+	if d > 0 && !f.h.reserve(d) {
+		s.fail(ErrShed) // refused: the others read more recently
 		return false
 	}
-	d := int64(n) - s.hold
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
 	switch {
 	case d > 0 && s.bytes == 0 && s.own == 0:
 		s.since = f.h.tick.Add(1) // it begins to hold: after every follower before it
@@ -108,9 +115,7 @@ func (f *Follower) Holding(n int) bool {
 	}
 	s.hold += d
 	s.ownLocked(d)
-	s.mu.Unlock()
-	f.h.enforce()
-	return s.failure() == nil
+	return true
 }
 
 // Close ends the follower; Next then returns context.Canceled.

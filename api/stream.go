@@ -48,19 +48,23 @@ func encodeItem(conversationID string, it feed.Item) (string, []byte, error) {
 }
 
 // startInit returns the init frame of a follower and the epoch its event
-// ids carry (the conversation's, even if the client sent none). From then
-// on the frame is the snapshot's only copy (the follower lets go of its
-// messages), and it counts against what the server may hold for streams
-// that are not read (engine.Options.SubscriberMemory) until the caller has
-// written it (see writeInit). If no room can be made for it, the error is
-// 503 unavailable.
+// ids carry (the conversation's, even if the client sent none). The
+// snapshot counts against what the server may hold for streams that are
+// not read (engine.Options.SubscriberMemory) from before its frame is
+// made until the caller has written it (see writeInit); once the frame is
+// made, it is the snapshot's only copy (the follower lets go of its
+// messages). If no room can be made for it, the error is 503 unavailable,
+// and no frame is made.
 func startInit(f *engine.Follower) ([]byte, string, error) {
 	in := f.Init
+	f.Init.Messages, f.Init.Streaming = nil, nil
 	if in.Position.Epoch == "" {
 		in.Position.Epoch = in.Conversation.Epoch
 	}
+	if !f.Holding(in.Bytes) {
+		return nil, "", errNoRoom
+	}
 	b, err := json.Marshal(initFrame{Type: "init", Init: in})
-	f.Init.Messages, f.Init.Streaming = nil, nil
 	if err != nil {
 		return nil, "", err
 	}

@@ -377,3 +377,33 @@ func TestAStreamDroppedWhileItsSnapshotIsSentIsCut(t *testing.T) {
 		t.Fatalf("the dropped stream got %d bytes and %v: its whole snapshot, held until its client read it; want it cut", len(got), err)
 	}
 }
+
+// TestAChatStreamHoldsNothingItSent: the answer streams of a chat (the
+// AI SDK's, the question's own and a resumed one) count what waits for
+// them against what the server holds for streams that are not read only
+// until they take it: once they have sent every event of the answer so
+// far, the server holds nothing for them.
+func TestAChatStreamHoldsNothingItSent(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	b := setup(t, engine.Options{Metrics: engine.NewMetrics(reg)}, api.Options{Gatherer: reg})
+	id := b.conversation("alice")
+	first := events(t, b.postJSON("/v1/chat", b.bob, chatBody(id, "u1", "What is 6 x 7?")))
+	defer first.resp.Body.Close()
+	run := b.runnerConn(id, b.alice)
+	until(t, b, run, "prompt")
+	script(t, b, run, "r1", 0, 4)
+	resumed := events(t, b.send("GET", "/v1/chat/"+id+"/stream", b.bob, nil))
+	defer resumed.resp.Body.Close()
+	for range 7 { // start, text-start, 2 deltas, text-end, tool-input-start, -available
+		if _, ok := resumed.next(); !ok {
+			t.Fatal("the resumed stream ended early")
+		}
+	}
+	for i := 0; b.metric("parley_subscriber_bytes") != 0; i++ {
+		if i == 1000 {
+			t.Fatalf("two chat streams that sent all there is: the server holds %v bytes for them", b.metric("parley_subscriber_bytes"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

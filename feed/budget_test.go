@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/feed"
@@ -219,5 +220,28 @@ func TestHoldingMakesRoom(t *testing.T) {
 	}
 	if got := h.Held(); got != 0 {
 		t.Fatalf("all ended: held %d", got)
+	}
+}
+
+// TestASubscriptionsChannelCounts: what waits in a Subscription's channel
+// counts as held for it until its reader says it took it.
+func TestASubscriptionsChannelCounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l := &memLog{}
+	h := feed.New(l, feed.Options{})
+	sub, err := h.SubscribeFrom(ctx, "c", func(func()) (int64, bool, error) { return 0, true, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	h.Publish("c", l.appendSized(1, 1000), nil)
+	it := <-sub.C
+	if held := h.Held(); held != 1000+256 {
+		t.Fatalf("an event in the channel, not taken yet: held %d, want %d", held, 1000+256)
+	}
+	sub.Took(it)
+	if held := h.Held(); held != 0 {
+		t.Fatalf("the event taken: held %d", held)
 	}
 }

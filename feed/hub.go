@@ -415,6 +415,20 @@ func (s *sub) putReady(items ...Item) error {
 	return nil
 }
 
+// lend adds n (less than 0: takes) to what s holds alone for the reader
+// of its Subscription: items waiting in its channel. Once s has ended,
+// what it held is let go already, and lend does nothing.
+func (s *sub) lend(n int64) {
+	if n > 0 {
+		s.h.reserve(n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.ownLocked(n)
+	}
+}
+
 // ownLocked adds n (less than 0: takes) to what s holds alone, and to the
 // hub's held; s.mu is held.
 func (s *sub) ownLocked(n int64) {

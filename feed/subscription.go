@@ -259,7 +259,9 @@ func (f *Follower) read(ctx context.Context, next, upTo int64) (int, error) {
 // Subscription is a live stream of one conversation delivered on a
 // channel: C yields what a Follower's Next would, and is closed when the
 // subscription ends; Err then says why. A goroutine of its own moves the
-// items, at most about handoffBytes waiting in C at a time.
+// items, at most about handoffBytes waiting in C at a time; they count as
+// held for the subscription (see Hub.Held) until the reader says it took
+// them (Took), or the subscription ends.
 type Subscription struct {
 	C      <-chan Item
 	f      *Follower
@@ -277,6 +279,10 @@ func (sub *Subscription) Err() error {
 
 // Close ends the subscription.
 func (sub *Subscription) Close() { sub.cancel() }
+
+// Took tells the hub that the reader took it from C: it no longer counts
+// as held for the subscription.
+func (sub *Subscription) Took(it Item) { sub.f.s.lend(-int64(itemBytes(it))) }
 
 // handoffItems and handoffBytes bound what waits between a subscription's
 // pump and its reader: many small events, so that the reader takes them
@@ -315,6 +321,7 @@ func (h *Hub) SubscribeFrom(ctx context.Context, conversationID string, join Joi
 		for {
 			it, err := f.Next(pctx, -1)
 			if err == nil {
+				f.s.lend(int64(itemBytes(it))) // until the reader took it
 				err = out.send(pctx, f.s, it)
 			}
 			if err != nil {

@@ -148,6 +148,7 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 						if !ok {
 							return flushed(out, subEnd(sub))
 						}
+						sub.Took(it)
 						stop, err := read(it)
 						if err != nil {
 							return err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -127,13 +128,24 @@ type sseWriter struct {
 	flushDst func() error // after the buffer is flushed (net/http's own buffer); nil if none
 	bw       *bufio.Writer
 	armed    bool
+	aborted  atomic.Bool // see abort
 }
 
 func (o *sseWriter) arm() {
 	if !o.armed {
 		_ = o.deadline(time.Now().Add(o.s.opts.WriteTimeout))
 		o.armed = true
+		if o.aborted.Load() {
+			_ = o.deadline(time.Now())
+		}
 	}
+}
+
+// abort makes the write under way fail at once, and every write after it.
+// Any goroutine may call it.
+func (o *sseWriter) abort() {
+	o.aborted.Store(true)
+	_ = o.deadline(time.Now())
 }
 
 func (o *sseWriter) out() *bufio.Writer {
@@ -187,7 +199,12 @@ func (o *sseWriter) flush() error {
 // returns once the init frame is written.
 func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Follower, init []byte, finished func()) {
 	eventID := func(seq int64) string { return epoch + ":" + strconv.FormatInt(seq, 10) }
-	if o.frame(eventID(sub.Init.Position.Seq), "init", init) != nil || o.flush() != nil {
+	if writeInit(sub, func() error {
+		if err := o.frame(eventID(sub.Init.Position.Seq), "init", init); err != nil {
+			return err
+		}
+		return o.flush()
+	}, o.abort) != nil {
 		sub.Close()
 		finished()
 		return

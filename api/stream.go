@@ -48,14 +48,57 @@ func encodeItem(conversationID string, it feed.Item) (string, []byte, error) {
 }
 
 // startInit returns the init frame of a follower and the epoch its event
-// ids carry (the conversation's, even if the client sent none).
+// ids carry (the conversation's, even if the client sent none). The
+// snapshot counts against what the server may hold for streams that are
+// not read (engine.Options.SubscriberMemory) from before its frame is
+// made until the caller has written it (see writeInit); once the frame is
+// made, it is the snapshot's only copy (the follower lets go of its
+// messages). If no room can be made for it, the error is 503 unavailable,
+// and no frame is made.
 func startInit(f *engine.Follower) ([]byte, string, error) {
 	in := f.Init
+	f.Init.Messages, f.Init.Streaming = nil, nil
 	if in.Position.Epoch == "" {
 		in.Position.Epoch = in.Conversation.Epoch
 	}
+	if !f.Holding(in.Bytes) {
+		return nil, "", errNoRoom
+	}
 	b, err := json.Marshal(initFrame{Type: "init", Init: in})
-	return b, in.Position.Epoch, err
+	if err != nil {
+		return nil, "", err
+	}
+	if !f.Holding(len(b)) {
+		return nil, "", errNoRoom
+	}
+	return b, in.Position.Epoch, nil
+}
+
+// errNoRoom refuses a stream whose init frame does not fit in what the
+// server may hold for streams that are not read, when no other stream can
+// make room: every one that holds something read more recently.
+var errNoRoom = &parley.Error{Code: parley.EUNAVAILABLE, Details: map[string]any{"retryAfterSeconds": 1},
+	Message: "the server holds as much as it may for streams that are not read, and none can make room for this one's snapshot; retry in a moment"}
+
+// writeInit writes a follower's init frame with write (which returns once
+// the frame is written, or failed), and then tells the follower that it no
+// longer holds it. Should the server drop the stream meanwhile to make
+// room for others (it has read nothing of a frame that weighs a snapshot,
+// and has no position to resume from yet), abort makes the write fail at
+// once, and the stream ends: the client comes back as it came.
+func writeInit(f *engine.Follower, write func() error, abort func()) error {
+	done := f.Done()
+	f.Notify(func() {
+		select {
+		case <-done:
+			abort()
+		default:
+		}
+	})
+	err := write()
+	f.Notify(nil)
+	f.Holding(0)
+	return err
 }
 
 // errClientGone ends a stream whose client left or stopped reading.

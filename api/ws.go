@@ -77,7 +77,12 @@ func (s *Server) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *en
 	}
 	// A client that stops reading is cut off by the connection's write
 	// timeout (wsconn.Options.WriteTimeout).
-	if c.WriteText(init) != nil || c.Flush() != nil {
+	if writeInit(sub, func() error {
+		if err := c.WriteText(init); err != nil {
+			return err
+		}
+		return c.Flush()
+	}, c.Abort) != nil {
 		c.CloseNow()
 		sub.Close()
 		done()

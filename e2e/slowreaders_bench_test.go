@@ -39,15 +39,9 @@ func BenchmarkSlowReaders(b *testing.B) {
 }
 
 func slowReaders(b *testing.B) {
-	srv := startServer(b, filepath.Join(b.TempDir(), "parley.db"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := client.New(srv.url, "")
-	v, err := c.CreateConversation(ctx, client.NewConversation{Title: "large", TurnPolicy: parley.PolicyFree})
-	if err != nil {
-		b.Fatal(err)
-	}
-	id := v.Conversation.ID
+	srv, c, id := largeConversation(b, ctx)
 	run, err := c.ConnectRunner(ctx, id, "alice")
 	if err != nil {
 		b.Fatal(err)
@@ -72,21 +66,7 @@ func slowReaders(b *testing.B) {
 	time.Sleep(2 * time.Second) // let the writes' garbage go
 	before := rss(b, pid, "VmRSS")
 
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	var sampled sync.WaitGroup
-	sampled.Add(1)
-	go func() {
-		defer sampled.Done()
-		for {
-			peak.Store(max(peak.Load(), rss(b, pid, "VmRSS")))
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	peak := sampleRSS(b, pid, 20*time.Millisecond, nil)
 
 	rctx, rcancel := context.WithCancel(ctx)
 	var readers sync.WaitGroup
@@ -157,13 +137,53 @@ func slowReaders(b *testing.B) {
 	time.Sleep(15 * time.Second) // past the write timeout that drops readers that read nothing
 	rcancel()
 	readers.Wait()
-	close(stop)
-	sampled.Wait()
 	hwm := rss(b, pid, "VmHWM")
 	b.ReportMetric(float64(before)/(1<<20), "MiB-before")
-	b.ReportMetric(float64(peak.Load())/(1<<20), "MiB-peak")
+	b.ReportMetric(float64(peak())/(1<<20), "MiB-peak")
 	b.ReportMetric(float64(hwm)/(1<<20), "MiB-hwm")
 	b.ReportMetric(float64(reconnects.Load()), "reconnects")
+}
+
+// largeConversation starts parley serve with args and makes a conversation
+// of free turns in it (alice writes it), for the benchmarks of what large
+// messages cost.
+func largeConversation(b *testing.B, ctx context.Context, args ...string) (*server, *client.Client, string) {
+	srv := startServer(b, filepath.Join(b.TempDir(), "parley.db"), args...)
+	c := client.New(srv.url, "")
+	v, err := c.CreateConversation(ctx, client.NewConversation{Title: "large", TurnPolicy: parley.PolicyFree})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, c, v.Conversation.ID
+}
+
+// sampleRSS samples the resident memory of process pid every interval,
+// calling each (if not nil) at each sample too, until the function it
+// returns is called; that returns the highest it saw.
+func sampleRSS(b *testing.B, pid int, every time.Duration, each func()) (stop func() int64) {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	var sampled sync.WaitGroup
+	sampled.Add(1)
+	go func() {
+		defer sampled.Done()
+		for {
+			peak.Store(max(peak.Load(), rss(b, pid, "VmRSS")))
+			if each != nil {
+				each()
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(every):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		sampled.Wait()
+		return peak.Load()
+	}
 }
 
 // rss reads a memory figure (VmRSS, VmHWM) of a process from /proc, in bytes.

@@ -35,6 +35,14 @@ type Options struct {
 	// past it, a subscriber that still holds events is disconnected too. A
 	// subscriber that holds none takes any one write, however large.
 	SubscriberBufferBytes int
+	// SubscriberMemory bounds what the server holds, across all its
+	// subscribers, that they have not taken: snapshots being sent, queued
+	// events (each once, however many subscribers share it), pages of the
+	// log read for them (default 256 MiB). Past it, the subscribers that
+	// have taken nothing for longest are disconnected (busy: they may
+	// resume) until it holds no more; a new subscriber is refused only if
+	// no other can make room (see feed.Options.MemoryBytes).
+	SubscriberMemory int64
 	// SnapshotMessages is how many of the latest messages a fresh subscriber's
 	// snapshot carries (default 100).
 	SnapshotMessages int
@@ -85,6 +93,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.SubscriberBufferBytes <= 0 {
 		o.SubscriberBufferBytes = 16 << 20
+	}
+	if o.SubscriberMemory <= 0 {
+		o.SubscriberMemory = 256 << 20
 	}
 	if o.SnapshotMessages <= 0 {
 		o.SnapshotMessages = 100
@@ -188,8 +199,10 @@ func (c *conversation) busy() bool {
 func New(s store.Store, opts Options) *Engine {
 	opts.setDefaults()
 	e := &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
-		Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects, Delivered: opts.Metrics.Delivered}),
+		MemoryBytes: opts.SubscriberMemory, Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects,
+		Shed: opts.Metrics.Shed, Delivered: opts.Metrics.Delivered}),
 		runners: noRunners{}, convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), done: make(chan struct{}), owner: NewID()}
+	opts.Metrics.subscriberBytes.Store(e.hub)
 	e.workers.start(workerCount())
 	return e
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/feed"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,8 +16,14 @@ type Metrics struct {
 	AppendSeconds   prometheus.Histogram
 	Subscribers     prometheus.Gauge
 	SlowDisconnects prometheus.Counter
+	Shed            prometheus.Counter
+	SubscriberBytes prometheus.GaugeFunc
 	Delivered       prometheus.Counter
 	Deliveries      *prometheus.CounterVec
+
+	// subscriberBytes is the hub SubscriberBytes reads, once an engine
+	// has one.
+	subscriberBytes atomic.Pointer[feed.Hub]
 }
 
 // NewMetrics makes the collectors and registers them with reg, unless reg is nil.
@@ -37,6 +45,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		SlowDisconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_slow_subscriber_disconnects_total", Help: "Subscribers disconnected because they read too slowly.",
 		}),
+		Shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "parley_subscribers_shed_total", Help: "Subscribers disconnected (busy) to keep what the server holds for streams that are not read within -subscriber-memory; also counted in parley_slow_subscriber_disconnects_total.",
+		}),
 		Delivered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stream_items_delivered_total", Help: "Events and guidance handed to stream subscribers.",
 		}),
@@ -44,8 +55,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "parley_channel_deliveries_total", Help: "Channel auto-reply deliveries, by result: delivered, failed (an attempt that failed), given_up (a delivery given up).",
 		}, []string{"result"}),
 	}
+	m.SubscriberBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "parley_subscriber_bytes", Help: "Bytes the server holds for stream subscribers that they have not taken (snapshots being sent, queued events, pages of the log); at most -subscriber-memory.",
+	}, func() float64 {
+		if h := m.subscriberBytes.Load(); h != nil {
+			return float64(h.Held())
+		}
+		return 0
+	})
 	if reg != nil {
-		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Delivered, m.Deliveries)
+		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Shed, m.SubscriberBytes, m.Delivered, m.Deliveries)
 	}
 	return m
 }

@@ -27,6 +27,9 @@ type Init struct {
 	// conversation that no message holds yet, as of Position, in the order
 	// they started (at most Limits.MaxTextBytes of text in all).
 	Streaming []parley.StreamingText `json:"streaming,omitempty"`
+	// Bytes is about what a snapshot's messages and streaming texts weigh
+	// in JSON (0 without a snapshot).
+	Bytes int `json:"-"`
 }
 
 // Subscription is a live stream of one conversation: its Init, then on C
@@ -119,8 +122,11 @@ func (e *Engine) joinLocked(ctx context.Context, c *conversation, id string, fro
 		}
 		init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
 		var err error
-		if init.Messages, err = e.snapshot(ctx, id, state); err == nil {
+		if init.Messages, init.Bytes, err = e.snapshot(ctx, id, state); err == nil {
 			init.Streaming, err = e.pendingTexts(ctx, id, state)
+		}
+		for _, t := range init.Streaming {
+			init.Bytes += len(t.Content)
 		}
 		return err
 	})
@@ -136,9 +142,9 @@ func (e *Engine) joinLocked(ctx context.Context, c *conversation, id string, fro
 // taken reach SnapshotBytes, older finished messages are left out (a client
 // pages back with GET …/messages) and older streaming ones summarized. So
 // the messages weigh less than SnapshotBytes + SnapshotMessageBytes plus a
-// summary of at most a few KiB per message counted. The conversation's
-// lock must be held.
-func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*parley.Message, error) {
+// summary of at most a few KiB per message counted; it returns what they
+// weigh too. The conversation's lock must be held.
+func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*parley.Message, int, error) {
 	budget := e.opts.SnapshotBytes
 	var kept []*parley.Message
 	held := make(map[string]bool)
@@ -182,7 +188,7 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 		limit := min(left, page)
 		rows, err := e.store.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, Limit: limit, Latest: true, Before: before})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		read := 0
 		for i := range rows {
@@ -201,7 +207,7 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 				err = take(m, size)
 			}
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if len(rows) < limit {
@@ -218,7 +224,7 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 				err = errStale
 			}
 			if err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			older = append(older, m)
 		}
@@ -226,11 +232,11 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 	slices.SortFunc(older, func(a, b *parley.Message) int { return cmp.Compare(b.Seq, a.Seq) })
 	for _, m := range older {
 		if err := take(m, 0); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	slices.Reverse(kept)
-	return kept, nil
+	return kept, e.opts.SnapshotBytes - budget, nil
 }
 
 // pendingTexts reads from the log the texts agents stream in a v1

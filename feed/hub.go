@@ -9,7 +9,7 @@ package feed
 import (
 	"context"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
@@ -20,18 +20,21 @@ import (
 type Item struct {
 	Event    *parley.Event
 	Guidance *parley.Guidance
-	// json is the event's JSON, made once for all the subscribers an event
-	// was published to (see JSON).
-	json *lazyJSON
-	// fromLog marks an event a follower read from the log, which its
-	// queue's bytes never counted.
-	fromLog bool
+	// shared is what the subscribers an item was published to share: its
+	// JSON and how many of them hold it still. It is nil for an event a
+	// follower read from the log, which is its own.
+	shared *shared
 }
 
-// lazyJSON is an event's JSON, made by the first reader that asks.
-type lazyJSON struct {
+// shared is what the subscribers an item was published to share: its
+// JSON, made by the first reader that asks, and how many of them hold it
+// still (queued, or taken and not handed out yet). Its size counts in the
+// hub's Held while one does.
+type shared struct {
 	once sync.Once
-	b    []byte
+	json []byte
+	size int64
+	refs atomic.Int32
 }
 
 // JSON returns the item's event as JSON (Event.AppendJSON), made once for
@@ -40,16 +43,23 @@ func (it Item) JSON() []byte {
 	if it.Event == nil {
 		return nil
 	}
-	if it.json == nil {
+	sh := it.shared
+	if sh == nil {
 		return it.Event.AppendJSON(nil)
 	}
-	it.json.once.Do(func() { it.json.b = it.Event.AppendJSON(make([]byte, 0, 160+len(it.Event.Data))) })
-	return it.json.b
+	sh.once.Do(func() { sh.json = it.Event.AppendJSON(make([]byte, 0, 160+len(it.Event.Data))) })
+	return sh.json
 }
 
 // ErrSlow ends a subscription whose reader fell too far behind. The reader can
 // resume from its last position.
 var ErrSlow = parley.Errorf(parley.EBUSY, "subscriber too slow: its buffer filled up; resume from the last position")
+
+// ErrShed ends a subscription that the hub dropped to stay within
+// Options.MemoryBytes: of the subscribers holding bytes they had not
+// taken, it was one of those that had taken nothing for longest. The
+// reader can resume from its last position.
+var ErrShed = parley.Errorf(parley.EBUSY, "subscriber dropped: the server holds as much as it may for streams that are not read, and this one had read nothing for longest; resume from the last position")
 
 // Reader reads the log: the store, for the events a subscriber missed.
 type Reader interface {
@@ -75,11 +85,18 @@ type Options struct {
 	// BufferBytes bounds the same queue in bytes (default 16 MiB); a
 	// subscriber that holds nothing takes any one batch, however large.
 	BufferBytes int
+	// MemoryBytes bounds what the hub holds for all its subscribers that
+	// they have not taken (see Hub.Held; default 256 MiB): past it, the
+	// subscribers that have taken nothing for longest (and, of those, the
+	// ones holding most) are ended with ErrShed until it holds no more.
+	MemoryBytes int64
 	// Subscribers counts the live subscriptions, SlowDisconnects those
-	// ended for reading too slowly, Delivered the items handed to readers
-	// (each may be nil).
+	// ended for reading too slowly (a full queue, or shed), Shed those
+	// ended to stay within MemoryBytes, Delivered the items handed to
+	// readers (each may be nil).
 	Subscribers     Gauge
 	SlowDisconnects Counter
+	Shed            Counter
 	Delivered       Counter
 }
 
@@ -96,6 +113,13 @@ type Hub struct {
 	opts Options
 	mu   sync.RWMutex
 	subs map[string]map[*sub]struct{}
+	// held is what the hub holds for its subscribers that they have not
+	// taken (see Held); tick is its clock, which publishes and joins move
+	// on, and shedding is held by the one goroutine that sheds (see
+	// budget.go).
+	held     atomic.Int64
+	tick     atomic.Int64
+	shedding sync.Mutex
 }
 
 // New returns a Hub whose subscriptions read what they missed from log.
@@ -106,11 +130,17 @@ func New(log Reader, o Options) *Hub {
 	if o.BufferBytes <= 0 {
 		o.BufferBytes = 16 << 20
 	}
+	if o.MemoryBytes <= 0 {
+		o.MemoryBytes = 256 << 20
+	}
 	if o.Subscribers == nil {
 		o.Subscribers = nop{}
 	}
 	if o.SlowDisconnects == nil {
 		o.SlowDisconnects = nop{}
+	}
+	if o.Shed == nil {
+		o.Shed = nop{}
 	}
 	if o.Delivered == nil {
 		o.Delivered = nop{}
@@ -118,19 +148,35 @@ func New(log Reader, o Options) *Hub {
 	return &Hub{log: log, opts: o, subs: make(map[string]map[*sub]struct{})}
 }
 
-// sub is one subscriber's queue of live items, bounded in items and in
-// bytes: bytes counts what was queued and not yet handed to its reader
-// (the items in the queue and those its pump took and still holds).
+// sub is one subscriber: the live items queued for it, bounded in items
+// and in bytes, and what its follower took and has not handed out yet.
+// What it holds that its reader has not taken counts in the hub's held:
+// its live items once each, however many subscribers share them (see
+// shared), and what is its own in full (own).
 type sub struct {
+	h              *Hub
 	conversationID string
 	limit          int
 	maxBytes       int
 	notify         chan struct{}
 	dead           chan struct{} // closed when err is set
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// queue holds the live items published for it that its follower has
+	// not taken; ready the items its follower took and hands out next:
+	// events read from the log, and a live item that waits behind them.
 	queue []Item
+	ready []Item
+	// bytes is what its live items weigh (itemBytes, each in full: the
+	// bound of its queue); own is what it holds alone: events read from
+	// the log for it, and what its reader holds for it (hold, see
+	// Follower.Holding).
 	bytes int
+	own   int64
+	hold  int64
+	// since is the hub's tick when it last handed something out, or began
+	// to hold something (see budget.go).
+	since int64
 	err   error
 	// kick, if set, is called (with mu held) whenever items are queued or
 	// err is set (see Follower.Notify).
@@ -141,7 +187,7 @@ type sub struct {
 }
 
 // itemBytes is about what an item holds in memory: an event's data and
-// its fields, or a guidance.
+// its fields, or a guidance. A subscriber's queue is bounded by it.
 func itemBytes(it Item) int {
 	if it.Event != nil {
 		return len(it.Event.Data) + 256
@@ -149,8 +195,17 @@ func itemBytes(it Item) int {
 	return 256
 }
 
+// sharedBytes is what an item published to subscribers weighs while they
+// hold it: its itemBytes, and its JSON, made once for them all.
+func sharedBytes(it Item) int64 {
+	if it.Event != nil {
+		return int64(itemBytes(it) + len(it.Event.Data))
+	}
+	return int64(itemBytes(it))
+}
+
 func (h *Hub) add(conversationID string) *sub {
-	s := &sub{conversationID: conversationID, limit: h.opts.Buffer, maxBytes: h.opts.BufferBytes, notify: make(chan struct{}, 1), dead: make(chan struct{})}
+	s := &sub{h: h, conversationID: conversationID, limit: h.opts.Buffer, maxBytes: h.opts.BufferBytes, notify: make(chan struct{}, 1), dead: make(chan struct{})}
 	h.mu.Lock()
 	m := h.subs[conversationID]
 	if m == nil {
@@ -179,22 +234,42 @@ func (h *Hub) remove(s *sub) {
 
 // Publish queues events (in seq order) and then the guidance, if not nil,
 // for every subscriber of the conversation. A subscriber whose queue would
-// overflow is ended with ErrSlow. Publish never blocks on a reader.
+// overflow is ended with ErrSlow; should the hub hold more than its
+// MemoryBytes with them, subscribers are shed first (see budget.go).
+// Publish never blocks on a reader.
 func (h *Hub) Publish(conversationID string, events []parley.Event, g *parley.Guidance) {
 	items := make([]Item, 0, len(events)+1)
+	shares := make([]shared, len(events)+1)
+	var size int64
+	add := func(it Item) {
+		it.shared = &shares[len(items)]
+		it.shared.size = sharedBytes(it)
+		size += it.shared.size
+		items = append(items, it)
+	}
 	for i := range events {
-		items = append(items, Item{Event: &events[i], json: &lazyJSON{}})
+		add(Item{Event: &events[i]})
 	}
 	if g != nil {
-		items = append(items, Item{Guidance: g})
+		add(Item{Guidance: g})
+	}
+	if h.held.Load()+size > h.opts.MemoryBytes && h.Follows(conversationID) {
+		h.reserve(size) // shed others first; these are published whatever it finds
 	}
 	h.mu.RLock()
-	defer h.mu.RUnlock()
-	for s := range h.subs[conversationID] {
-		if !s.push(items) {
-			h.opts.SlowDisconnects.Inc()
+	if subs := h.subs[conversationID]; len(subs) > 0 {
+		for _, it := range items {
+			it.shared.refs.Store(int32(len(subs)))
+		}
+		h.held.Add(size)
+		at := h.tick.Add(1)
+		for s := range subs {
+			if !s.push(items, at) {
+				h.opts.SlowDisconnects.Inc()
+			}
 		}
 	}
+	h.mu.RUnlock()
 }
 
 // End ends every subscription of a conversation that has joined with
@@ -219,11 +294,9 @@ func (s *sub) end(err error) {
 	switch {
 	case s.err != nil:
 	case s.joined:
-		s.queue, s.bytes = nil, 0
-		s.err = err
-		close(s.dead)
-		s.kicked()
+		s.dropLocked(err)
 	default:
+		s.h.release(s.queue)
 		s.queue, s.bytes = nil, 0
 	}
 }
@@ -246,11 +319,12 @@ func (h *Hub) EndAll(err error) {
 	}
 }
 
-// push appends items; it reports false if that overflowed the queue: more
-// items than its limit, or more bytes than its maxBytes while it still
-// holds some (a subscriber that holds nothing takes any one batch, so that
-// a large event never drops a reader that keeps up).
-func (s *sub) push(items []Item) bool {
+// push appends items, published at the hub's tick at; it reports false
+// if that overflowed the queue: more items than its limit, or more bytes
+// than its maxBytes while it still holds some (a subscriber that holds
+// nothing takes any one batch, so that a large event never drops a
+// reader that keeps up). The items it does not keep are released.
+func (s *sub) push(items []Item, at int64) bool {
 	size := 0
 	for _, it := range items {
 		size += itemBytes(it)
@@ -258,14 +332,16 @@ func (s *sub) push(items []Item) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
+		s.h.release(items)
 		return true
 	}
 	if len(s.queue)+len(items) > s.limit || (s.bytes > 0 && s.bytes+size > s.maxBytes) {
-		s.queue, s.bytes = nil, 0
-		s.err = ErrSlow
-		close(s.dead)
-		s.kicked()
+		s.h.release(items)
+		s.dropLocked(ErrSlow)
 		return false
+	}
+	if s.bytes == 0 && s.own == 0 {
+		s.since = at // it begins to hold what it has not taken
 	}
 	s.queue = append(s.queue, items...)
 	s.bytes += size
@@ -274,24 +350,114 @@ func (s *sub) push(items []Item) bool {
 	return true
 }
 
-// handed notes that an item taken from the queue reached the reader (or
-// was skipped): what it holds no longer counts against the queue's bytes.
-func (s *sub) handed(it Item) {
+// pop takes the next item for the follower: the first ready one or, if
+// live and none is ready, the first queued one (fromQueue: the follower
+// has yet to merge it). ok is false if there is none; err is what ended
+// the subscription.
+func (s *sub) pop(live bool) (it Item, fromQueue, ok bool, err error) {
 	s.mu.Lock()
-	if s.err == nil {
+	defer s.mu.Unlock()
+	switch {
+	case s.err != nil:
+		return Item{}, false, false, s.err
+	case len(s.ready) > 0:
+		it = s.ready[0]
+		s.ready[0] = Item{}
+		s.ready = s.ready[1:]
+		if len(s.ready) == 0 {
+			s.ready = nil
+		}
+	case live && len(s.queue) > 0:
+		it, fromQueue = s.queue[0], true
+		s.queue[0] = Item{}
+		s.queue = s.queue[1:]
+		if len(s.queue) == 0 {
+			s.queue = nil
+		}
+	default:
+		return Item{}, false, false, nil
+	}
+	if it.shared == nil {
+		s.ownLocked(-int64(itemBytes(it)))
+	} else {
 		s.bytes -= itemBytes(it)
 	}
-	s.mu.Unlock()
+	s.since = s.h.tick.Load()
+	return it, fromQueue, true, nil
 }
 
-func (s *sub) fail(err error) {
-	s.mu.Lock()
-	if s.err == nil {
-		s.err = err
-		close(s.dead)
-		s.kicked()
+// putReady adds items the follower hands out next: events it read from
+// the log (its own, counted in full) or a live item it took and put
+// behind them. The follower does so for its reader, which asked for the
+// next item: it counts as having handed something out. If the
+// subscription has ended, they are released and its error returned.
+func (s *sub) putReady(items ...Item) error {
+	var own int64
+	bytes := 0
+	for _, it := range items {
+		if it.shared == nil {
+			own += int64(itemBytes(it))
+		} else {
+			bytes += itemBytes(it)
+		}
 	}
-	s.mu.Unlock()
+	s.h.reserve(own) // shed others first; these are the reader's whatever it finds
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		s.h.release(items)
+		return s.err
+	}
+	s.since = s.h.tick.Load()
+	s.ready = append(s.ready, items...)
+	s.bytes += bytes
+	s.ownLocked(own)
+	return nil
+}
+
+// lend adds n (less than 0: takes) to what s holds alone for the reader
+// of its Subscription: items waiting in its channel. Once s has ended,
+// what it held is let go already, and lend does nothing.
+func (s *sub) lend(n int64) {
+	if n > 0 {
+		s.h.reserve(n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.ownLocked(n)
+	}
+}
+
+// ownLocked adds n (less than 0: takes) to what s holds alone, and to the
+// hub's held; s.mu is held.
+func (s *sub) ownLocked(n int64) {
+	s.own += n
+	s.h.held.Add(n)
+}
+
+// fail ends s with err unless it has ended; it reports whether it did.
+func (s *sub) fail(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
+	s.dropLocked(err)
+	return true
+}
+
+// dropLocked ends s with err: what it holds is let go at once (the item
+// its follower is handing out, if any, is released by the follower). s.mu
+// is held and s.err is nil.
+func (s *sub) dropLocked(err error) {
+	s.h.release(s.queue)
+	s.h.release(s.ready) // its live items; what is its own goes with own
+	s.ownLocked(-s.own)
+	s.queue, s.ready, s.bytes, s.hold = nil, nil, 0, 0
+	s.err = err
+	close(s.dead)
+	s.kicked()
 }
 
 func (s *sub) wake() {
@@ -305,41 +471,6 @@ func (s *sub) wake() {
 func (s *sub) kicked() {
 	if s.kick != nil {
 		s.kick()
-	}
-}
-
-// take returns the queued items, waiting up to wait for some (0: not at
-// all, less than 0: as long as it takes; ErrIdle when none came), or the
-// error that ended the subscription.
-func (s *sub) take(ctx context.Context, wait time.Duration) ([]Item, error) {
-	var timeout <-chan time.Time
-	for {
-		s.mu.Lock()
-		items, err := s.queue, s.err
-		s.queue = nil
-		s.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		if len(items) > 0 {
-			return items, nil
-		}
-		if wait == 0 {
-			return nil, ErrIdle
-		}
-		if wait > 0 && timeout == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-s.notify:
-		case <-s.dead:
-		case <-timeout:
-			return nil, ErrIdle
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 	}
 }
 

@@ -113,6 +113,11 @@ func TestSubscriptionMergesHistoryAndLive(t *testing.T) {
 				t.Fatalf("after seq %d, more: %+v", tc.want, it)
 			case <-time.After(50 * time.Millisecond):
 			}
+			sub.Close()
+			sub.Err()
+			if held := h.Held(); held != 0 {
+				t.Fatalf("the subscription ended, and the hub holds %d bytes for it", held)
+			}
 		})
 	}
 }
@@ -179,8 +184,11 @@ func TestSlowAndEndedSubscribers(t *testing.T) {
 	if !errors.Is(sub.Err(), gone) {
 		t.Fatalf("the ended subscriber: %v, want %v", sub.Err(), gone)
 	}
-	if _, err := h.Subscribe(ctx, "c", func() (int64, error) { return 0, gone }); !errors.Is(err, gone) {
+	if _, err := h.Subscribe(ctx, "c", func() (int64, error) { h.Publish("c", l.append(1), nil); return 0, gone }); !errors.Is(err, gone) {
 		t.Fatalf("a failed join: %v", err)
+	}
+	if held := h.Held(); held != 0 {
+		t.Fatalf("every subscription ended (slow, ended, failed to join), and the hub holds %d bytes", held)
 	}
 }
 

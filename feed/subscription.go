@@ -26,13 +26,12 @@ var ErrIdle = errors.New("nothing to send yet")
 // join returned exactly once, in seq order, with guidance between them.
 // The log's history after that seq is read from the store, page by page,
 // and merged with the live events by seq. One goroutine at a time may
-// call its methods.
+// call its methods, but Close and Holding.
 type Follower struct {
 	h       *Hub
 	s       *sub
 	next    int64 // the seq of the next event to hand out
 	history bool  // whether the log is still being read up to the live events
-	ready   []Item
 	err     error // what ended it
 }
 
@@ -64,6 +63,7 @@ func (h *Hub) FollowFrom(join Join, conversationID string) (*Follower, error) {
 	after, current, err := join(s.join)
 	if err != nil {
 		h.remove(s)
+		s.fail(err)
 		return nil, err
 	}
 	s.join()
@@ -81,6 +81,43 @@ func (f *Follower) Notify(kick func()) {
 	f.s.mu.Unlock()
 }
 
+// Done returns a channel that is closed once the follower has ended: its
+// reader closed it, or the hub ended it (it was too slow or shed, its
+// conversation was deleted, the server shuts down).
+func (f *Follower) Done() <-chan struct{} { return f.s.dead }
+
+// Holding tells the hub that the follower's reader holds n bytes made for
+// it that its client has not taken yet (its first frame, being written):
+// they count against the hub's MemoryBytes as what it queues does, until
+// Holding(0). To make room for them the hub may shed followers that have
+// taken nothing for longer; if none can make room, the follower is ended
+// (ErrShed) and Holding reports false. It reports false too once the
+// follower has ended.
+func (f *Follower) Holding(n int) bool {
+	s := f.s
+	s.mu.Lock()
+	d := int64(n) - s.hold
+	s.mu.Unlock()
+	if d > 0 && !f.h.reserve(d) {
+		s.fail(ErrShed) // refused: the others read more recently
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
+	}
+	switch {
+	case d > 0 && s.bytes == 0 && s.own == 0:
+		s.since = f.h.tick.Add(1) // it begins to hold: after every follower before it
+	case d < 0:
+		s.since = f.h.tick.Load() // what it held went out
+	}
+	s.hold += d
+	s.ownLocked(d)
+	return true
+}
+
 // Close ends the follower; Next then returns context.Canceled.
 func (f *Follower) Close() {
 	f.s.fail(context.Canceled)
@@ -90,8 +127,8 @@ func (f *Follower) Close() {
 // Next returns the next item, waiting up to wait for one (0: not at all;
 // less than 0: as long as it takes). It returns ErrIdle when none came in
 // time, ctx's error when ctx ends, and the error that ended the stream
-// (ErrSlow, a shutdown) otherwise; after any error but ErrIdle the stream
-// is over and Close has been called.
+// (ErrSlow, ErrShed, a shutdown) otherwise; after any error but ErrIdle
+// the stream is over and Close has been called.
 func (f *Follower) Next(ctx context.Context, wait time.Duration) (Item, error) {
 	if f.err != nil {
 		return Item{}, f.err
@@ -105,15 +142,22 @@ func (f *Follower) Next(ctx context.Context, wait time.Duration) (Item, error) {
 }
 
 func (f *Follower) next1(ctx context.Context, wait time.Duration) (Item, error) {
+	var timeout <-chan time.Time
 	for {
-		if len(f.ready) > 0 {
-			it := f.ready[0]
-			f.ready[0] = Item{}
-			f.ready = f.ready[1:]
-			if !it.fromLog {
-				f.s.handed(it) // no longer held in its queue's bytes
+		it, live, ok, err := f.s.pop(!f.history)
+		if err != nil {
+			return Item{}, err
+		}
+		if ok && live {
+			if ok, err = f.merge(ctx, &it); err != nil {
+				return Item{}, err
 			}
-			it.fromLog = false
+			if !ok {
+				continue // skipped, or put behind the log's events before it
+			}
+		}
+		if ok {
+			f.h.release1(it) // handed out: no longer held for it
 			f.h.opts.Delivered.Inc()
 			return it, nil
 		}
@@ -125,37 +169,48 @@ func (f *Follower) next1(ctx context.Context, wait time.Duration) (Item, error) 
 			f.history = n == HistoryPage // a short page is the end of the log
 			continue
 		}
-		items, err := f.s.take(ctx, wait)
-		if err != nil {
-			return Item{}, err
+		if wait == 0 {
+			return Item{}, ErrIdle
 		}
-		for _, it := range items {
-			if err := f.merge(ctx, it); err != nil {
-				return Item{}, err
-			}
+		if wait > 0 && timeout == nil {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-f.s.notify:
+		case <-f.s.dead:
+		case <-timeout:
+			return Item{}, ErrIdle
+		case <-ctx.Done():
+			return Item{}, ctx.Err()
 		}
 	}
 }
 
-// merge puts a live item in line after what was handed out: an event
+// merge puts a live item the follower took in line after what was handed
+// out: it reports whether the item is the next to hand out. An event
 // already sent from the log is skipped, and the events a live one skips
-// ahead of (a gap) are read from the log first.
-func (f *Follower) merge(ctx context.Context, it Item) error {
+// ahead of (a gap) are read from the log, the live one put behind them.
+func (f *Follower) merge(ctx context.Context, it *Item) (bool, error) {
 	if ev := it.Event; ev != nil {
 		if ev.Seq < f.next {
-			f.s.handed(it)
-			return nil // already sent from history
+			f.h.release1(*it)
+			return false, nil // already sent from history
 		}
 		if ev.Seq > f.next { // a gap: read it from the log
 			for f.next < ev.Seq {
 				n, err := f.read(ctx, f.next, ev.Seq-1)
-				if err != nil {
-					return err
+				if err == nil && n == 0 {
+					err = parley.Errorf(parley.EINTERNAL, "the log has no events %d to %d of conversation %s", f.next, ev.Seq-1, f.s.conversationID)
 				}
-				if n == 0 {
-					return parley.Errorf(parley.EINTERNAL, "the log has no events %d to %d of conversation %s", f.next, ev.Seq-1, f.s.conversationID)
+				if err != nil {
+					f.h.release1(*it)
+					return false, err
 				}
 			}
+			f.next = ev.Seq + 1
+			return false, f.s.putReady(*it)
 		}
 		f.next = ev.Seq + 1
 	} else if it.Guidance.AfterSeq < f.next-1 {
@@ -167,10 +222,9 @@ func (f *Follower) merge(ctx context.Context, it Item) error {
 		// never come).
 		g := *it.Guidance
 		g.AfterSeq = f.next - 1
-		it = Item{Guidance: &g}
+		it.Guidance = &g
 	}
-	f.ready = append(f.ready, it)
-	return nil
+	return true, nil
 }
 
 // read reads a page of the log from seq next on (up to upTo, if upTo > 0)
@@ -184,19 +238,20 @@ func (f *Follower) read(ctx context.Context, next, upTo int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	items := make([]Item, len(events))
+	size := 0
 	for i := range events {
-		ev := events[i]
-		f.ready = append(f.ready, Item{Event: &ev, fromLog: true})
-		f.next = ev.Seq + 1
+		items[i] = Item{Event: &events[i]}
+		size += len(events[i].Data)
 	}
-	if len(events) < limit && upTo == 0 {
-		size := 0
-		for i := range events {
-			size += len(events[i].Data)
+	if len(events) > 0 {
+		if err := f.s.putReady(items...); err != nil {
+			return 0, err
 		}
-		if size >= HistoryPageBytes {
-			return HistoryPage, nil // a page cut short by its bytes: read on
-		}
+		f.next = events[len(events)-1].Seq + 1
+	}
+	if len(events) < limit && upTo == 0 && size >= HistoryPageBytes {
+		return HistoryPage, nil // a page cut short by its bytes: read on
 	}
 	return len(events), nil
 }
@@ -204,7 +259,9 @@ func (f *Follower) read(ctx context.Context, next, upTo int64) (int, error) {
 // Subscription is a live stream of one conversation delivered on a
 // channel: C yields what a Follower's Next would, and is closed when the
 // subscription ends; Err then says why. A goroutine of its own moves the
-// items, at most about handoffBytes waiting in C at a time.
+// items, at most about handoffBytes waiting in C at a time; they count as
+// held for the subscription (see Hub.Held) until the reader says it took
+// them (Took), or the subscription ends.
 type Subscription struct {
 	C      <-chan Item
 	f      *Follower
@@ -222,6 +279,10 @@ func (sub *Subscription) Err() error {
 
 // Close ends the subscription.
 func (sub *Subscription) Close() { sub.cancel() }
+
+// Took tells the hub that the reader took it from C: it no longer counts
+// as held for the subscription.
+func (sub *Subscription) Took(it Item) { sub.f.s.lend(-int64(itemBytes(it))) }
 
 // handoffItems and handoffBytes bound what waits between a subscription's
 // pump and its reader: many small events, so that the reader takes them
@@ -260,6 +321,7 @@ func (h *Hub) SubscribeFrom(ctx context.Context, conversationID string, join Joi
 		for {
 			it, err := f.Next(pctx, -1)
 			if err == nil {
+				f.s.lend(int64(itemBytes(it))) // until the reader took it
 				err = out.send(pctx, f.s, it)
 			}
 			if err != nil {

@@ -106,6 +106,8 @@ type Conn struct {
 	// socket has now (zero: none).
 	timeout  time.Duration
 	deadline time.Time
+	// aborted is set by Abort: every write fails at once.
+	aborted atomic.Bool
 	// ended is set for the reader: once the server has closed the
 	// connection, Read returns nothing more (the socket may still be read
 	// past for a moment: see lingerLocked).
@@ -229,7 +231,7 @@ func checkOrigin(r *http.Request, patterns []string) error {
 // half timeout, not at every batch, and an idle one keeps a deadline in
 // the past until its next write. c.wmu must be held.
 func (c *Conn) armLocked() {
-	if c.timeout <= 0 {
+	if c.timeout <= 0 || c.aborted.Load() {
 		return
 	}
 	now := time.Now()
@@ -238,6 +240,17 @@ func (c *Conn) armLocked() {
 	}
 	c.deadline = now.Add(c.timeout)
 	_ = c.conn.SetWriteDeadline(c.deadline)
+	if c.aborted.Load() { // Abort came meanwhile
+		_ = c.conn.SetWriteDeadline(time.Now())
+	}
+}
+
+// Abort makes the write under way fail at once, and every write after it
+// (a close frame too: the connection is then closed without one). Any
+// goroutine may call it, while another writes.
+func (c *Conn) Abort() {
+	c.aborted.Store(true)
+	_ = c.conn.SetWriteDeadline(time.Now())
 }
 
 // WriteText adds a text message to the batch being written: it reaches the

@@ -299,3 +299,45 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal("a write to a peer that reads nothing blocked past the write timeout")
 	}
 }
+
+// TestAbort: Abort, from another goroutine, makes a write blocked on a
+// peer that reads nothing fail at once, whatever the write timeout, and
+// every write after it.
+func TestAbort(t *testing.T) {
+	conns := make(chan *wsconn.Conn, 1)
+	stuck := make(chan error, 1)
+	url := serve(t, wsconn.Options{WriteTimeout: time.Hour}, func(c *wsconn.Conn) {
+		conns <- c
+		big := bytes.Repeat([]byte("x"), 64<<10)
+		for { // the peer reads nothing: a write blocks, until Abort
+			err := c.WriteText(big)
+			if err == nil {
+				err = c.Flush()
+			}
+			if err != nil {
+				stuck <- err
+				return
+			}
+		}
+	})
+	c, _, err := dial(t, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	conn := <-conns
+	conn.Abort()
+	select {
+	case err := <-stuck:
+		if err == nil {
+			t.Fatal("no error")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a write to a peer that reads nothing went on blocking after Abort")
+	}
+	if err := conn.WriteText([]byte("after")); err == nil {
+		if err = conn.Flush(); err == nil {
+			t.Fatal("a write after Abort succeeded")
+		}
+	}
+}

@@ -67,6 +67,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.IntVar(&limits.MaxStreaming, "max-streaming", limits.MaxStreaming, "the most messages that may stream at once in one conversation")
 	subBuffer := fs.Int("subscriber-buffer", 4096, "live events queued per stream subscriber before it is dropped as too slow")
 	subBytes := fs.Int("subscriber-buffer-bytes", 16<<20, "bytes of live events queued per stream subscriber before it is dropped as too slow")
+	subMemory := fs.Int64("subscriber-memory", 256<<20, "bytes the server holds at most, across every stream, that their clients have not read (snapshots being sent, queued events, pages of the log); past it the streams that have read nothing for longest are dropped (busy: they resume)")
 	collectWindow := fs.Duration("collect-window", 2*time.Second, "how long a prompt in mode collect waits for more collect prompts to merge with before it is dispatched")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
 	runnerLease := fs.Duration("runner-lease", 15*time.Second, "with -postgres: how long other nodes count this node's runners as attached after its last renewal (it renews every third of it)")
@@ -111,6 +112,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if r := time.Duration(chunkRetention); r != 0 && r < time.Minute {
 		return fmt.Errorf("-chunk-retention %s: keep chunk events at least a minute (0 keeps them all)", r)
 	}
+	if *subMemory < minSubscriberMemory {
+		return fmt.Errorf("-subscriber-memory %d: at least %d (16 MiB), room for two of the largest snapshots a stream may be sent", *subMemory, minSubscriberMemory)
+	}
 	if n := limits.MaxMessageJSON(); n > parley.MaxFrameBytes-64<<10 {
 		return fmt.Errorf("-max-message-bytes %d lets one message weigh %d bytes in JSON, over what a stream's frame may carry (%d)", limits.MaxMessageBytes, n, parley.MaxFrameBytes)
 	}
@@ -150,7 +154,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		reg.MustRegister(sqlitemetrics.Collectors(s)...)
 	}
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
-		ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, Shared: *pgURL != ""})
+		SubscriberMemory: *subMemory, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, Shared: *pgURL != ""})
 	defer eng.Close()
 	// The runners: their connections, the prompts dispatched to them, and
 	// the grace period of a runner gone while its message streams.
@@ -308,6 +312,13 @@ func registerConnMetrics(reg prometheus.Registerer, ln *connlimit.Listener) {
 			func() float64 { return float64(ln.Stats().Refused) }),
 	)
 }
+
+// minSubscriberMemory is the least -subscriber-memory may be: room for two
+// of the largest snapshots (4 MiB of messages and one more, their
+// summaries, and at most 512 KiB of the text v1 runners stream, which
+// escaping may make 3 MiB of JSON), so that a stream alone is never
+// refused.
+const minSubscriberMemory = 16 << 20
 
 // openMode decides whether the server runs open: only a store that never
 // had a token does, or with -reopen one whose tokens are all revoked. A

@@ -25,11 +25,35 @@ func clampLimit(n int) int {
 	return n
 }
 
-// GetConversation implements store.Store.
-func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+// querier runs queries: the pool, or one read transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// reader implements store.Reader over q: the DB's reads over its pool,
+// and ReadSnapshot's over one transaction.
+type reader struct{ q querier }
+
+// ReadSnapshot implements store.Store: a REPEATABLE READ READ ONLY
+// transaction, whose snapshot is taken by its first statement (at once).
+func (db *DB) ReadSnapshot(ctx context.Context, fn func(store.Reader) error) error {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		return err
+	}
+	return fn(reader{q: tx})
+}
+
+// GetConversation implements store.Reader.
+func (rd reader) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
 	var data []byte
 	rec := &store.ConversationRecord{}
-	err := db.pool.QueryRow(ctx, `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
+	err := rd.q.QueryRow(ctx, `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
 		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = $1 AND c.import_owner IS NULL`, id).Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
@@ -145,12 +169,12 @@ const readEventsQuery = `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.
 		CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
 	FROM events e WHERE e.conversation_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`
 
-// ReadEvents implements store.Store. A compacted span is one row, stored
+// ReadEvents implements store.Reader. A compacted span is one row, stored
 // at its last seq, so that the rows after a position are those after it
 // in the index whether or not the position is inside a span.
-func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.pool.Query(ctx, readEventsQuery, p.ConversationID, p.After, limit)
+	rows, err := rd.q.Query(ctx, readEventsQuery, p.ConversationID, p.After, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +202,9 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	return page.Events, rows.Err()
 }
 
-// GetMessage implements store.Store.
-func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
-	ms, err := db.queryMessages(ctx, 0, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
+// GetMessage implements store.Reader.
+func (rd reader) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	ms, err := rd.queryMessages(ctx, 0, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
 	if err != nil {
 		return nil, err
 	}
@@ -190,25 +214,25 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 	return ms[0], nil
 }
 
-// ListMessages implements store.Store. Each filter has its own index.
-func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
-	return store.DecodedRows(db.scanRows(ctx, p))
+// ListMessages implements store.Reader. Each filter has its own index.
+func (rd reader) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	return store.DecodedRows(rd.scanRows(ctx, p))
 }
 
-// ListMessagesRaw implements store.Store.
-func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
-	return store.RawRows(db.scanRows(ctx, p), p.MaxBytes > 0)
+// ListMessagesRaw implements store.Reader.
+func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
+	return store.RawRows(rd.scanRows(ctx, p), p.MaxBytes > 0)
 }
 
 // scanRows reads the rows ListMessages reads for p, until their sizes
 // reach p.MaxBytes.
-func (db *DB) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return db.eachRow(ctx, p, visit) }
+func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
+	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
 }
 
 // eachRow hands each row ListMessages reads for p to each (see
 // store.RowScan).
-func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
+func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
 	q := `SELECT data, seq FROM messages WHERE conversation_id = $1 AND seq > $2`
 	args := []any{p.ConversationID, p.After}
 	if p.TurnID != "" {
@@ -230,7 +254,7 @@ func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func
 	} else {
 		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
 	}
-	rows, err := db.pool.Query(ctx, q, args...)
+	rows, err := rd.q.Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -292,8 +316,8 @@ func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*pa
 	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
 }
 
-func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
-	rows, err := db.pool.Query(ctx, q, args...)
+func (rd reader) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
+	rows, err := rd.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

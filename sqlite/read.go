@@ -22,9 +22,35 @@ func clampLimit(n int) int {
 	return n
 }
 
-// GetConversation implements store.Store.
-func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
-	row := db.r.QueryRowContext(ctx, getConversationQuery, id)
+// querier runs queries: the read pool, or one read transaction of it.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// reader implements store.Reader over q: the DB's reads over its read
+// pool, and ReadSnapshot's over one transaction.
+type reader struct{ q querier }
+
+// ReadSnapshot implements store.Store: a deferred transaction on one read
+// connection, which reads the write-ahead log as it is when it first
+// reads (which it does at once).
+func (db *DB) ReadSnapshot(ctx context.Context, fn func(store.Reader) error) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		return err
+	}
+	return fn(reader{q: tx})
+}
+
+// GetConversation implements store.Reader.
+func (rd reader) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+	row := rd.q.QueryRowContext(ctx, getConversationQuery, id)
 	rec, err := scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
@@ -157,12 +183,12 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	return recs, next, nil
 }
 
-// ReadEvents implements store.Store. A compacted span is one row, stored
+// ReadEvents implements store.Reader. A compacted span is one row, stored
 // at its last seq, so that the rows after a position are those after it
 // in the index whether or not the position is inside a span.
-func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.r.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
+	rows, err := rd.q.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
 			CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
 		FROM events e WHERE e.conversation_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, p.ConversationID, p.After, limit)
 	if err != nil {
@@ -194,10 +220,10 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	return page.Events, rows.Err()
 }
 
-// GetMessage implements store.Store.
-func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+// GetMessage implements store.Reader.
+func (rd reader) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
 	var data []byte
-	err := db.r.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).Scan(&data)
+	err := rd.q.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
 	}
@@ -209,25 +235,25 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 	return &m, err
 }
 
-// ListMessages implements store.Store. Each filter has its own index.
-func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
-	return store.DecodedRows(db.scanRows(ctx, p))
+// ListMessages implements store.Reader. Each filter has its own index.
+func (rd reader) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	return store.DecodedRows(rd.scanRows(ctx, p))
 }
 
-// ListMessagesRaw implements store.Store.
-func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
-	return store.RawRows(db.scanRows(ctx, p), p.MaxBytes > 0)
+// ListMessagesRaw implements store.Reader.
+func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
+	return store.RawRows(rd.scanRows(ctx, p), p.MaxBytes > 0)
 }
 
 // scanRows reads the rows ListMessages reads for p, until their sizes
 // reach p.MaxBytes.
-func (db *DB) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return db.eachRow(ctx, p, visit) }
+func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
+	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
 }
 
 // eachRow hands each row ListMessages reads for p to each (see
 // store.RowScan).
-func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
+func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
 	q := `SELECT data, seq FROM messages WHERE conversation_id = ? AND seq > ?`
 	args := []any{p.ConversationID, p.After}
 	if p.TurnID != "" {
@@ -248,7 +274,7 @@ func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func
 		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq LIMIT ?)`
 	}
 	args = append(args, clampLimit(p.Limit))
-	rows, err := db.r.QueryContext(ctx, q, args...)
+	rows, err := rd.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}

@@ -27,11 +27,18 @@ type Store interface {
 	// is an import in progress.
 	CreateConversation(ctx context.Context, p CreateConversationParams) error
 
-	// GetConversation returns a conversation with its last seq, state and
-	// prompt queue.
-	// It returns ENOTFOUND if there is none with that id, or if it is an
-	// import in progress.
-	GetConversation(ctx context.Context, id string) (*ConversationRecord, error)
+	// Reader's reads see what is committed at each call.
+	Reader
+
+	// ReadSnapshot calls fn with a Reader of the store as it is at one
+	// moment, the call's: every read fn makes through it sees what was
+	// committed then and nothing committed after, however long fn takes,
+	// and no writer waits for it (a read transaction: on SQLite a reader
+	// of the write-ahead log, on PostgreSQL a REPEATABLE READ READ ONLY
+	// one). Keep fn short: until it returns it holds one of the store's
+	// connections, and on SQLite the log cannot be checkpointed past that
+	// moment. Use the Reader from one goroutine, and not after fn returns.
+	ReadSnapshot(ctx context.Context, fn func(Reader) error) error
 
 	// Head returns the seq of a conversation's last event and its epoch: a
 	// cheap check of whether a cached state is current, and still of the
@@ -95,28 +102,6 @@ type Store interface {
 	// import whose lease ended by p.Now; a store that several processes may
 	// share (PostgreSQL) removes only those whose lease ended by p.Now.
 	SweepImports(ctx context.Context, p SweepImportsParams) ([]string, error)
-
-	// ReadEvents returns up to Limit events with seq > After, in seq order;
-	// with MaxBytes, it stops after the event that brings the events' data
-	// to MaxBytes or more (so it returns at least one event, if there is
-	// one). An unknown conversation yields an empty list.
-	ReadEvents(ctx context.Context, p ReadEventsParams) ([]parley.Event, error)
-
-	// GetMessage returns one message. It returns ENOTFOUND if the conversation
-	// has no message with that id.
-	GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error)
-
-	// ListMessages returns up to Limit messages with seq > After, in seq order,
-	// optionally only those of one turnId and/or one agent; with Latest, the
-	// newest Limit messages, still in seq order.
-	ListMessages(ctx context.Context, p ListMessagesParams) ([]*parley.Message, error)
-
-	// ListMessagesRaw is ListMessages returning each row as stored: its seq
-	// and its stored form (EncodeRow), for callers that look at rows
-	// without decoding them whole (a snapshot summarizes large ones with
-	// ReadRowHead; export copies them with WireRow, which gives the JSON
-	// clients read).
-	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
 
 	// ListReplies returns up to Limit direct replies to a message with seq >
 	// After, in seq order, using the replyTo index.
@@ -252,6 +237,38 @@ type Store interface {
 
 	// Close releases the store's resources after in-flight writes finish.
 	Close() error
+}
+
+// Reader reads a conversation, its log and its message rows: what an
+// export reads, at one moment (Store.ReadSnapshot).
+type Reader interface {
+	// GetConversation returns a conversation with its last seq, state and
+	// prompt queue.
+	// It returns ENOTFOUND if there is none with that id, or if it is an
+	// import in progress.
+	GetConversation(ctx context.Context, id string) (*ConversationRecord, error)
+
+	// ReadEvents returns up to Limit events with seq > After, in seq order;
+	// with MaxBytes, it stops after the event that brings the events' data
+	// to MaxBytes or more (so it returns at least one event, if there is
+	// one). An unknown conversation yields an empty list.
+	ReadEvents(ctx context.Context, p ReadEventsParams) ([]parley.Event, error)
+
+	// GetMessage returns one message. It returns ENOTFOUND if the conversation
+	// has no message with that id.
+	GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error)
+
+	// ListMessages returns up to Limit messages with seq > After, in seq order,
+	// optionally only those of one turnId and/or one agent; with Latest, the
+	// newest Limit messages, still in seq order.
+	ListMessages(ctx context.Context, p ListMessagesParams) ([]*parley.Message, error)
+
+	// ListMessagesRaw is ListMessages returning each row as stored: its seq
+	// and its stored form (EncodeRow), for callers that look at rows
+	// without decoding them whole (a snapshot summarizes large ones with
+	// ReadRowHead; export copies them with WireRow, which gives the JSON
+	// clients read).
+	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
 }
 
 // Head is where a conversation's log ends, and which conversation of its

@@ -68,6 +68,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"QueueKeptApart", testQueueKeptApart},
 		{"NilStateKeepsSnapshot", testNilStateKeepsSnapshot},
 		{"ReadEventsPaging", testReadEvents},
+		{"ReadSnapshot", testReadSnapshot},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},
 		{"Idempotency", testIdempotency},

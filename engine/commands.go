@@ -110,7 +110,7 @@ func (e *Engine) ListConversations(ctx context.Context, p store.ListConversation
 	for _, r := range recs {
 		s, err := stateOf(r)
 		if err == nil && s.LastSeq < r.LastSeq {
-			s, err = e.foldTail(ctx, s, r.LastSeq)
+			s, err = foldTail(ctx, e.store, s, r.LastSeq)
 		}
 		if err != nil {
 			return nil, "", err
@@ -121,11 +121,11 @@ func (e *Engine) ListConversations(ctx context.Context, p store.ListConversation
 }
 
 // foldTail brings a state read from a stored snapshot up to the log's
-// head: a snapshot is rewritten only every so many streamed events (see
-// snapshotDue).
-func (e *Engine) foldTail(ctx context.Context, s conv.State, head int64) (conv.State, error) {
+// head, reading the log from r: a snapshot is rewritten only every so
+// many streamed events (see snapshotDue).
+func foldTail(ctx context.Context, r store.Reader, s conv.State, head int64) (conv.State, error) {
 	for s.LastSeq < head {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.Conversation.ID, After: s.LastSeq, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
+		events, err := r.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.Conversation.ID, After: s.LastSeq, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
 		if err != nil || len(events) == 0 {
 			return s, err
 		}

@@ -48,6 +48,13 @@ func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle
 // setupRunners is setupServer with the runners' options too.
 func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
+	return setupWrapped(t, nil, eopts, dopts, aopts)
+}
+
+// setupWrapped is setupRunners over the store wrap makes of the SQLite
+// file (the file itself if wrap is nil).
+func setupWrapped(t testing.TB, wrap func(*sqlite.DB) store.Store, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
+	t.Helper()
 	// The bound on the bundle's requests: one that hangs fails the test.
 	// The race detector slows the server down several times.
 	bound := 30 * time.Second
@@ -60,7 +67,11 @@ func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, ao
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, eng, handler := serveStore(t, db, eopts, dopts, aopts)
+	var st store.Store = db
+	if wrap != nil {
+		st = wrap(db)
+	}
+	srv, eng, handler := serveStore(t, st, eopts, dopts, aopts)
 	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
 		s, _, err := eng.CreateToken(ctx, kind, agent, "")

@@ -209,7 +209,7 @@ func (rd reader) GetMessage(ctx context.Context, conversationID, messageID strin
 		return nil, err
 	}
 	if len(ms) == 0 {
-		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
+		return nil, store.NoMessage(conversationID, messageID)
 	}
 	return ms[0], nil
 }
@@ -275,45 +275,6 @@ func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each f
 		}
 	}
 	return rows.Err()
-}
-
-// The thread queries; plan_test.go checks that each step is an index probe.
-const (
-	repliesQuery   = `SELECT data FROM messages WHERE conversation_id = $1 AND reply_to = $2 AND seq > $3 ORDER BY seq LIMIT $4`
-	ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
-			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = $1 AND id = $2
-			UNION ALL
-			SELECT m.id, m.reply_to, up.level + 1 FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.reply_to
-			WHERE up.level < 100000
-		)
-		SELECT m.data FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.id
-		WHERE up.level > 0 ORDER BY up.level DESC`
-	descendantsQuery = `WITH RECURSIVE down (id, level) AS (
-			SELECT id, 0 FROM messages WHERE conversation_id = $1 AND id = $2
-			UNION ALL
-			SELECT m.id, down.level + 1 FROM down JOIN messages m ON m.conversation_id = $1 AND m.reply_to = down.id
-			WHERE down.level < 100000
-		)
-		SELECT m.data FROM down JOIN messages m ON m.conversation_id = $1 AND m.id = down.id
-		WHERE down.level > 0 ORDER BY m.seq LIMIT $3`
-)
-
-// ListReplies implements store.Store.
-func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
-}
-
-// Ancestors implements store.Store: one primary-key probe per level.
-func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
-	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
-		return nil, err
-	}
-	return db.queryMessages(ctx, 0, ancestorsQuery, conversationID, messageID)
-}
-
-// Descendants implements store.Store: the replyTo index, level by level.
-func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
 }
 
 func (rd reader) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {

@@ -225,7 +225,7 @@ func (rd reader) GetMessage(ctx context.Context, conversationID, messageID strin
 	var data []byte
 	err := rd.q.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
+		return nil, store.NoMessage(conversationID, messageID)
 	}
 	if err != nil {
 		return nil, err
@@ -297,54 +297,6 @@ func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each f
 	return rows.Err()
 }
 
-// ListReplies implements store.Store.
-func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, `SELECT data FROM messages WHERE conversation_id = ? AND reply_to = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
-}
-
-// Ancestors implements store.Store: it walks replyTo upwards, one indexed
-// look-up per level (CROSS JOIN fixes the join order so that SQLite probes
-// the index from the walk instead of scanning messages).
-func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
-	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
-		return nil, err
-	}
-	return db.queryMessages(ctx, 0, ancestorsQuery, conversationID, messageID)
-}
-
-// Descendants implements store.Store: it walks replies downwards over the
-// replyTo index.
-func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
-}
-
-func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
-	rows, err := db.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*parley.Message
-	size := 0
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		m := &parley.Message{}
-		n, err := store.DecodeRow(data, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-		if size += n; maxBytes > 0 && size >= maxBytes {
-			break // the rest waits for the next read
-		}
-	}
-	return out, rows.Err()
-}
-
 // GetIdempotency implements store.Store.
 func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key string) (*store.Idempotency, error) {
 	k := &store.Idempotency{ConversationID: conversationID, AgentID: agentID, Key: key}
@@ -360,23 +312,3 @@ func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key s
 	k.Time, err = parseTime(ts)
 	return k, err
 }
-
-// ancestorsQuery walks replyTo upwards from ?2 in conversation ?1.
-const ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
-			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT m.id, m.reply_to, up.level + 1 FROM up CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = up.reply_to
-			WHERE up.level < 100000
-		)
-		SELECT m.data FROM up CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = up.id
-		WHERE up.level > 0 ORDER BY up.level DESC`
-
-// descendantsQuery walks replies downwards from ?2 in conversation ?1, at most ?3.
-const descendantsQuery = `WITH RECURSIVE down (id, level) AS (
-			SELECT id, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT m.id, down.level + 1 FROM down CROSS JOIN messages m ON m.conversation_id = ?1 AND m.reply_to = down.id
-			WHERE down.level < 100000
-		)
-		SELECT m.data FROM down CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = down.id
-		WHERE down.level > 0 ORDER BY m.seq LIMIT ?3`

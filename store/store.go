@@ -104,17 +104,20 @@ type Store interface {
 	SweepImports(ctx context.Context, p SweepImportsParams) ([]string, error)
 
 	// ListReplies returns up to Limit direct replies to a message with seq >
-	// After, in seq order, using the replyTo index.
+	// After, in seq order, using the replyTo index (see Known).
 	ListReplies(ctx context.Context, p ListRepliesParams) ([]*parley.Message, error)
 
-	// Ancestors returns the messages that messageID replies to, transitively,
-	// root first and without the message itself. It returns ENOTFOUND if the
-	// message does not exist.
-	Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error)
+	// Ancestors returns the messages that p.MessageID replies to,
+	// transitively, root first and without the message itself: the nearest
+	// p.Limit of them, within the bounds of p (see ThreadParams). It
+	// returns ENOTFOUND if the message does not exist.
+	Ancestors(ctx context.Context, p ThreadParams) ([]*parley.Message, error)
 
-	// Descendants returns up to Limit messages that reply to messageID,
-	// transitively, in seq order, without the message itself.
-	Descendants(ctx context.Context, p DescendantsParams) ([]*parley.Message, error)
+	// Descendants returns up to p.Limit messages that reply to p.MessageID,
+	// transitively, with seq > p.After, in seq order, without the message
+	// itself, within p.MaxBytes (see ThreadParams). It returns ENOTFOUND
+	// if the message does not exist.
+	Descendants(ctx context.Context, p ThreadParams) ([]*parley.Message, error)
 
 	// Search returns the messages whose text has every term of p.Query,
 	// best first (by the backend's rank, then newest first), p.Limit of
@@ -433,15 +436,11 @@ type ListRepliesParams struct {
 	Limit          int
 	// MaxBytes bounds the page by the rows' stored size, as for ListMessages.
 	MaxBytes int
-}
-
-// DescendantsParams are the arguments of Store.Descendants.
-type DescendantsParams struct {
-	ConversationID string
-	MessageID      string
-	Limit          int
-	// MaxBytes bounds the list by the rows' stored size, as for ListMessages.
-	MaxBytes int
+	// Known, if set, makes ListReplies return ENOTFOUND if the message
+	// does not exist (found without reading its row). Replies to a message
+	// that does not exist may be listed otherwise (legacy data may name
+	// parents it does not hold).
+	Known bool
 }
 
 // CreateTaskParams are the arguments of Store.CreateTask.

@@ -71,7 +71,7 @@ func testListMessages(t *testing.T, s store.Store) {
 // testThreads builds root ← c1 ← c2 ← c3 and root ← f1, root ← f2 (fan-out).
 func testThreads(t *testing.T, s store.Store) {
 	id := newConversation(t, s)
-	appendMessages(t, s, id, 1,
+	last := appendMessages(t, s, id, 1,
 		message(id, "root", 0, "", 0), message(id, "c1", 0, "root", 1), message(id, "f1", 0, "root", 1),
 		message(id, "c2", 0, "c1", 2), message(id, "f2", 0, "root", 1), message(id, "c3", 0, "c2", 3))
 	replies, err := s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", Limit: 10})
@@ -82,30 +82,51 @@ func testThreads(t *testing.T, s store.Store) {
 	replies, _ = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", After: replies[0].Seq, Limit: 1})
 	wantIDs(t, "replies to root after c1, limit 1", replies, "f1")
 
-	anc, err := s.Ancestors(ctx(t), id, "c3")
+	anc, err := s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "ancestors of c3", anc, "root", "c1", "c2")
-	anc, _ = s.Ancestors(ctx(t), id, "root")
+	anc, _ = s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c3", Limit: 2})
+	wantIDs(t, "the nearest 2 ancestors of c3", anc, "c1", "c2")
+	anc, _ = s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root"})
 	wantIDs(t, "ancestors of root", anc)
-	_, err = s.Ancestors(ctx(t), id, "nope")
+	_, err = s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "nope"})
 	wantCode(t, err, parley.ENOTFOUND)
 
-	desc, err := s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "root", Limit: 10})
+	desc, err := s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "descendants of root", desc, "c1", "f1", "c2", "f2", "c3")
-	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "root", Limit: 2})
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root", Limit: 2})
 	wantIDs(t, "descendants of root, limit 2", desc, "c1", "f1")
-	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "c2", Limit: 10})
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root", After: desc[1].Seq, Limit: 2})
+	wantIDs(t, "descendants of root after f1, limit 2", desc, "c2", "f2")
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c2", Limit: 10})
 	wantIDs(t, "descendants of c2", desc, "c3")
+	_, err = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "nope", Limit: 10})
+	wantCode(t, err, parley.ENOTFOUND)
+	_, err = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "nope", Limit: 10, Known: true})
+	wantCode(t, err, parley.ENOTFOUND)
+	// A reply to a message the conversation does not hold (legacy data):
+	// listed, unless the message must be known.
+	appendMessages(t, s, id, last, message(id, "orphan", 0, "lost", 1))
+	replies, err = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "lost", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "replies to a message not held", replies, "orphan")
+	replies, err = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", Limit: 10, Known: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "replies to root, known", replies, "c1", "f1", "f2")
 
 	// Another conversation's messages with the same ids are not part of this thread.
 	other := newConversation(t, s)
 	appendMessages(t, s, other, 1, message(other, "c4", 0, "c3", 4))
-	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "c3", Limit: 10})
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c3", Limit: 10})
 	wantIDs(t, "descendants of c3 (other conversation holds a reply)", desc)
 }
 

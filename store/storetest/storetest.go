@@ -71,6 +71,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"ReadSnapshot", testReadSnapshot},
 		{"ListMessagesFilters", testListMessages},
 		{"RepliesAndThreads", testThreads},
+		{"ThreadsAreBounded", testThreadsAreBounded},
 		{"Idempotency", testIdempotency},
 		{"Tokens", testTokens},
 		{"ConcurrentAppendsManyConversations", testConcurrentMany},

@@ -151,3 +151,37 @@ func TestThreadOfALargeChainIsPaged(t *testing.T) {
 	b.want(b.do("GET", base+"/messages/nope/thread", b.viewer, nil), 404, "not_found")
 	b.want(b.do("GET", base+"/messages/nope/replies", b.viewer, nil), 404, "not_found")
 }
+
+// TestConversationListIsBoundedInBytes: a page of conversations ends once
+// what was read of them (their records, states and queues) reaches
+// PageBytes, and says where to continue, so that a page of a thousand
+// conversations with large metadata or long queues is not read whole.
+func TestConversationListIsBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	const budget = 32 << 10
+	b := setup(t, engine.Options{}, api.Options{PageBytes: budget})
+	meta := map[string]string{"notes": strings.Repeat("n", 12<<10)}
+	for i := range 6 {
+		b.want(b.do("POST", "/v1/conversations", b.admin, map[string]any{"title": fmt.Sprint("c", i), "participants": []string{"alice"}, "metadata": meta}), 201, "")
+	}
+	var titles []string
+	pages := 0
+	for cursor := ""; ; pages++ {
+		r := b.do("GET", "/v1/conversations?limit=1000&cursor="+cursor, b.viewer, nil)
+		b.want(r, 200, "")
+		if len(r.raw) > 2*budget {
+			t.Fatalf("a page of conversations of %d bytes, the budget is %d", len(r.raw), budget)
+		}
+		for _, v := range r.body["conversations"].([]any) {
+			titles = append(titles, v.(map[string]any)["conversation"].(map[string]any)["title"].(string))
+		}
+		next, ok := r.body["nextCursor"].(string)
+		if !ok {
+			break
+		}
+		cursor = next
+	}
+	if fmt.Sprint(titles) != "[c5 c4 c3 c2 c1 c0]" || pages < 2 {
+		t.Fatalf("listed %v in %d pages", titles, pages+1)
+	}
+}

@@ -31,9 +31,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxImportBytes bounds the body of an import, which streams (default 4 GiB).
 	MaxImportBytes int64
-	// PageBytes bounds a page of messages or events (and a thread's
-	// descendants) by size as well as by count (default 8 MiB): past it
-	// the page ends early and says where to continue.
+	// PageBytes bounds a page of messages, events or conversations (and a
+	// thread's ancestors shown whole, and its descendants) by size as well
+	// as by count (default 8 MiB): past it the page ends early and says
+	// where to continue.
 	PageBytes int
 	// Logger receives one line per request and internal errors.
 	Logger *slog.Logger

@@ -138,6 +138,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	}
 	defer rows.Close()
 	var recs []*store.ConversationRecord
+	size, full := 0, false
 	var lastAt time.Time
 	var lastID string
 	for rows.Next() {
@@ -150,12 +151,16 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 			return nil, "", err
 		}
 		recs = append(recs, rec)
+		size += len(data) + len(rec.State) + len(rec.Queue)
+		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
+			break // the rest waits for the next page
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
 	next := ""
-	if len(recs) == limit {
+	if full {
 		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt.UTC().Format(time.RFC3339Nano) + "|" + lastID))
 	}
 	return recs, next, nil

@@ -161,6 +161,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	}
 	defer rows.Close()
 	var recs []*store.ConversationRecord
+	size, full := 0, false
 	var lastAt, lastID string
 	for rows.Next() {
 		var data []byte
@@ -172,12 +173,16 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 			return nil, "", err
 		}
 		recs = append(recs, rec)
+		size += len(data) + len(rec.State) + len(rec.Queue)
+		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
+			break // the rest waits for the next page
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
 	next := ""
-	if len(recs) == limit {
+	if full {
 		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt + "|" + lastID))
 	}
 	return recs, next, nil

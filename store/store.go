@@ -356,6 +356,17 @@ type ListConversationsParams struct {
 	// Title, if set, lists only the conversations whose title contains it,
 	// ignoring the case of ASCII letters (%, _ and \ are plain characters).
 	Title string
+	// MaxBytes, if set, ends the page (with a cursor) after the
+	// conversation that brings what was read of them (record, state and
+	// queue) to MaxBytes, so that a page of conversations with long
+	// queues is not held whole in memory.
+	MaxBytes int
+}
+
+// PageFull reports whether a page of n items, or of size bytes, is full:
+// n reached limit, or size reached maxBytes (when set).
+func PageFull(n, limit, size, maxBytes int) bool {
+	return n >= limit || maxBytes > 0 && size >= maxBytes
 }
 
 // AppendParams are the arguments of Store.Append.

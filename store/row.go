@@ -86,6 +86,19 @@ func WireRow(data []byte) ([]byte, error) {
 // without decoding its text, parts, metadata or legacy marks, and returns
 // the size of the whole message in JSON.
 func ReadRowHead(data []byte) (*parley.Message, int, error) {
+	if head, extra, ok := skimRow(data); ok {
+		var m parley.Message
+		if err := json.Unmarshal(head, &m); err == nil {
+			m.Parts = []parley.Part{}
+			return &m, len(data) + extra, nil
+		}
+	}
+	return readRowHead(data)
+}
+
+// readRowHead is ReadRowHead with encoding/json: what a row skimRow does
+// not expect is read so.
+func readRowHead(data []byte) (*parley.Message, int, error) {
 	var h rowHead
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, 0, err

@@ -226,7 +226,7 @@ func (rd reader) ListMessages(ctx context.Context, p store.ListMessagesParams) (
 
 // ListMessagesRaw implements store.Reader.
 func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
-	return store.RawRows(rd.scanRows(ctx, p), p.MaxBytes > 0)
+	return store.RawRows(rd.scanRows(ctx, p))
 }
 
 // scanRows reads the rows ListMessages reads for p, until their sizes

@@ -134,26 +134,16 @@ func DecodedRows(scan RowScan) ([]*parley.Message, error) {
 	return out, err
 }
 
-// RawRows runs scan and returns its rows as stored. sized says whether the
-// page has a bound in bytes, which needs each message's size in JSON (read
-// without decoding its text); without one, sizes are not looked at.
-func RawRows(scan RowScan, sized bool) ([]RawMessage, error) {
+// RawRows runs scan and returns its rows as stored; a page bounded in
+// bytes counts the rows' stored size (which is what is held), so that no
+// row is read twice to be sized.
+func RawRows(scan RowScan) ([]RawMessage, error) {
 	var out []RawMessage
 	err := scan(func(data []byte, seq int64) (int, error) {
 		out = append(out, RawMessage{Seq: seq, Data: data})
-		if sized {
-			return RowSize(data)
-		}
 		return len(data), nil
 	})
 	return out, err
-}
-
-// RowSize returns the size in JSON of the message a stored row holds,
-// without decoding its text.
-func RowSize(data []byte) (int, error) {
-	_, size, err := ReadRowHead(data)
-	return size, err
 }
 
 // rowHead is a message row read without its parts' text, its content,

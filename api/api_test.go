@@ -48,12 +48,13 @@ func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle
 // setupRunners is setupServer with the runners' options too.
 func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
-	return setupWrapped(t, nil, eopts, dopts, aopts)
+	return setupWrapped(t, nil, nil, eopts, dopts, aopts)
 }
 
-// setupWrapped is setupRunners over the store wrap makes of the SQLite
-// file (the file itself if wrap is nil).
-func setupWrapped(t testing.TB, wrap func(*sqlite.DB) store.Store, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
+// setupWrapped is setupRunners over the store wrap makes (the store
+// itself if wrap is nil) of the SQLite file, or of the store open opens
+// (if not nil; the bundle's db is then nil).
+func setupWrapped(t testing.TB, open func(context.Context) (store.Store, error), wrap func(store.Store) store.Store, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
 	// The bound on the bundle's requests: one that hangs fails the test.
 	// The race detector slows the server down several times.
@@ -63,16 +64,23 @@ func setupWrapped(t testing.TB, wrap func(*sqlite.DB) store.Store, eopts engine.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	var st store.Store
+	var file *sqlite.DB
+	var err error
+	if open != nil {
+		st, err = open(ctx)
+	} else {
+		file, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+		st = file
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st store.Store = db
 	if wrap != nil {
-		st = wrap(db)
+		st = wrap(st)
 	}
 	srv, eng, handler := serveStore(t, st, eopts, dopts, aopts)
-	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
+	b := &bundle{t: t, url: srv.URL, eng: eng, db: file, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
 		s, _, err := eng.CreateToken(ctx, kind, agent, "")
 		if err != nil {

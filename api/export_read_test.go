@@ -20,8 +20,9 @@ import (
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/postgres"
+	"github.com/parleyhq/parley/postgres/pgtest"
 	"github.com/parleyhq/parley/spool"
-	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -67,11 +68,23 @@ func (r gatedReader) ListMessagesRaw(ctx context.Context, p store.ListMessagesPa
 // posted to it is answered, before the export reads one row more; the
 // export then holds the conversation as it was when it began, without
 // the message. And while an export is held unread by a client that does
-// not read it, writes go on too.
+// not read it, writes go on too. On SQLite and on PostgreSQL.
 func TestExportDoesNotHoldWriters(t *testing.T) {
 	t.Parallel()
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		exportWhileWriting(t, nil)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		url := pgtest.Schema(t)
+		exportWhileWriting(t, func(ctx context.Context) (store.Store, error) { return postgres.Open(ctx, url) })
+	})
+}
+
+func exportWhileWriting(t *testing.T, open func(context.Context) (store.Store, error)) {
 	g := &gatedReads{held: make(chan struct{}), open: make(chan struct{})}
-	b, _ := setupWrapped(t, func(db *sqlite.DB) store.Store { g.Store = db; return g }, engine.Options{}, dispatch.Options{}, api.Options{})
+	b, _ := setupWrapped(t, open, func(st store.Store) store.Store { g.Store = st; return g }, engine.Options{}, dispatch.Options{}, api.Options{})
 	id := b.conversation("alice")
 	for i := range 3 {
 		b.post(id, b.alice, fmt.Sprint("before ", i), "none")

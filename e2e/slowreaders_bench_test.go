@@ -72,21 +72,7 @@ func slowReaders(b *testing.B) {
 	time.Sleep(2 * time.Second) // let the writes' garbage go
 	before := rss(b, pid, "VmRSS")
 
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	var sampled sync.WaitGroup
-	sampled.Add(1)
-	go func() {
-		defer sampled.Done()
-		for {
-			peak.Store(max(peak.Load(), rss(b, pid, "VmRSS")))
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	peak := samplePeak(b, pid)
 
 	rctx, rcancel := context.WithCancel(ctx)
 	var readers sync.WaitGroup
@@ -157,11 +143,10 @@ func slowReaders(b *testing.B) {
 	time.Sleep(15 * time.Second) // past the write timeout that drops readers that read nothing
 	rcancel()
 	readers.Wait()
-	close(stop)
-	sampled.Wait()
+	top := peak()
 	hwm := rss(b, pid, "VmHWM")
 	b.ReportMetric(float64(before)/(1<<20), "MiB-before")
-	b.ReportMetric(float64(peak.Load())/(1<<20), "MiB-peak")
+	b.ReportMetric(float64(top)/(1<<20), "MiB-peak")
 	b.ReportMetric(float64(hwm)/(1<<20), "MiB-hwm")
 	b.ReportMetric(float64(reconnects.Load()), "reconnects")
 }

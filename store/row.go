@@ -70,6 +70,15 @@ const contentKey = `,"content":`
 // itself when it holds its content, else the message encoded again, which
 // is the JSON it was written from.
 func WireRow(data []byte) ([]byte, error) {
+	if wire, ok := wireOf(data); ok {
+		return wire, nil
+	}
+	return wireRow(data)
+}
+
+// wireRow is WireRow with encoding/json: what a row wireOf does not
+// expect is read so.
+func wireRow(data []byte) ([]byte, error) {
 	var m parley.Message
 	r := storedRow{Message: &m}
 	if err := json.Unmarshal(data, &r); err != nil {

@@ -96,13 +96,14 @@ func TestJSONStringLen(t *testing.T) {
 }
 
 // TestSkimmedHeadsAreDecodedHeads: ReadRowHead, which skims a row, gives
-// the head and size that decoding the row whole gives, for rows of every
+// the head and size that decoding the row whole gives, and WireRow the
+// JSON that decoding and encoding it again gives, for rows of every
 // shape (texts, tool calls with nested and escaped JSON, metadata, legacy
 // marks, content kept or left out), and a spoiled row does not make it
 // panic.
 func TestSkimmedHeadsAreDecodedHeads(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	pieces := []string{"a", "\"", "\\", "\\\"", "<", "&", "\n", "\x01", "é", "\u2028", "🎉", "{", "}", "[", "]", ",", ":", " ", "\\\\\""}
+	pieces := []string{"a", "\"", "\\", "\\\"", "<", "&", "\n", "\x01", "é", "\u2028", "🎉", "{", "}", "[", "]", ",", ":", " ", "\\\\\"", "\xe6", "\x97", "\xa5", "\ufffd", `\ufffd`}
 	str := func() string {
 		var sb strings.Builder
 		for range r.IntN(30) {
@@ -159,6 +160,11 @@ func TestSkimmedHeadsAreDecodedHeads(t *testing.T) {
 		if !bytes.Equal(w, g) || wsize != gsize {
 			t.Fatalf("row %s\nskimmed to %s (%d bytes)\ndecoded to %s (%d bytes)", row, g, gsize, w, wsize)
 		}
+		wire, err := WireRow(row)
+		decoded, derr := wireRow(row)
+		if err != nil || derr != nil || !bytes.Equal(wire, decoded) {
+			t.Fatalf("row %s\nmade the wire %s (%v)\ndecoded, %s (%v)", row, wire, err, decoded, derr)
+		}
 		// Spoiled (cut short, or a byte changed), a row is read without a
 		// panic: rows are the store's own, which the skim trusts to be
 		// JSON, and what it does not expect it leaves to the decoder.
@@ -170,6 +176,7 @@ func TestSkimmedHeadsAreDecodedHeads(t *testing.T) {
 				bad[r.IntN(len(bad))] = "\"{}[],:\\ x1"[r.IntN(11)]
 			}
 			ReadRowHead(bad)
+			WireRow(bad)
 		}
 	}
 }

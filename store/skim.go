@@ -17,22 +17,12 @@ import (
 // parts, content, metadata and legacy) and the sizes its parts' texts and
 // its content add to the message's JSON (see ReadRowHead).
 func skimRow(data []byte) (head []byte, extra int, ok bool) {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil, 0, false
-	}
 	head = append(make([]byte, 0, 512), '{')
 	texts, hasContent := 0, false
-	for i = skipSpace(data, i+1); i < len(data) && data[i] != '}'; {
-		key, vstart, vend, next, ok := member(data, i)
-		if !ok {
-			return nil, 0, false
-		}
+	ok = eachMember(data, func(key []byte, at, vstart, vend int) bool {
 		switch string(key) {
 		case "parts":
-			if texts, ok = textSizes(data[vstart:vend]); !ok {
-				return nil, 0, false
-			}
+			return eachText(data[vstart:vend], func(text []byte) { texts += len(text) - 2 })
 		case "content":
 			hasContent = true
 		case "metadata", "legacy":
@@ -40,17 +30,84 @@ func skimRow(data []byte) (head []byte, extra int, ok bool) {
 			if len(head) > 1 {
 				head = append(head, ',')
 			}
-			head = append(head, data[i:vend]...)
+			head = append(head, data[at:vend]...)
 		}
-		i = next
-	}
-	if i >= len(data) {
+		return true
+	})
+	if !ok {
 		return nil, 0, false
 	}
 	if !hasContent { // left out: it is the text parts' text
 		extra = len(contentKey) + 2 + texts
 	}
 	return append(head, '}'), extra, true
+}
+
+// wireOf is WireRow without decoding the row: the row itself when it
+// holds its content, else the row with its content put back after its
+// parts (where encoding/json writes it), joined from its text parts'
+// texts as the row holds them, escaped; a text written after another is
+// escaped as the two were together. ok is false for a row it does not
+// expect, or that held bytes that are not UTF-8 (written \ufffd): two
+// parts may have split a character, and a string decoded and encoded
+// again is not written so.
+func wireOf(data []byte) ([]byte, bool) {
+	partsEnd, hasContent := -1, false
+	var texts [][]byte
+	ok := eachMember(data, func(key []byte, _, vstart, vend int) bool {
+		switch string(key) {
+		case "parts":
+			partsEnd = vend
+			return eachText(data[vstart:vend], func(text []byte) {
+				if len(text) > 2 {
+					texts = append(texts, text[1:len(text)-1])
+				}
+			})
+		case "content":
+			hasContent = true
+		}
+		return true
+	})
+	switch {
+	case !ok || partsEnd < 0:
+		return nil, false
+	case hasContent:
+		return data, true
+	}
+	if bytes.Contains(data, []byte(`\ufffd`)) {
+		return nil, false // decoded, those become U+FFFD, which encoding/json writes as it is
+	}
+	size := len(data) + len(contentKey) + 2
+	for _, t := range texts {
+		size += len(t)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, data[:partsEnd]...)
+	out = append(out, contentKey...)
+	out = append(out, '"')
+	for _, t := range texts {
+		out = append(out, t...)
+	}
+	out = append(out, '"')
+	return append(out, data[partsEnd:]...), true
+}
+
+// eachMember calls fn with each member of the object data holds, whole:
+// its key, where it starts, and where its value starts and ends. It
+// returns false for data it does not expect, or when fn does.
+func eachMember(data []byte, fn func(key []byte, at, vstart, vend int) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	for i = skipSpace(data, i+1); i < len(data) && data[i] != '}'; {
+		key, vstart, vend, next, ok := member(data, i)
+		if !ok || !fn(key, i, vstart, vend) {
+			return false
+		}
+		i = next
+	}
+	return i < len(data)
 }
 
 // member reads the object member at data[i:] (`"key": value`): its key,
@@ -86,42 +143,41 @@ func member(data []byte, i int) (key []byte, vstart, vend, next int, ok bool) {
 	return key, vstart, vend, next, true
 }
 
-// textSizes adds up, over the parts of type text in the array arr, the
-// size of each one's text in JSON less its quotes, as ReadRowHead counts
-// it.
-func textSizes(arr []byte) (int, bool) {
+// eachText calls fn with the text, as JSON (quoted), of each part of type
+// text with a text in the array arr (null: none). It returns false for an
+// array it does not expect.
+func eachText(arr []byte, fn func(text []byte)) bool {
 	if len(arr) < 2 || arr[0] != '[' {
-		return 0, len(arr) == 4 && string(arr) == "null"
+		return string(arr) == "null"
 	}
-	total := 0
 	for i := skipSpace(arr, 1); i < len(arr) && arr[i] != ']'; {
 		end := skipValue(arr, i)
 		if end < 0 || arr[i] != '{' {
-			return 0, false
+			return false
 		}
-		isText, text := false, 0
+		isText, text := false, []byte(nil)
 		for j := skipSpace(arr, i+1); j < end-1; {
 			key, vstart, vend, next, ok := member(arr[:end], j)
 			if !ok {
-				return 0, false
+				return false
 			}
 			switch string(key) {
 			case "type":
 				isText = string(arr[vstart:vend]) == `"text"`
 			case "text":
-				text = vend - vstart
+				text = arr[vstart:vend]
 			}
 			j = next
 		}
-		if isText && text > 2 {
-			total += text - 2
+		if isText && len(text) >= 2 {
+			fn(text)
 		}
 		i = skipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {
 			i = skipSpace(arr, i+1)
 		}
 	}
-	return total, true
+	return true
 }
 
 // skipValue returns where the JSON value at data[i:] ends, or -1.

@@ -324,6 +324,30 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// eachHead calls fn with the head of every message row of conversation
+// id, in seq order: the message without its parts, content, metadata and
+// legacy marks (store.ReadRowHead), which a row gives without its text
+// being decoded.
+func eachHead(ctx context.Context, st store.Reader, id string, fn func(*parley.Message) error) error {
+	for after := int64(0); ; {
+		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page, MaxBytes: pageBytes})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		after = rows[len(rows)-1].Seq
+		for i, r := range rows {
+			m, _, err := store.ReadRowHead(r.Data)
+			if err == nil {
+				err = fn(m)
+			}
+			if err != nil {
+				return err
+			}
+			rows[i].Data = nil // done: let it go
+		}
+	}
+}
+
 // eachMessage calls fn for every message row of conversation id, in seq order.
 func eachMessage(ctx context.Context, st store.Reader, id string, fn func(*parley.Message) error) error {
 	for after := int64(0); ; {

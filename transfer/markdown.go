@@ -52,7 +52,8 @@ func learn(ctx context.Context, st store.Reader, s conv.State) (*thread, error) 
 	if err := th.learnEvents(ctx, st, s); err != nil {
 		return nil, err
 	}
-	err := eachMessage(ctx, st, s.Conversation.ID, func(m *parley.Message) error {
+	// Only their heads: the rows are decoded in the second pass.
+	err := eachHead(ctx, st, s.Conversation.ID, func(m *parley.Message) error {
 		th.authors[m.ID] = m.AgentID
 		if m.ReplyTo != "" {
 			th.answered[m.ReplyTo] = true

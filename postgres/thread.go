@@ -56,7 +56,7 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 
 // Ancestors implements store.Store.
 func (db *DB) Ancestors(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := db.walk(ctx, p, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	refs, err := store.Walked(p, db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit)))
 	if err != nil {
 		return nil, err
 	}
@@ -65,42 +65,31 @@ func (db *DB) Ancestors(ctx context.Context, p store.ThreadParams) ([]*parley.Me
 
 // Descendants implements store.Store.
 func (db *DB) Descendants(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := db.walk(ctx, p, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	refs, err := store.Walked(p, db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit)))
 	if err != nil {
 		return nil, err
 	}
 	return store.DescendantRows(refs, p, db.rowsByID(ctx, p.ConversationID))
 }
 
-// walk runs the walk of a thread q and returns what it found after the
-// message itself (level 0), or ENOTFOUND if it found no message.
-func (db *DB) walk(ctx context.Context, p store.ThreadParams, q string, args ...any) ([]store.RowRef, error) {
-	rows, err := db.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var refs []store.RowRef
-	found := false
-	for rows.Next() {
-		var level int
-		var r store.RowRef
-		if err := rows.Scan(&level, &r.ID, &r.Seq, &r.Size); err != nil {
-			return nil, err
+// walk runs the walk of a thread q.
+func (db *DB) walk(ctx context.Context, q string, args ...any) store.WalkScan {
+	return func(visit func(int, store.RowRef)) error {
+		rows, err := db.pool.Query(ctx, q, args...)
+		if err != nil {
+			return err
 		}
-		if level == 0 {
-			found = true
-		} else {
-			refs = append(refs, r)
+		defer rows.Close()
+		for rows.Next() {
+			var level int
+			var r store.RowRef
+			if err := rows.Scan(&level, &r.ID, &r.Seq, &r.Size); err != nil {
+				return err
+			}
+			visit(level, r)
 		}
+		return rows.Err()
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if !found {
-		return nil, store.NoMessage(p.ConversationID, p.MessageID)
-	}
-	return refs, nil
 }
 
 // rowsByID reads rows of conversation id by their ids.

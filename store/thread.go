@@ -48,6 +48,32 @@ type RowRef struct {
 	Size int
 }
 
+// WalkScan runs the walk of a thread: it hands visit each message it
+// finds, with its level (0: the message walked from). Each backend makes
+// one per walk; Walked reads it.
+type WalkScan func(visit func(level int, r RowRef)) error
+
+// Walked runs scan, a walk from p.MessageID, and returns what it found
+// beyond the message itself, or ENOTFOUND if it found no message.
+func Walked(p ThreadParams, scan WalkScan) ([]RowRef, error) {
+	var refs []RowRef
+	found := false
+	err := scan(func(level int, r RowRef) {
+		if level == 0 {
+			found = true
+		} else {
+			refs = append(refs, r)
+		}
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, NoMessage(p.ConversationID, p.MessageID)
+	}
+	return refs, nil
+}
+
 // RowReader reads the stored rows of messages of one conversation by id,
 // handing each row found to each, in any order. Each backend makes one;
 // AncestorRows and DescendantRows read with it.

@@ -249,16 +249,21 @@ func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, 
 			}
 		}
 	}
-	if target == "" {
-		ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, AgentID: act.AgentID, Latest: true, Limit: 20})
+	// Else the asker's latest question, among its last 20 messages, each
+	// read by itself and only its head looked at: their text may be large.
+	for n, before := 0, int64(0); target == "" && n < 20; n++ {
+		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, AgentID: act.AgentID, Latest: true, Limit: 1, Before: before})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		m, _, err := store.ReadRowHead(rows[0].Data)
 		if err != nil {
 			return err
 		}
-		for i := len(ms) - 1; i >= 0 && target == ""; i-- {
-			if ms[i].Role == parley.RoleUser {
-				target = ms[i].ID
-			}
+		if m.Role == parley.RoleUser {
+			target = m.ID
 		}
+		before = rows[0].Seq
 	}
 	if target == "" {
 		return nil

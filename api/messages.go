@@ -173,12 +173,15 @@ func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, who parley.
 	if err == nil {
 		err = s.readable(r, who) // an import in progress has rows, and is not known
 	}
+	if err == nil {
+		_, err = s.eng.Store().MessageKey(r.Context(), r.PathValue("id"), r.PathValue("mid")) // not its row
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
 	ms, err := s.eng.Store().ListReplies(r.Context(), store.ListRepliesParams{
-		ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes, Known: true,
+		ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes,
 	})
 	if err == nil {
 		err = s.eng.Readable(r.Context(), r.PathValue("id"), ms)

@@ -245,15 +245,17 @@ func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo,
 			return k, err
 		}
 	}
+	// Messages are looked up by their keys, not their rows: a write that
+	// replies to a large message costs what a small one does.
 	if id != "" {
-		found, err := exists(st.GetMessage(ctx, convID, id))
+		found, err := exists(st.MessageKey(ctx, convID, id))
 		if err != nil {
 			return k, err
 		}
 		k.IDTaken = found
 	}
 	if replyTo != "" && parley.ValidID(replyTo) {
-		p, err := st.GetMessage(ctx, convID, replyTo)
+		p, err := st.MessageKey(ctx, convID, replyTo)
 		switch {
 		case err == nil:
 			k.Parent = &conv.ParentRef{ID: p.ID, TurnID: p.TurnID, Depth: p.Depth}
@@ -262,23 +264,23 @@ func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo,
 		}
 	}
 	if turnID != "" && parley.ValidID(turnID) {
-		found, err := exists(st.GetMessage(ctx, convID, turnID))
+		found, err := exists(st.MessageKey(ctx, convID, turnID))
 		if err != nil {
 			return k, err
 		}
 		if !found {
-			ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: convID, TurnID: turnID, Limit: 1})
+			ks, err := st.ListMessageKeys(ctx, store.ListMessagesParams{ConversationID: convID, TurnID: turnID, Limit: 1})
 			if err != nil {
 				return k, err
 			}
-			found = len(ms) > 0
+			found = len(ks) > 0
 		}
 		k.TurnIDKnown = found
 	}
 	return k, nil
 }
 
-func exists(_ *parley.Message, err error) (bool, error) {
+func exists(_ *store.MessageKey, err error) (bool, error) {
 	switch parley.ErrorCode(err) {
 	case "":
 		return true, nil

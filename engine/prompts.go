@@ -176,11 +176,13 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "message id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", id)
 		}
 	}
-	var target *parley.Message
+	// Read by their keys, not their rows: a revert from early in a
+	// conversation of large messages costs what one of small ones does.
+	var target *store.MessageKey
 	build := func(conv.State) (conv.Command, error) {
 		target = nil
 		for _, id := range messageIDs {
-			m, err := e.store.GetMessage(ctx, conversationID, id)
+			m, err := e.store.MessageKey(ctx, conversationID, id)
 			if parley.ErrorCode(err) == parley.ENOTFOUND {
 				continue
 			}
@@ -196,7 +198,7 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 			return cmd, nil
 		}
 		cmd.MessageID = target.ID
-		ms, err := e.store.ListMessages(ctx, store.ListMessagesParams{ConversationID: conversationID, After: target.Seq - 1, Limit: e.opts.MaxRevert + 1})
+		ms, err := e.store.ListMessageKeys(ctx, store.ListMessagesParams{ConversationID: conversationID, After: target.Seq - 1, Limit: e.opts.MaxRevert + 1})
 		if len(ms) > e.opts.MaxRevert {
 			return nil, parley.Errorf(parley.ETOOLARGE, "reverting %s would remove more than %d messages; revert from a later one", target.ID, e.opts.MaxRevert)
 		}

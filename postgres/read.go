@@ -238,27 +238,7 @@ func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store
 // eachRow hands each row ListMessages reads for p to each (see
 // store.RowScan).
 func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q := `SELECT data, seq FROM messages WHERE conversation_id = $1 AND seq > $2`
-	args := []any{p.ConversationID, p.After}
-	if p.TurnID != "" {
-		args = append(args, p.TurnID)
-		q += ` AND turn_id = $` + strconv.Itoa(len(args))
-	}
-	if p.AgentID != "" {
-		args = append(args, p.AgentID)
-		q += ` AND agent_id = $` + strconv.Itoa(len(args))
-	}
-	if p.Before > 0 {
-		args = append(args, p.Before)
-		q += ` AND seq < $` + strconv.Itoa(len(args))
-	}
-	args = append(args, clampLimit(p.Limit))
-	limit := ` LIMIT $` + strconv.Itoa(len(args))
-	if p.Latest {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
-	} else {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
-	}
+	q, args := listQuery(p, "data, seq", "data, seq")
 	rows, err := rd.q.Query(ctx, q, args...)
 	if err != nil {
 		return err
@@ -306,6 +286,33 @@ func (rd reader) queryMessages(ctx context.Context, maxBytes int, q string, args
 		}
 	}
 	return out, rows.Err()
+}
+
+// listQuery is the query of ListMessages for p, reading columns (named
+// names in its result).
+func listQuery(p store.ListMessagesParams, columns, names string) (string, []any) {
+	q := `SELECT ` + columns + ` FROM messages WHERE conversation_id = $1 AND seq > $2`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		args = append(args, p.TurnID)
+		q += ` AND turn_id = $` + strconv.Itoa(len(args))
+	}
+	if p.AgentID != "" {
+		args = append(args, p.AgentID)
+		q += ` AND agent_id = $` + strconv.Itoa(len(args))
+	}
+	if p.Before > 0 {
+		args = append(args, p.Before)
+		q += ` AND seq < $` + strconv.Itoa(len(args))
+	}
+	args = append(args, clampLimit(p.Limit))
+	limit := ` LIMIT $` + strconv.Itoa(len(args))
+	if p.Latest {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
+	} else {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
+	}
+	return q, args
 }
 
 // GetIdempotency implements store.Store.

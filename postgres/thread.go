@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"errors"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
 )
@@ -41,16 +39,6 @@ const (
 
 // ListReplies implements store.Store.
 func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	if p.Known {
-		var one int
-		err := db.pool.QueryRow(ctx, `SELECT 1 FROM messages WHERE conversation_id = $1 AND id = $2`, p.ConversationID, p.MessageID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, store.NoMessage(p.ConversationID, p.MessageID)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 	return db.queryMessages(ctx, p.MaxBytes, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
 }
 

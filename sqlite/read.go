@@ -259,26 +259,7 @@ func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store
 // eachRow hands each row ListMessages reads for p to each (see
 // store.RowScan).
 func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q := `SELECT data, seq FROM messages WHERE conversation_id = ? AND seq > ?`
-	args := []any{p.ConversationID, p.After}
-	if p.TurnID != "" {
-		q += ` AND turn_id = ?`
-		args = append(args, p.TurnID)
-	}
-	if p.AgentID != "" {
-		q += ` AND agent_id = ?`
-		args = append(args, p.AgentID)
-	}
-	if p.Before > 0 {
-		q += ` AND seq < ?`
-		args = append(args, p.Before)
-	}
-	if p.Latest {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
-	} else {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq LIMIT ?)`
-	}
-	args = append(args, clampLimit(p.Limit))
+	q, args := listQuery(p, "data, seq", "data, seq")
 	rows, err := rd.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
@@ -300,6 +281,31 @@ func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each f
 		}
 	}
 	return rows.Err()
+}
+
+// listQuery is the query of ListMessages for p, reading columns (named
+// names in its result).
+func listQuery(p store.ListMessagesParams, columns, names string) (string, []any) {
+	q := `SELECT ` + columns + ` FROM messages WHERE conversation_id = ? AND seq > ?`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		q += ` AND turn_id = ?`
+		args = append(args, p.TurnID)
+	}
+	if p.AgentID != "" {
+		q += ` AND agent_id = ?`
+		args = append(args, p.AgentID)
+	}
+	if p.Before > 0 {
+		q += ` AND seq < ?`
+		args = append(args, p.Before)
+	}
+	if p.Latest {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+	} else {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq LIMIT ?)`
+	}
+	return q, append(args, clampLimit(p.Limit))
 }
 
 // GetIdempotency implements store.Store.

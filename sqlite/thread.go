@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/store"
@@ -46,16 +44,6 @@ const (
 
 // ListReplies implements store.Store.
 func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	if p.Known {
-		var one int
-		err := db.r.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE conversation_id = ? AND id = ?`, p.ConversationID, p.MessageID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, store.NoMessage(p.ConversationID, p.MessageID)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
 	rows, err := db.r.QueryContext(ctx, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
 	if err != nil {
 		return nil, err

@@ -103,8 +103,18 @@ type Store interface {
 	// share (PostgreSQL) removes only those whose lease ended by p.Now.
 	SweepImports(ctx context.Context, p SweepImportsParams) ([]string, error)
 
+	// MessageKey returns what the store keeps of a message beside its row
+	// (MessageKey), without reading the row: a look-up of a message whose
+	// text is not wanted costs the same however large the message. It
+	// returns ENOTFOUND if the conversation has no message with that id.
+	MessageKey(ctx context.Context, conversationID, messageID string) (*MessageKey, error)
+
+	// ListMessageKeys is ListMessages returning each message's key
+	// (MessageKey), read without its row; MaxBytes is not needed.
+	ListMessageKeys(ctx context.Context, p ListMessagesParams) ([]MessageKey, error)
+
 	// ListReplies returns up to Limit direct replies to a message with seq >
-	// After, in seq order, using the replyTo index (see Known).
+	// After, in seq order, using the replyTo index.
 	ListReplies(ctx context.Context, p ListRepliesParams) ([]*parley.Message, error)
 
 	// Ancestors returns the messages that p.MessageID replies to,
@@ -432,6 +442,18 @@ type ListMessagesParams struct {
 	MaxBytes int
 }
 
+// MessageKey is what the store keeps of a message beside its row, in
+// columns of their own: where it stands, who wrote it and what it
+// answers.
+type MessageKey struct {
+	ID      string
+	Seq     int64
+	TurnID  string
+	AgentID string
+	ReplyTo string
+	Depth   int
+}
+
 // RawMessage is a stored message row: its seq and its stored form (see
 // EncodeRow).
 type RawMessage struct {
@@ -447,11 +469,6 @@ type ListRepliesParams struct {
 	Limit          int
 	// MaxBytes bounds the page by the rows' stored size, as for ListMessages.
 	MaxBytes int
-	// Known, if set, makes ListReplies return ENOTFOUND if the message
-	// does not exist (found without reading its row). Replies to a message
-	// that does not exist may be listed otherwise (legacy data may name
-	// parents it does not hold).
-	Known bool
 }
 
 // CreateTaskParams are the arguments of Store.CreateTask.

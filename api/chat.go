@@ -315,7 +315,7 @@ func (s *Server) askedBefore(ctx context.Context, convID, id string) (parley.Pos
 	if err != nil || found {
 		return from, found, err
 	}
-	m, err := s.eng.Store().GetMessage(ctx, convID, id)
+	m, err := s.eng.Store().MessageKey(ctx, convID, id) // its seq: not its row
 	switch {
 	case parley.ErrorCode(err) == parley.ENOTFOUND:
 		return from, false, nil

@@ -48,6 +48,14 @@ func setupServer(t testing.TB, eopts engine.Options, aopts api.Options) (*bundle
 // setupRunners is setupServer with the runners' options too.
 func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
+	return setupWrapped(t, nil, nil, eopts, dopts, aopts)
+}
+
+// setupWrapped is setupRunners over the store wrap makes (the store
+// itself if wrap is nil) of the SQLite file, or of the store open opens
+// (if not nil; the bundle's db is then nil).
+func setupWrapped(t testing.TB, open func(context.Context) (store.Store, error), wrap func(store.Store) store.Store, eopts engine.Options, dopts dispatch.Options, aopts api.Options) (*bundle, *api.Server) {
+	t.Helper()
 	// The bound on the bundle's requests: one that hangs fails the test.
 	// The race detector slows the server down several times.
 	bound := 30 * time.Second
@@ -56,12 +64,23 @@ func setupRunners(t testing.TB, eopts engine.Options, dopts dispatch.Options, ao
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+	var st store.Store
+	var file *sqlite.DB
+	var err error
+	if open != nil {
+		st, err = open(ctx)
+	} else {
+		file, err = sqlite.Open(ctx, filepath.Join(t.TempDir(), "parley.db"), sqlite.Options{})
+		st = file
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, eng, handler := serveStore(t, db, eopts, dopts, aopts)
-	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
+	if wrap != nil {
+		st = wrap(st)
+	}
+	srv, eng, handler := serveStore(t, st, eopts, dopts, aopts)
+	b := &bundle{t: t, url: srv.URL, eng: eng, db: file, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
 		s, _, err := eng.CreateToken(ctx, kind, agent, "")
 		if err != nil {

@@ -1,16 +1,14 @@
 package api
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/spool"
 	"github.com/parleyhq/parley/store"
 )
 
@@ -36,24 +34,24 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, who parley.Ident
 		return
 	}
 	defer s.backingUp.Store(false)
-	part, err := os.CreateTemp(s.opts.BackupDir, "parley-backup-*.db")
+	// Made by name in the spool (the store writes it so), and unnamed once
+	// open: a server that dies while it is made leaves it to be swept
+	// when it starts again, and one that dies while it is sent leaves
+	// nothing.
+	path, err := s.opts.Spool.Name("backup", ".db")
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	path := part.Name()
-	part.Close()
-	os.Remove(path) // Backup makes it
-	defer func() {
-		for _, p := range []string{path, path + "-wal", path + "-shm"} {
-			os.Remove(p)
-		}
-	}()
+	defer spool.Unlink(path)
 	if err := b.Backup(r.Context(), path, nil); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
 	f, err := os.Open(path)
+	if err == nil {
+		err = spool.Unlink(path)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -70,25 +68,5 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, who parley.Ident
 	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="parley-%s.db"`, time.Now().UTC().Format("20060102T150405Z")))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	// A client that stops reading is dropped after WriteTimeout without
-	// progress, so that it does not hold the one backup at a time.
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 1<<20)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			s.log.Error("sending a backup failed", slog.Any("err", err))
-			return // the client sees a body shorter than Content-Length
-		}
-	}
-	_ = rc.SetWriteDeadline(time.Time{})
+	s.send(w, f, "a backup")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/spool"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/store"
 )
@@ -46,7 +47,7 @@ func getBackup(t *testing.T, b *bundle, token string) *http.Response {
 func TestAdminBackup(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b := setup(t, engine.Options{}, api.Options{BackupDir: dir})
+	b := setup(t, engine.Options{}, api.Options{Spool: spool.New(dir, spool.Limits{})})
 	v, err := b.eng.CreateConversation(b.ctx, parley.Conversation{Title: "kept", Participants: []string{"alice"}})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestAdminBackup(t *testing.T) {
 // database that opens as a store, not a file copied while written.
 func TestBackupIsAConsistentDatabase(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{}, api.Options{BackupDir: t.TempDir()})
+	b := setup(t, engine.Options{}, api.Options{Spool: spool.New(t.TempDir(), spool.Limits{})})
 	for i := range 5 {
 		if _, err := b.eng.CreateConversation(b.ctx, parley.Conversation{Title: fmt.Sprint(i), Participants: []string{"alice"}}); err != nil {
 			t.Fatal(err)

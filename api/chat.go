@@ -235,16 +235,21 @@ func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, 
 			}
 		}
 	}
-	if target == "" {
-		ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, AgentID: act.AgentID, Latest: true, Limit: 20})
+	// Else the asker's latest question, among its last 20 messages, each
+	// read by itself and only its head looked at: their text may be large.
+	for n, before := 0, int64(0); target == "" && n < 20; n++ {
+		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, AgentID: act.AgentID, Latest: true, Limit: 1, Before: before})
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		m, _, err := store.ReadRowHead(rows[0].Data)
 		if err != nil {
 			return err
 		}
-		for i := len(ms) - 1; i >= 0 && target == ""; i-- {
-			if ms[i].Role == parley.RoleUser {
-				target = ms[i].ID
-			}
+		if m.Role == parley.RoleUser {
+			target = m.ID
 		}
+		before = rows[0].Seq
 	}
 	if target == "" {
 		return nil
@@ -313,14 +318,14 @@ func (s *Server) askedBefore(ctx context.Context, convID, id, asker string) (par
 	if err != nil || queued {
 		return from, found, err
 	}
-	m, err := s.eng.Store().GetMessage(ctx, convID, id)
+	m, err := s.eng.Store().MessageKey(ctx, convID, id) // its seq: not its row
 	switch {
 	case parley.ErrorCode(err) == parley.ENOTFOUND:
 		return from, false, nil
 	case err != nil:
 		return from, false, err
 	}
-	return parley.Position{Seq: m.Seq - 1}, m.AgentID == asker && m.Role == parley.RoleUser, nil
+	return parley.Position{Seq: m.Seq - 1}, m.AgentID == asker, nil
 }
 
 // resumeChat serves GET /v1/chat/{id}/stream, what the AI SDK's

@@ -311,6 +311,25 @@ func TestChatStopRegenerateAndErrors(t *testing.T) {
 	if strings.Join(ids, ",") != "u1,r1,u2,r2,"+again+",r4" {
 		t.Fatalf("messages after the regenerate: %v", ids)
 	}
+
+	// A regenerate that names no message removes the asker's latest
+	// question, found among its last messages, and asks it again.
+	st = events(t, b.postJSON("/v1/chat", b.bob, chatBody(id, "u3", "Once", "trigger", "regenerate-message")))
+	p = until(t, b, run, "prompt")
+	twice, _ := p["messageId"].(string)
+	if twice == "u3" || twice == again || twice == "" || p["content"] != "Once" {
+		t.Fatalf("regenerated without a message: prompt %v", p)
+	}
+	script(t, b, run, "r5", 0, len(scriptedAnswer))
+	do(t, b, run, `{"type":"complete"}`)
+	st.all()
+	ids = nil
+	for _, m := range b.do("GET", "/v1/conversations/"+id+"/messages", b.bob, nil).body["messages"].([]any) {
+		ids = append(ids, m.(map[string]any)["id"].(string))
+	}
+	if strings.Join(ids, ",") != "u1,r1,u2,r2,"+twice+",r5" {
+		t.Fatalf("messages after a regenerate that names none: %v", ids)
+	}
 }
 
 // asResponse reads a whole answer as the bundle's do returns it.

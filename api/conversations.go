@@ -48,7 +48,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, who p
 	if who.Kind == parley.TokenAgent {
 		member = who.AgentID
 	}
-	views, next, err := s.eng.ListConversations(r.Context(), store.ListConversationsParams{Member: member, Cursor: q.Get("cursor"), Limit: limit, Title: q.Get("title")})
+	views, next, err := s.eng.ListConversations(r.Context(), store.ListConversationsParams{Member: member, Cursor: q.Get("cursor"), Limit: limit, Title: q.Get("title"), MaxBytes: s.opts.PageBytes})
 	if err != nil {
 		writeErr(w, s.log, err)
 		return

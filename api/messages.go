@@ -2,7 +2,9 @@ package api
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
+	"slices"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -172,7 +174,7 @@ func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, who parley.
 		err = s.readable(r, who) // an import in progress has rows, and is not known
 	}
 	if err == nil {
-		_, err = s.eng.Store().GetMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+		_, err = s.eng.Store().MessageKey(r.Context(), r.PathValue("id"), r.PathValue("mid")) // not its row
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -191,7 +193,8 @@ func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, who parley.
 	writePage(w, "messages", ms, limit, s.opts.PageBytes, messageSeq)
 }
 
-// maxThread bounds the descendants a thread view returns.
+// maxThread bounds the ancestors and the descendants a thread view
+// returns (a page of descendants).
 const maxThread = 1000
 
 // maxSummarized is how many ancestors of a thread view may be shown whole
@@ -206,9 +209,17 @@ func anc0(anc []*parley.Message, m *parley.Message) *parley.Message {
 	return m
 }
 
+// getThread serves a message with its ancestors and a page of its
+// descendants (?after=SEQ for the next), each bounded in bytes before it
+// is read from the store: the nearest ancestors whole while they hold
+// about PageBytes, each at most PageBytes/maxSummarized, the others
+// summarized; descendants up to about PageBytes, then nextAfter.
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	ctx, id, mid := r.Context(), r.PathValue("id"), r.PathValue("mid")
-	err := s.readable(r, who)
+	after, err := queryInt(r.URL.Query(), "after", 0, 0, math.MaxInt64)
+	if err == nil {
+		err = s.readable(r, who)
+	}
 	var m *parley.Message
 	if err == nil {
 		m, err = s.eng.Store().GetMessage(ctx, id, mid)
@@ -217,40 +228,50 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, who parley.Id
 		writeErr(w, s.log, err)
 		return
 	}
-	anc, err := s.eng.Store().Ancestors(ctx, id, mid)
+	whole := s.opts.PageBytes / maxSummarized
+	anc, err := s.eng.Store().Ancestors(ctx, store.ThreadParams{ConversationID: id, MessageID: mid, Limit: maxThread + 1, MaxBytes: s.opts.PageBytes, SummarizeOver: whole})
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	desc, err := s.eng.Store().Descendants(ctx, store.DescendantsParams{ConversationID: id, MessageID: mid, Limit: maxThread + 1, MaxBytes: s.opts.PageBytes})
+	truncated := len(anc) > maxThread // the furthest are left out: ask for the thread of the first shown
+	if truncated {
+		anc = anc[1:]
+	}
+	desc, err := s.eng.Store().Descendants(ctx, store.ThreadParams{ConversationID: id, MessageID: mid, After: after, Limit: maxThread + 1, MaxBytes: s.opts.PageBytes})
 	if err == nil {
-		// Streaming messages are shown assembled, wherever they stand.
+		// Streaming messages are shown assembled, wherever they stand (a
+		// summary says to fetch the message, which assembles it).
 		all := append(append([]*parley.Message{m}, anc...), desc...)
-		err = s.eng.Readable(ctx, id, all)
+		shown := slices.DeleteFunc(slices.Clone(all), func(m *parley.Message) bool { return m.Summarized != nil })
+		err = s.eng.Readable(ctx, id, shown)
+		for i, j := 0, 0; i < len(all); i++ {
+			if all[i].Summarized == nil {
+				all[i], j = shown[j], j+1
+			}
+		}
 		m, anc, desc = all[0], all[1:1+len(anc)], all[1+len(anc):]
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	if anc == nil {
-		anc = []*parley.Message{}
-	}
-	truncated := len(desc) > maxThread || sizeOf(desc) >= s.opts.PageBytes
-	if len(desc) > maxThread {
-		desc = desc[:maxThread]
-	}
-	if desc == nil {
-		desc = []*parley.Message{}
-	}
-	// Up to 99 ancestors of any size: a large one is summarized (fetch it
-	// by its id), so that the answer stays bounded.
+	// An ancestor assembled from its chunks may have grown past the bound.
 	for i, a := range anc {
-		if n := sizeOf([]*parley.Message{a}); a != m && n > s.opts.PageBytes/maxSummarized {
-			anc[i] = a.Summarize(n)
+		if a.Summarized == nil && a.Status == parley.StatusStreaming {
+			if n := sizeOf([]*parley.Message{a}); n > whole {
+				anc[i] = a.Summarize(n)
+			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"root": anc0(anc, m), "ancestors": anc, "message": m, "descendants": desc, "truncated": truncated})
+	body := map[string]any{"root": anc0(anc, m), "ancestors": anc, "message": m}
+	if len(desc) > maxThread || len(desc) > 0 && sizeOf(desc) >= s.opts.PageBytes {
+		desc = desc[:min(len(desc), maxThread)]
+		body["nextAfter"] = desc[len(desc)-1].Seq
+		truncated = true
+	}
+	body["descendants"], body["truncated"] = desc, truncated
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who parley.Identity) {

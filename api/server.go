@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/dispatch"
 	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/spool"
 	"github.com/parleyhq/parley/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -31,9 +32,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxImportBytes bounds the body of an import, which streams (default 4 GiB).
 	MaxImportBytes int64
-	// PageBytes bounds a page of messages or events (and a thread's
-	// descendants) by size as well as by count (default 8 MiB): past it
-	// the page ends early and says where to continue.
+	// PageBytes bounds a page of messages, events or conversations (and a
+	// thread's ancestors shown whole, and its descendants) by size as well
+	// as by count (default 8 MiB): past it the page ends early and says
+	// where to continue.
 	PageBytes int
 	// Logger receives one line per request and internal errors.
 	Logger *slog.Logger
@@ -57,10 +59,11 @@ type Options struct {
 	// connections a batch gets between half of it and all of it: the
 	// deadline is moved once per half timeout, not at every batch.
 	WriteTimeout time.Duration
-	// BackupDir is where GET /v1/admin/backup writes a backup before it
-	// sends it (default: the system's temporary directory); the server sets
-	// it beside its database.
-	BackupDir string
+	// Spool is where an export and a backup are written before they are
+	// sent, and the bounds of exports' files (default: spool.New over the
+	// system's temporary directory, with its default bounds); the server
+	// opens it beside its database.
+	Spool *spool.Spool
 	// Guards hold the protections of open mode, request bodies and quotas.
 	Guards
 }
@@ -81,6 +84,8 @@ type Server struct {
 	bodies *bodyBudget
 	// backingUp is true while a backup is made or sent: one at a time.
 	backingUp atomic.Bool
+	// exportReads holds a token per export reading the store.
+	exportReads chan struct{}
 }
 
 // New returns the API over eng and its runners.
@@ -106,11 +111,15 @@ func New(eng *engine.Engine, runners *dispatch.Dispatcher, opts Options) *Server
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
+	if opts.Spool == nil {
+		opts.Spool = spool.New("", spool.Limits{})
+	}
 	opts.Guards.setDefaults()
 	s := &Server{eng: eng, runners: runners, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
-		creates:  newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
-		connects: newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
-		bodies:   &bodyBudget{max: opts.MaxBodyMemory}}
+		creates:     newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
+		connects:    newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
+		bodies:      &bodyBudget{max: opts.MaxBodyMemory},
+		exportReads: make(chan struct{}, maxExportReads)}
 	s.open.Store(opts.Open)
 	s.routes()
 	return s

@@ -1,53 +1,101 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/spool"
 	"github.com/parleyhq/parley/transfer"
 )
 
 // exportConversation serves GET /v1/conversations/{id}/export?format=….
-// Any reader may export. The body is the export file; an error found before
-// the first byte is a JSON error as usual.
+// Any reader may export. The export is read from a snapshot of the store,
+// which no writer waits for, into a file of the server's spool, and then
+// sent from it at the client's pace: the snapshot lasts as long as the
+// store takes to read, not as long as the client takes to download. So
+// every error is a JSON error as usual, and the answer has its length.
 func (s *Server) exportConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	f, err := transfer.ParseFormat(r.URL.Query().Get("format"))
 	if err == nil {
 		err = s.readable(r, who)
 	}
+	id := r.PathValue("id")
+	var file *spool.File
+	if err == nil {
+		file, err = s.spoolExport(r.Context(), id, f)
+	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	id := r.PathValue("id")
-	out := &lazyHeaders{w: w, set: func(h http.Header) {
-		h.Set("Content-Type", f.ContentType())
-		h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s%s"`, id, f.Extension()))
-		h.Set("Cache-Control", "no-store")
-	}}
-	if _, err := transfer.Export(r.Context(), s.eng, id, f, out); err != nil && !out.wrote {
-		writeErr(w, s.log, err)
-	}
+	defer file.Close()
+	h := w.Header()
+	h.Set("Content-Type", f.ContentType())
+	h.Set("Content-Length", strconv.FormatInt(file.Size(), 10))
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s%s"`, id, f.Extension()))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	s.send(w, file.Reader(), "an export")
 }
 
-// lazyHeaders sets the export's headers at its first byte, so that an
-// error before it is answered with the usual JSON error instead.
-type lazyHeaders struct {
-	w     http.ResponseWriter
-	set   func(http.Header)
-	wrote bool
+// maxExportReads is how many exports read the store at once; the others
+// wait their turn, so that exports leave the store's readers (four on
+// SQLite) to everything else.
+const maxExportReads = 2
+
+// spoolExport writes the export of conversation id in format f to a new
+// file of the spool, within its bounds, and returns it: close it.
+func (s *Server) spoolExport(ctx context.Context, id string, f transfer.Format) (*spool.File, error) {
+	select {
+	case s.exportReads <- struct{}{}:
+		defer func() { <-s.exportReads }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	file, err := s.opts.Spool.Create("export")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := transfer.Export(ctx, s.eng, id, f, file); err != nil {
+		file.Close()
+		return nil, err
+	}
+	return file, nil
 }
 
-func (l *lazyHeaders) Write(p []byte) (int, error) {
-	if !l.wrote {
-		l.wrote = true
-		l.set(l.w.Header())
+// send writes what r holds to w as the client takes it. A client that
+// stops reading is dropped after WriteTimeout without progress, so that
+// it does not hold what is sent to it (a file of the spool, the one
+// backup) for long. An error reading r is logged: the client then sees a
+// body shorter than its Content-Length.
+func (s *Server) send(w http.ResponseWriter, r io.Reader, what string) {
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			s.log.Error("sending "+what+" failed", slog.Any("err", err))
+			return
+		}
 	}
-	return l.w.Write(p)
 }
 
 // importConversation serves POST /v1/conversations/import: the body is a

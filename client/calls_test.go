@@ -147,6 +147,9 @@ func TestMessagesRepliesThreadsAndEvents(t *testing.T) {
 		len(th.Descendants) != 1 || th.Descendants[0].ID != deep.ID || th.Descendants[0].Depth != 2 || th.Truncated {
 		t.Fatalf("thread of reply 1: %+v, %v", th, err)
 	}
+	if th, err = c.ThreadAfter(ctx, id, root.ID, r1.Seq); err != nil || len(th.Descendants) != 2 || th.Descendants[0].Seq <= r1.Seq || th.NextAfter != 0 {
+		t.Fatalf("the root's descendants after reply 1: %+v, %v", th, err)
+	}
 
 	ev, err := c.PostTrace(ctx, id, client.NewTrace{AgentID: "a", Payload: json.RawMessage(`{"tool":"grep","ms":12}`)})
 	if err != nil || ev.Type != parley.EventTrace || ev.AgentID != "a" {

@@ -167,25 +167,40 @@ func (c *Client) EachEvent(ctx context.Context, conversationID string, o PageOpt
 	}, o.After)
 }
 
-// Thread is a message with its ancestors and descendants.
+// Thread is a message with its ancestors and a page of its descendants.
 type Thread struct {
 	// Root is the thread's first message: the first ancestor, or the
 	// message itself.
 	Root *parley.Message `json:"root"`
-	// Ancestors are the message's ancestors, root first. One over 128 KiB
-	// is summarized (read it with Client.Message).
+	// Ancestors are the message's ancestors, root first: the nearest 1000
+	// at most. One over 128 KiB, or past the first 8 MiB of them, is
+	// summarized (read it with Client.Message).
 	Ancestors []*parley.Message `json:"ancestors"`
 	Message   *parley.Message   `json:"message"`
 	// Descendants are the replies, their replies and so on, by seq: at most
 	// 1000 and about 8 MiB of them.
 	Descendants []*parley.Message `json:"descendants"`
-	// Truncated is true when there were more descendants than those.
+	// NextAfter, when not 0, is where the next page of descendants starts
+	// (ThreadAfter).
+	NextAfter int64 `json:"nextAfter,omitempty"`
+	// Truncated is true when some of the thread is not here: more
+	// descendants, or ancestors beyond the 1000 nearest.
 	Truncated bool `json:"truncated"`
 }
 
-// Thread returns a message with its ancestors and descendants.
+// Thread returns a message with its ancestors and its first descendants.
 func (c *Client) Thread(ctx context.Context, conversationID, messageID string) (*Thread, error) {
-	return call[Thread](ctx, c, http.MethodGet, convPath(conversationID, "/messages/"+url.PathEscape(messageID)+"/thread"), nil)
+	return c.ThreadAfter(ctx, conversationID, messageID, 0)
+}
+
+// ThreadAfter is Thread with the descendants after seq after: the page
+// that a Thread's NextAfter names.
+func (c *Client) ThreadAfter(ctx context.Context, conversationID, messageID string, after int64) (*Thread, error) {
+	path := convPath(conversationID, "/messages/"+url.PathEscape(messageID)+"/thread")
+	if after > 0 {
+		path += "?after=" + strconv.FormatInt(after, 10)
+	}
+	return call[Thread](ctx, c, http.MethodGet, path, nil)
 }
 
 // each iterates over the items of pages read by page(at), which returns a

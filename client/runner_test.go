@@ -240,8 +240,8 @@ func TestFailoverAndDelegation(t *testing.T) {
 	}
 }
 
-// TestRunnerOptionsAndReconnect: a message made with a channel and an
-// OpenCode session, finalized with a final text and finality none (the
+// TestRunnerOptionsAndReconnect: a message that may not name a channel (it
+// answers no prompt from one), one made with an OpenCode session, finalized with a final text and finality none (the
 // turn stays the runner's); Reconnect replaces the connection, State works
 // on the new one, and after Close it is refused. Deleting the conversation
 // ends Next with the server's not_found.
@@ -249,7 +249,11 @@ func TestRunnerOptionsAndReconnect(t *testing.T) {
 	t.Parallel()
 	c, ctx, id, connect := runnerSetup(t)
 	r := connect("bot")
-	if _, err := r.CreateWith(ctx, "m1", client.CreateOptions{Channel: &parley.Channel{Type: "slack", ID: "C9"}, OpenCodeSessionID: "ses_1"}); err != nil {
+	// A message answering no prompt from a channel may name none.
+	if _, err := r.CreateWith(ctx, "m0", client.CreateOptions{Channel: &parley.Channel{Type: "slack", ID: "C9"}}); parley.ErrorCode(err) != parley.EFORBIDDEN {
+		t.Fatalf("a message naming a channel of its own: %v, want forbidden", err)
+	}
+	if _, err := r.CreateWith(ctx, "m1", client.CreateOptions{OpenCodeSessionID: "ses_1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Text(ctx, "m1", "draft"); err != nil {
@@ -265,7 +269,7 @@ func TestRunnerOptionsAndReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, err := c.Message(ctx, id, "m1")
-	if err != nil || m.Content != "draft, and done" || m.Status != parley.StatusComplete || m.Channel == nil || m.Channel.ID != "C9" ||
+	if err != nil || m.Content != "draft, and done" || m.Status != parley.StatusComplete || m.Channel != nil ||
 		!strings.Contains(string(m.Metadata), `"opencodeSessionId":"ses_1"`) {
 		t.Fatalf("m1: %+v, %v", m, err)
 	}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -238,7 +239,8 @@ func hasError(m *parley.Message, text string) bool {
 }
 
 // TestReplyOptions: a failover and its retry in one turn, a message that
-// leaves the turn open for the next, and the channel of a message.
+// leaves the turn open for the next, and the channel of a message (its
+// prompt's, and no other).
 func TestReplyOptions(t *testing.T) {
 	t.Parallel()
 	c, ctx := server(t)
@@ -261,10 +263,13 @@ func TestReplyOptions(t *testing.T) {
 			}
 			return rp.Finalize(ctx, client.FinalizeOptions{FinalText: "second"})
 		case "elsewhere":
-			if err := rp.Create(ctx, client.CreateOptions{Channel: &parley.Channel{Type: "slack", ID: "C2"}}); err != nil {
-				return err
+			// A reply goes only to its prompt's channel: naming another is
+			// refused, and the reply is made without it.
+			err := rp.Create(ctx, client.CreateOptions{Channel: &parley.Channel{Type: "slack", ID: "C2"}})
+			if parley.ErrorCode(err) != parley.EFORBIDDEN {
+				return fmt.Errorf("a reply to another channel: %v, want forbidden", err)
 			}
-			return rp.Text(ctx, "posted elsewhere")
+			return rp.Text(ctx, "not posted elsewhere")
 		}
 		return echo(ctx, rp)
 	}))
@@ -288,7 +293,7 @@ func TestReplyOptions(t *testing.T) {
 	if len(ms) != 2 || ms[0].Content != "first" || ms[1].Content != "second" || ms[0].Turn != ms[1].Turn || ms[0].Finality != parley.FinalityNone {
 		t.Fatalf("two messages: %s", contents(ms))
 	}
-	if ms := s.answers("p3"); len(ms) != 1 || ms[0].Channel == nil || *ms[0].Channel != (parley.Channel{Type: "slack", ID: "C2"}) {
+	if ms := s.answers("p3"); len(ms) != 1 || ms[0].Channel != nil || ms[0].Content != "not posted elsewhere" {
 		t.Fatalf("a message to another channel: %s", contents(ms))
 	}
 	if ms := s.answers("p4"); len(ms) != 1 || ms[0].Channel == nil || *ms[0].Channel != (parley.Channel{Type: "slack", ID: "C1"}) {

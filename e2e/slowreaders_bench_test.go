@@ -137,9 +137,10 @@ func slowReaders(b *testing.B) {
 	time.Sleep(15 * time.Second) // past the write timeout that drops readers that read nothing
 	rcancel()
 	readers.Wait()
+	top := peak()
 	hwm := rss(b, pid, "VmHWM")
 	b.ReportMetric(float64(before)/(1<<20), "MiB-before")
-	b.ReportMetric(float64(peak())/(1<<20), "MiB-peak")
+	b.ReportMetric(float64(top)/(1<<20), "MiB-peak")
 	b.ReportMetric(float64(hwm)/(1<<20), "MiB-hwm")
 	b.ReportMetric(float64(reconnects.Load()), "reconnects")
 }

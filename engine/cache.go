@@ -204,7 +204,7 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 	c.snapshot = s.LastSeq
 	// The snapshot lags the log (it is not rewritten by every streamed
 	// delta, and an older version's may lag too): fold the rest.
-	if s, err = e.foldTail(ctx, s, rec.LastSeq); err != nil {
+	if s, err = foldTail(ctx, e.store, s, rec.LastSeq); err != nil {
 		return err
 	}
 	if s.LastSeq < rec.LastSeq {

@@ -110,7 +110,7 @@ func (e *Engine) ListConversations(ctx context.Context, p store.ListConversation
 	for _, r := range recs {
 		s, err := stateOf(r)
 		if err == nil && s.LastSeq < r.LastSeq {
-			s, err = e.foldTail(ctx, s, r.LastSeq)
+			s, err = foldTail(ctx, e.store, s, r.LastSeq)
 		}
 		if err != nil {
 			return nil, "", err
@@ -121,11 +121,11 @@ func (e *Engine) ListConversations(ctx context.Context, p store.ListConversation
 }
 
 // foldTail brings a state read from a stored snapshot up to the log's
-// head: a snapshot is rewritten only every so many streamed events (see
-// snapshotDue).
-func (e *Engine) foldTail(ctx context.Context, s conv.State, head int64) (conv.State, error) {
+// head, reading the log from r: a snapshot is rewritten only every so
+// many streamed events (see snapshotDue).
+func foldTail(ctx context.Context, r store.Reader, s conv.State, head int64) (conv.State, error) {
 	for s.LastSeq < head {
-		events, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.Conversation.ID, After: s.LastSeq, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
+		events, err := r.ReadEvents(ctx, store.ReadEventsParams{ConversationID: s.Conversation.ID, After: s.LastSeq, Limit: feed.HistoryPage, MaxBytes: feed.HistoryPageBytes})
 		if err != nil || len(events) == 0 {
 			return s, err
 		}
@@ -246,6 +246,8 @@ func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo,
 			return k, err
 		}
 	}
+	// Messages are looked up by their keys, not their rows: a write that
+	// replies to a large message costs what a small one does.
 	if id != "" {
 		taken, err := st.IDTaken(ctx, convID, id)
 		if err != nil {
@@ -254,7 +256,7 @@ func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo,
 		k.IDTaken = taken
 	}
 	if replyTo != "" && parley.ValidID(replyTo) {
-		p, err := st.GetMessage(ctx, convID, replyTo)
+		p, err := st.MessageKey(ctx, convID, replyTo)
 		switch {
 		case err == nil:
 			k.Parent = &conv.ParentRef{ID: p.ID, TurnID: p.TurnID, Depth: p.Depth}
@@ -263,23 +265,23 @@ func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo,
 		}
 	}
 	if turnID != "" && parley.ValidID(turnID) {
-		found, err := exists(st.GetMessage(ctx, convID, turnID))
+		found, err := exists(st.MessageKey(ctx, convID, turnID))
 		if err != nil {
 			return k, err
 		}
 		if !found {
-			ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: convID, TurnID: turnID, Limit: 1})
+			ks, err := st.ListMessageKeys(ctx, store.ListMessagesParams{ConversationID: convID, TurnID: turnID, Limit: 1})
 			if err != nil {
 				return k, err
 			}
-			found = len(ms) > 0
+			found = len(ks) > 0
 		}
 		k.TurnIDKnown = found
 	}
 	return k, nil
 }
 
-func exists(_ *parley.Message, err error) (bool, error) {
+func exists(_ *store.MessageKey, err error) (bool, error) {
 	switch parley.ErrorCode(err) {
 	case "":
 		return true, nil

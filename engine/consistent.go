@@ -77,3 +77,30 @@ func (e *Engine) readFenced(ctx context.Context, c *conversation, id string, rea
 		return read(c.state)
 	})
 }
+
+// ReadAt calls fn with a reader of the store at one moment (store.Store's
+// ReadSnapshot) and conversation id's state as of then: what fn reads
+// through r is exactly the log up to state.LastSeq and the rows as of
+// then, on one node or many, and no writer waits for it. Keep fn short
+// (export spools to a file under it): it holds a connection of the
+// store. It returns ENOTFOUND for an unknown conversation (or an import
+// in progress), or fn's error.
+func (e *Engine) ReadAt(ctx context.Context, id string, fn func(r store.Reader, state conv.State) error) error {
+	return e.store.ReadSnapshot(ctx, func(r store.Reader) error {
+		rec, err := r.GetConversation(ctx, id)
+		if err != nil {
+			return err
+		}
+		s, err := stateOf(rec)
+		if err == nil {
+			s, err = foldTail(ctx, r, s, rec.LastSeq)
+		}
+		if err != nil {
+			return err
+		}
+		if s.LastSeq != rec.LastSeq {
+			return parley.Errorf(parley.EINTERNAL, "conversation %s: the log ends at seq %d but its head says %d", id, s.LastSeq, rec.LastSeq)
+		}
+		return fn(r, s)
+	})
+}

@@ -279,17 +279,3 @@ func (e *Engine) sweep(ctx context.Context, now parley.Time, limit int) ([]strin
 	}
 	return removed, err
 }
-
-// Snapshot calls fn with the conversation's write lock held and its state:
-// no write to the conversation lands until fn returns, so what fn reads from
-// the store is exactly the log up to state.LastSeq and the rows as of then.
-// Keep fn short (export spools to a file under it). It returns ENOTFOUND for
-// an unknown conversation, or fn's error.
-func (e *Engine) Snapshot(ctx context.Context, id string, fn func(conv.State) error) error {
-	c, err := e.lockLoaded(ctx, id)
-	if err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	return fn(c.state)
-}

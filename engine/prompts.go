@@ -209,32 +209,46 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 		if err := conv.Authorize(s, cmd); err != nil {
 			return nil, err
 		}
-		named, err := e.store.MessageRefs(ctx, store.MessageRefsParams{ConversationID: conversationID, IDs: messageIDs})
-		if err != nil || len(named) == 0 {
-			return cmd, err // an unknown id reverts nothing
-		}
-		target, cmd.MessageID = named[0].ID, named[0].ID // the first in the log
-		// Then who wrote what it would remove, a page at a time, without
-		// the messages themselves; a writer it may not remove ends the
-		// reading (Authorize refuses it below).
-		for after := named[0].Seq - 1; ; {
-			refs, err := e.store.MessageRefs(ctx, store.MessageRefsParams{ConversationID: conversationID, After: after, Limit: revertPage})
+		// Then the messages are read by their keys, never their rows: a
+		// revert from early in a conversation of large messages costs
+		// what one of small ones does.
+		var from *store.MessageKey // the first named in the log
+		for _, id := range messageIDs {
+			k, err := e.store.MessageKey(ctx, conversationID, id)
+			if parley.ErrorCode(err) == parley.ENOTFOUND {
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
-			for _, r := range refs {
+			if from == nil || k.Seq < from.Seq {
+				from = k
+			}
+		}
+		if from == nil {
+			return cmd, nil // an unknown id reverts nothing
+		}
+		target, cmd.MessageID = from.ID, from.ID
+		// Who wrote what it would remove, a page at a time; a writer it
+		// may not remove ends the reading (Authorize refuses it below).
+		for after := from.Seq - 1; ; {
+			keys, err := e.store.ListMessageKeys(ctx, store.ListMessagesParams{ConversationID: conversationID, After: after, Limit: revertPage})
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range keys {
 				if len(cmd.Known) == e.opts.MaxRevert {
 					return nil, parley.Errorf(parley.ETOOLARGE, "reverting %s would remove more than %d messages; revert from a later one", target, e.opts.MaxRevert)
 				}
-				cmd.Known, cmd.Authors = append(cmd.Known, r.ID), append(cmd.Authors, r.AgentID)
-				if !s.CanManage(a, r.AgentID) {
+				cmd.Known, cmd.Authors = append(cmd.Known, k.ID), append(cmd.Authors, k.AgentID)
+				if !s.CanManage(a, k.AgentID) {
 					return cmd, nil
 				}
 			}
-			if len(refs) < revertPage {
+			if len(keys) < revertPage {
 				return cmd, nil
 			}
-			after = refs[len(refs)-1].Seq
+			after = keys[len(keys)-1].Seq
 		}
 	}
 	d, _, err := e.decide(ctx, conversationID, build, nil)

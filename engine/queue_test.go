@@ -79,7 +79,7 @@ func TestWritesDoNotRewriteTheQueue(t *testing.T) {
 	}
 	for _, id := range []string{full, empty} {
 		folded := conv.Evolve(conv.State{}, b.events(t, id)...)
-		if err := again.Snapshot(b.ctx, id, func(s conv.State) error {
+		if err := again.ReadAt(b.ctx, id, func(_ store.Reader, s conv.State) error {
 			if got, want := mustJSON(t, s), mustJSON(t, folded); got != want {
 				return fmt.Errorf("state after a restart:\n%s\nthe log folds to\n%s", got, want)
 			}

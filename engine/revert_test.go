@@ -11,7 +11,8 @@ import (
 	"github.com/parleyhq/parley/store"
 )
 
-// readCounter is a store that counts the reads of message rows.
+// readCounter is a store that counts the reads of messages, by their rows
+// or their keys.
 type readCounter struct {
 	store.Store
 	rows atomic.Int64 // message rows read, or asked for by id
@@ -28,10 +29,15 @@ func (r *readCounter) ListMessages(ctx context.Context, p store.ListMessagesPara
 	return ms, err
 }
 
-func (r *readCounter) MessageRefs(ctx context.Context, p store.MessageRefsParams) ([]store.MessageRef, error) {
-	refs, err := r.Store.MessageRefs(ctx, p)
-	r.rows.Add(int64(len(refs)) + 1)
-	return refs, err
+func (r *readCounter) MessageKey(ctx context.Context, conv, id string) (*store.MessageKey, error) {
+	r.rows.Add(1)
+	return r.Store.MessageKey(ctx, conv, id)
+}
+
+func (r *readCounter) ListMessageKeys(ctx context.Context, p store.ListMessagesParams) ([]store.MessageKey, error) {
+	keys, err := r.Store.ListMessageKeys(ctx, p)
+	r.rows.Add(int64(len(keys)) + 1)
+	return keys, err
 }
 
 // TestRevertDecidesWhoFirst: a revert by an agent that takes no part in the

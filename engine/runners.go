@@ -99,6 +99,9 @@ func (e *Engine) CancelStreams(ctx context.Context, conversationID, agentID stri
 	return nil
 }
 
+// recoverPageBytes bounds a page of conversations RecoverStreams reads.
+const recoverPageBytes = 8 << 20
+
 // RecoverStreams loads every conversation that has streaming messages, as
 // after a restart: the load tells the runners (Change.Loaded), which give
 // those messages' runners the grace period to come back. It reads the
@@ -107,7 +110,7 @@ func (e *Engine) CancelStreams(ctx context.Context, conversationID, agentID stri
 func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 	n := 0
 	for cursor := ""; ; {
-		recs, next, err := e.store.ListConversations(ctx, store.ListConversationsParams{Cursor: cursor, Limit: 1000})
+		recs, next, err := e.store.ListConversations(ctx, store.ListConversationsParams{Cursor: cursor, Limit: 1000, MaxBytes: recoverPageBytes})
 		if err != nil {
 			return n, err
 		}

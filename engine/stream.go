@@ -143,15 +143,15 @@ func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State)
 // applying its chunk events (text) and part.updated events (tool calls)
 // after the row's UpdatedSeq: while a message streams, its row is rewritten
 // only now and then, and the events after it hold the rest. It reads the
-// log from store st, a page of at most about feed.HistoryPageBytes at a time.
-func AssembleMessage(ctx context.Context, st store.Store, m *parley.Message, upTo int64) error {
+// log from st, a page of at most about feed.HistoryPageBytes at a time.
+func AssembleMessage(ctx context.Context, st store.Reader, m *parley.Message, upTo int64) error {
 	return eachEvent(ctx, st, m.ConversationID, m.UpdatedSeq, upTo, func(ev parley.Event) { ApplyStreamEvent(m, ev) })
 }
 
 // eachEvent calls f with each event of a conversation's log after seq
-// after and up to seq upTo, in order, reading the log from store st a page
-// of at most about feed.HistoryPageBytes at a time.
-func eachEvent(ctx context.Context, st store.Store, conversationID string, after, upTo int64, f func(parley.Event)) error {
+// after and up to seq upTo, in order, reading the log from st a page of at
+// most about feed.HistoryPageBytes at a time.
+func eachEvent(ctx context.Context, st store.Reader, conversationID string, after, upTo int64, f func(parley.Event)) error {
 	for after < upTo {
 		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: conversationID, After: after,
 			Limit: min(feed.HistoryPage, int(upTo-after)), MaxBytes: feed.HistoryPageBytes})

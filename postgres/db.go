@@ -41,6 +41,7 @@ func Migrations() fs.FS {
 
 // DB is a store.Store on a PostgreSQL database. It is safe for concurrent use.
 type DB struct {
+	reader // reads over pool
 	pool   *pgxpool.Pool
 	group  *committer
 	groups atomic.Int64 // group commits made, for tests
@@ -70,7 +71,7 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	db := &DB{pool: pool}
+	db := &DB{reader: reader{q: pool}, pool: pool}
 	db.group = newCommitter(db, commitLanes, commitMaxBatch)
 	return db, nil
 }

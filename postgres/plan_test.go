@@ -46,8 +46,9 @@ func TestThreadQueriesUseIndexes(t *testing.T) {
 		index []string
 	}{
 		"replies":     {repliesQuery, []any{"c1", "m1", 0, 10}, []string{"messages_by_reply_to"}},
-		"ancestors":   {ancestorsQuery, []any{"c1", "m981"}, []string{"messages_pkey"}},
-		"descendants": {descendantsQuery, []any{"c1", "m1", 10}, []string{"messages_pkey", "messages_by_reply_to"}},
+		"ancestors":   {ancestorRefsQuery, []any{"c1", "m981", 100}, []string{"messages_pkey"}},
+		"descendants": {descendantRefsQuery, []any{"c1", "m1", 0, 10}, []string{"messages_pkey", "messages_by_reply_to"}},
+		"rows by id":  {rowsByIDQuery, []any{"c1", []string{"m1", "m21"}}, []string{"messages_pkey"}},
 	}
 	for name, c := range cases {
 		plan := explain(t, ctx, conn.Conn(), c.query, c.args...)

@@ -25,11 +25,35 @@ func clampLimit(n int) int {
 	return n
 }
 
-// GetConversation implements store.Store.
-func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+// querier runs queries: the pool, or one read transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// reader implements store.Reader over q: the DB's reads over its pool,
+// and ReadSnapshot's over one transaction.
+type reader struct{ q querier }
+
+// ReadSnapshot implements store.Store: a REPEATABLE READ READ ONLY
+// transaction, whose snapshot is taken by its first statement (at once).
+func (db *DB) ReadSnapshot(ctx context.Context, fn func(store.Reader) error) error {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		return err
+	}
+	return fn(reader{q: tx})
+}
+
+// GetConversation implements store.Reader.
+func (rd reader) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
 	var data []byte
 	rec := &store.ConversationRecord{}
-	err := db.pool.QueryRow(ctx, `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
+	err := rd.q.QueryRow(ctx, `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
 		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = $1 AND c.import_owner IS NULL`, id).Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
@@ -114,6 +138,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	}
 	defer rows.Close()
 	var recs []*store.ConversationRecord
+	size, full := 0, false
 	var lastAt time.Time
 	var lastID string
 	for rows.Next() {
@@ -126,12 +151,16 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 			return nil, "", err
 		}
 		recs = append(recs, rec)
+		size += len(data) + len(rec.State) + len(rec.Queue)
+		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
+			break // the rest waits for the next page
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
 	next := ""
-	if len(recs) == limit {
+	if full {
 		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt.UTC().Format(time.RFC3339Nano) + "|" + lastID))
 	}
 	return recs, next, nil
@@ -145,12 +174,12 @@ const readEventsQuery = `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.
 		CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
 	FROM events e WHERE e.conversation_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`
 
-// ReadEvents implements store.Store. A compacted span is one row, stored
+// ReadEvents implements store.Reader. A compacted span is one row, stored
 // at its last seq, so that the rows after a position are those after it
 // in the index whether or not the position is inside a span.
-func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.pool.Query(ctx, readEventsQuery, p.ConversationID, p.After, limit)
+	rows, err := rd.q.Query(ctx, readEventsQuery, p.ConversationID, p.After, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -178,59 +207,39 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	return page.Events, rows.Err()
 }
 
-// GetMessage implements store.Store.
-func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
-	ms, err := db.queryMessages(ctx, 0, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
+// GetMessage implements store.Reader.
+func (rd reader) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	ms, err := rd.queryMessages(ctx, 0, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
 	if err != nil {
 		return nil, err
 	}
 	if len(ms) == 0 {
-		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
+		return nil, store.NoMessage(conversationID, messageID)
 	}
 	return ms[0], nil
 }
 
-// ListMessages implements store.Store. Each filter has its own index.
-func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
-	return store.DecodedRows(db.scanRows(ctx, p))
+// ListMessages implements store.Reader. Each filter has its own index.
+func (rd reader) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	return store.DecodedRows(rd.scanRows(ctx, p))
 }
 
-// ListMessagesRaw implements store.Store.
-func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
-	return store.RawRows(db.scanRows(ctx, p), p.MaxBytes > 0)
+// ListMessagesRaw implements store.Reader.
+func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
+	return store.RawRows(rd.scanRows(ctx, p))
 }
 
 // scanRows reads the rows ListMessages reads for p, until their sizes
 // reach p.MaxBytes.
-func (db *DB) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return db.eachRow(ctx, p, visit) }
+func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
+	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
 }
 
 // eachRow hands each row ListMessages reads for p to each (see
 // store.RowScan).
-func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q := `SELECT data, seq FROM messages WHERE conversation_id = $1 AND seq > $2`
-	args := []any{p.ConversationID, p.After}
-	if p.TurnID != "" {
-		args = append(args, p.TurnID)
-		q += ` AND turn_id = $` + strconv.Itoa(len(args))
-	}
-	if p.AgentID != "" {
-		args = append(args, p.AgentID)
-		q += ` AND agent_id = $` + strconv.Itoa(len(args))
-	}
-	if p.Before > 0 {
-		args = append(args, p.Before)
-		q += ` AND seq < $` + strconv.Itoa(len(args))
-	}
-	args = append(args, clampLimit(p.Limit))
-	limit := ` LIMIT $` + strconv.Itoa(len(args))
-	if p.Latest {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
-	} else {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
-	}
-	rows, err := db.pool.Query(ctx, q, args...)
+func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
+	q, args := listQuery(p, "data, seq", "data, seq")
+	rows, err := rd.q.Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -253,47 +262,8 @@ func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func
 	return rows.Err()
 }
 
-// The thread queries; plan_test.go checks that each step is an index probe.
-const (
-	repliesQuery   = `SELECT data FROM messages WHERE conversation_id = $1 AND reply_to = $2 AND seq > $3 ORDER BY seq LIMIT $4`
-	ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
-			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = $1 AND id = $2
-			UNION ALL
-			SELECT m.id, m.reply_to, up.level + 1 FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.reply_to
-			WHERE up.level < 100000
-		)
-		SELECT m.data FROM up JOIN messages m ON m.conversation_id = $1 AND m.id = up.id
-		WHERE up.level > 0 ORDER BY up.level DESC`
-	descendantsQuery = `WITH RECURSIVE down (id, level) AS (
-			SELECT id, 0 FROM messages WHERE conversation_id = $1 AND id = $2
-			UNION ALL
-			SELECT m.id, down.level + 1 FROM down JOIN messages m ON m.conversation_id = $1 AND m.reply_to = down.id
-			WHERE down.level < 100000
-		)
-		SELECT m.data FROM down JOIN messages m ON m.conversation_id = $1 AND m.id = down.id
-		WHERE down.level > 0 ORDER BY m.seq LIMIT $3`
-)
-
-// ListReplies implements store.Store.
-func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, repliesQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
-}
-
-// Ancestors implements store.Store: one primary-key probe per level.
-func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
-	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
-		return nil, err
-	}
-	return db.queryMessages(ctx, 0, ancestorsQuery, conversationID, messageID)
-}
-
-// Descendants implements store.Store: the replyTo index, level by level.
-func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
-}
-
-func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
-	rows, err := db.pool.Query(ctx, q, args...)
+func (rd reader) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
+	rows, err := rd.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +286,33 @@ func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ..
 		}
 	}
 	return out, rows.Err()
+}
+
+// listQuery is the query of ListMessages for p, reading columns (named
+// names in its result).
+func listQuery(p store.ListMessagesParams, columns, names string) (string, []any) {
+	q := `SELECT ` + columns + ` FROM messages WHERE conversation_id = $1 AND seq > $2`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		args = append(args, p.TurnID)
+		q += ` AND turn_id = $` + strconv.Itoa(len(args))
+	}
+	if p.AgentID != "" {
+		args = append(args, p.AgentID)
+		q += ` AND agent_id = $` + strconv.Itoa(len(args))
+	}
+	if p.Before > 0 {
+		args = append(args, p.Before)
+		q += ` AND seq < $` + strconv.Itoa(len(args))
+	}
+	args = append(args, clampLimit(p.Limit))
+	limit := ` LIMIT $` + strconv.Itoa(len(args))
+	if p.Latest {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
+	} else {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
+	}
+	return q, args
 }
 
 // GetIdempotency implements store.Store.

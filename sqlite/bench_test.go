@@ -83,7 +83,7 @@ func BenchmarkThread(b *testing.B) {
 		last := fmt.Sprintf("m%d", n-1)
 		b.Run(fmt.Sprintf("ancestors-99/messages=%d", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				anc, err := db.Ancestors(ctx, conv, last)
+				anc, err := db.Ancestors(ctx, store.ThreadParams{ConversationID: conv, MessageID: last})
 				if err != nil || len(anc) != 99 {
 					b.Fatalf("%d ancestors, %v", len(anc), err)
 				}

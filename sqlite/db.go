@@ -59,10 +59,11 @@ func ParseSync(s string) (Sync, error) {
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
 type DB struct {
-	path string
-	w    *sql.DB // one connection: the writer
-	r    *sql.DB // read-only pool
-	opts Options
+	reader // reads over r
+	path   string
+	w      *sql.DB // one connection: the writer
+	r      *sql.DB // read-only pool
+	opts   Options
 
 	reqs    chan *writeReq
 	closing chan struct{}
@@ -188,7 +189,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	ckpt.SetMaxOpenConns(1)
-	db := &DB{path: path, w: w, r: r, ckpt: ckpt, opts: opts,
+	db := &DB{reader: reader{q: r}, path: path, w: w, r: r, ckpt: ckpt, opts: opts,
 		reqs: make(chan *writeReq, opts.MaxBatch), closing: make(chan struct{}), stopped: make(chan struct{}),
 		kick: make(chan struct{}, 1), ckptDone: make(chan struct{}),
 		indexKick: make(chan struct{}, 1), indexDone: make(chan struct{})}

@@ -62,12 +62,20 @@ func TestQueriesUseIndexes(t *testing.T) {
 }
 
 // TestThreadWalksUseIndexes checks that each step of the recursive thread
-// walks is an index probe, never a scan of the messages table.
+// walks, and the read of their rows, is an index probe, never a scan of
+// the messages table.
 func TestThreadWalksUseIndexes(t *testing.T) {
 	t.Parallel()
 	db := openPlanDB(t)
-	for name, q := range map[string]string{"ancestors": ancestorsQuery, "descendants": descendantsQuery} {
-		plan := queryPlan(t, db, q, "c", "m", 10)
+	for name, q := range map[string]struct {
+		query string
+		args  []any
+	}{
+		"ancestors":   {ancestorRefsQuery, []any{"c", "m", 10}},
+		"descendants": {descendantRefsQuery, []any{"c", "m", 0, 10}},
+		"rows by id":  {rowsByIDQuery, []any{"c", `["m1","m2"]`}},
+	} {
+		plan := queryPlan(t, db, q.query, q.args...)
 		text := strings.Join(plan, "; ")
 		for _, step := range plan {
 			// A search on the conversation alone reads all its messages.
@@ -80,6 +88,10 @@ func TestThreadWalksUseIndexes(t *testing.T) {
 		}
 		if name == "descendants" && !strings.Contains(text, "INDEX messages_by_reply_to") {
 			t.Errorf("descendants does not use messages_by_reply_to: %s", text)
+		}
+		// The rows are read unsorted: a sort would copy each into SQLite's sorter.
+		if name == "rows by id" && strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("the rows of a thread are sorted: %s", text)
 		}
 	}
 }

@@ -22,9 +22,35 @@ func clampLimit(n int) int {
 	return n
 }
 
-// GetConversation implements store.Store.
-func (db *DB) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
-	row := db.r.QueryRowContext(ctx, getConversationQuery, id)
+// querier runs queries: the read pool, or one read transaction of it.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// reader implements store.Reader over q: the DB's reads over its read
+// pool, and ReadSnapshot's over one transaction.
+type reader struct{ q querier }
+
+// ReadSnapshot implements store.Store: a deferred transaction on one read
+// connection, which reads the write-ahead log as it is when it first
+// reads (which it does at once).
+func (db *DB) ReadSnapshot(ctx context.Context, fn func(store.Reader) error) error {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
+		return err
+	}
+	return fn(reader{q: tx})
+}
+
+// GetConversation implements store.Reader.
+func (rd reader) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+	row := rd.q.QueryRowContext(ctx, getConversationQuery, id)
 	rec, err := scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
@@ -135,6 +161,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	}
 	defer rows.Close()
 	var recs []*store.ConversationRecord
+	size, full := 0, false
 	var lastAt, lastID string
 	for rows.Next() {
 		var data []byte
@@ -146,23 +173,27 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 			return nil, "", err
 		}
 		recs = append(recs, rec)
+		size += len(data) + len(rec.State) + len(rec.Queue)
+		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
+			break // the rest waits for the next page
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
 	next := ""
-	if len(recs) == limit {
+	if full {
 		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt + "|" + lastID))
 	}
 	return recs, next, nil
 }
 
-// ReadEvents implements store.Store. A compacted span is one row, stored
+// ReadEvents implements store.Reader. A compacted span is one row, stored
 // at its last seq, so that the rows after a position are those after it
 // in the index whether or not the position is inside a span.
-func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
 	limit := clampLimit(p.Limit)
-	rows, err := db.r.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
+	rows, err := rd.q.QueryContext(ctx, `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
 			CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
 		FROM events e WHERE e.conversation_id = ? AND e.seq > ? ORDER BY e.seq LIMIT ?`, p.ConversationID, p.After, limit)
 	if err != nil {
@@ -194,12 +225,12 @@ func (db *DB) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parle
 	return page.Events, rows.Err()
 }
 
-// GetMessage implements store.Store.
-func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+// GetMessage implements store.Reader.
+func (rd reader) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
 	var data []byte
-	err := db.r.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).Scan(&data)
+	err := rd.q.QueryRowContext(ctx, `SELECT data FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, parley.Errorf(parley.ENOTFOUND, "message %s not found in conversation %s", messageID, conversationID)
+		return nil, store.NoMessage(conversationID, messageID)
 	}
 	if err != nil {
 		return nil, err
@@ -209,46 +240,27 @@ func (db *DB) GetMessage(ctx context.Context, conversationID, messageID string) 
 	return &m, err
 }
 
-// ListMessages implements store.Store. Each filter has its own index.
-func (db *DB) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
-	return store.DecodedRows(db.scanRows(ctx, p))
+// ListMessages implements store.Reader. Each filter has its own index.
+func (rd reader) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	return store.DecodedRows(rd.scanRows(ctx, p))
 }
 
-// ListMessagesRaw implements store.Store.
-func (db *DB) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
-	return store.RawRows(db.scanRows(ctx, p), p.MaxBytes > 0)
+// ListMessagesRaw implements store.Reader.
+func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
+	return store.RawRows(rd.scanRows(ctx, p))
 }
 
 // scanRows reads the rows ListMessages reads for p, until their sizes
 // reach p.MaxBytes.
-func (db *DB) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return db.eachRow(ctx, p, visit) }
+func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
+	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
 }
 
 // eachRow hands each row ListMessages reads for p to each (see
 // store.RowScan).
-func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q := `SELECT data, seq FROM messages WHERE conversation_id = ? AND seq > ?`
-	args := []any{p.ConversationID, p.After}
-	if p.TurnID != "" {
-		q += ` AND turn_id = ?`
-		args = append(args, p.TurnID)
-	}
-	if p.AgentID != "" {
-		q += ` AND agent_id = ?`
-		args = append(args, p.AgentID)
-	}
-	if p.Before > 0 {
-		q += ` AND seq < ?`
-		args = append(args, p.Before)
-	}
-	if p.Latest {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
-	} else {
-		q = `SELECT data, seq FROM (` + q + ` ORDER BY seq LIMIT ?)`
-	}
-	args = append(args, clampLimit(p.Limit))
-	rows, err := db.r.QueryContext(ctx, q, args...)
+func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
+	q, args := listQuery(p, "data, seq", "data, seq")
+	rows, err := rd.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err
 	}
@@ -271,52 +283,29 @@ func (db *DB) eachRow(ctx context.Context, p store.ListMessagesParams, each func
 	return rows.Err()
 }
 
-// ListReplies implements store.Store.
-func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, `SELECT data FROM messages WHERE conversation_id = ? AND reply_to = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
-}
-
-// Ancestors implements store.Store: it walks replyTo upwards, one indexed
-// look-up per level (CROSS JOIN fixes the join order so that SQLite probes
-// the index from the walk instead of scanning messages).
-func (db *DB) Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error) {
-	if _, err := db.GetMessage(ctx, conversationID, messageID); err != nil {
-		return nil, err
+// listQuery is the query of ListMessages for p, reading columns (named
+// names in its result).
+func listQuery(p store.ListMessagesParams, columns, names string) (string, []any) {
+	q := `SELECT ` + columns + ` FROM messages WHERE conversation_id = ? AND seq > ?`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		q += ` AND turn_id = ?`
+		args = append(args, p.TurnID)
 	}
-	return db.queryMessages(ctx, 0, ancestorsQuery, conversationID, messageID)
-}
-
-// Descendants implements store.Store: it walks replies downwards over the
-// replyTo index.
-func (db *DB) Descendants(ctx context.Context, p store.DescendantsParams) ([]*parley.Message, error) {
-	return db.queryMessages(ctx, p.MaxBytes, descendantsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
-}
-
-func (db *DB) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
-	rows, err := db.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
+	if p.AgentID != "" {
+		q += ` AND agent_id = ?`
+		args = append(args, p.AgentID)
 	}
-	defer rows.Close()
-	var out []*parley.Message
-	size := 0
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		m := &parley.Message{}
-		n, err := store.DecodeRow(data, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-		if size += n; maxBytes > 0 && size >= maxBytes {
-			break // the rest waits for the next read
-		}
+	if p.Before > 0 {
+		q += ` AND seq < ?`
+		args = append(args, p.Before)
 	}
-	return out, rows.Err()
+	if p.Latest {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq DESC LIMIT ?) ORDER BY seq`
+	} else {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq LIMIT ?)`
+	}
+	return q, append(args, clampLimit(p.Limit))
 }
 
 // GetIdempotency implements store.Store.
@@ -344,23 +333,3 @@ func (db *DB) IDTaken(ctx context.Context, conversationID, id string) (bool, err
 	}
 	return err == nil, err
 }
-
-// ancestorsQuery walks replyTo upwards from ?2 in conversation ?1.
-const ancestorsQuery = `WITH RECURSIVE up (id, reply_to, level) AS (
-			SELECT id, reply_to, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT m.id, m.reply_to, up.level + 1 FROM up CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = up.reply_to
-			WHERE up.level < 100000
-		)
-		SELECT m.data FROM up CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = up.id
-		WHERE up.level > 0 ORDER BY up.level DESC`
-
-// descendantsQuery walks replies downwards from ?2 in conversation ?1, at most ?3.
-const descendantsQuery = `WITH RECURSIVE down (id, level) AS (
-			SELECT id, 0 FROM messages WHERE conversation_id = ?1 AND id = ?2
-			UNION ALL
-			SELECT m.id, down.level + 1 FROM down CROSS JOIN messages m ON m.conversation_id = ?1 AND m.reply_to = down.id
-			WHERE down.level < 100000
-		)
-		SELECT m.data FROM down CROSS JOIN messages m ON m.conversation_id = ?1 AND m.id = down.id
-		WHERE down.level > 0 ORDER BY m.seq LIMIT ?3`

@@ -70,6 +70,15 @@ const contentKey = `,"content":`
 // itself when it holds its content, else the message encoded again, which
 // is the JSON it was written from.
 func WireRow(data []byte) ([]byte, error) {
+	if wire, ok := wireOf(data); ok {
+		return wire, nil
+	}
+	return wireRow(data)
+}
+
+// wireRow is WireRow with encoding/json: what a row wireOf does not
+// expect is read so.
+func wireRow(data []byte) ([]byte, error) {
 	var m parley.Message
 	r := storedRow{Message: &m}
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -86,6 +95,19 @@ func WireRow(data []byte) ([]byte, error) {
 // without decoding its text, parts, metadata or legacy marks, and returns
 // the size of the whole message in JSON.
 func ReadRowHead(data []byte) (*parley.Message, int, error) {
+	if head, extra, ok := skimRow(data); ok {
+		var m parley.Message
+		if err := json.Unmarshal(head, &m); err == nil {
+			m.Parts = []parley.Part{}
+			return &m, len(data) + extra, nil
+		}
+	}
+	return readRowHead(data)
+}
+
+// readRowHead is ReadRowHead with encoding/json: what a row skimRow does
+// not expect is read so.
+func readRowHead(data []byte) (*parley.Message, int, error) {
 	var h rowHead
 	if err := json.Unmarshal(data, &h); err != nil {
 		return nil, 0, err
@@ -121,26 +143,16 @@ func DecodedRows(scan RowScan) ([]*parley.Message, error) {
 	return out, err
 }
 
-// RawRows runs scan and returns its rows as stored. sized says whether the
-// page has a bound in bytes, which needs each message's size in JSON (read
-// without decoding its text); without one, sizes are not looked at.
-func RawRows(scan RowScan, sized bool) ([]RawMessage, error) {
+// RawRows runs scan and returns its rows as stored; a page bounded in
+// bytes counts the rows' stored size (which is what is held), so that no
+// row is read twice to be sized.
+func RawRows(scan RowScan) ([]RawMessage, error) {
 	var out []RawMessage
 	err := scan(func(data []byte, seq int64) (int, error) {
 		out = append(out, RawMessage{Seq: seq, Data: data})
-		if sized {
-			return RowSize(data)
-		}
 		return len(data), nil
 	})
 	return out, err
-}
-
-// RowSize returns the size in JSON of the message a stored row holds,
-// without decoding its text.
-func RowSize(data []byte) (int, error) {
-	_, size, err := ReadRowHead(data)
-	return size, err
 }
 
 // rowHead is a message row read without its parts' text, its content,

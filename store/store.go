@@ -27,11 +27,18 @@ type Store interface {
 	// is an import in progress.
 	CreateConversation(ctx context.Context, p CreateConversationParams) error
 
-	// GetConversation returns a conversation with its last seq, state and
-	// prompt queue.
-	// It returns ENOTFOUND if there is none with that id, or if it is an
-	// import in progress.
-	GetConversation(ctx context.Context, id string) (*ConversationRecord, error)
+	// Reader's reads see what is committed at each call.
+	Reader
+
+	// ReadSnapshot calls fn with a Reader of the store as it is at one
+	// moment, the call's: every read fn makes through it sees what was
+	// committed then and nothing committed after, however long fn takes,
+	// and no writer waits for it (a read transaction: on SQLite a reader
+	// of the write-ahead log, on PostgreSQL a REPEATABLE READ READ ONLY
+	// one). Keep fn short: until it returns it holds one of the store's
+	// connections, and on SQLite the log cannot be checkpointed past that
+	// moment. Use the Reader from one goroutine, and not after fn returns.
+	ReadSnapshot(ctx context.Context, fn func(Reader) error) error
 
 	// Head returns the seq of a conversation's last event and its epoch: a
 	// cheap check of whether a cached state is current, and still of the
@@ -97,47 +104,31 @@ type Store interface {
 	// share (PostgreSQL) removes only those whose lease ended by p.Now.
 	SweepImports(ctx context.Context, p SweepImportsParams) ([]string, error)
 
-	// ReadEvents returns up to Limit events with seq > After, in seq order;
-	// with MaxBytes, it stops after the event that brings the events' data
-	// to MaxBytes or more (so it returns at least one event, if there is
-	// one). An unknown conversation yields an empty list.
-	ReadEvents(ctx context.Context, p ReadEventsParams) ([]parley.Event, error)
+	// MessageKey returns what the store keeps of a message beside its row
+	// (MessageKey), without reading the row: a look-up of a message whose
+	// text is not wanted costs the same however large the message. It
+	// returns ENOTFOUND if the conversation has no message with that id.
+	MessageKey(ctx context.Context, conversationID, messageID string) (*MessageKey, error)
 
-	// GetMessage returns one message. It returns ENOTFOUND if the conversation
-	// has no message with that id.
-	GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error)
-
-	// ListMessages returns up to Limit messages with seq > After, in seq order,
-	// optionally only those of one turnId and/or one agent; with Latest, the
-	// newest Limit messages, still in seq order.
-	ListMessages(ctx context.Context, p ListMessagesParams) ([]*parley.Message, error)
-
-	// ListMessagesRaw is ListMessages returning each row as stored: its seq
-	// and its stored form (EncodeRow), for callers that look at rows
-	// without decoding them whole (a snapshot summarizes large ones with
-	// ReadRowHead; export copies them with WireRow, which gives the JSON
-	// clients read).
-	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
-
-	// MessageRefs returns who wrote which message, without the messages:
-	// the messages p.IDs names (those that exist), or with no IDs up to
-	// p.Limit messages with seq > p.After, in seq order. It reads no
-	// message's data, so that a check of who may remove what costs the
-	// same whatever the messages weigh.
-	MessageRefs(ctx context.Context, p MessageRefsParams) ([]MessageRef, error)
+	// ListMessageKeys is ListMessages returning each message's key
+	// (MessageKey), read without its row; MaxBytes is not needed.
+	ListMessageKeys(ctx context.Context, p ListMessagesParams) ([]MessageKey, error)
 
 	// ListReplies returns up to Limit direct replies to a message with seq >
 	// After, in seq order, using the replyTo index.
 	ListReplies(ctx context.Context, p ListRepliesParams) ([]*parley.Message, error)
 
-	// Ancestors returns the messages that messageID replies to, transitively,
-	// root first and without the message itself. It returns ENOTFOUND if the
-	// message does not exist.
-	Ancestors(ctx context.Context, conversationID, messageID string) ([]*parley.Message, error)
+	// Ancestors returns the messages that p.MessageID replies to,
+	// transitively, root first and without the message itself: the nearest
+	// p.Limit of them, within the bounds of p (see ThreadParams). It
+	// returns ENOTFOUND if the message does not exist.
+	Ancestors(ctx context.Context, p ThreadParams) ([]*parley.Message, error)
 
-	// Descendants returns up to Limit messages that reply to messageID,
-	// transitively, in seq order, without the message itself.
-	Descendants(ctx context.Context, p DescendantsParams) ([]*parley.Message, error)
+	// Descendants returns up to p.Limit messages that reply to p.MessageID,
+	// transitively, with seq > p.After, in seq order, without the message
+	// itself, within p.MaxBytes (see ThreadParams). It returns ENOTFOUND
+	// if the message does not exist.
+	Descendants(ctx context.Context, p ThreadParams) ([]*parley.Message, error)
 
 	// Search returns the messages whose text has every term of p.Query,
 	// best first (by the backend's rank, then newest first), p.Limit of
@@ -281,6 +272,38 @@ type Store interface {
 	Close() error
 }
 
+// Reader reads a conversation, its log and its message rows: what an
+// export reads, at one moment (Store.ReadSnapshot).
+type Reader interface {
+	// GetConversation returns a conversation with its last seq, state and
+	// prompt queue.
+	// It returns ENOTFOUND if there is none with that id, or if it is an
+	// import in progress.
+	GetConversation(ctx context.Context, id string) (*ConversationRecord, error)
+
+	// ReadEvents returns up to Limit events with seq > After, in seq order;
+	// with MaxBytes, it stops after the event that brings the events' data
+	// to MaxBytes or more (so it returns at least one event, if there is
+	// one). An unknown conversation yields an empty list.
+	ReadEvents(ctx context.Context, p ReadEventsParams) ([]parley.Event, error)
+
+	// GetMessage returns one message. It returns ENOTFOUND if the conversation
+	// has no message with that id.
+	GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error)
+
+	// ListMessages returns up to Limit messages with seq > After, in seq order,
+	// optionally only those of one turnId and/or one agent; with Latest, the
+	// newest Limit messages, still in seq order.
+	ListMessages(ctx context.Context, p ListMessagesParams) ([]*parley.Message, error)
+
+	// ListMessagesRaw is ListMessages returning each row as stored: its seq
+	// and its stored form (EncodeRow), for callers that look at rows
+	// without decoding them whole (a snapshot summarizes large ones with
+	// ReadRowHead; export copies them with WireRow, which gives the JSON
+	// clients read).
+	ListMessagesRaw(ctx context.Context, p ListMessagesParams) ([]RawMessage, error)
+}
+
 // Head is where a conversation's log ends, and which conversation of its
 // id it is: its epoch, which a conversation deleted and made again under
 // the same id, or restored, does not share.
@@ -363,6 +386,17 @@ type ListConversationsParams struct {
 	// Title, if set, lists only the conversations whose title contains it,
 	// ignoring the case of ASCII letters (%, _ and \ are plain characters).
 	Title string
+	// MaxBytes, if set, ends the page (with a cursor) after the
+	// conversation that brings what was read of them (record, state and
+	// queue) to MaxBytes, so that a page of conversations with long
+	// queues is not held whole in memory.
+	MaxBytes int
+}
+
+// PageFull reports whether a page of n items, or of size bytes, is full:
+// n reached limit, or size reached maxBytes (when set).
+func PageFull(n, limit, size, maxBytes int) bool {
+	return n >= limit || maxBytes > 0 && size >= maxBytes
 }
 
 // AppendParams are the arguments of Store.Append.
@@ -433,21 +467,16 @@ type ListMessagesParams struct {
 	MaxBytes int
 }
 
-// MessageRefsParams are the arguments of Store.MessageRefs.
-type MessageRefsParams struct {
-	ConversationID string
-	// IDs, if set, are the messages to look up (at most MaxHeads); After
-	// and Limit are then not used.
-	IDs   []string
-	After int64
-	Limit int
-}
-
-// MessageRef names a message, where it is in the log and who wrote it.
-type MessageRef struct {
+// MessageKey is what the store keeps of a message beside its row, in
+// columns of their own: where it stands, who wrote it and what it
+// answers.
+type MessageKey struct {
 	ID      string
 	Seq     int64
+	TurnID  string
 	AgentID string
+	ReplyTo string
+	Depth   int
 }
 
 // RawMessage is a stored message row: its seq and its stored form (see
@@ -464,15 +493,6 @@ type ListRepliesParams struct {
 	After          int64
 	Limit          int
 	// MaxBytes bounds the page by the rows' stored size, as for ListMessages.
-	MaxBytes int
-}
-
-// DescendantsParams are the arguments of Store.Descendants.
-type DescendantsParams struct {
-	ConversationID string
-	MessageID      string
-	Limit          int
-	// MaxBytes bounds the list by the rows' stored size, as for ListMessages.
 	MaxBytes int
 }
 

@@ -3,9 +3,9 @@
 // those exports (same messages, parts, turns, threads and seqs, a new epoch)
 // and of legacy message rows (with a warning per oddity).
 //
-// Exports are consistent: they are read under the conversation's write lock
-// into a spool file, then copied to the reader without holding anything.
-// Imports stream: memory stays bounded by the batch size, not the file.
+// Exports are consistent: they are read from a snapshot of the store, which
+// no writer waits for, a page of bounded size at a time. Imports stream:
+// memory stays bounded by the batch size, not the file.
 package transfer
 
 import (
@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/parleyhq/parley"
@@ -92,8 +91,14 @@ type line struct {
 	Message *parley.Message `json:"message,omitempty"`
 }
 
-// page is how many events or messages are read from the store at a time.
-const page = 1000
+// page is how many events or messages are read from the store at a time,
+// and pageBytes about how many bytes of them: a page of large messages
+// ends early, so that an export holds about a page at a time whatever
+// the conversation holds.
+const (
+	page      = 1000
+	pageBytes = 4 << 20
+)
 
 // Stats counts what an export wrote.
 type Stats struct {
@@ -104,44 +109,59 @@ type Stats struct {
 	Heuristic int `json:"heuristic"`
 }
 
-// Export writes conversation id to w in format f. It reads a consistent
-// snapshot under the conversation's write lock into a temporary file and then
-// copies that to w, so a slow reader never holds up writers. It returns
-// ENOTFOUND for an unknown conversation.
+// Export writes conversation id to w in format f, as it is at one moment:
+// it reads a snapshot of the store (engine.ReadAt), which no writer waits
+// for, a page at a time. The snapshot is held until Export returns, so w
+// should take what it is given at once (the API spools it to a file). It
+// returns ENOTFOUND for an unknown conversation.
 func Export(ctx context.Context, eng *engine.Engine, id string, f Format, w io.Writer) (Stats, error) {
-	spool, err := os.CreateTemp("", "parley-export-*")
-	if err != nil {
-		return Stats{}, err
-	}
-	defer os.Remove(spool.Name())
-	defer spool.Close()
+	// A write that fails (a spool past its bound) ends the reading too.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := &stopOnError{w: w, stop: cancel}
 	var st Stats
-	err = eng.Snapshot(ctx, id, func(s conv.State) error {
-		bw := bufio.NewWriterSize(spool, 256<<10)
+	err := eng.ReadAt(ctx, id, func(r store.Reader, s conv.State) error {
+		bw := bufio.NewWriterSize(out, 256<<10)
 		var err error
 		if f == Markdown {
-			st, err = writeMarkdown(ctx, eng.Store(), s, bw)
+			st, err = writeMarkdown(ctx, r, s, bw)
 		} else {
-			st, err = writeJSON(ctx, eng.Store(), s, f, bw)
+			st, err = writeJSON(ctx, r, s, f, bw)
 		}
 		if err != nil {
 			return err
 		}
 		return bw.Flush()
 	})
-	if err != nil {
-		return st, err
+	if out.err != nil {
+		return st, out.err
 	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return st, err
-	}
-	_, err = io.Copy(w, spool)
 	return st, err
+}
+
+// stopOnError is a writer that keeps the first error of w and calls stop
+// then.
+type stopOnError struct {
+	w    io.Writer
+	stop func()
+	err  error
+}
+
+func (s *stopOnError) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	if err != nil {
+		s.err = err
+		s.stop()
+	}
+	return n, err
 }
 
 // writeJSON writes the header, every event up to s.LastSeq and every message
 // row, as one JSON document or as JSON Lines.
-func writeJSON(ctx context.Context, st store.Store, s conv.State, f Format, w *bufio.Writer) (Stats, error) {
+func writeJSON(ctx context.Context, st store.Reader, s conv.State, f Format, w *bufio.Writer) (Stats, error) {
 	var stats Stats
 	h := Header{Parley: "export", Version: Version, Conversation: s.Conversation, LastSeq: s.LastSeq}
 	head, err := json.Marshal(h)
@@ -184,22 +204,23 @@ func writeJSON(ctx context.Context, st store.Store, s conv.State, f Format, w *b
 		w.WriteString(`],"messages":[`)
 	}
 	for after := int64(0); ; {
-		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page})
+		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page, MaxBytes: pageBytes})
 		if err != nil {
 			return stats, err
 		}
-		for _, r := range rows {
+		if len(rows) == 0 {
+			break
+		}
+		after = rows[len(rows)-1].Seq
+		for i, r := range rows {
 			data, err := store.WireRow(r.Data)
 			if err != nil {
 				return stats, err
 			}
 			put("message", stats.Messages, data)
 			stats.Messages++
+			rows[i].Data = nil // written: let it go
 		}
-		if len(rows) < page {
-			break
-		}
-		after = rows[len(rows)-1].Seq
 	}
 	if f == JSON {
 		w.WriteString("]}\n")
@@ -208,26 +229,52 @@ func writeJSON(ctx context.Context, st store.Store, s conv.State, f Format, w *b
 }
 
 // eachEvent calls fn for every event of conversation id up to last, in order.
-func eachEvent(ctx context.Context, st store.Store, id string, last int64, fn func(*parley.Event) error) error {
-	for after := int64(0); after < last; {
-		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: id, After: after, Limit: page})
-		if err != nil {
+func eachEvent(ctx context.Context, st store.Reader, id string, last int64, fn func(*parley.Event) error) error {
+	log := &events{r: st, id: id, last: last}
+	for {
+		e, err := log.next(ctx)
+		if e == nil || err != nil {
 			return err
 		}
-		if len(events) == 0 {
-			return fmt.Errorf("conversation %s: the log ends at seq %d, not %d", id, after, last)
+		if err := fn(e); err != nil {
+			return err
 		}
-		for i := range events {
-			if events[i].Seq > last {
-				return nil
-			}
-			if err := fn(&events[i]); err != nil {
-				return err
-			}
-		}
-		after = events[len(events)-1].Seq
 	}
-	return nil
+}
+
+// events reads a conversation's log up to seq last, in order, a page at
+// a time.
+type events struct {
+	r     store.Reader
+	id    string
+	last  int64
+	after int64 // the seq of the last event returned
+	page  []parley.Event
+}
+
+// next returns the next event, or nil after the last.
+func (l *events) next(ctx context.Context) (*parley.Event, error) {
+	if len(l.page) == 0 {
+		if l.after >= l.last {
+			return nil, nil
+		}
+		p, err := l.r.ReadEvents(ctx, store.ReadEventsParams{ConversationID: l.id, After: l.after, Limit: page, MaxBytes: pageBytes})
+		if err != nil {
+			return nil, err
+		}
+		if len(p) == 0 {
+			return nil, fmt.Errorf("conversation %s: the log ends at seq %d, not %d", l.id, l.after, l.last)
+		}
+		l.page = p
+	}
+	e := &l.page[0]
+	l.page = l.page[1:]
+	if e.Seq > l.last {
+		l.after, l.page = l.last, nil
+		return nil, nil
+	}
+	l.after = e.Seq
+	return e, nil
 }
 
 // appendEvent appends e as json.Marshal writes it (the tests hold it to
@@ -277,21 +324,43 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// eachMessage calls fn for every message row of conversation id, in seq order.
-func eachMessage(ctx context.Context, st store.Store, id string, fn func(*parley.Message) error) error {
+// eachHead calls fn with the head of every message row of conversation
+// id, in seq order: the message without its parts, content, metadata and
+// legacy marks (store.ReadRowHead), which a row gives without its text
+// being decoded.
+func eachHead(ctx context.Context, st store.Reader, id string, fn func(*parley.Message) error) error {
 	for after := int64(0); ; {
-		ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page})
-		if err != nil {
+		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page, MaxBytes: pageBytes})
+		if err != nil || len(rows) == 0 {
 			return err
 		}
-		for _, m := range ms {
+		after = rows[len(rows)-1].Seq
+		for i, r := range rows {
+			m, _, err := store.ReadRowHead(r.Data)
+			if err == nil {
+				err = fn(m)
+			}
+			if err != nil {
+				return err
+			}
+			rows[i].Data = nil // done: let it go
+		}
+	}
+}
+
+// eachMessage calls fn for every message row of conversation id, in seq order.
+func eachMessage(ctx context.Context, st store.Reader, id string, fn func(*parley.Message) error) error {
+	for after := int64(0); ; {
+		ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page, MaxBytes: pageBytes})
+		if err != nil || len(ms) == 0 {
+			return err
+		}
+		after = ms[len(ms)-1].Seq
+		for i, m := range ms {
 			if err := fn(m); err != nil {
 				return err
 			}
+			ms[i] = nil // done: let it go
 		}
-		if len(ms) < page {
-			return nil
-		}
-		after = ms[len(ms)-1].Seq
 	}
 }

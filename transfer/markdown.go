@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -21,23 +20,17 @@ import (
 // was delivered to an agent and that no message replies to.
 const NoReply = "[in-memory, no reply]"
 
-// thread is what the Markdown export learns in its first pass over the log:
-// who each message went to and who answered what.
+// thread is what the Markdown export learns in its first pass over the log
+// and the rows: who each message went to and who answered what. It holds
+// ids and times, not messages: the second pass reads the rows and the turn
+// events again, a page at a time, as it writes them.
 type thread struct {
 	participants map[string]bool
-	// recipients are the agents a message was delivered to: the runner a
-	// prompt was dispatched to, or whom the server told to act next when the
-	// message closed its turn, or (legacy) the agents whose memory held it.
-	recipients map[string][]string
 	// toNext are the agents told to act next after the message written at
 	// a seq closed its turn.
 	toNext map[int64][]string
 	// dispatched maps a prompt's message id to the runner it went to.
 	dispatched map[string][]string
-	// notable are the turn events shown between the messages, in order.
-	notable []*parley.Event
-	// rows are the message rows, in seq order.
-	rows []*parley.Message
 	// authors maps a message id to its author, for "reply to" labels.
 	authors map[string]string
 	// answered holds the ids that some message replies to.
@@ -49,20 +42,18 @@ type thread struct {
 	heuristic int
 }
 
-// learn reads the log and the message rows once. The rows are kept for
-// the rendering: a Markdown export is for people, and holds its messages.
-func learn(ctx context.Context, st store.Store, s conv.State) (*thread, error) {
-	th := &thread{participants: map[string]bool{}, recipients: map[string][]string{}, toNext: map[int64][]string{}, dispatched: map[string][]string{},
+// learn reads the log and the message rows once (the first pass).
+func learn(ctx context.Context, st store.Reader, s conv.State) (*thread, error) {
+	th := &thread{participants: map[string]bool{}, toNext: map[int64][]string{}, dispatched: map[string][]string{},
 		authors: map[string]string{}, answered: map[string]bool{}, lastAnswer: map[string]time.Time{}}
 	for _, p := range s.Conversation.Participants {
 		th.participants[p] = true
 	}
-	// The log and the rows are read side by side (two cores, two passes).
-	var evErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { evErr = th.learnEvents(ctx, st, s) })
-	err := eachMessage(ctx, st, s.Conversation.ID, func(m *parley.Message) error {
-		th.rows = append(th.rows, m)
+	if err := th.learnEvents(ctx, st, s); err != nil {
+		return nil, err
+	}
+	// Only their heads: the rows are decoded in the second pass.
+	err := eachHead(ctx, st, s.Conversation.ID, func(m *parley.Message) error {
 		th.authors[m.ID] = m.AgentID
 		if m.ReplyTo != "" {
 			th.answered[m.ReplyTo] = true
@@ -72,38 +63,29 @@ func learn(ctx context.Context, st store.Store, s conv.State) (*thread, error) {
 		}
 		return nil
 	})
-	wg.Wait()
-	if err == nil {
-		err = evErr
-	}
 	if err != nil {
 		return nil, err
-	}
-	for _, m := range th.rows {
-		if m.Status == parley.StatusStreaming {
-			// Its row is behind its chunks: show all its text so far.
-			if err := engine.AssembleMessage(ctx, st, m, s.LastSeq); err != nil {
-				return nil, err
-			}
-		}
-		switch to, dispatched := th.dispatched[m.ID]; {
-		case m.Legacy != nil:
-			// Legacy data says who saw a message: the memories that held it.
-			th.recipients[m.ID] = slices.DeleteFunc(slices.Clone(m.Legacy.SeenBy), func(a string) bool { return a == m.AgentID })
-		case dispatched:
-			th.recipients[m.ID] = to
-		default:
-			if to, ok := th.toNext[m.Seq]; ok {
-				th.recipients[m.ID] = to
-			}
-		}
 	}
 	return th, nil
 }
 
-// learnEvents folds the log to find whom each turn-closing message went to,
-// which prompts went to which runner, and the turn events to show.
-func (th *thread) learnEvents(ctx context.Context, st store.Store, s conv.State) error {
+// recipients are the agents message m was delivered to: the runner a
+// prompt was dispatched to, or whom the server told to act next when the
+// message closed its turn, or (legacy) the agents whose memory held it.
+func (th *thread) recipients(m *parley.Message) []string {
+	if m.Legacy != nil {
+		// Legacy data says who saw a message: the memories that held it.
+		return slices.DeleteFunc(slices.Clone(m.Legacy.SeenBy), func(a string) bool { return a == m.AgentID })
+	}
+	if to, ok := th.dispatched[m.ID]; ok {
+		return to
+	}
+	return th.toNext[m.Seq]
+}
+
+// learnEvents folds the log to find whom each turn-closing message went to
+// and which prompts went to which runner.
+func (th *thread) learnEvents(ctx context.Context, st store.Reader, s conv.State) error {
 	var state conv.State
 	return eachEvent(ctx, st, s.Conversation.ID, s.LastSeq, func(e *parley.Event) error {
 		state = conv.Evolve(state, *e)
@@ -120,13 +102,20 @@ func (th *thread) learnEvents(ctx context.Context, st store.Store, s conv.State)
 			if json.Unmarshal(e.Data, &p) == nil && p.Runner != "" {
 				th.dispatched[p.ID] = []string{p.Runner}
 			}
-		case parley.EventTurnReset, parley.EventTurnAborted, parley.EventTurnClaimed, parley.EventClaimExpired,
-			parley.EventDelegation, parley.EventMessagesRemoved, conv.EventTaskRun:
-			ev := *e
-			th.notable = append(th.notable, &ev)
 		}
 		return nil
 	})
+}
+
+// notable reports whether an event of type typ is shown between the
+// messages: the turn events.
+func notable(typ string) bool {
+	switch typ {
+	case parley.EventTurnReset, parley.EventTurnAborted, parley.EventTurnClaimed, parley.EventClaimExpired,
+		parley.EventDelegation, parley.EventMessagesRemoved, conv.EventTaskRun:
+		return true
+	}
+	return false
 }
 
 // others returns the agents named, or every participant when none is named
@@ -181,7 +170,7 @@ func (th *thread) label(m *parley.Message) string {
 		}
 		return b.String()
 	}
-	to := th.recipients[m.ID]
+	to := th.recipients(m)
 	if len(to) == 0 || m.Role == parley.RoleTool || m.Role == parley.RoleSystem {
 		return b.String()
 	}
@@ -219,7 +208,7 @@ func (th *thread) hasReply(m *parley.Message, to []string) bool {
 }
 
 // writeMarkdown renders the conversation for people (the second pass).
-func writeMarkdown(ctx context.Context, st store.Store, s conv.State, w *bufio.Writer) (Stats, error) {
+func writeMarkdown(ctx context.Context, st store.Reader, s conv.State, w *bufio.Writer) (Stats, error) {
 	var stats Stats
 	th, err := learn(ctx, st, s)
 	if err != nil {
@@ -244,18 +233,32 @@ func writeMarkdown(ctx context.Context, st store.Store, s conv.State, w *bufio.W
 
 	// The messages, with the turn events between them, in seq order.
 	r := &renderer{w: w, th: th, turn: -1}
-	events := th.notable
-	for _, m := range th.rows {
-		for len(events) > 0 && events[0].Seq < m.Seq {
-			r.event(events[0])
-			events = events[1:]
+	log := &events{r: st, id: c.ID, last: s.LastSeq}
+	next, err := nextNotable(ctx, log)
+	err = eachMessage(ctx, st, c.ID, func(m *parley.Message) error {
+		for ; err == nil && next != nil && next.Seq < m.Seq; next, err = nextNotable(ctx, log) {
+			r.event(next)
+		}
+		if err != nil {
+			return err
+		}
+		if m.Status == parley.StatusStreaming {
+			// Its row is behind its chunks: show all its text so far.
+			if err := engine.AssembleMessage(ctx, st, m, s.LastSeq); err != nil {
+				return err
+			}
 		}
 		r.message(m)
+		stats.Messages++
+		return nil
+	})
+	for ; err == nil && next != nil; next, err = nextNotable(ctx, log) {
+		r.event(next)
 	}
-	for _, e := range events {
-		r.event(e)
+	if err != nil {
+		return stats, err
 	}
-	stats.Events, stats.Messages = s.LastSeq, int64(len(th.rows))
+	stats.Events = s.LastSeq
 	stats.Heuristic = th.heuristic
 	fmt.Fprintf(w, "\n---\n\n%d messages in %d turns.", stats.Messages, s.LastTurn)
 	if th.heuristic > 0 {
@@ -263,6 +266,16 @@ func writeMarkdown(ctx context.Context, st store.Store, s conv.State, w *bufio.W
 	}
 	w.WriteString("\n")
 	return stats, nil
+}
+
+// nextNotable returns the next turn event of log, or nil after the last.
+func nextNotable(ctx context.Context, log *events) (*parley.Event, error) {
+	for {
+		e, err := log.next(ctx)
+		if e == nil || err != nil || notable(e.Type) {
+			return e, err
+		}
+	}
 }
 
 func orNone(s string) string {

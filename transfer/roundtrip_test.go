@@ -62,7 +62,7 @@ func sameViews(t *testing.T, a, b *engine.Engine, id string) {
 		t.Fatalf("views differ:\n%s\n%s", ja, jb)
 	}
 	for _, eng := range []*engine.Engine{a, b} {
-		anc := must[[]*parley.Message](t)(eng.Store().Ancestors(ctx, id, "c1"))
+		anc := must[[]*parley.Message](t)(eng.Store().Ancestors(ctx, store.ThreadParams{ConversationID: id, MessageID: "c1"}))
 		if len(anc) != 3 || anc[0].ID != "q1" || anc[1].ID != "r1" || anc[2].ID != "b1" {
 			t.Fatalf("ancestors of c1: %v", ids(anc))
 		}

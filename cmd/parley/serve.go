@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/parleyhq/parley/feed"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/retention"
+	"github.com/parleyhq/parley/spool"
 	"github.com/parleyhq/parley/sqlite"
 	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/store"
@@ -72,6 +75,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
 	runnerLease := fs.Duration("runner-lease", 15*time.Second, "with -postgres: how long other nodes count this node's runners as attached after its last renewal (it renews every third of it)")
 	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
+	spoolDir := fs.String("spool-dir", "", "where exports and backups are written before they are sent, in a directory of the server's own (default: the database file's name with .spool; with -postgres, parley-spool-UID in the system's temporary directory)")
+	var spoolLimits spool.Limits
+	fs.Int64Var(&spoolLimits.MaxFile, "max-export-bytes", 4<<30, "the largest export the server spools (past it: 413 too_large)")
+	fs.Int64Var(&spoolLimits.MaxTotal, "export-spool-bytes", 8<<30, "the bytes all the exports being sent may hold in the spool at once (past it: 409 busy)")
 	importLease := fs.Duration("import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
 	maxTasks := fs.Int("max-tasks-per-agent", engine.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
 	var chunkRetention daysFlag
@@ -86,7 +93,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		return err
 	}
 	if limits.MaxThreadDepth < 1 || limits.MaxQueuedPrompts < 1 || limits.MaxDelegates < 1 || limits.ClaimTTL <= 0 || limits.MaxClaimTTL < limits.ClaimTTL || *subBuffer < 1 || *subBytes < 1 ||
-		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *collectWindow <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || *importLease <= 0 || *maxTasks < 1 ||
+		limits.MaxMessageBytes < 1 || limits.MaxStreaming < 1 || *grace <= 0 || *collectWindow <= 0 || *runnerLease < 3*time.Millisecond || *maxImport < 1 || spoolLimits.MaxFile < 1 || spoolLimits.MaxTotal < 1 || *importLease <= 0 || *maxTasks < 1 ||
 		guards.BodyTimeout <= 0 || *headerTimeout <= 0 || guards.CreateRate < 0 || guards.CreateBurst < 1 || guards.MaxConnsPerToken < 0 ||
 		guards.RunnerConnectRate < 0 || guards.RunnerConnectBurst < 1 {
 		return fmt.Errorf("limits must be positive (-create-rate, -runner-connect-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
@@ -148,6 +155,16 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		}
 	}
 
+	// Exports and backups are written here before they are sent; what a
+	// server that died left is removed before anything is served.
+	sp, swept, err := spool.Open(spoolPath(*spoolDir, *dbPath, *pgURL), spoolLimits)
+	if err != nil {
+		return fmt.Errorf("-spool-dir: %w", err)
+	}
+	if swept > 0 {
+		log.Info("removed what the last run left in the spool", slog.String("dir", sp.Dir()), slog.Int("files", swept))
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if s, ok := db.(*sqlite.DB); ok {
@@ -198,7 +215,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		MaxImportBytes: *maxImport,
 		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
 		Guards:         guards,
-		BackupDir:      backupDir(*dbPath, *pgURL),
+		Spool:          sp,
 	})
 	go handler.WatchTokens(ctx)
 
@@ -244,14 +261,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	return nil
 }
 
-// backupDir is where GET /v1/admin/backup writes a backup before it sends
-// it: beside the SQLite file, on its file system (the system's temporary
-// directory may be small).
-func backupDir(dbPath, pgURL string) string {
-	if pgURL != "" {
-		return ""
+// spoolPath is the directory exports and backups are written to before
+// they are sent: dir if given, else beside the SQLite file, on its file
+// system (the system's temporary directory may be small), with a name of
+// its own (a server sweeps its spool as it starts, and another database
+// in the same directory has another server); with PostgreSQL, in the
+// system's temporary directory.
+func spoolPath(dir, dbPath, pgURL string) string {
+	switch {
+	case dir != "":
+		return dir
+	case pgURL != "":
+		return filepath.Join(os.TempDir(), "parley-spool-"+strconv.Itoa(os.Getuid()))
 	}
-	return filepath.Dir(dbPath)
+	return dbPath + ".spool"
 }
 
 // maxHeaderBytes bounds a request's headers (and its URL); past it: 431.

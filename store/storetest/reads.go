@@ -33,6 +33,7 @@ func testListMessages(t *testing.T, s store.Store) {
 	a1, b1, a2, b2 := message(id, "a1", 0, "", 0), message(id, "b1", 0, "", 0), message(id, "a2", 0, "", 0), message(id, "b2", 0, "", 0)
 	b1.AgentID, b2.AgentID = "b", "b"
 	a2.TurnID, b2.TurnID = "shared", "shared"
+	b2.ReplyTo, b2.Depth = "a2", 1
 	appendMessages(t, s, id, 1, a1, b1, a2, b2)
 	list := func(p store.ListMessagesParams) []*parley.Message {
 		p.ConversationID = id
@@ -54,8 +55,25 @@ func testListMessages(t *testing.T, s store.Store) {
 				t.Fatalf("raw row %d = seq %d %s (%s, %v), want seq %d %s", i, r.Seq, r.Data, wire, err, ms[i].Seq, want)
 			}
 		}
+		// So are the keys, each the message's.
+		keys, err := s.ListMessageKeys(ctx(t), p)
+		if err != nil || len(keys) != len(ms) {
+			t.Fatalf("ListMessageKeys: %d keys, %v; ListMessages: %d", len(keys), err, len(ms))
+		}
+		for i, k := range keys {
+			if want := keyOf(ms[i]); k != want {
+				t.Fatalf("key %d = %+v, want %+v", i, k, want)
+			}
+		}
 		return ms
 	}
+	for _, m := range []*parley.Message{a1, b2} {
+		if k, err := s.MessageKey(ctx(t), id, m.ID); err != nil || *k != keyOf(m) {
+			t.Fatalf("the key of %s: %+v, %v; want %+v", m.ID, k, err, keyOf(m))
+		}
+	}
+	_, err := s.MessageKey(ctx(t), id, "nope")
+	wantCode(t, err, parley.ENOTFOUND)
 	wantIDs(t, "all", list(store.ListMessagesParams{Limit: 10}), "a1", "b1", "a2", "b2")
 	wantIDs(t, "after 3, limit 1", list(store.ListMessagesParams{After: 3, Limit: 1}), "a2")
 	wantIDs(t, "agent b", list(store.ListMessagesParams{AgentID: "b", Limit: 10}), "b1", "b2")
@@ -64,14 +82,19 @@ func testListMessages(t *testing.T, s store.Store) {
 	wantIDs(t, "latest 2", list(store.ListMessagesParams{Latest: true, Limit: 2}), "a2", "b2")
 	wantIDs(t, "latest 2 before b2", list(store.ListMessagesParams{Latest: true, Limit: 2, Before: b2.Seq}), "b1", "a2")
 	wantIDs(t, "before a2", list(store.ListMessagesParams{Limit: 10, Before: a2.Seq}), "a1", "b1")
-	_, err := s.GetMessage(ctx(t), uuid.NewString(), "a1")
+	_, err = s.GetMessage(ctx(t), uuid.NewString(), "a1")
 	wantCode(t, err, parley.ENOTFOUND)
+}
+
+// keyOf is the key the store keeps of m.
+func keyOf(m *parley.Message) store.MessageKey {
+	return store.MessageKey{ID: m.ID, Seq: m.Seq, TurnID: m.TurnID, AgentID: m.AgentID, ReplyTo: m.ReplyTo, Depth: m.Depth}
 }
 
 // testThreads builds root ← c1 ← c2 ← c3 and root ← f1, root ← f2 (fan-out).
 func testThreads(t *testing.T, s store.Store) {
 	id := newConversation(t, s)
-	appendMessages(t, s, id, 1,
+	last := appendMessages(t, s, id, 1,
 		message(id, "root", 0, "", 0), message(id, "c1", 0, "root", 1), message(id, "f1", 0, "root", 1),
 		message(id, "c2", 0, "c1", 2), message(id, "f2", 0, "root", 1), message(id, "c3", 0, "c2", 3))
 	replies, err := s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", Limit: 10})
@@ -82,30 +105,44 @@ func testThreads(t *testing.T, s store.Store) {
 	replies, _ = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "root", After: replies[0].Seq, Limit: 1})
 	wantIDs(t, "replies to root after c1, limit 1", replies, "f1")
 
-	anc, err := s.Ancestors(ctx(t), id, "c3")
+	anc, err := s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c3"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "ancestors of c3", anc, "root", "c1", "c2")
-	anc, _ = s.Ancestors(ctx(t), id, "root")
+	anc, _ = s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c3", Limit: 2})
+	wantIDs(t, "the nearest 2 ancestors of c3", anc, "c1", "c2")
+	anc, _ = s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root"})
 	wantIDs(t, "ancestors of root", anc)
-	_, err = s.Ancestors(ctx(t), id, "nope")
+	_, err = s.Ancestors(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "nope"})
 	wantCode(t, err, parley.ENOTFOUND)
 
-	desc, err := s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "root", Limit: 10})
+	desc, err := s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "descendants of root", desc, "c1", "f1", "c2", "f2", "c3")
-	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "root", Limit: 2})
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root", Limit: 2})
 	wantIDs(t, "descendants of root, limit 2", desc, "c1", "f1")
-	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "c2", Limit: 10})
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "root", After: desc[1].Seq, Limit: 2})
+	wantIDs(t, "descendants of root after f1, limit 2", desc, "c2", "f2")
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c2", Limit: 10})
 	wantIDs(t, "descendants of c2", desc, "c3")
+	_, err = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "nope", Limit: 10})
+	wantCode(t, err, parley.ENOTFOUND)
+	// A reply to a message the conversation does not hold (legacy data)
+	// is listed.
+	appendMessages(t, s, id, last, message(id, "orphan", 0, "lost", 1))
+	replies, err = s.ListReplies(ctx(t), store.ListRepliesParams{ConversationID: id, MessageID: "lost", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "replies to a message not held", replies, "orphan")
 
 	// Another conversation's messages with the same ids are not part of this thread.
 	other := newConversation(t, s)
 	appendMessages(t, s, other, 1, message(other, "c4", 0, "c3", 4))
-	desc, _ = s.Descendants(ctx(t), store.DescendantsParams{ConversationID: id, MessageID: "c3", Limit: 10})
+	desc, _ = s.Descendants(ctx(t), store.ThreadParams{ConversationID: id, MessageID: "c3", Limit: 10})
 	wantIDs(t, "descendants of c3 (other conversation holds a reply)", desc)
 }
 

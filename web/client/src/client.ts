@@ -157,12 +157,13 @@ export interface SearchPage {
   nextCursor?: string;
 }
 
-/** A message in its thread. */
+/** A message in its thread, with a page of its descendants; `nextAfter` is there when there may be more. */
 export interface Thread {
   root: Message;
   ancestors: Message[];
   message: Message;
   descendants: Message[];
+  nextAfter?: number;
   truncated: boolean;
 }
 
@@ -306,9 +307,9 @@ export class ParleyClient {
     return this.get(conv(id, "/messages/" + enc(messageId) + "/replies"), { after: opts.after, limit: opts.limit });
   }
 
-  /** A message with its ancestors and descendants. */
-  thread(id: string, messageId: string): Promise<Thread> {
-    return this.get(conv(id, "/messages/" + enc(messageId) + "/thread"));
+  /** A message with its ancestors and a page of its descendants (`after`: the `nextAfter` of the page before). */
+  thread(id: string, messageId: string, opts: { after?: number } = {}): Promise<Thread> {
+    return this.get(conv(id, "/messages/" + enc(messageId) + "/thread"), { after: opts.after });
   }
 
   /** Writes a message. `idempotencyKey` is sent as the `Idempotency-Key` header. */

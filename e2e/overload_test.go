@@ -80,13 +80,14 @@ func TestOverloadWhileARunnerStreams(t *testing.T) {
 	c := client.New(srv.url, admin)
 
 	// A conversation of large messages, for the streams that never read:
-	// each is sent a snapshot of about 1 MiB.
+	// each is sent a snapshot of about 4 MiB, the most a snapshot holds,
+	// more than the kernel takes for a socket whose client reads nothing.
 	big, err := c.CreateConversation(ctx, client.NewConversation{Participants: []string{"writer"}, TurnPolicy: parley.PolicyFree})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 8 {
-		text := strings.Repeat(fmt.Sprintf("large message %d ", i), 120<<10/16)
+	for i := range 36 {
+		text := strings.Repeat(fmt.Sprintf("large message %02d ", i), 120<<10/16)
 		if _, err := c.PostMessage(ctx, big.Conversation.ID, client.Message{AgentID: "writer", Content: text[:120<<10]}); err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +150,22 @@ func TestOverloadWhileARunnerStreams(t *testing.T) {
 		}
 		unread = append(unread, c)
 		fmt.Fprintf(c, "GET /v1/conversations/%s/stream HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", big.Conversation.ID, addr, viewers[i/500])
+		if i == 0 {
+			// The first one reads its answer's head: a stream, sending.
+			_ = c.SetReadDeadline(time.Now().Add(time.Minute))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil || !strings.Contains(line, " 200 ") {
+				t.Fatalf("an unread stream: %q, %v", line, err)
+			}
+		}
+	}
+	// What is written to their conversation now queues for each of them,
+	// behind a snapshot it has not taken.
+	for i := range 10 {
+		text := strings.Repeat(fmt.Sprintf("later message %02d ", i), 120<<10/17)
+		if _, err := c.PostMessage(ctx, big.Conversation.ID, client.Message{AgentID: "writer", Content: text}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	progress("unread streams", 50)
 

@@ -202,18 +202,8 @@ func TestLargeBodiesWaitForRoom(t *testing.T) {
 	alice, _ := createToken(t, db, "-kind", "agent", "-agent", "alice")
 	srv := startServer(t, db, "-max-body-memory", strconv.Itoa(32<<20))
 	pid := srv.cmd.Process.Pid
-	// A long chat, as the AI SDK sends it (every message, each time), of
-	// 16 MiB (the most a chat body may be); its last message is the
-	// assistant's, so that one read is refused once decoded.
-	const size = 16 << 20
-	msg := `{"id":"m","role":"assistant","parts":[{"type":"text","text":"` + strings.Repeat("x", 64<<10) + `"}]}`
-	var chat strings.Builder
-	chat.WriteString(`{"id":"long","messages":[` + msg)
-	for chat.Len()+len(msg)+3 < size {
-		chat.WriteString("," + msg)
-	}
-	chat.WriteString(`]}`)
-	body := []byte(chat.String())
+	// A long chat of 16 MiB, the most a chat body may be.
+	body := largeChat(16 << 20)
 
 	before := rss(t, pid, "VmHWM")
 	var wg sync.WaitGroup

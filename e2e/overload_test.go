@@ -313,19 +313,20 @@ func TestHelperHoldIdleConnections(t *testing.T) {
 		t.Skip("run by TestOverloadWhileARunnerStreams")
 	}
 	n, _ := strconv.Atoi(os.Getenv("PARLEY_HOLD_N"))
-	var held []net.Conn
-	opened := 0
 	for i := range n {
 		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
 		if err != nil {
 			continue // refused: the server holds as many as it may
 		}
-		opened++
 		held = append(held, c)
 		if i%2 == 1 {
 			_, _ = io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: "+addr+"\r\n")
 		}
 	}
-	fmt.Printf("held %d\n", opened)
+	fmt.Printf("held %d\n", len(held))
 	select {} // until killed
 }
+
+// held keeps the connections TestHelperHoldIdleConnections opened from
+// the collector, which would close them.
+var held []net.Conn

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -72,8 +73,54 @@ func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request, max, hold i
 // noDrain has the server close the connection after the answer instead of
 // reading what is left of the request's body (to drain it for the next
 // request), so that a client that sends a body slowly, or a huge one,
-// holds nothing once refused.
+// holds nothing once refused. The answer is not held back for the body:
+// what the client still sends is discarded for a moment after it (see
+// linger), so that the client reads the answer rather than a reset.
 func noDrain(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// Lingering: a connection closed while its client is still sending a body
+// is reset, and a reset makes the client's system drop what it received
+// and had not read yet, the answer that said why (TCP's rule; nginx's
+// lingering_close is the usual answer). So after a refusal that left a
+// body unread, what the client still sends is read and thrown away, for
+// at most lingerTime and lingerBytes (no memory is held: it is not kept),
+// and only then is the connection closed.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 64 << 20
+)
+
+// linger discards, once the answer to r is sent, what its client still
+// sends of a body the answer refused unread (noDrain), within lingerTime
+// and lingerBytes, then closes the connection. It takes the connection
+// over from the HTTP server to read it as it comes (the body's reader
+// would ask a client that waits to be told to send, Expect:
+// 100-continue, to send it after all); over HTTP/2, where a refused
+// stream is reset on its own, it does nothing.
+func linger(w http.ResponseWriter, r *http.Request) {
+	if !hasBody(r) || w.Header().Get("Connection") != "close" || r.ProtoMajor != 1 {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return
+	}
+	c, buf, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	if err := buf.Flush(); err != nil {
+		return
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite() // the answer is whole: the client sees its end
+	}
+	if c.SetReadDeadline(time.Now().Add(lingerTime)) != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(buf, lingerBytes))
 }

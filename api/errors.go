@@ -87,7 +87,15 @@ func writeErr(w http.ResponseWriter, log *slog.Logger, err error) {
 		log.Error("internal error", slog.Any("err", err))
 	}
 	setRetryAfter(w, err)
-	writeJSON(w, status, errorBody(err))
+	// With its length said, an error is whole once sent, whatever is done
+	// with the connection after it (see linger).
+	body, _ := json.Marshal(errorBody(err))
+	body = append(body, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // the client went away; nothing to do
 }
 
 // clientGone reports whether the client of the request w answers went

@@ -234,6 +234,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.mux.ServeHTTP(rec, r)
 	}
+	linger(rec, r)
 	pattern := r.Pattern
 	if pattern == "" {
 		pattern = "unrouted"

@@ -288,17 +288,36 @@ export class Runner {
     }
   }
 
-  /** A WebSocket that did not open says nothing of why: ask over HTTP whether the token may run here. */
+  /**
+   * A WebSocket that did not open says nothing of why: ask over HTTP
+   * whether the token may run here, as the server decides it. A refusal
+   * is for good (serve rejects with it at once); anything else is taken
+   * for a connection lost, and tried again.
+   */
   private async probe(): Promise<unknown> {
     try {
-      if (!this.wide) {
-        await this.client.conversation(decodeURIComponent(this.path.split("/")[3]!));
+      const me = await this.client.whoami();
+      const id = decodeURIComponent(this.path.split("/")[3]!);
+      if (this.wide) {
+        if (me.kind === "viewer" || (me.kind === "agent" && me.agentId !== id)) {
+          return new ParleyError(403, "forbidden", `this token (${me.kind} ${me.agentId}) cannot run agent ${id}`);
+        }
         return undefined;
       }
-      const me = await this.client.whoami();
-      const agent = decodeURIComponent(this.path.split("/")[3]!);
-      if (me.kind === "viewer" || (me.kind === "agent" && me.agentId !== agent)) {
-        return new ParleyError(403, "forbidden", `this token (${me.kind} ${me.agentId}) cannot run agent ${agent}`);
+      // A conversation's runner runs as the token's agent, or as the one
+      // agentId names for an admin token (or an open server).
+      const named = this.query["agentId"];
+      if (me.kind === "viewer") return new ParleyError(403, "forbidden", "a viewer token cannot run an agent");
+      if (me.kind === "agent" && named && named !== me.agentId) {
+        return new ParleyError(403, "forbidden", `this token belongs to agent ${me.agentId}; it cannot run as ${named}`);
+      }
+      if (me.kind !== "agent" && !named) {
+        return new ParleyError(422, "invalid_value", "agentId is required: an admin token (or an open server) runs as the agent it names");
+      }
+      const v = await this.client.conversation(id);
+      const c = v.conversation;
+      if (me.kind === "agent" && ![...c.participants, ...(c.members ?? []), c.createdBy ?? ""].includes(me.agentId ?? "")) {
+        return new ParleyError(403, "forbidden", `agent ${me.agentId} does not take part in conversation ${id}`);
       }
     } catch (err) {
       return err;

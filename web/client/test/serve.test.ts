@@ -144,6 +144,29 @@ describe("runners", () => {
     }
   });
 
+  it("a conversation's runner stops at once with the server's refusal: a viewer, an admin naming no agent, an outsider", async () => {
+    const server = await startServer(inject("parleyBinary"));
+    try {
+      const admin = await client(server.url).createToken({ kind: "admin" });
+      const viewer = await client(server.url, admin.token).createToken({ kind: "viewer" });
+      const carol = await client(server.url, admin.token).createToken({ kind: "agent", agentId: "carol" });
+      const conv = await client(server.url, admin.token).createConversation({ participants: ["alice"] });
+      const id = conv.conversation.id;
+      // Each would be tried again for ever, in silence, if the refusal
+      // were taken for a lost connection.
+      const refusal = (c: ParleyClient, opts: { agentId?: string } = {}): Promise<unknown> =>
+        conversationRunner(c, id, { ...opts, minBackoffMs: 10, maxBackoffMs: 10 })
+          .serve(async () => {})
+          .catch((e: unknown) => e);
+      expect(await refusal(client(server.url, viewer.token))).toMatchObject({ status: 403, code: "forbidden" });
+      expect(await refusal(client(server.url, admin.token))).toMatchObject({ status: 422, code: "invalid_value" });
+      expect(await refusal(client(server.url, carol.token))).toMatchObject({ status: 403, code: "forbidden" });
+      expect(await refusal(client(server.url, carol.token), { agentId: "alice" })).toMatchObject({ status: 403, code: "forbidden" });
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("stop with the server's refusal when the token may not run the agent", async () => {
     const server = await startServer(inject("parleyBinary"));
     try {

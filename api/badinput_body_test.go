@@ -90,7 +90,7 @@ func (r *rawConn) answer(limit time.Duration) (int, string) {
 // connection closed: neither a stalled body nor a huge one holds it.
 func TestSlowBodiesAreCutOff(t *testing.T) {
 	t.Parallel()
-	const timeout = 500 * time.Millisecond
+	const timeout = time.Second
 	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{BodyTimeout: timeout}})
 	id := b.conversation("alice", "bob")
 	host := strings.TrimPrefix(b.url, "http://")
@@ -129,7 +129,10 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 // cut off, and leaves nothing.
 func TestSlowImportKeepsGoing(t *testing.T) {
 	t.Parallel()
-	const timeout = 500 * time.Millisecond
+	// Each piece comes a fifth of the timeout after the last: a loaded
+	// machine (the race detector on two cores) may hold the sender back
+	// for most of a timeout without the import being cut off.
+	const timeout = time.Second
 	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{BodyTimeout: timeout}})
 	id := b.conversation("alice", "bob")
 	for i := range 8 {
@@ -143,11 +146,11 @@ func TestSlowImportKeepsGoing(t *testing.T) {
 		return fmt.Sprintf("POST /v1/conversations/import?id=%s HTTP/1.1\nHost: %s\nAuthorization: Bearer %s\nContent-Type: application/json\nContent-Length: %d\n", to, host, b.admin, len(export))
 	}
 
-	// Steady: 10 pieces, one every timeout/3, over three times the timeout.
+	// Steady: 10 pieces, one every timeout/5, over twice the timeout.
 	steady := b.raw(t, head("steady"))
 	piece := len(export)/10 + 1
 	for i := 0; i < len(export); i += piece {
-		time.Sleep(timeout / 3)
+		time.Sleep(timeout / 5)
 		if _, err := steady.c.Write(export[i:min(i+piece, len(export))]); err != nil {
 			t.Fatalf("the steady import was cut off after %d bytes: %v", i, err)
 		}

@@ -167,6 +167,8 @@ func (g *gen) stream() conv.Command {
 			f.Error = strings.Repeat("e", 1+g.next(3)*150)
 		}
 		if g.chance(6) {
+			// A finalText that only a message with no text yet takes
+			// whole; one with text refuses it (it must start with it).
 			f.FinalText = strings.Repeat("f", 1+g.next(3)*250)
 		}
 		return f

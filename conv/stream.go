@@ -247,6 +247,9 @@ func (d *decider) finalize(c FinalizeMessage) error {
 	if len(c.FinalText) > d.env.Limits.MaxTextBytes {
 		return parley.Errorf(parley.ETOOLARGE, "finalText is %d bytes; the limit is %d", len(c.FinalText), d.env.Limits.MaxTextBytes)
 	}
+	if err := CheckFinalText(m, c.FinalText, d.env.Limits); err != nil {
+		return err
+	}
 	if added := len(c.Error) + max(0, len(c.FinalText)-len(m.Content)); added > 0 {
 		if err := checkSize(c.MessageID, m.Size()+added, d.env.Limits); err != nil {
 			return err

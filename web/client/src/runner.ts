@@ -51,7 +51,7 @@ export interface CreateOptions {
 /** What a finalize may say. */
 export interface FinalizeOptions {
   reason?: FinishReason;
-  /** When longer than the text streamed, the message's content. */
+  /** The whole answer: it must start with the text streamed, and the rest is added as text (any other text is refused, `invalid_value`). */
   finalText?: string;
   /** What it closes: the runner's turn by default; `none` lets another message follow in the turn. */
   finality?: Finality;

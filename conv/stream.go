@@ -262,12 +262,13 @@ func (d *decider) finalize(c FinalizeMessage) error {
 		(a.Aborted || m.ReplyTo == a.ID || m.TurnID == a.Exchange()) {
 		d.endPrompt(a, c.AgentID, true) // the runner aborted its answer: the prompt ends
 	}
-	if m.Channel != nil && m.Status == parley.StatusComplete {
+	if m.Channel != nil {
 		// The reply goes back to the channel its prompt came from, at least
-		// once: the outbox row is written with the message.
+		// once, however it ended (the channel hears of an error or a stop
+		// too): the outbox row is written with the message.
 		now := parley.NewTime(d.env.Now)
 		d.out.Deliveries = append(d.out.Deliveries, &parley.Delivery{ID: d.deliveryID(), ConversationID: m.ConversationID,
-			MessageID: m.ID, Channel: *m.Channel, Content: m.Content, NextAttemptAt: now, CreatedAt: now})
+			MessageID: m.ID, Channel: *m.Channel, Content: m.Content, MessageStatus: m.Status, NextAttemptAt: now, CreatedAt: now})
 	}
 	return nil
 }

@@ -374,6 +374,7 @@ func (d *decider) abort(c AbortTurn) error {
 	}
 	e := d.emit(parley.EventTurnAborted, open.Turn, open.TurnID, c.AgentID, parley.FinalityTurn, parley.TurnRef{Turn: open.Turn, Reason: c.Reason})
 	d.out.Result = Result{Turn: open.Turn, Seq: e.Seq}
+	d.abortOwnersPrompt(open.Owner, c.AgentID)
 	return nil
 }
 

@@ -45,6 +45,9 @@ const (
 	ReasonReverted  = "reverted"  // its answer (or its own message) was reverted
 	ReasonAborted   = "aborted"   // its runner answered it with aborted (or a canceled finalize)
 	ReasonWithdrawn = "withdrawn" // its asker took it back before it was dispatched
+	// ReasonTurnAborted: the turn its runner answered in was aborted by
+	// someone else (an admin's turns/abort).
+	ReasonTurnAborted = "turn_aborted"
 )
 
 // QueuedPrompt is a prompt in the queue, waiting or dispatched.
@@ -296,6 +299,17 @@ func (d *decider) abortActive(agent, reason string) bool {
 		d.emit(EventPromptAborted, 0, "", agent, parley.FinalityNone, promptEvent{ID: a.ID, Runner: a.Runner, Reason: reason})
 	}
 	return true
+}
+
+// abortOwnersPrompt aborts the prompt being answered by owner, whose turn
+// by carries away: the runner is told to stop (as by a stop), its message
+// ends canceled and the prompt canceled. A runner that aborts its own turn
+// knows it already (it ends its prompt itself).
+func (d *decider) abortOwnersPrompt(owner, by string) {
+	if a := d.s.Active(); a != nil && a.Runner == owner && by != owner {
+		d.abortActive(by, ReasonTurnAborted)
+		d.out.Result.Seq = d.s.LastSeq
+	}
 }
 
 func (d *decider) abortPrompt(c AbortPrompt) error {

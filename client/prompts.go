@@ -119,9 +119,29 @@ func promptPath(conversationID, promptID, rest string) string {
 
 // Stop aborts the answer to the prompt being answered (POST …/abort): the
 // prompt is marked aborted and its runner told to stop (again, if it was
-// already). It is 404 not_found when no prompt is being answered.
+// already). It is 404 not_found when no prompt is being answered. It
+// stops whatever answer is under way: StopPrompt stops only the one meant.
 func (c *Client) Stop(ctx context.Context, conversationID string) error {
 	return c.do(ctx, http.MethodPost, convPath(conversationID, "/abort"), nil, nil)
+}
+
+// Stopped is what a stop stopped: the prompt, and the message streaming
+// its answer ("" if none).
+type Stopped struct {
+	Status    string `json:"status"`
+	PromptID  string `json:"promptId"`
+	MessageID string `json:"messageId"`
+}
+
+// StopPrompt stops the answer to prompt promptID only while it is being
+// answered (POST …/abort {"promptId"}): a prompt that waits, has ended or
+// is unknown is 409 not_answering (a *StatusError whose Details'
+// "answering" names the prompt and message being answered now, or is
+// nil), and nothing is stopped. Name the prompt you started: a Stop that
+// names none stops whatever answer is under way. It returns what it
+// stopped.
+func (c *Client) StopPrompt(ctx context.Context, conversationID, promptID string) (*Stopped, error) {
+	return call[Stopped](ctx, c, http.MethodPost, convPath(conversationID, "/abort"), map[string]any{"promptId": promptID})
 }
 
 // RevertResult is the answer to Revert.

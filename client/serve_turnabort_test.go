@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -45,5 +46,35 @@ func TestServeEndsAnAnswerWhoseTurnWasAborted(t *testing.T) {
 		if p.Type == parley.PartError {
 			t.Fatalf("the answer has an error part: %+v", ms[0].Parts)
 		}
+	}
+}
+
+// TestStopPromptStopsOnlyItsTarget: StopPrompt of a prompt that is not
+// being answered is 409 not_answering naming the one that is, and stops
+// nothing; of the prompt being answered, it stops it and says what.
+func TestStopPromptStopsOnlyItsTarget(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	started := make(chan string, 1)
+	s := serveConversation(t, c, nil, ctx, blocking(started))
+	s.ask("p1", "block", "")
+	<-started
+	_, err := c.StopPrompt(ctx, s.id, "p0")
+	var se *client.StatusError
+	if !errors.As(err, &se) || se.Status != 409 || parley.ErrorCode(err) != parley.ENOTANSWERING {
+		t.Fatalf("a stop of a prompt not being answered: %v", err)
+	}
+	if ans, _ := se.Err.Details["answering"].(map[string]any); ans["promptId"] != "p1" || ans["messageId"] == nil {
+		t.Fatalf("the refusal names %v, want p1 and its message", se.Err.Details)
+	}
+	st, err := c.StopPrompt(ctx, s.id, "p1")
+	if err != nil || st.PromptID != "p1" || st.MessageID == "" {
+		t.Fatalf("the stop of p1: %+v, %v", st, err)
+	}
+	if how := s.ended("p1"); how != "canceled: aborted" {
+		t.Fatalf("the stopped prompt %s", how)
+	}
+	if ms := s.answers("p1"); len(ms) != 1 || ms[0].ID != st.MessageID || ms[0].Status != parley.StatusCanceled {
+		t.Fatalf("the stopped answer: %s", contents(ms))
 	}
 }

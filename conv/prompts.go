@@ -144,6 +144,10 @@ type CompletePrompt struct {
 type AbortPrompt struct {
 	Actor
 	Reason string
+	// ID, if set, is the prompt whose answer is meant: it is stopped only
+	// if it is the one being answered (else ENOTANSWERING, naming the one
+	// being answered, if any).
+	ID string
 }
 
 // RequeuePrompt puts the prompt dispatched to Runner back at the front.
@@ -173,6 +177,43 @@ func (RequeuePrompt) command()  {}
 func (WithdrawPrompt) command() {}
 func (PromotePrompt) command()  {}
 func (AbortPrompt) command()    {}
+
+// Answering returns the prompt being answered (dispatched) and the id of
+// the message streaming its answer: its runner's message of the prompt's
+// exchange, the latest if several; "" for none.
+func (s State) Answering() (promptID, messageID string) {
+	a := s.Active()
+	if a == nil {
+		return "", ""
+	}
+	var at int64
+	for id, st := range s.Streams.All() {
+		if st.AgentID == a.Runner && st.TurnID == a.Exchange() && st.RowSeq >= at {
+			messageID, at = id, st.RowSeq
+		}
+	}
+	return a.ID, messageID
+}
+
+// nullable is s, or nil (JSON null) when it is empty.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// answeringNow says in words what Answering says.
+func (s State) answeringNow() string {
+	switch p, m := s.Answering(); {
+	case p == "":
+		return "no prompt is being answered"
+	case m == "":
+		return "prompt " + p + " is being answered, with no message streaming"
+	default:
+		return "prompt " + p + " is being answered, in message " + m
+	}
+}
 
 // Active returns the dispatched prompt, if any.
 func (s State) Active() *QueuedPrompt {
@@ -319,6 +360,14 @@ func (d *decider) abortPrompt(c AbortPrompt) error {
 	reason := c.Reason
 	if reason == "" {
 		reason = ReasonStopped
+	}
+	if a := d.s.Active(); c.ID != "" && (a == nil || a.ID != c.ID) {
+		err := parley.Errorf(parley.ENOTANSWERING, "prompt %s is not being answered in conversation %s (%s); nothing was stopped",
+			c.ID, d.s.Conversation.ID, d.s.answeringNow()).WithHead(d.base.Head(d.env.Now))
+		if p, m := d.s.Answering(); p != "" {
+			return err.With("answering", map[string]any{"promptId": p, "messageId": nullable(m)})
+		}
+		return err.With("answering", nil)
 	}
 	if !d.abortActive(c.AgentID, reason) {
 		return parley.Errorf(parley.ENOTFOUND, "no prompt is being answered in conversation %s", d.s.Conversation.ID)

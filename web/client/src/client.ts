@@ -87,6 +87,13 @@ export interface MessageResult {
   turn: number;
 }
 
+/** What a stop stopped: the prompt, and the message streaming its answer (null if none). */
+export interface Stopped {
+  status: "aborting";
+  promptId: string;
+  messageId: string | null;
+}
+
 /** The answer to the turn commands and to withdrawing or promoting a prompt. */
 export interface TurnResult {
   turn: number;
@@ -423,9 +430,16 @@ export class ParleyClient {
     return this.send("POST", conv(id, "/prompts/" + enc(promptId) + "/promote"), opts.agentId ? { agentId: opts.agentId } : undefined);
   }
 
-  /** Stops the answer under way: its runner is told to stop (404 if no prompt is being answered). */
-  stop(id: string): Promise<{ status: string }> {
-    return this.send("POST", conv(id, "/abort"));
+  /**
+   * Stops an answer: its runner is told to stop. With `promptId` (the
+   * prompt you started), only that prompt's answer, while it is being
+   * answered: otherwise 409 `not_answering`, whose `details.answering`
+   * names the prompt and message being answered now (or is null), and
+   * nothing is stopped. Without it, whatever answer is under way (404 if
+   * none). Resolves with what it stopped.
+   */
+  stop(id: string, opts: { promptId?: string } = {}): Promise<Stopped> {
+    return this.send("POST", conv(id, "/abort"), opts.promptId ? { promptId: opts.promptId } : undefined);
   }
 
   /** Removes a message and every message after it. */

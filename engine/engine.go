@@ -174,6 +174,7 @@ type conversation struct {
 	// was seen with a runner attached, and ownerHad whether it had one
 	// when last looked at.
 	turnTimer *time.Timer
+	armedTurn int // the turn turnTimer was armed for
 	leaseTurn int
 	ownerSeen time.Time
 	ownerHad  bool

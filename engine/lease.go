@@ -49,14 +49,21 @@ func (e *Engine) noteOwner(c *conversation) {
 // scheduleTurnLapse arms the timer of the open turn's lease; c.mu must be
 // held.
 func (e *Engine) scheduleTurnLapse(c *conversation, id string) {
+	e.noteOwner(c)
+	open := c.state.Open
+	if open != nil && !c.state.Closed && c.ownerHad && c.turnTimer != nil && c.armedTurn == open.Turn {
+		// Its runner is attached and the timer will look again within a
+		// lease: a runner streaming an answer re-arms nothing per delta.
+		return
+	}
 	if c.turnTimer != nil {
 		c.turnTimer.Stop()
 		c.turnTimer = nil
 	}
-	e.noteOwner(c)
-	if c.state.Open == nil || c.state.Closed {
+	if open == nil || c.state.Closed {
 		return
 	}
+	c.armedTurn = open.Turn
 	lease := e.turnLease(c.state)
 	wait := c.state.TurnLapse(lease, c.ownerSeen).Sub(e.opts.Now()) + time.Millisecond
 	if c.ownerHad {
@@ -103,7 +110,10 @@ func (e *Engine) expireTurn(id string) {
 		return
 	}
 	if len(d.Events) == 0 {
-		e.withCached(id, func(c *conversation) { e.scheduleTurnLapse(c, id) })
+		e.withCached(id, func(c *conversation) {
+			c.turnTimer = nil // it fired: arm it again
+			e.scheduleTurnLapse(c, id)
+		})
 	}
 }
 

@@ -72,15 +72,16 @@ func chaosConversations(t *testing.T) int {
 }
 
 // deadHolders runs the chaos case: holders is the node through which the
-// dying agents write, answerer the one the bot's runners and the askers
-// use; kill, if not nil, kills the holders' node once they have died.
-func deadHolders(t *testing.T, ctx context.Context, holders, answerer *client.Client, kill func()) {
+// conversations are made and the dying agents write; once they have died,
+// then gives the node the bot's runners and the askers use (killing or
+// restarting the holders' node first, as the case may be).
+func deadHolders(t *testing.T, ctx context.Context, holders *client.Client, then func() *client.Client) {
 	type conv struct{ id, way, prompt string }
 	var convs []conv
 	n := chaosConversations(t)
 	for _, way := range deathWays {
 		for i := range n {
-			v, err := answerer.CreateConversation(ctx, client.NewConversation{Participants: []string{"bot"}, Members: []string{"human", "holder"}})
+			v, err := holders.CreateConversation(ctx, client.NewConversation{Participants: []string{"bot"}, Members: []string{"human", "holder"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,9 +90,7 @@ func deadHolders(t *testing.T, ctx context.Context, holders, answerer *client.Cl
 			convs = append(convs, c)
 		}
 	}
-	if kill != nil {
-		kill()
-	}
+	answerer := then()
 	runners := map[string]*client.Runner{}
 	for _, c := range convs {
 		run, err := answerer.ConnectRunner(ctx, c.id, "bot")
@@ -139,7 +138,7 @@ func TestDeadTurnHoldersNeverStickAConversation(t *testing.T) {
 	defer cancel()
 	srv := startServer(t, filepath.Join(t.TempDir(), "parley.db"), "-turn-lease", "1s", "-runner-grace", "1s")
 	c := client.New(srv.url, "")
-	deadHolders(t, ctx, c, c, nil)
+	deadHolders(t, ctx, c, func() *client.Client { return c })
 }
 
 // TestDeadTurnHoldersAcrossNodes: two nodes on PostgreSQL. The agents
@@ -154,7 +153,10 @@ func TestDeadTurnHoldersAcrossNodes(t *testing.T) {
 	unused := filepath.Join(t.TempDir(), "unused.db")
 	args := []string{"-postgres", url, "-turn-lease", "1s", "-runner-grace", "1s", "-runner-lease", "600ms"}
 	na, nb := startServer(t, unused, args...), startServer(t, unused, args...)
-	deadHolders(t, ctx, client.New(na.url, ""), client.New(nb.url, ""), na.kill)
+	deadHolders(t, ctx, client.New(na.url, ""), func() *client.Client {
+		na.kill()
+		return client.New(nb.url, "")
+	})
 }
 
 // TestTurnLeaseFlagBounds: parley serve refuses a -turn-lease under a
@@ -167,4 +169,20 @@ func TestTurnLeaseFlagBounds(t *testing.T) {
 	for _, bad := range []string{"500ms", "25h", "0s", "-1m"} {
 		refusesToStart(t, ctx, db, "127.0.0.1:0", "-turn-lease", "-turn-lease", bad)
 	}
+}
+
+// TestDeadTurnHoldersThroughARestart: the server is killed with SIGKILL
+// once the agents died holding their turns; the server that comes back on
+// the same file ends those turns within a lease too.
+func TestDeadTurnHoldersThroughARestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	args := []string{"-turn-lease", "1s", "-runner-grace", "1s"}
+	first := startServer(t, db, args...)
+	deadHolders(t, ctx, client.New(first.url, ""), func() *client.Client {
+		first.kill()
+		return client.New(startServer(t, db, args...).url, "")
+	})
 }

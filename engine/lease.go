@@ -46,6 +46,16 @@ func (e *Engine) noteOwner(c *conversation) {
 	c.ownerHad = has
 }
 
+// leaseFromNow gives the open turn of a conversation just loaded a whole
+// lease from now: after a restart its owner's runner may not have come
+// back yet, and this node has not seen whether it had one. c.mu must be
+// held.
+func (e *Engine) leaseFromNow(c *conversation) {
+	if open := c.state.Open; open != nil {
+		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, e.opts.Now(), false
+	}
+}
+
 // scheduleTurnLapse arms the timer of the open turn's lease; c.mu must be
 // held.
 func (e *Engine) scheduleTurnLapse(c *conversation, id string) {

@@ -86,3 +86,25 @@ func TestRetryKeepsThePrompt(t *testing.T) {
 		})
 	}
 }
+
+// TestStoppedPromptEndsWithAFailoverFinalize: a prompt someone stopped
+// ends as soon as its runner ends the answer canceled, even keeping its
+// turn open (finality none): no retry of a stopped answer is awaited.
+func TestStoppedPromptEndsWithAFailoverFinalize(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice")
+	base := "/v1/conversations/" + id
+	run := b.runnerConn(id, b.alice)
+	b.want(b.do("POST", base+"/prompts", b.bob, map[string]any{"id": "p1", "content": "q"}), 201, "")
+	if p := until(t, b, run, "prompt"); p["messageId"] != "p1" {
+		t.Fatalf("prompt frame = %v", p)
+	}
+	do(t, b, run, `{"type":"message.create","turnId":"a1"}`)
+	b.want(b.do("POST", base+"/abort", b.bob, nil), 202, "")
+	until(t, b, run, "abort")
+	do(t, b, run, `{"type":"message.finalize","turnId":"a1","reason":"canceled","finality":"none"}`)
+	if got := promptEnds(b, id); len(got) != 1 || got[0] != "prompt.canceled:p1" {
+		t.Fatalf("prompt ends = %v", got)
+	}
+}

@@ -191,7 +191,7 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 	case "message.finalize":
 		// A canceled answer that keeps the runner's turn open (finality
 		// none) is a failover: a retry follows, and the prompt stays.
-		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality, f.Finality != parley.FinalityNone)
+		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality, f.Finality == parley.FinalityNone)
 	case "aborted":
 		return rs.aborted(ctx, f)
 	case "error":
@@ -240,18 +240,19 @@ func (rs *Session) target(f *Frame) string {
 	return f.TurnID
 }
 
-// finalize ends a message of the runner's; with endsPrompt, a canceled
-// one ends the prompt it answers.
-func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality, endsPrompt bool) (*engine.MessageResult, error) {
+// finalize ends a message of the runner's: a canceled one ends the prompt
+// it answers, unless failover says a retry follows (see
+// conv.FinalizeMessage.Failover).
+func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality, failover bool) (*engine.MessageResult, error) {
 	canceled := reason == parley.FinishCanceled
 	res, err := rs.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason,
-		Error: errText, FinalText: finalText, Finality: fin, EndsPrompt: canceled && endsPrompt})
+		Error: errText, FinalText: finalText, Finality: fin, EndsPrompt: canceled, Failover: failover})
 	if err == nil && messageID == rs.active {
 		rs.active = ""
 	}
 	if err == nil {
 		rs.ended = res.EndedPrompt
-		rs.canceled = canceled && !endsPrompt
+		rs.canceled = canceled && res.EndedPrompt == ""
 	}
 	return res, err
 }
@@ -262,7 +263,7 @@ func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, fin
 // already ended (finalized, or reverted) is no error: the prompt still ends.
 func (rs *Session) aborted(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
 	if target := rs.target(f); target != "" {
-		res, err := rs.finalize(ctx, target, parley.FinishCanceled, "", "", f.Finality, true)
+		res, err := rs.finalize(ctx, target, parley.FinishCanceled, "", "", f.Finality, false)
 		if parley.ErrorCode(err) != parley.ENOTFOUND {
 			return res, err
 		}

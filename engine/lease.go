@@ -20,8 +20,9 @@ import (
 // with several nodes, one of them writes it, the others catch up and find
 // the turn closed. A conversation nobody has cached has its timer armed
 // when someone next loads it (a write refused with turn_conflict, a
-// prompt, a runner): its lease has ended by then, and the timer fires at
-// once.
+// prompt, a runner, a restart's recovery), for a whole lease from then
+// (see leaseFromNow): a node that has just loaded it cannot know whether
+// the owner's runner is about to come back.
 
 // turnLease is the lease of the conversation of s.
 func (e *Engine) turnLease(s conv.State) time.Duration { return s.TurnLease(e.opts.TurnLease) }

@@ -69,6 +69,29 @@ type QueuedPrompt struct {
 	// Aborted is true once its answer was aborted; it ends when its runner
 	// answers or leaves.
 	Aborted bool `json:"aborted,omitempty"`
+	// WaitingOn says what a waiting prompt waits for; nil on the prompt
+	// being answered and on one about to be dispatched.
+	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
+}
+
+// WaitingOn is what a waiting prompt waits for.
+type WaitingOn struct {
+	// Reason is "turn" (another agent's open turn), "claim" (another
+	// agent's claim on the next turn), "prompt" (the prompt being
+	// answered), "queue" (a prompt ahead of it), "runner" (a runner of the
+	// agent it is for, or of any agent) or "collect" (a collect window).
+	Reason string `json:"reason"`
+	// AgentID holds what it waits for: the turn's owner, the claim's
+	// holder, the runner answering, the agent a runner is wanted of.
+	AgentID string `json:"agentId,omitempty"`
+	// Turn and TurnID name the open or claimed turn.
+	Turn   int    `json:"turn,omitempty"`
+	TurnID string `json:"turnId,omitempty"`
+	// PromptID is the prompt being answered, ahead of it, or collecting.
+	PromptID string `json:"promptId,omitempty"`
+	// Until is when what it waits for ends at the latest, if known: the
+	// turn's lease, the claim, the collect window.
+	Until *parley.Time `json:"until,omitempty"`
 }
 
 // PromptResult is the answer to QueuePrompt.

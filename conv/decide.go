@@ -36,6 +36,8 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	case Delegate:
 		err = d.delegate(c)
 	case ExpireClaim:
+	case ExpireTurn:
+		err = d.expireTurn(c)
 	case StreamText:
 		err = d.streamText(c)
 	case StreamTool:

@@ -74,6 +74,10 @@ type QueuedPrompt struct {
 	// when its runner answers (aborted, complete) or leaves, and is never
 	// dispatched again.
 	Aborted bool `json:"aborted,omitempty"`
+	// WaitingOn says what a waiting prompt waits for. It is never stored:
+	// State.Explain fills it in the queue it returns, for the views of
+	// the queue (it depends on the runners attached and the time).
+	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
 }
 
 // Exchange is the turnId of the exchange the prompt starts: its task run's,
@@ -390,7 +394,7 @@ func (d *decider) endPrompt(a *QueuedPrompt, runner string, aborted bool) {
 
 func (d *decider) dispatch(c DispatchPrompt) error {
 	p := d.s.NextPrompt(c.Runner, d.env.Now)
-	if p == nil || (d.s.Open != nil && d.s.Open.Owner != c.Runner) {
+	if p == nil || !floorFree(d.s, c.Runner, p.AgentID) {
 		return nil // nothing ready, or another agent holds the floor
 	}
 	id, written, asker, channel, turnID := p.ID, p.Written, p.AgentID, p.Channel, p.TurnID
@@ -408,6 +412,15 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 	e := d.emit(EventPromptDispatched, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: id, Runner: c.Runner})
 	d.out.Result = Result{Seq: e.Seq, Message: d.out.Result.Message}
 	return nil
+}
+
+// floorFree reports whether a prompt of asker may be dispatched to runner
+// as far as the open turn goes: none is open, or the runner or the asker
+// owns it. The asker's own open turn never holds its prompt back: the
+// prompt's message is written into that turn and closes it, as if the
+// asker had finalized it.
+func floorFree(s State, runner, asker string) bool {
+	return s.Open == nil || s.Open.Owner == runner || s.Open.Owner == asker
 }
 
 func (d *decider) complete(c CompletePrompt) error {

@@ -271,6 +271,11 @@ func (g *gen) command() conv.Command {
 	if g.chance(2) {
 		return conv.ExpireClaim{}
 	}
+	if g.chance(2) {
+		// A turn lease of a few seconds ends an open turn whose owner has
+		// no runner (the agents picked as runners here have one).
+		return conv.ExpireTurn{Lease: time.Duration(1+g.next(8)) * time.Second, Runners: []string{g.pick(agents)}}
+	}
 	return nil
 }
 

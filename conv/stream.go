@@ -83,7 +83,12 @@ type FinalizeMessage struct {
 	// dispatched to the writer ends with it, canceled, if the message
 	// answers that prompt or the prompt was aborted (a steer, a stop).
 	EndsPrompt bool
-	Known      StreamLookups
+	// Failover is set when the runner keeps its turn open after a canceled
+	// finalize (finality none): a retry follows, so the prompt ends with
+	// it only if it was aborted; otherwise it stays with the runner for
+	// the retry.
+	Failover bool
+	Known    StreamLookups
 }
 
 // stream checks that the actor may write to a streaming message and returns
@@ -259,7 +264,7 @@ func (d *decider) finalize(c FinalizeMessage) error {
 	m.Finality = fin
 	d.rewrite(st, m, fin, c.AgentID)
 	if a := d.s.Active(); c.EndsPrompt && c.Reason == parley.FinishCanceled && a != nil && a.Runner == c.AgentID && !d.s.Closed &&
-		(a.Aborted || m.ReplyTo == a.ID || m.TurnID == a.Exchange()) {
+		(a.Aborted || !c.Failover && (m.ReplyTo == a.ID || m.TurnID == a.Exchange())) {
 		d.endPrompt(a, c.AgentID, true) // the runner aborted its answer: the prompt ends
 	}
 	if m.Channel != nil {

@@ -56,14 +56,22 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 	return &PromptResult{ID: p.ID, Seq: d.Result.Seq, Queue: s.Queue}, nil
 }
 
-// Prompts returns the queue: the dispatched prompt first, then the waiting ones.
+// Prompts returns the queue: the dispatched prompt first, then the waiting
+// ones, each saying what it waits for (conv.State.Explain).
 func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.QueuedPrompt, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	return c.state.Queue, nil
+	return e.explain(c), nil
+}
+
+// explain is the queue of c, each waiting prompt saying what it waits
+// for; c.mu must be held.
+func (e *Engine) explain(c *conversation) []conv.QueuedPrompt {
+	e.noteOwner(c)
+	return c.state.Explain(e.runners.Agents(c.state), e.opts.Now(), e.turnLease(c.state), c.ownerSeen)
 }
 
 // WithdrawPrompt removes a waiting prompt (ENOTFOUND, or EBUSY if dispatched).

@@ -54,6 +54,8 @@ export interface NewConversation {
   turnPolicy?: TurnPolicy;
   messageFormat?: "v1" | "v2";
   metadata?: unknown;
+  /** The conversation's own turn lease in milliseconds (1000 to 86400000); left out, the server's. */
+  turnLeaseMs?: number;
 }
 
 /** A turn precondition: "I am starting turn N" or "I am continuing turn N". */

@@ -118,6 +118,8 @@ export interface Conversation {
   metadata?: unknown;
   createdBy?: string;
   createdAt: string | null;
+  /** Its own turn lease in milliseconds; left out when it has the server's. */
+  turnLeaseMs?: number;
 }
 
 /** A place in a conversation's log: the last seq seen, in an epoch. */
@@ -219,6 +221,21 @@ export interface QueuedPrompt {
    * read by `ParleyClient.promptTexts`). The server's queue does not carry it.
    */
   content?: string;
+  /** What a waiting prompt waits for (`GET …/prompts`); absent on the prompt being answered. */
+  waitingOn?: WaitingOn;
+}
+
+/** What a waiting prompt waits for. */
+export interface WaitingOn {
+  reason: "turn" | "claim" | "prompt" | "queue" | "runner" | "collect" | (string & {});
+  /** The turn's owner, the claim's holder, the runner answering, or the agent a runner is wanted of. */
+  agentId?: string;
+  turn?: number;
+  turnId?: string;
+  /** The prompt being answered, ahead of it, or collecting. */
+  promptId?: string;
+  /** When what it waits for ends at the latest, if known. */
+  until?: string;
 }
 
 /** A scheduled prompt. */

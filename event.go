@@ -1,6 +1,9 @@
 package parley
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Event types of the log. The wire event types are the log's event types:
 // what is stored is what is streamed.
@@ -38,7 +41,61 @@ const (
 	// that ended long ago was, once retention compacted it: the message's
 	// row holds what it carried. Data is {}; it changes no message.
 	EventCompacted = "compacted"
+
+	// The prompt queue's events (Data is the prompt's id and what changed).
+
+	// EventPromptQueued: a prompt joined the queue (or was merged into a
+	// collect prompt); it holds the prompt's text.
+	EventPromptQueued = "prompt.queued"
+	// EventPromptDispatched: a prompt was handed to a runner.
+	EventPromptDispatched = "prompt.dispatched"
+	// EventPromptCompleted: a prompt was answered.
+	EventPromptCompleted = "prompt.completed"
+	// EventPromptCanceled: a prompt ended without an answer.
+	EventPromptCanceled = "prompt.canceled"
+	// EventPromptRequeued: a prompt's runner left and the prompt went back
+	// to the front of the queue.
+	EventPromptRequeued = "prompt.requeued"
+	// EventPromptPromoted: a waiting prompt moved to the front of the queue.
+	EventPromptPromoted = "prompt.promoted"
+	// EventPromptAborted marks the prompt being answered as aborted (by a
+	// steer, a stop, or a revert of its answer): its runner was told to stop,
+	// and the prompt ends when the runner answers or leaves; it is never
+	// dispatched again.
+	EventPromptAborted = "prompt.aborted"
+	// EventTaskRun records one firing of a scheduled task; Data is
+	// {"taskId", "runId"}, and the run id is the turnId of the prompt it
+	// queued.
+	EventTaskRun = "task.run"
 )
+
+// eventTypes are the event types above: every type a server writes to a
+// log. Whatever reads a whole log back (an import, a replay) knows each of
+// them; a type added above is added here.
+var eventTypes = []string{
+	EventConversationCreated, EventMessage, EventTrace,
+	EventTurnClaimed, EventClaimExpired, EventTurnReset, EventTurnAborted, EventDelegation,
+	EventChunk, EventMessageUpdated, EventPartUpdated, EventMessagesRemoved, EventCompacted,
+	EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled,
+	EventPromptRequeued, EventPromptPromoted, EventPromptAborted,
+	EventTaskRun,
+}
+
+// knownEventTypes is eventTypes as a set.
+var knownEventTypes = func() map[string]bool {
+	m := make(map[string]bool, len(eventTypes))
+	for _, t := range eventTypes {
+		m[t] = true
+	}
+	return m
+}()
+
+// EventTypes returns every event type a server writes to a conversation's
+// log, conversation.created first.
+func EventTypes() []string { return slices.Clone(eventTypes) }
+
+// KnownEventType reports whether typ is one of EventTypes.
+func KnownEventType(typ string) bool { return knownEventTypes[typ] }
 
 // Event is one entry of a conversation's log. Seq numbers the events of one
 // conversation densely from 1. Turn 0 holds system events.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/webui"
@@ -171,5 +172,48 @@ func TestOpenAPIServedWithoutToken(t *testing.T) {
 	open.want(open.do("GET", "/v1/openapi.json", "", nil, "Host", "attacker.example"), 403, "forbidden")
 	if r := open.do("GET", "/v1/openapi.json", "", nil); r.status != 200 {
 		t.Fatalf("an open server answered %d: %s", r.status, r.raw)
+	}
+}
+
+// TestOpenAPIEventTypesAreTheServers: the document's Event is one of a
+// schema per event type, and those types are every type a server writes
+// (parley.EventTypes), no more.
+func TestOpenAPIEventTypesAreTheServers(t *testing.T) {
+	t.Parallel()
+	type typeSchema struct {
+		Const string   `json:"const"`
+		Enum  []string `json:"enum"`
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				OneOf []struct {
+					Ref string `json:"$ref"`
+				} `json:"oneOf"`
+				Properties struct {
+					Type typeSchema `json:"type"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(api.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, one := range doc.Components.Schemas["Event"].OneOf {
+		s, ok := doc.Components.Schemas[strings.TrimPrefix(one.Ref, "#/components/schemas/")]
+		if !ok {
+			t.Fatalf("Event names %s, which is not a schema", one.Ref)
+		}
+		if s.Properties.Type.Const != "" {
+			got = append(got, s.Properties.Type.Const)
+		}
+		got = append(got, s.Properties.Type.Enum...)
+	}
+	slices.Sort(got)
+	want := parley.EventTypes()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("openapi.json's event types:\n%v\nthe server's:\n%v", got, want)
 	}
 }

@@ -26,16 +26,16 @@ type EventData interface {
 }
 
 // Event types of the prompt queue and the scheduler (the log's other types
-// are parley's Event* constants).
+// are parley's Event* constants; parley.EventTypes lists them all).
 const (
-	EventPromptQueued     = "prompt.queued"
-	EventPromptDispatched = "prompt.dispatched"
-	EventPromptAborted    = "prompt.aborted"
-	EventPromptCompleted  = "prompt.completed"
-	EventPromptCanceled   = "prompt.canceled"
-	EventPromptRequeued   = "prompt.requeued"
-	EventPromptPromoted   = "prompt.promoted"
-	EventTaskRun          = "task.run"
+	EventPromptQueued     = parley.EventPromptQueued
+	EventPromptDispatched = parley.EventPromptDispatched
+	EventPromptAborted    = parley.EventPromptAborted
+	EventPromptCompleted  = parley.EventPromptCompleted
+	EventPromptCanceled   = parley.EventPromptCanceled
+	EventPromptRequeued   = parley.EventPromptRequeued
+	EventPromptPromoted   = parley.EventPromptPromoted
+	EventTaskRun          = parley.EventTaskRun
 )
 
 // ConversationCreated is the data of conversation.created (seq 1): the
@@ -141,6 +141,12 @@ type PromptPromoted struct {
 	ID string `json:"id"`
 }
 
+// Compacted is the data of compacted: where a chunk or part.updated event
+// of a message that ended long ago was, once the server's retention
+// compacted it. It carries nothing and changes no message: the
+// message.updated that ended the message carries everything it did.
+type Compacted struct{}
+
 // UnknownEvent is the data of an event whose type this SDK does not know,
 // undecoded.
 type UnknownEvent struct {
@@ -209,6 +215,9 @@ func (*PromptRequeued) EventType() string { return EventPromptRequeued }
 func (*PromptPromoted) EventType() string { return EventPromptPromoted }
 
 // EventType implements EventData.
+func (*Compacted) EventType() string { return parley.EventCompacted }
+
+// EventType implements EventData.
 func (u *UnknownEvent) EventType() string { return u.Type }
 
 // newEventData returns an empty value of the data type of event type typ,
@@ -255,6 +264,8 @@ func newEventData(typ string) EventData {
 		return &PromptRequeued{}
 	case EventPromptPromoted:
 		return &PromptPromoted{}
+	case parley.EventCompacted:
+		return &Compacted{}
 	}
 	return nil
 }

@@ -29,6 +29,18 @@ func TestEventTypeNamesAreTheServers(t *testing.T) {
 	}
 }
 
+// TestDecodeKnowsEveryEventType: every event type a server writes decodes
+// to a type of its own, never to UnknownEvent.
+func TestDecodeKnowsEveryEventType(t *testing.T) {
+	t.Parallel()
+	for _, typ := range parley.EventTypes() {
+		d, err := client.DecodeEvent(parley.Event{Type: typ, Data: json.RawMessage(`{}`)})
+		if _, unknown := d.(*client.UnknownEvent); err != nil || unknown || d.EventType() != typ {
+			t.Errorf("%s decoded to %#v, %v", typ, d, err)
+		}
+	}
+}
+
 // TestDecodeEveryEventType drives a real server through every event type
 // of the log (turns, claims, traces, delegations, streamed answers, the
 // prompt queue in every state, a revert, a scheduled task's run), then

@@ -22,19 +22,17 @@ const (
 	ModeReject   = "reject"   // refused while the queue is busy
 )
 
-// Prompt event types.
+// Prompt event types (parley's, named here too).
 const (
-	EventPromptQueued     = "prompt.queued"
-	EventPromptDispatched = "prompt.dispatched"
-	EventPromptCompleted  = "prompt.completed"
-	EventPromptCanceled   = "prompt.canceled"
-	EventPromptRequeued   = "prompt.requeued"
-	EventPromptPromoted   = "prompt.promoted"
-	// EventPromptAborted marks the prompt being answered as aborted (by a
-	// steer, a stop, or a revert of its answer): its runner was told to stop,
-	// and the prompt ends when the runner answers or leaves; it is never
-	// dispatched again.
-	EventPromptAborted = "prompt.aborted"
+	EventPromptQueued     = parley.EventPromptQueued
+	EventPromptDispatched = parley.EventPromptDispatched
+	EventPromptCompleted  = parley.EventPromptCompleted
+	EventPromptCanceled   = parley.EventPromptCanceled
+	EventPromptRequeued   = parley.EventPromptRequeued
+	EventPromptPromoted   = parley.EventPromptPromoted
+	// EventPromptAborted marks the prompt being answered as aborted (see
+	// parley.EventPromptAborted).
+	EventPromptAborted = parley.EventPromptAborted
 )
 
 // Why a prompt was aborted or canceled (the reason of prompt.aborted and
@@ -546,9 +544,8 @@ func firstWaiting(q []QueuedPrompt) int {
 	return len(q)
 }
 
-// EventTaskRun records one firing of a scheduled task; its run id
-// is the turnId of the prompt it queues.
-const EventTaskRun = "task.run"
+// EventTaskRun records one firing of a scheduled task (parley.EventTaskRun).
+const EventTaskRun = parley.EventTaskRun
 
 // RunTask records a firing of a scheduled task and queues its prompt. Due is
 // false when the task no longer runs at Task.NextRunAt (it fired already):

@@ -2,6 +2,7 @@ package conv
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -12,12 +13,18 @@ import (
 // a text delta, a tool update or a message costs the same to write however
 // many prompts wait.
 
-// queueEvents are the event types that change State.Queue; no other event
-// does (apply calls applyPrompt for these alone).
-var queueEvents = map[string]bool{
-	EventPromptQueued: true, EventPromptDispatched: true, EventPromptCompleted: true, EventPromptCanceled: true,
-	EventPromptRequeued: true, EventPromptPromoted: true, EventPromptAborted: true,
-}
+// queueEvents are the event types that change State.Queue: the prompt.*
+// types of parley.EventTypes; no other event does (apply calls applyPrompt
+// for these alone).
+var queueEvents = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range parley.EventTypes() {
+		if strings.HasPrefix(t, "prompt.") {
+			m[t] = true
+		}
+	}
+	return m
+}()
 
 // ChangesQueue reports whether folding the events may change a state's
 // prompt queue: whether one of them is a prompt event.

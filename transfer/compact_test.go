@@ -13,7 +13,7 @@ import (
 
 // compactAll compacts every conversation of eng's store as if two days had
 // passed, with a day of retention.
-func compactAll(t *testing.T, eng *engine.Engine) int64 {
+func compactAll(t testing.TB, eng *engine.Engine) int64 {
 	t.Helper()
 	sw := retention.New(eng.Store(), retention.Options{Retention: 24 * time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
 	var n int64

@@ -10,7 +10,6 @@ import (
 	"io"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/conv"
 	"github.com/parleyhq/parley/engine"
 )
 
@@ -406,17 +405,6 @@ func (imp *importer) array(ctx context.Context, key string) error {
 	return err
 }
 
-// knownEvents are the event types an export may hold.
-var knownEvents = map[string]bool{
-	parley.EventConversationCreated: true, parley.EventMessage: true, parley.EventTrace: true,
-	parley.EventTurnClaimed: true, parley.EventClaimExpired: true, parley.EventTurnReset: true,
-	parley.EventTurnAborted: true, parley.EventDelegation: true, parley.EventChunk: true, parley.EventPartUpdated: true,
-	parley.EventMessageUpdated: true, parley.EventMessagesRemoved: true, conv.EventTaskRun: true,
-	conv.EventPromptQueued: true, conv.EventPromptDispatched: true, conv.EventPromptCompleted: true,
-	conv.EventPromptCanceled: true, conv.EventPromptRequeued: true, conv.EventPromptPromoted: true,
-	parley.EventCompacted: true,
-}
-
 // event adds one event of an export to the batch, once the import's
 // replay has held it to the bounds of a live write (engine.Import.Check).
 func (imp *importer) event(ctx context.Context, e *parley.Event) error {
@@ -428,7 +416,7 @@ func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 	switch {
 	case e.Seq != want:
 		return parley.Errorf(parley.EINVALID, "row %d: event seq %d where %d comes next (seqs are dense from 1, conversation.created first)", imp.row, e.Seq, want)
-	case !knownEvents[e.Type] || e.Type == parley.EventConversationCreated:
+	case !parley.KnownEventType(e.Type) || e.Type == parley.EventConversationCreated:
 		return parley.Errorf(parley.EINVALIDVALUE, "row %d: event %d has type %q", imp.row, e.Seq, e.Type)
 	case len(e.Data) == 0:
 		return parley.Errorf(parley.EINVALID, "row %d: event %d has no data", imp.row, e.Seq)

@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +110,74 @@ func runParleyRaw(args ...string) (string, string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	return strings.TrimSpace(out.String()), errOut.String(), err
+}
+
+// TestImportOwnExportWithStoppedAnswer exports, with "parley export", a
+// conversation whose answer was stopped (a prompt.aborted in its log) and
+// imports it back into the same server under another id with "parley
+// import -id": the copy's log is the original's.
+func TestImportOwnExportWithStoppedAnswer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv := startServer(t, filepath.Join(dir, "parley.db"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := client.New(srv.url, "")
+	v, err := c.CreateConversation(ctx, client.NewConversation{Title: "stopped", Participants: []string{"bot"}, Members: []string{"human"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	r, err := c.ConnectRunner(ctx, id, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := c.QueuePrompt(ctx, id, client.NewPrompt{ID: "p1", AgentID: "human", Content: "tell me a long story"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := r.Next(ctx); err != nil || p.MessageID != "p1" {
+		t.Fatalf("the runner got %+v, %v", p, err)
+	}
+	if _, err := r.Create(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Text(ctx, "a1", "Once upon a time"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(ctx, id); err != nil { // the UI's Stop
+		t.Fatal(err)
+	}
+	if p, err := r.Next(ctx); err != nil || p.Type != "abort" {
+		t.Fatalf("the runner got %+v, %v; want an abort", p, err)
+	}
+	if _, err := r.Aborted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := readLog(t, ctx, c, id)
+	if !slices.ContainsFunc(log, func(e parley.Event) bool { return e.Type == client.EventPromptAborted }) {
+		t.Fatal("the log has no prompt.aborted")
+	}
+
+	file := filepath.Join(dir, "stopped.jsonl")
+	runParley(t, "export", "-server", srv.url, "-format", "jsonl", "-o", file, id)
+	out := runParley(t, "import", "-server", srv.url, "-id", "copy", file)
+	if !strings.Contains(out, "imported copy (export)") {
+		t.Fatalf("import said %q", out)
+	}
+	copied, _ := readLog(t, ctx, c, "copy")
+	if len(copied) != len(log) {
+		t.Fatalf("the copy has %d events, the original %d", len(copied), len(log))
+	}
+	for i := range log {
+		a, b := log[i], copied[i]
+		if a.Type == parley.EventConversationCreated {
+			continue // its id and epoch differ
+		}
+		a.ConversationID, b.ConversationID = "", ""
+		if ja, jb := fmt.Sprint(a.Seq, a.Type, a.Turn, a.TurnID, a.AgentID, a.Finality, a.Time, string(a.Data)),
+			fmt.Sprint(b.Seq, b.Type, b.Turn, b.TurnID, b.AgentID, b.Finality, b.Time, string(b.Data)); ja != jb {
+			t.Fatalf("event %d differs:\n%s\n%s", a.Seq, ja, jb)
+		}
+	}
 }

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -39,5 +41,34 @@ func TestMigrateCommand(t *testing.T) {
 	runParley(t, "token", "create", "-db", db, "-kind", "viewer", "-name", "ci")
 	if out := runParley(t, "token", "list", "-db", db); !strings.Contains(out, "viewer") || !strings.Contains(out, "ci") || strings.Contains(out, "pk_") {
 		t.Fatalf("token list: %q", out)
+	}
+}
+
+// TestMigrateConcurrently: "parley migrate" run twice at once on a fresh
+// database, beside a "parley serve" starting on it, all succeed (they take
+// turns), and the server serves.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	for round := range 3 {
+		db := filepath.Join(t.TempDir(), "parley.db")
+		var wg sync.WaitGroup
+		errs := make(chan string, 2)
+		for range 2 {
+			wg.Go(func() {
+				if out, errOut, err := runParleyRaw("migrate", "-db", db); err != nil {
+					errs <- fmt.Sprintf("migrate: %v: %s %s", err, out, errOut)
+				}
+			})
+		}
+		srv := startServer(t, db)
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Fatalf("round %d: %s", round, e)
+		}
+		if out := runParley(t, "migrate", "-db", db); !regexp.MustCompile(`schema version (\d+) -> (\d+)$`).MatchString(out) {
+			t.Fatalf("round %d: migrating again: %q", round, out)
+		}
+		srv.stop()
 	}
 }

@@ -113,7 +113,10 @@ func Migrate(ctx context.Context, url string) (from, to int64, err error) {
 // locked by a PostgreSQL advisory lock; call closeDB when done.
 func provider(pool *pgxpool.Pool) (p *goose.Provider, closeDB func(), err error) {
 	sqldb := stdlib.OpenDBFromPool(pool)
-	locker, err := lock.NewPostgresSessionLocker()
+	// Tried every second for five minutes (goose's default tries every
+	// five seconds): a node waiting on another's migration starts soon
+	// after it ends.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		sqldb.Close()
 		return nil, nil, err

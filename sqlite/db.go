@@ -171,7 +171,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	if _, _, err := migrate(ctx, w); err != nil {
+	if _, _, err := migrate(ctx, w, path); err != nil {
 		w.Close()
 		return nil, err
 	}

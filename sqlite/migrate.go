@@ -28,9 +28,16 @@ func newProvider(db *sql.DB) (*goose.Provider, error) {
 	return goose.NewProvider(database.DialectSQLite3, db, Migrations())
 }
 
-// migrate brings db up to the latest version and reports the versions
-// before and after.
-func migrate(ctx context.Context, db *sql.DB) (from, to int64, err error) {
+// migrate brings db, the database at path, up to the latest version and
+// reports the versions before and after. It holds the migration lock
+// throughout, and reads the version under it: a process that migrates
+// the same file at the same time waits, then finds its work done.
+func migrate(ctx context.Context, db *sql.DB, path string) (from, to int64, err error) {
+	unlock, err := lockMigrations(ctx, path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unlock()
 	p, err := newProvider(db)
 	if err != nil {
 		return 0, 0, err
@@ -46,7 +53,8 @@ func migrate(ctx context.Context, db *sql.DB) (from, to int64, err error) {
 }
 
 // Migrate opens the database at path (creating it if needed), brings its
-// schema up to date, and reports the versions before and after.
+// schema up to date, and reports the versions before and after. Processes
+// that migrate one file at once take turns (see migrate).
 func Migrate(ctx context.Context, path string) (from, to int64, err error) {
 	db, err := sql.Open("sqlite", dsn(path, roleWriter, SyncFull))
 	if err != nil {
@@ -54,10 +62,11 @@ func Migrate(ctx context.Context, path string) (from, to int64, err error) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	return migrate(ctx, db)
+	return migrate(ctx, db, path)
 }
 
-// MigrateTo brings the database at path up to exactly version, no further.
+// MigrateTo brings the database at path up to exactly version, no further,
+// under the migration lock.
 // It exists so that upgrade tests can make a database of an older version.
 func MigrateTo(ctx context.Context, path string, version int64) error {
 	db, err := sql.Open("sqlite", dsn(path, roleWriter, SyncFull))
@@ -66,6 +75,11 @@ func MigrateTo(ctx context.Context, path string, version int64) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	unlock, err := lockMigrations(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p, err := newProvider(db)
 	if err != nil {
 		return err

@@ -74,7 +74,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.
 	res, err := s.eng.PostMessage(r.Context(), r.PathValue("id"), conv.PostMessage{
 		Actor: act, ID: req.ID, Role: req.Role, Parts: parts, ReplyTo: req.ReplyTo, TurnID: req.TurnID,
 		Finality: req.Finality, Next: req.Next, Precondition: req.Precondition, Channel: req.Channel,
-		Metadata: req.Metadata, ClientRequestID: key, RequestHash: requestHash(&req),
+		Metadata: req.Metadata, ClientRequestID: key, RequestHash: requestHash(&req), NeedsContent: true,
 	})
 	s.created(w, err == nil && res.Replayed, res, err)
 }

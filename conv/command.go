@@ -152,6 +152,10 @@ type PostMessage struct {
 	Streaming bool
 	// RetryOf names the failed message this one retries (failover).
 	RetryOf string
+	// NeedsContent refuses a whole message that holds nothing (HasContent):
+	// one a client posts. A runner may write an empty message to close its
+	// turn, and a streamed answer may end empty.
+	NeedsContent bool
 	// prompt marks the message a dispatched prompt becomes: its id is the
 	// prompt's own, not one more taken.
 	prompt bool

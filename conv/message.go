@@ -18,6 +18,9 @@ func (d *decider) postMessage(c PostMessage) error {
 	if err := checkMessageShape(c); err != nil {
 		return err
 	}
+	if c.NeedsContent && !c.Streaming && !HasContent(c.Parts) {
+		return parley.Errorf(parley.EINVALIDVALUE, "a message needs content: text, a tool call or an error")
+	}
 	if err := d.checkReplyChannel(c); err != nil {
 		return err
 	}
@@ -213,6 +216,14 @@ func CheckMessage(m *parley.Message, l Limits) error {
 		return checkMessageLimits(&parley.Message{ID: m.ID, Parts: m.Parts, Content: text, Metadata: m.Metadata}, notesBytes(m), l)
 	}
 	return checkMessageLimits(m, notesBytes(m), l)
+}
+
+// HasContent reports whether parts hold something to show: text, a tool
+// call or an error (a finish part alone says only why nothing came).
+func HasContent(parts []parley.Part) bool {
+	return slices.ContainsFunc(parts, func(p parley.Part) bool {
+		return p.Type == parley.PartToolCall || p.Type == parley.PartError || p.Type == parley.PartText && p.Text != ""
+	})
 }
 
 // checkChannel refuses a channel without a type (an id) and an id of

@@ -87,6 +87,34 @@ func TestImportCutShortOverHTTP(t *testing.T) {
 	b.want(b.do("POST", "/v1/conversations/import?id=cut", b.admin, "["+row+","+row+"]"), 201, "")
 }
 
+// TestImportNeitherExportNorRows answers 422 for a file that is neither a
+// Parley export nor legacy message rows, and leaves no conversation.
+func TestImportNeitherExportNorRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	row := `{"role":"user","sender":"HUMAN","content":"hello"}`
+	for name, body := range map[string]string{
+		"an object":             `{"garbage":1}`,
+		"an array of objects":   `[{"garbage":1},{"more":2}]`,
+		"lines of objects":      "{\"garbage\":1}\n{\"more\":2}\n",
+		"an empty object":       `{}`,
+		"rows, then no row":     row + "\n" + `{"garbage":1}` + "\n",
+		"an export's other key": `{"export":"parley","version":1}`,
+	} {
+		r := b.do("POST", "/v1/conversations/import?id=junk", b.admin, body)
+		b.want(r, 422, "invalid_value")
+		if !strings.Contains(string(r.raw), "not a message row") {
+			t.Fatalf("%s: the refusal does not say what is wrong: %s", name, r.raw)
+		}
+		if r := b.do("GET", "/v1/conversations/junk", b.viewer, nil); r.status != 404 {
+			t.Fatalf("%s: the refused import left the conversation (%d)", name, r.status)
+		}
+		if r := b.do("GET", "/v1/conversations?limit=10", b.admin, nil); len(r.body["conversations"].([]any)) != 0 {
+			t.Fatalf("%s: the refused import left a conversation: %s", name, r.raw)
+		}
+	}
+}
+
 var epochRE = regexp.MustCompile(`"epoch":"[^"]*"`)
 
 func withoutEpoch(b []byte) []byte { return epochRE.ReplaceAll(b, []byte(`"epoch":"-"`)) }

@@ -42,6 +42,13 @@ type legacyRow struct {
 	ToolCallID string `json:"tool_call_id"`
 }
 
+// message reports whether r is a message row: it has a role, content or a
+// tool call (or its result). Rows of no other kind are imported; an object
+// with none of them is not a row of an agent-memory store at all.
+func (r *legacyRow) message() bool {
+	return r.Role != "" || r.Content != "" || len(r.ToolCalls) > 0 || r.ToolCallID != ""
+}
+
 // legacyOp is a write waiting in the batch: a new message, or an update of
 // one written before (another agent's copy of it was found).
 type legacyOp struct {
@@ -97,6 +104,9 @@ func (imp *importer) legacy(ctx context.Context, head []byte) error {
 		}
 		if err != nil {
 			return err
+		}
+		if !r.message() {
+			return parley.Errorf(parley.EINVALIDVALUE, `row %d: not a message row (it has no role, content, tool_calls or tool_call_id), and the input does not start as a Parley export does ({"parley":"export", …}): it is neither`, imp.row)
 		}
 		if imp.im == nil {
 			if err := imp.beginLegacy(ctx, participants, r); err != nil {

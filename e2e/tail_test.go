@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -132,4 +133,69 @@ func startTail(t *testing.T, ctx context.Context, args ...string) (expect func(w
 		}
 		t.Fatalf("tail ended without a line containing %q (err %v)", want, lines.Err())
 	}
+}
+
+// TestTailSaysItCannotReachTheServer: "parley tail" against a server it
+// never reached exits non-zero saying so, rather than "resuming" for
+// ever; one that reached its server and lost it resumes once the server
+// is back.
+func TestTailSaysItCannotReachTheServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cmd := exec.CommandContext(ctx, binary, "tail", "-server", nobody, "some-conversation")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("tail of a server nobody runs did not exit; it said:\n%s", stderr.String())
+	}
+	if err == nil || !strings.Contains(stderr.String(), "cannot reach the server at "+nobody) || strings.Contains(stderr.String(), "resuming") {
+		t.Fatalf("tail of a server nobody runs: %v, said:\n%s", err, stderr.String())
+	}
+
+	// Reached, then lost: it resumes.
+	db := filepath.Join(t.TempDir(), "parley.db")
+	srv := startServer(t, db)
+	addr := strings.TrimPrefix(srv.url, "http://")
+	c := client.New(srv.url, "")
+	v, err := c.CreateConversation(ctx, client.NewConversation{Title: "lost and found", Participants: []string{"alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	tail := exec.CommandContext(ctx, binary, "tail", "-server", srv.url, id)
+	out, err := tail.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tailErr strings.Builder
+	tail.Stderr = &tailErr
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tail.Process.Kill(); tail.Wait() })
+	lines := bufio.NewScanner(out)
+	expect := func(want string) {
+		t.Helper()
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), want) {
+				return
+			}
+		}
+		t.Fatalf("tail ended without a line containing %q; it said:\n%s", want, tailErr.String())
+	}
+	expect("lost and found")
+	srv.stop()
+	srv = startServerAt(t, db, addr)
+	if _, err := client.New(srv.url, "").PostMessage(ctx, id, client.Message{AgentID: "alice", Content: "back again"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("back again")
 }

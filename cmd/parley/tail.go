@@ -25,9 +25,22 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if fs.NArg() != 1 {
 		return fmt.Errorf("tail: give one conversation id")
 	}
+	// A server never reached is not resumed: it is likely not there (a
+	// wrong -server, or none running). One reached and then lost is.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	reached := false
+	var unreachable error
 	opts := client.SubscribeOptions{
-		Transport:   client.SSE,
-		OnReconnect: func(err error) { fmt.Fprintf(stderr, "-- connection lost (%v); resuming\n", err) },
+		Transport: client.SSE,
+		OnReconnect: func(err error) {
+			if !reached {
+				unreachable = fmt.Errorf("tail: cannot reach the server at %s: %w", *server, err)
+				stop()
+				return
+			}
+			fmt.Fprintf(stderr, "-- connection lost (%v); resuming\n", err)
+		},
 	}
 	if *ws {
 		opts.Transport = client.WebSocket
@@ -39,12 +52,16 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer st.Close()
 	for {
 		f, err := st.Next(ctx)
+		if err != nil && unreachable != nil {
+			return unreachable
+		}
 		if errors.Is(err, context.Canceled) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
+		reached = true
 		if *asJSON {
 			if err := json.NewEncoder(stdout).Encode(f); err != nil {
 				return err

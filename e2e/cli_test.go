@@ -72,3 +72,28 @@ func TestMigrateConcurrently(t *testing.T) {
 		srv.stop()
 	}
 }
+
+// TestTokenCreateNamesItsFlags: "parley token create" with a flag missing
+// or misplaced names the flag to give, and creates nothing.
+func TestTokenCreateNamesItsFlags(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "parley.db")
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-kind", "agent"}, "-agent"},
+		{[]string{"-kind", "agent", "-agent", "bad id"}, "-agent"},
+		{[]string{}, "-kind"},
+		{[]string{"-kind", "robot"}, "-kind"},
+		{[]string{"-kind", "viewer", "-agent", "alice"}, "-agent"},
+	} {
+		_, stderr := runParleyFail(t, append([]string{"token", "create", "-db", db}, c.args...)...)
+		if !strings.Contains(stderr, c.says) {
+			t.Errorf("token create %v said %q; want it to name %s", c.args, stderr, c.says)
+		}
+	}
+	if out := runParley(t, "token", "list", "-db", db); strings.Contains(out, "agent") || strings.Contains(out, "viewer") {
+		t.Fatalf("a refused token create made a token:\n%s", out)
+	}
+}

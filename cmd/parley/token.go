@@ -48,6 +48,11 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	if args[0] == "create" {
+		if err := checkTokenFlags(parley.TokenKind(*kind), *agent); err != nil {
+			return err
+		}
+	}
 	db, _, err := openStore(ctx, *dbPath, *pgURL, sqlite.SyncFull, nil)
 	if err != nil {
 		return err
@@ -89,6 +94,24 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "revoked %s\n", fs.Arg(0))
 	default:
 		return fmt.Errorf("token: unknown subcommand %q (create, list, revoke)", args[0])
+	}
+	return nil
+}
+
+// checkTokenFlags refuses the flags of "token create" that cannot make a
+// token, naming the flag to give, before the store is opened.
+func checkTokenFlags(kind parley.TokenKind, agent string) error {
+	switch {
+	case kind == "":
+		return fmt.Errorf("token create: give -kind agent, viewer or admin")
+	case !kind.Valid():
+		return fmt.Errorf("token create: -kind %q is not one of agent, viewer, admin", kind)
+	case kind == parley.TokenAgent && agent == "":
+		return fmt.Errorf("token create: -kind agent needs -agent ID, the agent the token acts as")
+	case kind == parley.TokenAgent && !parley.ValidID(agent):
+		return fmt.Errorf("token create: -agent %q is not an agent id (1-128 characters of A-Z a-z 0-9 . _ : -, not . or ..)", agent)
+	case kind != parley.TokenAgent && agent != "":
+		return fmt.Errorf("token create: -agent is for -kind agent only; a %s token acts as no agent", kind)
 	}
 	return nil
 }

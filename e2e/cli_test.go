@@ -97,3 +97,28 @@ func TestTokenCreateNamesItsFlags(t *testing.T) {
 		t.Fatalf("a refused token create made a token:\n%s", out)
 	}
 }
+
+// TestCLIErrorsAreReadable: a command the server refuses prints the
+// server's message in one line, never the raw JSON of the error body.
+func TestCLIErrorsAreReadable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "parley.db")
+	viewer := runParley(t, "token", "create", "-db", db, "-kind", "viewer")
+	srv := startServer(t, db)
+	for _, c := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"backup as a viewer", []string{"backup", "-server", srv.url, "-token", viewer, filepath.Join(dir, "b1.db")}, "forbidden"},
+		{"backup with no token", []string{"backup", "-server", srv.url, filepath.Join(dir, "b2.db")}, "unauthorized"},
+		{"export of nothing", []string{"export", "-server", srv.url, "-token", viewer, "nothing-here"}, "not_found"},
+		{"import as a viewer", []string{"import", "-server", srv.url, "-token", viewer, db}, "forbidden"},
+	} {
+		_, stderr := runParleyFail(t, c.args...)
+		if !strings.Contains(stderr, c.says) || strings.Contains(stderr, "{") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%s: said %q; want one line that says %q, and no JSON", c.name, stderr, c.says)
+		}
+	}
+}

@@ -10,10 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/engine"
 	"github.com/parleyhq/parley/postgres"
 	"github.com/parleyhq/parley/sqlite"
@@ -55,7 +53,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	bar.finish()
 	if err != nil {
-		return cliError("backup", err)
+		return fmt.Errorf("backup: %w", err)
 	}
 	from := *dbPath
 	if *server != "" {
@@ -89,8 +87,7 @@ func download(ctx context.Context, server, token, dst string, bar *meter) error 
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return fmt.Errorf("the server answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+		return responseError(resp)
 	}
 	part, err := os.CreateTemp(filepath.Dir(dst), filepath.Base(dst)+".partial-*")
 	if err != nil {
@@ -154,7 +151,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	res, err := sqlite.Restore(ctx, fs.Arg(0), *dbPath, engine.NewEpoch, bar.pages(""))
 	bar.finish()
 	if err != nil {
-		return cliError("restore", err)
+		return fmt.Errorf("restore: %w", err)
 	}
 	fmt.Fprintf(stdout, "restored %s into %s: %d conversations, each with a new epoch (clients holding a position reload); schema %d brought to %d\n",
 		fs.Arg(0), *dbPath, res.Conversations, res.Version, sqlite.LatestVersion())
@@ -236,13 +233,3 @@ func (m *meter) finish() {
 
 // pagesOf writes a number of pages: the bar's line says "pages" once.
 func pagesOf(n int64) string { return strconv.FormatInt(n, 10) }
-
-// cliError is err as the command line says it: a Parley error by its
-// message alone.
-func cliError(what string, err error) error {
-	var pe *parley.Error
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %s", what, pe.Message)
-	}
-	return fmt.Errorf("%s: %w", what, err)
-}

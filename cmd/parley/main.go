@@ -56,7 +56,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "parley:", err)
+			fmt.Fprintln(os.Stderr, "parley:", describe(err))
 		}
 		os.Exit(2)
 	}

@@ -68,6 +68,7 @@ func TestBadImports(t *testing.T) {
 		{"neither an export nor rows", parley.EINVALIDVALUE, "row 1: not a message row", []byte(`{"garbage":1}`)},
 		{"an array of no rows", parley.EINVALIDVALUE, "row 1: not a message row", []byte(`[{"garbage":1}]`)},
 		{"an empty object", parley.EINVALIDVALUE, "row 1: not a message row", []byte(`{}`)},
+		{"an export with its keys sorted", parley.EINVALIDVALUE, `first key is not "parley"`, []byte(`{"conversation":{},"events":[],"parley":"export","version":1}`)},
 		{"rows, then no row", parley.EINVALIDVALUE, "row 2: not a message row", []byte(`{"role":"user","content":"hi"}` + "\n" + `{"garbage":1}`)},
 		{"legacy rows cut after a row", parley.EINVALID, "closing ]", rows[:bytes.LastIndexByte(rows, ']')]},
 		{"legacy rows cut inside a row", parley.EINVALID, "unexpected EOF", rows[:len(rows)/2]},

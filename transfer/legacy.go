@@ -40,6 +40,9 @@ type legacyRow struct {
 		} `json:"function"`
 	} `json:"tool_calls"`
 	ToolCallID string `json:"tool_call_id"`
+	// Parley is set when the row is in fact an export's header whose keys
+	// were reordered ("parley" is not first), to say so.
+	Parley string `json:"parley"`
 }
 
 // message reports whether r is a message row: it has a role, content or a
@@ -104,6 +107,9 @@ func (imp *importer) legacy(ctx context.Context, head []byte) error {
 		}
 		if err != nil {
 			return err
+		}
+		if !r.message() && r.Parley != "" {
+			return parley.Errorf(parley.EINVALIDVALUE, `row %d: a Parley export whose first key is not "parley" (its keys were reordered, by a tool that sorts them?): import it as it was exported`, imp.row)
 		}
 		if !r.message() {
 			return parley.Errorf(parley.EINVALIDVALUE, `row %d: not a message row (it has no role, content, tool_calls or tool_call_id), and the input does not start as a Parley export does ({"parley":"export", …}): it is neither`, imp.row)

@@ -415,12 +415,11 @@ func TestBadReferences(t *testing.T) {
 		badCase{"another agent's open turn", "POST", m, "alice", `{"content":"x"}`, nil, 409, "turn_conflict", "bob"},
 	)
 	f.run(t, cases)
-	// An unknown id reverts nothing: 200, and nothing written.
+	// An id no message ever had: 404, and nothing written.
 	before := f.snapshot()
-	r := f.do("POST", "/v1/conversations/"+f.c+"/revert", f.alice, `{"messageId":"nope"}`)
-	f.want(r, 200, "")
-	if rm := r.body["removed"].([]any); len(rm) != 0 || f.snapshot() != before {
-		t.Fatalf("reverting an unknown id changed something: %s", r.raw)
+	f.want(f.do("POST", "/v1/conversations/"+f.c+"/revert", f.alice, `{"messageId":"nope"}`), 404, "not_found")
+	if f.snapshot() != before {
+		t.Fatal("reverting an unknown id changed something")
 	}
 }
 

@@ -18,12 +18,17 @@ func TestRevertRemovesTheMessageAndAllAfter(t *testing.T) {
 	}
 	run := b.runnerConn(id, b.alice)
 	before := b.lastSeq(id)
-	r := b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "nope"})
-	b.want(r, 200, "")
-	if len(r.body["removed"].([]any)) != 0 || b.lastSeq(id) != before {
-		t.Fatalf("reverting an unknown id did something: %s", r.raw)
+	// An id no message of the conversation ever had is 404, to an admin
+	// and to a member; nothing is written.
+	b.want(b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "nope"}), 404, "not_found")
+	b.want(b.do("POST", base+"/revert", b.alice, map[string]any{"messageId": "nope"}), 404, "not_found")
+	if b.lastSeq(id) != before {
+		t.Fatal("reverting an unknown id wrote something")
 	}
-	r = b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "m2"})
+	if e := send(t, b, run, `{"type":"reverted","messageIds":["nope","nada"]}`); e["type"] != "error" || e["error"].(map[string]any)["code"] != "not_found" {
+		t.Fatalf("a runner's revert of unknown ids: %v", e)
+	}
+	r := b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "m2"})
 	b.want(r, 200, "")
 	if got := r.body["removed"].([]any); len(got) != 3 || got[0] != "m2" || got[2] != "m4" {
 		t.Fatalf("removed = %v", got)
@@ -39,6 +44,13 @@ func TestRevertRemovesTheMessageAndAllAfter(t *testing.T) {
 	ev := r.body["events"].([]any)[0].(map[string]any)
 	if ev["type"] != "messages.removed" || len(ev["data"].(map[string]any)["messageIds"].([]any)) != 3 {
 		t.Fatalf("revert event = %v", ev)
+	}
+	// Again: the message is gone, not unknown; the repeat writes nothing.
+	again := b.lastSeq(id)
+	r = b.do("POST", base+"/revert", b.admin, map[string]any{"agentId": "human", "messageId": "m2"})
+	b.want(r, 200, "")
+	if len(r.body["removed"].([]any)) != 0 || b.lastSeq(id) != again {
+		t.Fatalf("a repeated revert did something: %s", r.raw)
 	}
 	// A runner's own revert (of its agent's message) does the same and is
 	// not sent back to it.

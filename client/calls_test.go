@@ -279,8 +279,11 @@ func TestRevertAndTasks(t *testing.T) {
 	if ms, err := c.AllMessages(ctx, id, 0); err != nil || len(ms) != 1 || ms[0].ID != ids[0] {
 		t.Fatalf("after the revert: %v, %v", ms, err)
 	}
-	if res, err := c.Revert(ctx, id, "nope", "a"); err != nil || len(res.Removed) != 0 {
-		t.Fatalf("reverting an unknown id: %+v, %v", res, err)
+	if res, err := c.Revert(ctx, id, "nope", "a"); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("reverting an unknown id: %+v, %v; want not_found", res, err)
+	}
+	if res, err := c.Revert(ctx, id, ids[1], "a"); err != nil || len(res.Removed) != 0 {
+		t.Fatalf("reverting again: %+v, %v", res, err)
 	}
 
 	if _, err := c.CreateTask(ctx, client.NewTask{ID: "daily", ConversationID: id, AgentID: "a", Prompt: "report", Cron: "0 9 * * *"}); err != nil {

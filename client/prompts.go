@@ -179,6 +179,8 @@ type RevertResult struct {
 // Revert removes a message and every message after it (one
 // messages.removed event; the log keeps everything), and tells the
 // runners. agentID is needed only with an admin token or an open server.
+// An id no message of the conversation ever had is a *StatusError 404
+// (parley.ENOTFOUND); one reverted before removes nothing.
 func (c *Client) Revert(ctx context.Context, conversationID, messageID, agentID string) (*RevertResult, error) {
 	body := omitEmpty(map[string]any{"messageId": messageID, "agentId": agentID})
 	return call[RevertResult](ctx, c, http.MethodPost, convPath(conversationID, "/revert"), body)

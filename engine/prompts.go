@@ -247,7 +247,18 @@ func (e *Engine) Revert(ctx context.Context, conversationID string, a conv.Actor
 			}
 		}
 		if from == nil {
-			return cmd, nil // an unknown id reverts nothing
+			// Named messages that are gone (reverted before: a revert
+			// repeated) revert nothing; ids no message ever had are
+			// unknown.
+			for _, id := range messageIDs {
+				if taken, err := e.store.IDTaken(ctx, conversationID, id); err != nil || taken {
+					return cmd, err
+				}
+			}
+			if len(messageIDs) == 1 {
+				return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s has no message %q", conversationID, messageIDs[0])
+			}
+			return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s has none of the messages %q", conversationID, messageIDs)
 		}
 		target, cmd.MessageID = from.ID, from.ID
 		// Who wrote what it would remove, a page at a time; a writer it

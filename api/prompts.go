@@ -89,8 +89,10 @@ func promote(s *Server, r *http.Request, act conv.Actor, pid string) (*engine.Tu
 }
 
 // stopRequest is the optional body of a stop: the prompt whose answer is
-// meant.
+// meant, and who stops it (an admin token or an open server may name the
+// agent it acts as; an agent token may only name itself).
 type stopRequest struct {
+	AgentID  string `json:"agentId,omitempty"`
 	PromptID string `json:"promptId,omitempty"`
 }
 
@@ -113,7 +115,15 @@ func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parle
 			return
 		}
 	}
-	st, err := s.runners.AbortResponse(r.Context(), r.PathValue("id"), conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}, req.PromptID)
+	act := conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}
+	if req.AgentID != "" {
+		var err error
+		if act, err = actor(who, req.AgentID); err != nil {
+			writeErr(w, s.log, err)
+			return
+		}
+	}
+	st, err := s.runners.AbortResponse(r.Context(), r.PathValue("id"), act, req.PromptID)
 	if err != nil {
 		writeErr(w, s.log, err)
 		return

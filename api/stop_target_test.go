@@ -60,7 +60,9 @@ func TestStopNamesItsTarget(t *testing.T) {
 	do(t, b, run, `{"type":"message.part.text-delta","turnId":"r2","delta":"going"}`)
 	refused("p1", "p2", "r2") // answered already: the stop must not reach p2
 
-	r := b.do("POST", base+"/abort", b.admin, map[string]any{"promptId": "p2"})
+	// An agent token names only itself; an admin may name whom it stops as.
+	b.want(b.do("POST", base+"/abort", b.alice, map[string]any{"agentId": "bob", "promptId": "p2"}), 403, parley.EFORBIDDEN)
+	r := b.do("POST", base+"/abort", b.admin, map[string]any{"agentId": "human", "promptId": "p2"})
 	b.want(r, 202, "")
 	if r.body["status"] != "aborting" || r.body["promptId"] != "p2" || r.body["messageId"] != "r2" {
 		t.Fatalf("the stop's answer: %s", r.raw)

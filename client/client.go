@@ -140,8 +140,9 @@ func (c *Client) Reset(ctx context.Context, conversationID, agentID string, clai
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/reset"), omitEmpty(body))
 }
 
-// Abort gives up the agent's open turn.
-func (c *Client) Abort(ctx context.Context, conversationID, agentID, reason string) (*TurnResult, error) {
+// AbortTurn gives up the agent's open turn (POST …/turns/abort): a
+// turn.aborted tombstone. To stop an answer being streamed, use Stop.
+func (c *Client) AbortTurn(ctx context.Context, conversationID, agentID, reason string) (*TurnResult, error) {
 	body := map[string]any{"agentId": agentID, "reason": reason}
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/abort"), omitEmpty(body))
 }

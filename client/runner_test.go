@@ -170,7 +170,7 @@ func TestFailoverAndDelegation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := r.Next(ctx); err != nil || p.Type != "prompt" || p.MessageID != prompt {
+	if p, err := r.Next(ctx); err != nil || p.Type != "prompt" || p.PromptID != prompt {
 		t.Fatalf("next: %+v %v", p, err)
 	}
 	if _, err := r.Create(ctx, "try-1"); err != nil {

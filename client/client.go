@@ -155,9 +155,11 @@ func (c *Client) Delegate(ctx context.Context, conversationID, agentID, to strin
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/delegations"), omitEmpty(body))
 }
 
-// Prompt queues a prompt (mode followup, steer, collect or reject; empty:
-// followup) from agentID (needed only with an admin token or an open server).
-func (c *Client) Prompt(ctx context.Context, conversationID, agentID, content, mode string) (string, error) {
+// Ask queues a prompt (mode followup, steer, collect or reject; empty:
+// followup) from agentID (needed only with an admin token or an open
+// server), and returns its id: QueuePrompt's short form. Prompt says
+// where it stands; AskAndWait waits for its answer.
+func (c *Client) Ask(ctx context.Context, conversationID, agentID, content, mode string) (string, error) {
 	var r struct {
 		ID string `json:"id"`
 	}

@@ -166,7 +166,7 @@ func TestFailoverAndDelegation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	prompt, err := c.Prompt(ctx, id, "human", "hello", "")
+	prompt, err := c.Ask(ctx, id, "human", "hello", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,11 +120,23 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 			return errReplaced
 		}
 		from.Epoch = sub.Init.Position.Epoch
+		// status says, while the answer has not begun, whether its prompt
+		// waits for a runner (answer_status.go).
+		status := func() error {
+			if steps = s.statusSteps(ctx, id, a, steps[:0]); len(steps) > 0 && (emit(steps, from.Seq) != nil || out.flush() != nil) {
+				return errClientGone
+			}
+			return nil
+		}
+		if err := status(); err != nil {
+			sub.Close()
+			return err
+		}
 		// read handles one item; stop is true once the answer ended.
 		read := func(it feed.Item) (stop bool, err error) {
 			ev := it.Event
 			if ev == nil {
-				return false, nil // guidance: not part of an answer
+				return false, status() // guidance: a runner may have come or gone
 			}
 			if ctx.Err() != nil {
 				return true, errClientGone // ended by the server (see cutOff) or the client

@@ -64,7 +64,9 @@ type PromptStatus struct {
 }
 
 // Ended reports whether the prompt has ended: completed or canceled.
-func (p *PromptStatus) Ended() bool { return p.State == PromptStateCompleted || p.State == PromptStateCanceled }
+func (p *PromptStatus) Ended() bool {
+	return p.State == PromptStateCompleted || p.State == PromptStateCanceled
+}
 
 // MaxPromptWait is the longest one PromptWait request waits, as the
 // server bounds it.

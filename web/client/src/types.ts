@@ -163,6 +163,12 @@ export interface Guidance {
   kind: "start_turn" | "continue_turn";
   turn: number;
   afterSeq: number;
+  /**
+   * Presence: the agents with a runner attached that answers in the
+   * conversation (its own runners and agent-wide ones), on any node,
+   * sorted; left out when none is.
+   */
+  runners?: string[];
 }
 
 /** A conversation with its head and guidance (null once it is closed). */
@@ -409,4 +415,42 @@ export interface ErrorBody {
     head?: Head;
     [detail: string]: unknown;
   };
+}
+
+/** What a queued prompt waits on (see `PromptStatus.waitingOn`). */
+export interface PromptWait {
+  /**
+   * `prompt` (another prompt: `promptId`), `collect` (its window: `until`),
+   * `runner` (no runner is attached that may answer it; `agentId`: the
+   * agent it is addressed to), `turn` (`agentId`'s open turn), `claim`
+   * (`agentId`'s claim, until `until`), `closed`, or `dispatch` (a runner
+   * takes it next).
+   */
+  kind: "prompt" | "collect" | "runner" | "turn" | "claim" | "closed" | "dispatch" | (string & {});
+  agentId?: string;
+  promptId?: string;
+  until?: string;
+}
+
+/** Where a prompt stands (`GET …/prompts/{pid}`). */
+export interface PromptStatus {
+  id: string;
+  state: "queued" | "dispatched" | "answering" | "completed" | "canceled" | (string & {});
+  /** Who asked. */
+  agentId: string;
+  /** Its place in the queue (0: first), while it is in it. */
+  position?: number;
+  waitingOn?: PromptWait;
+  /** The agent it was dispatched to. */
+  runner?: string;
+  /** Its answer: the runner's newest message in the prompt's exchange. */
+  messageId?: string;
+  aborted?: boolean;
+  /** Why it was canceled (`withdrawn`, `aborted`). */
+  reason?: string;
+  endedSeq?: number;
+  endedAt?: string;
+  queued?: QueuedPrompt;
+  turnId: string;
+  lastSeq: number;
 }

@@ -155,3 +155,23 @@ func TestPromptWaitsCountAsConnections(t *testing.T) {
 		t.Fatal("the wait did not end when the prompt was withdrawn")
 	}
 }
+
+// TestPromptStatusNamesTheTurnItWaitsFor: a prompt a runner could take
+// waits while another agent holds the floor, and its status names that
+// agent's open turn; once the turn closes, it is dispatched.
+func TestPromptStatusNamesTheTurnItWaitsFor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation()
+	base := "/v1/conversations/" + id
+	b.want(b.do("POST", base+"/messages", b.bob, map[string]any{"content": "still thinking", "finality": "none"}), 201, "")
+	run := b.runnerConn(id, b.alice)
+	b.want(b.do("POST", base+"/prompts", b.admin, map[string]any{"agentId": "human", "id": "p1", "content": "first", "to": "alice"}), 201, "")
+	st := wantPrompt(t, b, b.do("GET", base+"/prompts/p1", b.viewer, nil), "queued")
+	if w, _ := st["waitingOn"].(map[string]any); w["kind"] != "turn" || w["agentId"] != "bob" {
+		t.Fatalf("behind bob's open turn: status = %v, want it waiting on bob's turn", st)
+	}
+	b.want(b.do("POST", base+"/messages", b.bob, map[string]any{"content": "done", "finality": "turn"}), 201, "")
+	until(t, b, run, "prompt")
+	wantPrompt(t, b, b.do("GET", base+"/prompts/p1", b.viewer, nil), "dispatched")
+}

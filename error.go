@@ -17,6 +17,7 @@ const (
 	ECLAIMCONFLICT = "claim_conflict"       // 409: another agent holds the claim
 	ECLOSED        = "conversation_closed"  // 409: the conversation is closed
 	EBUSY          = "busy"                 // 409: the resource is busy or already exists
+	ENOTANSWERING  = "not_answering"        // 409: a stop names a prompt that is not being answered
 	ETOOLARGE      = "too_large"            // 413: a body or a value over its bound
 	EINVALIDTHREAD = "invalid_thread"       // 422: replyTo breaks the threading rules
 	EIDEMPOTENCY   = "idempotency_mismatch" // 422: a reused clientRequestId with another body

@@ -300,6 +300,9 @@ type Delivery struct {
 	MessageID      string  `json:"messageId"`
 	Channel        Channel `json:"channel"`
 	Content        string  `json:"content"`
+	// MessageStatus is how the reply ended: complete, error or canceled
+	// (empty in rows written before it was kept, which were all complete).
+	MessageStatus MessageStatus `json:"messageStatus,omitempty"`
 	// Status is DeliveryPending ("" in rows written before it existed),
 	// DeliveryDelivered or DeliveryFailed.
 	Status        DeliveryStatus `json:"status,omitempty"`

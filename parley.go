@@ -64,6 +64,11 @@ type Conversation struct {
 	Metadata      json.RawMessage `json:"metadata,omitempty"`
 	CreatedBy     string          `json:"createdBy,omitempty"`
 	CreatedAt     Time            `json:"createdAt"`
+	// TurnLeaseMs is the conversation's turn lease in milliseconds: an
+	// open turn whose owner has no runner attached and into which nothing
+	// is written for this long is aborted (reason "timeout"). Zero (left
+	// out) means the server's (parley serve -turn-lease).
+	TurnLeaseMs int64 `json:"turnLeaseMs,omitempty"`
 }
 
 // Position is a place in one conversation's log: the last seq a reader has

@@ -91,7 +91,12 @@ func TestAGUIEndings(t *testing.T) {
 	run := b.runnerConn("t-2", b.bob)
 	until(t, b, run, "prompt")
 	script(t, b, run, "r1", 0, 2)
-	b.want(b.do("POST", "/v1/conversations/t-2/abort", b.alice, map[string]any{}), 202, "")
+	// A stop names the run it means: the runId is its prompt's id.
+	b.want(b.do("POST", "/v1/conversations/t-2/abort", b.alice, map[string]any{"promptId": "run-2"}), 409, "not_answering")
+	r := b.do("POST", "/v1/conversations/t-2/abort", b.alice, map[string]any{"promptId": "run-1"})
+	if b.want(r, 202, ""); r.body["promptId"] != "run-1" || r.body["messageId"] != "r1" {
+		t.Fatalf("the stop of run-1: %s", r.raw)
+	}
 	until(t, b, run, "abort")
 	do(t, b, run, `{"type":"aborted"}`)
 	evs := st.all()

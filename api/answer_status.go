@@ -22,14 +22,14 @@ import (
 type answerStatus struct {
 	PromptID  string           `json:"promptId"`
 	State     string           `json:"state"`
-	WaitingOn *conv.PromptWait `json:"waitingOn,omitempty"`
+	WaitingOn *conv.WaitingOn `json:"waitingOn,omitempty"`
 	Runner    string           `json:"runner,omitempty"`
 }
 
 // promptWaitsForRunner reports whether a status is of a prompt that waits
 // for a runner.
 func promptWaitsForRunner(st *conv.PromptStatus) bool {
-	return st.State == conv.PromptQueued && st.WaitingOn != nil && st.WaitingOn.Kind == conv.WaitRunner
+	return st.State == conv.PromptQueued && st.WaitingOn != nil && st.WaitingOn.Reason == conv.WaitRunner
 }
 
 // statusSteps appends to out a status step for a's prompt if its status
@@ -47,7 +47,7 @@ func (s *Server) statusSteps(ctx context.Context, id string, a *answerState, out
 	if a.status == "" && !promptWaitsForRunner(st) {
 		return out
 	}
-	if st.State == conv.PromptQueued && st.WaitingOn != nil && st.WaitingOn.Kind == conv.WaitDispatch {
+	if st.State == conv.PromptQueued && st.WaitingOn == nil {
 		return out // a runner takes it at once: "dispatched" follows
 	}
 	body := answerStatus{PromptID: st.ID, State: st.State, WaitingOn: st.WaitingOn, Runner: st.Runner}

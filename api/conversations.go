@@ -24,7 +24,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	}
 	v, err := s.eng.CreateConversation(r.Context(), parley.Conversation{
 		ID: req.ID, Title: req.Title, Participants: req.Participants, Members: req.Members, TurnPolicy: req.TurnPolicy,
-		MessageFormat: req.MessageFormat, Metadata: req.Metadata, CreatedBy: createdBy,
+		MessageFormat: req.MessageFormat, Metadata: req.Metadata, CreatedBy: createdBy, TurnLeaseMs: req.TurnLeaseMs,
 	})
 	if err != nil {
 		writeErr(w, s.log, err)

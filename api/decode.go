@@ -31,6 +31,7 @@ type createConversationRequest struct {
 	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
 	MessageFormat string            `json:"messageFormat,omitempty"`
 	Metadata      json.RawMessage   `json:"metadata,omitempty"`
+	TurnLeaseMs   int64             `json:"turnLeaseMs,omitempty"`
 }
 
 type messageRequest struct {

@@ -97,11 +97,11 @@ func TestChatSaysWhenNoRunnerAnswers(t *testing.T) {
 			}
 		}
 	}
-	const waiting = `{"promptId":"u1","state":"queued","waitingOn":{"kind":"runner","agentId":"bob"}}`
+	const waiting = `{"promptId":"u1","state":"queued","waitingOn":{"reason":"runner","agentId":"bob"}}`
 	if got := first(chat, "\"start\""); got != `{"data":`+waiting+`,"transient":true,"type":"data-parley-status"}` {
 		t.Fatalf("before any runner, the chat stream sent %s, want a status saying it waits for bob's runner", got)
 	}
-	if got := first(agui, "RUN_STARTED"); !strings.HasPrefix(got, `{"name":"parley.status","type":"CUSTOM","value":{"promptId":"run-1","state":"queued","waitingOn":{"kind":`) {
+	if got := first(agui, "RUN_STARTED"); !strings.HasPrefix(got, `{"name":"parley.status","type":"CUSTOM","value":{"promptId":"run-1","state":"queued","waitingOn":{"reason":`) {
 		t.Fatalf("before any runner, the AG-UI stream sent %s, want a status", got)
 	}
 	run := b.runnerConn("chat-p", b.bob)

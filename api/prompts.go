@@ -92,17 +92,45 @@ func promote(s *Server, r *http.Request, act conv.Actor, pid string) (*engine.Tu
 	return s.eng.PromotePrompt(r.Context(), r.PathValue("id"), conv.PromotePrompt{Actor: act, ID: pid})
 }
 
-// abortResponse asks the runner answering the active prompt to stop.
+// stopRequest is the optional body of a stop: the prompt whose answer is
+// meant.
+type stopRequest struct {
+	PromptID string `json:"promptId,omitempty"`
+}
+
+// abortResponse asks the runner answering the active prompt (or the prompt
+// named, only if it is the one being answered) to stop, and says what it
+// stopped.
 func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	if !who.CanWrite() {
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot abort", who.Kind))
 		return
 	}
-	if err := s.runners.AbortResponse(r.Context(), r.PathValue("id"), conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}); err != nil {
+	var req stopRequest
+	if r.ContentLength != 0 {
+		if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
+			writeErr(w, s.log, err)
+			return
+		}
+		if req.PromptID != "" && !parley.ValidID(req.PromptID) {
+			writeErr(w, s.log, parley.Errorf(parley.EINVALIDVALUE, "promptId %q is not a valid prompt id", req.PromptID))
+			return
+		}
+	}
+	st, err := s.runners.AbortResponse(r.Context(), r.PathValue("id"), conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}, req.PromptID)
+	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "aborting"})
+	writeJSON(w, http.StatusAccepted, map[string]any{"status": "aborting", "promptId": st.PromptID, "messageId": nullable(st.MessageID)})
+}
+
+// nullable is s, or JSON null when it is empty.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 type revertRequest struct {

@@ -38,7 +38,7 @@ func TestPromptStatusSaysWhatAPromptWaitsOnAndHowItEnded(t *testing.T) {
 	b.want(b.do("GET", base+"/prompts/p1?wait=1s&wait=2s", b.viewer, nil), 422, "invalid_value")
 
 	st := wantPrompt(t, b, b.do("GET", base+"/prompts/p1", b.viewer, nil), "queued")
-	if w, _ := st["waitingOn"].(map[string]any); w["kind"] != "runner" || st["position"] != 0.0 || st["agentId"] != "human" {
+	if w, _ := st["waitingOn"].(map[string]any); w["reason"] != "runner" || st["position"] != 0.0 || st["agentId"] != "human" {
 		t.Fatalf("with no runner, p1's status = %v, want it waiting on a runner, first in line", st)
 	}
 	// A wait that passes answers with the status as it is then.
@@ -55,7 +55,7 @@ func TestPromptStatusSaysWhatAPromptWaitsOnAndHowItEnded(t *testing.T) {
 		t.Fatalf("dispatched p1's status = %v, want runner alice", st)
 	}
 	st = wantPrompt(t, b, b.do("GET", base+"/prompts/p2", b.viewer, nil), "queued")
-	if w, _ := st["waitingOn"].(map[string]any); w["kind"] != "prompt" || w["promptId"] != "p1" || st["position"] != 1.0 {
+	if w, _ := st["waitingOn"].(map[string]any); w["reason"] != "prompt" || w["promptId"] != "p1" || st["position"] != 1.0 {
 		t.Fatalf("p2 behind p1: status = %v, want it waiting on p1", st)
 	}
 	do(t, b, run, `{"type":"message.create","turnId":"r1"}`)
@@ -168,7 +168,7 @@ func TestPromptStatusNamesTheTurnItWaitsFor(t *testing.T) {
 	run := b.runnerConn(id, b.alice)
 	b.want(b.do("POST", base+"/prompts", b.admin, map[string]any{"agentId": "human", "id": "p1", "content": "first", "to": "alice"}), 201, "")
 	st := wantPrompt(t, b, b.do("GET", base+"/prompts/p1", b.viewer, nil), "queued")
-	if w, _ := st["waitingOn"].(map[string]any); w["kind"] != "turn" || w["agentId"] != "bob" {
+	if w, _ := st["waitingOn"].(map[string]any); w["reason"] != "turn" || w["agentId"] != "bob" {
 		t.Fatalf("behind bob's open turn: status = %v, want it waiting on bob's turn", st)
 	}
 	b.want(b.do("POST", base+"/messages", b.bob, map[string]any{"content": "done", "finality": "turn"}), 201, "")

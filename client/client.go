@@ -62,6 +62,9 @@ type NewConversation struct {
 	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
 	MessageFormat string            `json:"messageFormat,omitempty"`
 	Metadata      json.RawMessage   `json:"metadata,omitempty"`
+	// TurnLeaseMs is the conversation's own turn lease in milliseconds
+	// (1000 to 86400000); zero for the server's (serve -turn-lease).
+	TurnLeaseMs int64 `json:"turnLeaseMs,omitempty"`
 }
 
 // Precondition is a turn precondition {expectTurn, startingTurn}.

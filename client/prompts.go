@@ -69,6 +69,29 @@ type QueuedPrompt struct {
 	// Aborted is true once its answer was aborted; it ends when its runner
 	// answers or leaves.
 	Aborted bool `json:"aborted,omitempty"`
+	// WaitingOn says what a waiting prompt waits for; nil on the prompt
+	// being answered and on one about to be dispatched.
+	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
+}
+
+// WaitingOn is what a waiting prompt waits for.
+type WaitingOn struct {
+	// Reason is "turn" (another agent's open turn), "claim" (another
+	// agent's claim on the next turn), "prompt" (the prompt being
+	// answered), "queue" (a prompt ahead of it), "runner" (a runner of the
+	// agent it is for, or of any agent) or "collect" (a collect window).
+	Reason string `json:"reason"`
+	// AgentID holds what it waits for: the turn's owner, the claim's
+	// holder, the runner answering, the agent a runner is wanted of.
+	AgentID string `json:"agentId,omitempty"`
+	// Turn and TurnID name the open or claimed turn.
+	Turn   int    `json:"turn,omitempty"`
+	TurnID string `json:"turnId,omitempty"`
+	// PromptID is the prompt being answered, ahead of it, or collecting.
+	PromptID string `json:"promptId,omitempty"`
+	// Until is when what it waits for ends at the latest, if known: the
+	// turn's lease, the claim, the collect window.
+	Until *parley.Time `json:"until,omitempty"`
 }
 
 // PromptResult is the answer to QueuePrompt.
@@ -119,9 +142,29 @@ func promptPath(conversationID, promptID, rest string) string {
 
 // Stop aborts the answer to the prompt being answered (POST …/abort): the
 // prompt is marked aborted and its runner told to stop (again, if it was
-// already). It is 404 not_found when no prompt is being answered.
+// already). It is 404 not_found when no prompt is being answered. It
+// stops whatever answer is under way: StopPrompt stops only the one meant.
 func (c *Client) Stop(ctx context.Context, conversationID string) error {
 	return c.do(ctx, http.MethodPost, convPath(conversationID, "/abort"), nil, nil)
+}
+
+// Stopped is what a stop stopped: the prompt, and the message streaming
+// its answer ("" if none).
+type Stopped struct {
+	Status    string `json:"status"`
+	PromptID  string `json:"promptId"`
+	MessageID string `json:"messageId"`
+}
+
+// StopPrompt stops the answer to prompt promptID only while it is being
+// answered (POST …/abort {"promptId"}): a prompt that waits, has ended or
+// is unknown is 409 not_answering (a *StatusError whose Details'
+// "answering" names the prompt and message being answered now, or is
+// nil), and nothing is stopped. Name the prompt you started: a Stop that
+// names none stops whatever answer is under way. It returns what it
+// stopped.
+func (c *Client) StopPrompt(ctx context.Context, conversationID, promptID string) (*Stopped, error) {
+	return call[Stopped](ctx, c, http.MethodPost, convPath(conversationID, "/abort"), map[string]any{"promptId": promptID})
 }
 
 // RevertResult is the answer to Revert.

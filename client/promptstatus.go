@@ -18,19 +18,6 @@ const (
 	PromptStateCanceled   = "canceled"   // ended without an answer, or with an aborted one (Reason)
 )
 
-// WaitingOn says what a queued prompt waits on. Kind is "prompt"
-// (another prompt: PromptID), "collect" (its collect window: Until),
-// "runner" (no runner is attached that may answer it; AgentID: the agent
-// it is addressed to, if any), "turn" (AgentID's open turn), "claim"
-// (AgentID's claim, until Until), "closed" (the conversation is closed)
-// or "dispatch" (nothing: a runner takes it next).
-type WaitingOn struct {
-	Kind     string      `json:"kind"`
-	AgentID  string      `json:"agentId,omitempty"`
-	PromptID string      `json:"promptId,omitempty"`
-	Until    parley.Time `json:"until,omitzero"`
-}
-
 // PromptStatus is where a prompt stands (GET …/prompts/{pid}).
 type PromptStatus struct {
 	ID string `json:"id"`
@@ -41,7 +28,8 @@ type PromptStatus struct {
 	AgentID string `json:"agentId"`
 	// Position is its place in the queue (0: first), while it is in it.
 	Position *int `json:"position,omitempty"`
-	// WaitingOn says what a queued prompt waits on.
+	// WaitingOn says what a queued prompt waits for; nil on one about to
+	// be dispatched.
 	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
 	// Runner is the agent it was dispatched to.
 	Runner string `json:"runner,omitempty"`

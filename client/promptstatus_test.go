@@ -45,7 +45,7 @@ func TestAskAndWaitReturnsTheAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = c.Prompt(ctx, v.Conversation.ID, id)
-	if err != nil || st.State != client.PromptStateQueued || st.WaitingOn == nil || st.WaitingOn.Kind != "runner" {
+	if err != nil || st.State != client.PromptStateQueued || st.WaitingOn == nil || st.WaitingOn.Reason != "runner" {
 		t.Fatalf("Prompt with no runner = %+v, %v", st, err)
 	}
 	if _, err := c.WithdrawPrompt(ctx, v.Conversation.ID, id, "human"); err != nil {

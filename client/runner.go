@@ -569,9 +569,10 @@ type FinalizeOptions struct {
 	// Reason is parley.FinishEndTurn (default), FinishError or
 	// FinishCanceled (which also ends the prompt the message answers).
 	Reason string
-	// FinalText, when longer than the text streamed, becomes the message's
-	// content (a runner that streamed part of its answer sends it whole);
-	// its parts keep what was streamed.
+	// FinalText is the whole answer, for a runner that streamed only part
+	// of it: it must start with the text streamed, and what it has past
+	// that is added as text (content is always the text of the parts).
+	// Another text is refused (invalid_value).
 	FinalText string
 	// Finality is what the finalize closes: empty or parley.FinalityTurn,
 	// the runner's turn; parley.FinalityNone, nothing, so that another

@@ -51,9 +51,13 @@ type Reverter interface {
 //     end_turn) and sends complete;
 //   - when it returns an error, it ends the answer with an error part (a
 //     message is made for it if none was) and sends complete;
-//   - when the server aborts the answer (a steer, a stop, a revert), it
-//     cancels Answer's ctx, waits for Answer to return, and sends aborted,
-//     which ends the message canceled and the prompt with it.
+//   - when the server aborts the answer (a steer, a stop, a revert, an
+//     abort of the turn it is written in), it cancels Answer's ctx, waits
+//     for Answer to return, and sends aborted, which ends the message
+//     canceled and the prompt with it. A write into the answer's message
+//     refused with turn_conflict (its turn was aborted before the abort
+//     frame came) ends the answer the same way, whatever Answer returns:
+//     no error part is written.
 //
 // When the connection is lost, Serve and the Reply's calls reconnect (with
 // backoff) and ask State where the message stands, so that every frame
@@ -243,7 +247,9 @@ func (s *serving) finish(j *job) error {
 	outcome := "complete"
 	var err error
 	switch {
-	case j.aborted:
+	case j.aborted || rp.wasCut():
+		// Stopped, or its turn was aborted under it: aborted ends the
+		// message canceled (no error part) and the prompt with it.
 		outcome = "aborted"
 	case j.err != nil:
 		err = rp.fail(s.ctx, j.err.Error())
@@ -389,6 +395,10 @@ type Reply struct {
 	text   int    // the bytes of text the server holds of msg
 	retry  string // the failed message the next one retries
 	closed bool   // the handler returned
+	// cut is set once a write into the open message was refused with
+	// turn_conflict: its turn was taken away (aborted), and the answer
+	// ends as an aborted one.
+	cut bool
 }
 
 // MessageID is the id of the answer's message open now ("" if none).
@@ -492,7 +502,18 @@ func (rp *Reply) with(ctx context.Context, fn func() error) error {
 	if rp.closed {
 		return fmt.Errorf("the answer to prompt %s has ended: its handler returned", rp.Prompt.PromptID)
 	}
-	return fn()
+	err := fn()
+	if rp.msg != "" && parley.ErrorCode(err) == parley.ETURNCONFLICT {
+		rp.cut = true
+	}
+	return err
+}
+
+// wasCut reports whether the answer's turn was taken away under it.
+func (rp *Reply) wasCut() bool {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return rp.cut
 }
 
 // close marks the handler returned: later calls fail.

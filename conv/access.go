@@ -129,8 +129,8 @@ func Authorize(s State, cmd Command) error {
 			return err
 		}
 		a := s.Active()
-		if a == nil || s.MayStop(c.Actor) {
-			return nil // the rules say there is nothing to stop
+		if a == nil || c.ID != "" && a.ID != c.ID || s.MayStop(c.Actor) {
+			return nil // the rules say there is nothing to stop (or not that)
 		}
 		return parley.Errorf(parley.EFORBIDDEN, "the answer to prompt %s may be stopped by its asker %s, its runner %s, the conversation's owner or an admin; not by %s", a.ID, a.AgentID, a.Runner, c.AgentID)
 	case Revert:

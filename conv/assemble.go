@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley"
 )
@@ -77,11 +78,21 @@ func notesBytes(m *parley.Message) int {
 }
 
 // Finalize ends a message: text parts stop streaming, tool calls still pending
-// or running become errors, a finish part with the reason is appended (after
-// an error part when errText is set), content is the plain text of the text
-// parts (or finalText, if given and longer), and the status follows the reason.
+// or running become errors, the rest of finalText (what it has past the text
+// streamed, which it must start with: see CheckFinalText) is added as text, a
+// finish part with the reason is appended (after an error part when errText
+// is set), content is the plain text of the text parts, and the status
+// follows the reason.
 func Finalize(m *parley.Message, reason, errText, finalText string) {
 	closeText(m)
+	if streamed := parley.TextContent(m.Parts); len(finalText) > len(streamed) && strings.HasPrefix(finalText, streamed) {
+		rest := finalText[len(streamed):]
+		if n := len(m.Parts); n > 0 && m.Parts[n-1].Type == parley.PartText {
+			m.Parts[n-1].Text += rest // the text goes on in the last part
+		} else {
+			m.Parts = append(m.Parts, parley.Part{Type: parley.PartText, Text: rest})
+		}
+	}
 	for i := range m.Parts {
 		p := &m.Parts[i]
 		if p.Type == parley.PartToolCall && (p.Status == parley.ToolPending || p.Status == parley.ToolRunning) {
@@ -97,9 +108,6 @@ func Finalize(m *parley.Message, reason, errText, finalText string) {
 	}
 	m.Parts = append(m.Parts, parley.Part{Type: parley.PartFinish, Reason: reason})
 	m.Content = parley.TextContent(m.Parts)
-	if len(finalText) > len(m.Content) {
-		m.Content = finalText
-	}
 	switch reason {
 	case parley.FinishCanceled:
 		m.Status = parley.StatusCanceled
@@ -108,6 +116,26 @@ func Finalize(m *parley.Message, reason, errText, finalText string) {
 	default:
 		m.Status = parley.StatusComplete
 	}
+}
+
+// CheckFinalText refuses a finalText that would make a message's content
+// disagree with its parts: one other than the text streamed so far that
+// does not start with it (an empty finalText, or the streamed text itself,
+// changes nothing). A finalText that goes on past the streamed text needs
+// room for its rest: the last part if it is text, else one more part.
+func CheckFinalText(m *parley.Message, finalText string, l Limits) error {
+	streamed := parley.TextContent(m.Parts)
+	switch {
+	case finalText == "" || finalText == streamed:
+		return nil
+	case !strings.HasPrefix(finalText, streamed):
+		return parley.Errorf(parley.EINVALIDVALUE, "finalText (%d bytes) does not start with the %d bytes of text message %s streamed; a finalText may only add text after what was streamed (leave it out to keep the streamed text)",
+			len(finalText), len(streamed), m.ID)
+	}
+	if n := len(m.Parts); (n == 0 || m.Parts[n-1].Type != parley.PartText) && n >= l.MaxParts {
+		return parley.Errorf(parley.ETOOLARGE, "message %s has %d parts; the limit is %d, and the rest of finalText needs one more", m.ID, n, l.MaxParts)
+	}
+	return nil
 }
 
 // Finished reports whether a message has its finish part.

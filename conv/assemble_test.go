@@ -105,18 +105,34 @@ func TestFinalizeReasons(t *testing.T) {
 	}
 }
 
-func TestFinalTextWinsOnlyWhenLonger(t *testing.T) {
+func TestFinalTextAddsOnlyWhatFollowsTheStreamedText(t *testing.T) {
 	t.Parallel()
 	m := &parley.Message{}
 	m.AppendText("abc")
 	conv.Finalize(m, parley.FinishEndTurn, "", "abcdef")
-	if m.Content != "abcdef" {
-		t.Fatalf("content %q, want the longer finalText", m.Content)
+	if m.Content != "abcdef" || m.Content != parley.TextContent(m.Parts) || len(m.Parts) != 2 {
+		t.Fatalf("content %q, parts %+v: want the longer finalText, in the text part", m.Content, m.Parts)
 	}
 	m = &parley.Message{}
-	m.AppendText("abcdef")
-	conv.Finalize(m, parley.FinishEndTurn, "", "ab")
-	if m.Content != "abcdef" {
-		t.Fatalf("content %q, want the assembled text", m.Content)
+	m.AppendText("abc")
+	m.ApplyTool(parley.Part{Type: parley.PartToolCall, CallID: "c1", ToolName: "t", Status: parley.ToolCompleted})
+	if err := conv.CheckFinalText(m, "abc, then more", conv.DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	conv.Finalize(m, parley.FinishEndTurn, "", "abc, then more")
+	if m.Content != "abc, then more" || m.Parts[2].Text != ", then more" || m.Content != parley.TextContent(m.Parts) {
+		t.Fatalf("content %q, parts %+v: want the rest as a text part after the tool call", m.Content, m.Parts)
+	}
+	for _, bad := range []string{"ab", "xyzabcdef", "abd"} {
+		m = &parley.Message{}
+		m.AppendText("abc")
+		if err := conv.CheckFinalText(m, bad, conv.DefaultLimits); parley.ErrorCode(err) != parley.EINVALIDVALUE {
+			t.Fatalf("finalText %q after %q: %v, want invalid_value", bad, "abc", err)
+		}
+	}
+	for _, same := range []string{"", "abc"} {
+		if err := conv.CheckFinalText(m, same, conv.DefaultLimits); err != nil {
+			t.Fatalf("finalText %q: %v", same, err)
+		}
 	}
 }

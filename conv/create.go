@@ -41,6 +41,9 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "createdBy %q is not a valid agent id", c.CreatedBy)
 	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
 		return State{}, nil, parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
+	case c.TurnLeaseMs != 0 && (c.TurnLeaseMs < MinTurnLease.Milliseconds() || c.TurnLeaseMs > MaxTurnLease.Milliseconds()):
+		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "turnLeaseMs must be from %d (one second) to %d (one day), or left out for the server's, not %d",
+			MinTurnLease.Milliseconds(), MaxTurnLease.Milliseconds(), c.TurnLeaseMs)
 	}
 	for i, p := range c.Participants {
 		if !parley.ValidID(p) {

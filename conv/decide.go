@@ -36,6 +36,8 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	case Delegate:
 		err = d.delegate(c)
 	case ExpireClaim:
+	case ExpireTurn:
+		err = d.expireTurn(c)
 	case StreamText:
 		err = d.streamText(c)
 	case StreamTool:
@@ -374,6 +376,7 @@ func (d *decider) abort(c AbortTurn) error {
 	}
 	e := d.emit(parley.EventTurnAborted, open.Turn, open.TurnID, c.AgentID, parley.FinalityTurn, parley.TurnRef{Turn: open.Turn, Reason: c.Reason})
 	d.out.Result = Result{Turn: open.Turn, Seq: e.Seq}
+	d.abortOwnersPrompt(open.Owner, c.AgentID)
 	return nil
 }
 

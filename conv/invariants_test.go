@@ -293,6 +293,11 @@ func checkRebuilds(sc *script) {
 	if len(sc.live) != sc.s.Streams.Len() {
 		t.Fatalf("%d messages stream, the state has %d streams", len(sc.live), sc.s.Streams.Len())
 	}
+	for id, m := range sc.msgs {
+		if m.Status != parley.StatusStreaming && m.Content != parley.TextContent(m.Parts) {
+			t.Fatalf("message %s has content %q, and its text parts say %q", id, m.Content, parley.TextContent(m.Parts))
+		}
+	}
 	for id, live := range sc.live {
 		if _, ok := sc.s.Streams.Get(id); !ok {
 			t.Fatalf("message %s streams, the state has no stream of it", id)

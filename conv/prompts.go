@@ -45,6 +45,9 @@ const (
 	ReasonReverted  = "reverted"  // its answer (or its own message) was reverted
 	ReasonAborted   = "aborted"   // its runner answered it with aborted (or a canceled finalize)
 	ReasonWithdrawn = "withdrawn" // its asker took it back before it was dispatched
+	// ReasonTurnAborted: the turn its runner answered in was aborted by
+	// someone else (an admin's turns/abort).
+	ReasonTurnAborted = "turn_aborted"
 )
 
 // QueuedPrompt is a prompt in the queue, waiting or dispatched.
@@ -71,6 +74,10 @@ type QueuedPrompt struct {
 	// when its runner answers (aborted, complete) or leaves, and is never
 	// dispatched again.
 	Aborted bool `json:"aborted,omitempty"`
+	// WaitingOn says what a waiting prompt waits for. It is never stored:
+	// State.Explain fills it in the queue it returns, for the views of
+	// the queue (it depends on the runners attached and the time).
+	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
 }
 
 // Exchange is the turnId of the exchange the prompt starts: its task run's,
@@ -141,6 +148,10 @@ type CompletePrompt struct {
 type AbortPrompt struct {
 	Actor
 	Reason string
+	// ID, if set, is the prompt whose answer is meant: it is stopped only
+	// if it is the one being answered (else ENOTANSWERING, naming the one
+	// being answered, if any).
+	ID string
 }
 
 // RequeuePrompt puts the prompt dispatched to Runner back at the front.
@@ -170,6 +181,43 @@ func (RequeuePrompt) command()  {}
 func (WithdrawPrompt) command() {}
 func (PromotePrompt) command()  {}
 func (AbortPrompt) command()    {}
+
+// Answering returns the prompt being answered (dispatched) and the id of
+// the message streaming its answer: its runner's message of the prompt's
+// exchange, the latest if several; "" for none.
+func (s State) Answering() (promptID, messageID string) {
+	a := s.Active()
+	if a == nil {
+		return "", ""
+	}
+	var at int64
+	for id, st := range s.Streams.All() {
+		if st.AgentID == a.Runner && st.TurnID == a.Exchange() && st.RowSeq >= at {
+			messageID, at = id, st.RowSeq
+		}
+	}
+	return a.ID, messageID
+}
+
+// nullable is s, or nil (JSON null) when it is empty.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// answeringNow says in words what Answering says.
+func (s State) answeringNow() string {
+	switch p, m := s.Answering(); {
+	case p == "":
+		return "no prompt is being answered"
+	case m == "":
+		return "prompt " + p + " is being answered, with no message streaming"
+	default:
+		return "prompt " + p + " is being answered, in message " + m
+	}
+}
 
 // Active returns the dispatched prompt, if any.
 func (s State) Active() *QueuedPrompt {
@@ -298,6 +346,17 @@ func (d *decider) abortActive(agent, reason string) bool {
 	return true
 }
 
+// abortOwnersPrompt aborts the prompt being answered by owner, whose turn
+// by carries away: the runner is told to stop (as by a stop), its message
+// ends canceled and the prompt canceled. A runner that aborts its own turn
+// knows it already (it ends its prompt itself).
+func (d *decider) abortOwnersPrompt(owner, by string) {
+	if a := d.s.Active(); a != nil && a.Runner == owner && by != owner {
+		d.abortActive(by, ReasonTurnAborted)
+		d.out.Result.Seq = d.s.LastSeq
+	}
+}
+
 func (d *decider) abortPrompt(c AbortPrompt) error {
 	if err := d.checkOpen(); err != nil {
 		return err
@@ -305,6 +364,14 @@ func (d *decider) abortPrompt(c AbortPrompt) error {
 	reason := c.Reason
 	if reason == "" {
 		reason = ReasonStopped
+	}
+	if a := d.s.Active(); c.ID != "" && (a == nil || a.ID != c.ID) {
+		err := parley.Errorf(parley.ENOTANSWERING, "prompt %s is not being answered in conversation %s (%s); nothing was stopped",
+			c.ID, d.s.Conversation.ID, d.s.answeringNow()).WithHead(d.base.Head(d.env.Now))
+		if p, m := d.s.Answering(); p != "" {
+			return err.With("answering", map[string]any{"promptId": p, "messageId": nullable(m)})
+		}
+		return err.With("answering", nil)
 	}
 	if !d.abortActive(c.AgentID, reason) {
 		return parley.Errorf(parley.ENOTFOUND, "no prompt is being answered in conversation %s", d.s.Conversation.ID)
@@ -327,7 +394,7 @@ func (d *decider) endPrompt(a *QueuedPrompt, runner string, aborted bool) {
 
 func (d *decider) dispatch(c DispatchPrompt) error {
 	p := d.s.NextPrompt(c.Runner, d.env.Now)
-	if p == nil || (d.s.Open != nil && d.s.Open.Owner != c.Runner) {
+	if p == nil || !floorFree(d.s, c.Runner, p.AgentID) {
 		return nil // nothing ready, or another agent holds the floor
 	}
 	id, written, asker, channel, turnID := p.ID, p.Written, p.AgentID, p.Channel, p.TurnID
@@ -345,6 +412,15 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 	e := d.emit(EventPromptDispatched, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: id, Runner: c.Runner})
 	d.out.Result = Result{Seq: e.Seq, Message: d.out.Result.Message}
 	return nil
+}
+
+// floorFree reports whether a prompt of asker may be dispatched to runner
+// as far as the open turn goes: none is open, or the runner or the asker
+// owns it. The asker's own open turn never holds its prompt back: the
+// prompt's message is written into that turn and closes it, as if the
+// asker had finalized it.
+func floorFree(s State, runner, asker string) bool {
+	return s.Open == nil || s.Open.Owner == runner || s.Open.Owner == asker
 }
 
 func (d *decider) complete(c CompletePrompt) error {

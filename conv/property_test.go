@@ -167,6 +167,8 @@ func (g *gen) stream() conv.Command {
 			f.Error = strings.Repeat("e", 1+g.next(3)*150)
 		}
 		if g.chance(6) {
+			// A finalText that only a message with no text yet takes
+			// whole; one with text refuses it (it must start with it).
 			f.FinalText = strings.Repeat("f", 1+g.next(3)*250)
 		}
 		return f
@@ -268,6 +270,11 @@ func (g *gen) command() conv.Command {
 	sc.advance(time.Duration(g.next(12)) * time.Second)
 	if g.chance(2) {
 		return conv.ExpireClaim{}
+	}
+	if g.chance(2) {
+		// A turn lease of a few seconds ends an open turn whose owner has
+		// no runner (the agents picked as runners here have one).
+		return conv.ExpireTurn{Lease: time.Duration(1+g.next(8)) * time.Second, Runners: []string{g.pick(agents)}}
 	}
 	return nil
 }

@@ -24,12 +24,15 @@ type State struct {
 	Conversation parley.Conversation `json:"-"`
 	LastSeq      int64               `json:"lastSeq"`
 	// LastAt is the time of the last event.
-	LastAt        parley.Time      `json:"lastAt"`
-	LastTurn      int              `json:"lastTurn"`
-	Open          *parley.OpenTurn `json:"open,omitempty"`
-	Claim         *parley.Claim    `json:"claim,omitempty"`
-	Closed        bool             `json:"closed,omitempty"`
-	LastClosedSeq int64            `json:"lastClosedSeq,omitempty"`
+	LastAt   parley.Time      `json:"lastAt"`
+	LastTurn int              `json:"lastTurn"`
+	Open     *parley.OpenTurn `json:"open,omitempty"`
+	// OpenActiveAt is when the open turn was last written to (opened,
+	// continued, reset or delegated into): its lease counts from it.
+	OpenActiveAt  parley.Time   `json:"openActiveAt,omitzero"`
+	Claim         *parley.Claim `json:"claim,omitempty"`
+	Closed        bool          `json:"closed,omitempty"`
+	LastClosedSeq int64         `json:"lastClosedSeq,omitempty"`
 	// LastOwner owned the most recently closed turn (round-robin starts after it).
 	LastOwner string `json:"lastOwner,omitempty"`
 	// Next is the agent the most recent closing message named, until a turn opens.
@@ -106,6 +109,7 @@ func apply(s State, e parley.Event) State {
 			open := *s.Open
 			open.Reset = true
 			s.Open = &open
+			s.OpenActiveAt = e.Time
 		}
 	case parley.EventTurnAborted:
 		if s.Open != nil {
@@ -121,6 +125,7 @@ func apply(s State, e parley.Event) State {
 			open := *s.Open
 			open.Delegates = append(slices.Clone(open.Delegates), d.To)
 			s.Open = &open
+			s.OpenActiveAt = e.Time
 		}
 	default:
 		if queueEvents[e.Type] {
@@ -139,6 +144,7 @@ func apply(s State, e parley.Event) State {
 // those that finalize a message still streaming when its turn closed.
 func enterTurn(s State, e parley.Event) State {
 	if s.Open != nil && s.Open.Turn == e.Turn {
+		s.OpenActiveAt = e.Time
 		if s.Open.Reset {
 			open := *s.Open
 			open.Reset = false
@@ -150,6 +156,7 @@ func enterTurn(s State, e parley.Event) State {
 		return s
 	}
 	s.Open = &parley.OpenTurn{Turn: e.Turn, Owner: e.AgentID, TurnID: e.TurnID, OpenedSeq: e.Seq}
+	s.OpenActiveAt = e.Time
 	s.LastTurn = e.Turn
 	s.LastTurnID = e.TurnID
 	s.Next = ""
@@ -165,6 +172,7 @@ func closeTurn(s State, e parley.Event, next string) State {
 		s.LastOwner = s.Open.Owner
 	}
 	s.Open = nil
+	s.OpenActiveAt = parley.Time{}
 	s.Claim = nil
 	s.Next = next
 	s.LastClosedSeq = e.Seq

@@ -83,7 +83,12 @@ type FinalizeMessage struct {
 	// dispatched to the writer ends with it, canceled, if the message
 	// answers that prompt or the prompt was aborted (a steer, a stop).
 	EndsPrompt bool
-	Known      StreamLookups
+	// Failover is set when the runner keeps its turn open after a canceled
+	// finalize (finality none): a retry follows, so the prompt ends with
+	// it only if it was aborted; otherwise it stays with the runner for
+	// the retry.
+	Failover bool
+	Known    StreamLookups
 }
 
 // stream checks that the actor may write to a streaming message and returns
@@ -247,6 +252,9 @@ func (d *decider) finalize(c FinalizeMessage) error {
 	if len(c.FinalText) > d.env.Limits.MaxTextBytes {
 		return parley.Errorf(parley.ETOOLARGE, "finalText is %d bytes; the limit is %d", len(c.FinalText), d.env.Limits.MaxTextBytes)
 	}
+	if err := CheckFinalText(m, c.FinalText, d.env.Limits); err != nil {
+		return err
+	}
 	if added := len(c.Error) + max(0, len(c.FinalText)-len(m.Content)); added > 0 {
 		if err := checkSize(c.MessageID, m.Size()+added, d.env.Limits); err != nil {
 			return err
@@ -256,15 +264,16 @@ func (d *decider) finalize(c FinalizeMessage) error {
 	m.Finality = fin
 	d.rewrite(st, m, fin, c.AgentID)
 	if a := d.s.Active(); c.EndsPrompt && c.Reason == parley.FinishCanceled && a != nil && a.Runner == c.AgentID && !d.s.Closed &&
-		(a.Aborted || m.ReplyTo == a.ID || m.TurnID == a.Exchange()) {
+		(a.Aborted || !c.Failover && (m.ReplyTo == a.ID || m.TurnID == a.Exchange())) {
 		d.endPrompt(a, c.AgentID, true) // the runner aborted its answer: the prompt ends
 	}
-	if m.Channel != nil && m.Status == parley.StatusComplete {
+	if m.Channel != nil {
 		// The reply goes back to the channel its prompt came from, at least
-		// once: the outbox row is written with the message.
+		// once, however it ended (the channel hears of an error or a stop
+		// too): the outbox row is written with the message.
 		now := parley.NewTime(d.env.Now)
 		d.out.Deliveries = append(d.out.Deliveries, &parley.Delivery{ID: d.deliveryID(), ConversationID: m.ConversationID,
-			MessageID: m.ID, Channel: *m.Channel, Content: m.Content, NextAttemptAt: now, CreatedAt: now})
+			MessageID: m.ID, Channel: *m.Channel, Content: m.Content, MessageStatus: m.Status, NextAttemptAt: now, CreatedAt: now})
 	}
 	return nil
 }

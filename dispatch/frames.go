@@ -102,7 +102,12 @@ type Session struct {
 	act    conv.Actor
 	active string
 	ended  string
-	format string // the conversation's messageFormat, once read
+	// canceled is set when the runner's last answer ended canceled keeping
+	// its turn open (finality none: a retry may follow) and its prompt
+	// stayed dispatched, until a retry begins: its complete then ends the
+	// prompt canceled.
+	canceled bool
+	format   string // the conversation's messageFormat, once read
 }
 
 // Session returns the protocol state of a new runner connection of act to
@@ -175,7 +180,7 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		}
 		res, err := eng.PostMessage(ctx, id, m)
 		if err == nil {
-			rs.active = f.TurnID
+			rs.active, rs.canceled = f.TurnID, false // a retry answers again
 		}
 		return res, err
 	case "message.part.text-delta":
@@ -184,7 +189,9 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		return eng.StreamTool(ctx, id, conv.StreamTool{Actor: rs.act, MessageID: f.TurnID, Tool: conv.ToolUpdate{
 			CallID: f.CallID, ToolName: f.ToolName, Status: f.Status, Args: f.Args, Result: f.Result, Error: f.Error}})
 	case "message.finalize":
-		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality)
+		// A canceled answer that keeps the runner's turn open (finality
+		// none) is a failover: a retry follows, and the prompt stays.
+		return rs.finalize(ctx, f.TurnID, f.Reason, "", f.FinalText, f.Finality, f.Finality == parley.FinalityNone)
 	case "aborted":
 		return rs.aborted(ctx, f)
 	case "error":
@@ -192,7 +199,7 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		if msg == "" {
 			msg = "the runner failed"
 		}
-		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality)
+		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality, false)
 	case "message.state":
 		return rs.state(ctx, f.TurnID)
 	case "reverted":
@@ -209,7 +216,10 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 			// that prompt: it must never end the one dispatched next.
 			prompt = ended
 		}
-		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act, ID: prompt})
+		// An answer that ended canceled, and that no retry followed, ends
+		// its prompt canceled.
+		res, err := eng.CompletePrompt(ctx, id, conv.CompletePrompt{Actor: rs.act, ID: prompt, Aborted: rs.canceled})
+		rs.canceled = false
 		if err != nil {
 			return nil, err
 		}
@@ -230,15 +240,19 @@ func (rs *Session) target(f *Frame) string {
 	return f.TurnID
 }
 
-func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality) (*engine.MessageResult, error) {
-	// A runner's canceled answer ends the prompt it answers.
+// finalize ends a message of the runner's: a canceled one ends the prompt
+// it answers, unless failover says a retry follows (see
+// conv.FinalizeMessage.Failover).
+func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, finalText string, fin parley.Finality, failover bool) (*engine.MessageResult, error) {
+	canceled := reason == parley.FinishCanceled
 	res, err := rs.eng.FinalizeMessage(ctx, rs.conv, conv.FinalizeMessage{Actor: rs.act, MessageID: messageID, Reason: reason,
-		Error: errText, FinalText: finalText, Finality: fin, EndsPrompt: reason == parley.FinishCanceled})
+		Error: errText, FinalText: finalText, Finality: fin, EndsPrompt: canceled, Failover: failover})
 	if err == nil && messageID == rs.active {
 		rs.active = ""
 	}
 	if err == nil {
 		rs.ended = res.EndedPrompt
+		rs.canceled = canceled && res.EndedPrompt == ""
 	}
 	return res, err
 }
@@ -249,7 +263,7 @@ func (rs *Session) finalize(ctx context.Context, messageID, reason, errText, fin
 // already ended (finalized, or reverted) is no error: the prompt still ends.
 func (rs *Session) aborted(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
 	if target := rs.target(f); target != "" {
-		res, err := rs.finalize(ctx, target, parley.FinishCanceled, "", "", f.Finality)
+		res, err := rs.finalize(ctx, target, parley.FinishCanceled, "", "", f.Finality, false)
 		if parley.ErrorCode(err) != parley.ENOTFOUND {
 			return res, err
 		}
@@ -267,6 +281,7 @@ func (rs *Session) aborted(ctx context.Context, f *Frame) (*engine.MessageResult
 		}
 	}
 	res, err := rs.eng.CompletePrompt(ctx, rs.conv, conv.CompletePrompt{Actor: rs.act, ID: f.MessageID, Aborted: true})
+	rs.canceled = false
 	if err != nil {
 		return nil, err
 	}

@@ -156,14 +156,15 @@ func abortedPrompt(ev parley.Event) (p struct {
 }
 
 // AbortResponse stops the answer to the prompt being answered in a
-// conversation (engine.AbortResponse); its runner is told to stop, once
-// more if the prompt was aborted already.
-func (d *Dispatcher) AbortResponse(ctx context.Context, conversationID string, a conv.Actor) error {
-	again, err := d.eng.AbortResponse(ctx, conversationID, a)
-	if again != nil {
-		d.pushAbort(conversationID, again.ID, again.Runner)
+// conversation, or only to prompt promptID if given
+// (engine.AbortResponse); its runner is told to stop, once more if the
+// prompt was aborted already. It returns what it stopped.
+func (d *Dispatcher) AbortResponse(ctx context.Context, conversationID string, a conv.Actor, promptID string) (*engine.Stopped, error) {
+	st, err := d.eng.AbortResponse(ctx, conversationID, a, promptID)
+	if err == nil && st.Again {
+		d.pushAbort(conversationID, st.PromptID, st.Runner)
 	}
-	return err
+	return st, err
 }
 
 // Revert reverts a conversation from the earliest of the named messages

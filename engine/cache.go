@@ -44,9 +44,7 @@ func (e *Engine) evictOne() {
 			continue
 		}
 		if c.mu.TryLock() {
-			if c.timer != nil {
-				c.timer.Stop()
-			}
+			c.stopTimers()
 			c.loaded = false // whoever still holds it looks the id up again
 			e.uncacheLocked(id, c)
 			c.mu.Unlock()
@@ -173,7 +171,8 @@ func (e *Engine) load(ctx context.Context, c *conversation, id string) error {
 		}
 		return err
 	}
-	e.scheduleClaimExpiry(c, id) // a claim read from the store lapses on time too
+	e.leaseFromNow(c)
+	e.schedule(c, id) // a claim or a turn read from the store lapses on time too
 	// Its runners learn of its streams, whose runner may be gone, and of
 	// its queue, whose prompts may wait for a runner here.
 	e.runners.Changed(Change{ConversationID: id, State: c.state, Loaded: true})

@@ -68,7 +68,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 		// stream another node's runner began must end if that node dies.
 		e.runners.Changed(Change{ConversationID: id, State: c.state, Events: events, Loaded: true})
 	}
-	e.scheduleClaimExpiry(c, id)
+	e.schedule(c, id)
 	return true, nil
 }
 

@@ -148,6 +148,9 @@ func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.
 	if m.ID == "" {
 		m.ID = NewID()
 	}
+	if err := e.retryReply(ctx, conversationID, &m); err != nil {
+		return nil, err
+	}
 	build := func(conv.State) (conv.Command, error) {
 		known, err := e.lookups(ctx, conversationID, m.AgentID, m.ClientRequestID, lookupID, m.ReplyTo, m.TurnID)
 		m.Known = known
@@ -168,6 +171,29 @@ func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.
 		return &r, err
 	}
 	return &MessageResult{Message: d.Result.Message, Seq: d.Result.Seq, Turn: d.Result.Turn}, nil
+}
+
+// retryReply makes a retry (RetryOf) that names no replyTo reply to what
+// the failed message it retries replied to, whichever way that one ended:
+// the prompt it answered, which the retry answers too if it is still
+// being answered, and never another prompt dispatched since. A failed
+// message that is not the writer's, or not found, changes nothing (the
+// rules decide on the message as sent).
+func (e *Engine) retryReply(ctx context.Context, conversationID string, m *conv.PostMessage) error {
+	if m.RetryOf == "" || m.ReplyTo != "" || !parley.ValidID(m.RetryOf) {
+		return nil
+	}
+	failed, err := e.store.GetMessage(ctx, conversationID, m.RetryOf)
+	if parley.ErrorCode(err) == parley.ENOTFOUND {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if failed.AgentID == m.AgentID && failed.ReplyTo != m.ID {
+		m.ReplyTo = failed.ReplyTo
+	}
+	return nil
 }
 
 // PostTrace writes a trace event. It returns the errors of conv.Decide.

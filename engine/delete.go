@@ -26,7 +26,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 
 // drop forgets a cached conversation that the store no longer holds as it
 // was cached: it was deleted, on this node or another, and perhaps made
-// again under the same id (another epoch). Its claim timer stops, its entry
+// again under the same id (another epoch). Its timers stop, its entry
 // leaves the cache (a writer that waited for it loads what the store
 // holds now: ENOTFOUND, or the conversation made again under its id), its
 // subscriptions here end with not_found, and its runner connections are
@@ -34,10 +34,8 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 // decided on again. It returns the not_found error they were ended with,
 // for the caller that found the conversation gone. c.mu must be held.
 func (e *Engine) drop(c *conversation, id string) error {
-	if c.timer != nil {
-		c.timer.Stop()
-		c.timer = nil
-	}
+	c.stopTimers()
+	c.timer, c.turnTimer = nil, nil
 	c.loaded, c.dropped, c.streams, c.guided, c.published = false, true, nil, nil, 0
 	// Its runners and subscribers are ended while it is still the cache's
 	// entry: one that joins meanwhile waits for it, and then joins what

@@ -62,6 +62,10 @@ type Options struct {
 	Metrics *Metrics
 	// CollectWindow is how long a collect prompt waits for more (default 2s).
 	CollectWindow time.Duration
+	// TurnLease is how long an open turn lasts whose owner has no runner
+	// attached and writes nothing into it, unless its conversation sets
+	// its own (default conv.DefaultTurnLease; see conv.ExpireTurn).
+	TurnLease time.Duration
 	// MaxRevert bounds the messages one revert removes, all of which its
 	// messages.removed event names (default 10,000).
 	MaxRevert int
@@ -113,6 +117,9 @@ func (o *Options) setDefaults() {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
+	if o.TurnLease <= 0 {
+		o.TurnLease = conv.DefaultTurnLease
+	}
 	if o.CollectWindow <= 0 {
 		o.CollectWindow = 2 * time.Second
 	}
@@ -163,6 +170,15 @@ type conversation struct {
 	// cache, and whoever holds it looks the id up again (see drop).
 	dropped bool
 	timer   *time.Timer
+	// turnTimer fires when the open turn's lease ends (see lease.go);
+	// leaseTurn is the turn it is for, ownerSeen the last time its owner
+	// was seen with a runner attached, and ownerHad whether it had one
+	// when last looked at.
+	turnTimer *time.Timer
+	armedTurn int // the turn turnTimer was armed for
+	leaseTurn int
+	ownerSeen time.Time
+	ownerHad  bool
 	// streams holds the streaming messages assembled so far, by id.
 	streams map[string]*parley.Message
 	// guided is the guidance last published: a new one is published only
@@ -230,9 +246,7 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	for _, c := range convs { // lock order is c.mu before e.mu, so not under e.mu
 		c.mu.Lock()
-		if c.timer != nil {
-			c.timer.Stop()
-		}
+		c.stopTimers()
 		c.mu.Unlock()
 	}
 	e.hub.EndAll(errClosed)
@@ -382,7 +396,7 @@ func (e *Engine) applied(c *conversation, id string, next conv.State, d conv.Dec
 	e.endReaders(id, &prev, d.Events, next)
 	e.publish(c, id, d.Events)
 	e.runners.Changed(Change{ConversationID: id, State: next, Events: d.Events})
-	e.scheduleClaimExpiry(c, id)
+	e.schedule(c, id)
 }
 
 // publish hands a conversation's subscribers its new events and, if it

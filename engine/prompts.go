@@ -56,14 +56,22 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 	return &PromptResult{ID: p.ID, Seq: d.Result.Seq, Queue: s.Queue}, nil
 }
 
-// Prompts returns the queue: the dispatched prompt first, then the waiting ones.
+// Prompts returns the queue: the dispatched prompt first, then the waiting
+// ones, each saying what it waits for (conv.State.Explain).
 func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.QueuedPrompt, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
-	return c.state.Queue, nil
+	return e.explain(c), nil
+}
+
+// explain is the queue of c, each waiting prompt saying what it waits
+// for; c.mu must be held.
+func (e *Engine) explain(c *conversation) []conv.QueuedPrompt {
+	e.noteOwner(c)
+	return c.state.Explain(e.runners.Agents(c.state), e.opts.Now(), e.turnLease(c.state), c.ownerSeen)
 }
 
 // WithdrawPrompt removes a waiting prompt (ENOTFOUND, or EBUSY if dispatched).
@@ -82,21 +90,34 @@ func (e *Engine) CompletePrompt(ctx context.Context, conversationID string, c co
 	return e.turnCommand(ctx, conversationID, c)
 }
 
-// AbortResponse stops the answer to the prompt being answered: the prompt
-// is marked aborted (it is never dispatched again), and its runner is told
-// to stop (Runners.Changed sees the prompt.aborted event); it answers with
-// "aborted". When the prompt was aborted already (nothing is written), it
-// returns that prompt, whose runner must be told again. It returns
-// ENOTFOUND when no prompt is being answered.
-func (e *Engine) AbortResponse(ctx context.Context, conversationID string, a conv.Actor) (again *conv.QueuedPrompt, err error) {
-	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return conv.AbortPrompt{Actor: a}, nil }, nil)
+// Stopped is what AbortResponse stopped: the prompt, the message
+// streaming its answer ("" if none), and its runner. Again is true when
+// the prompt had been aborted already (nothing was written): its runner
+// must be told again.
+type Stopped struct {
+	PromptID  string
+	MessageID string
+	Runner    string
+	Again     bool
+}
+
+// AbortResponse stops the answer to the prompt being answered, or only to
+// prompt promptID if it is given (ENOTANSWERING, with the prompt and
+// message being answered, when that is not the prompt being answered):
+// the prompt is marked aborted (it is never dispatched again), and its
+// runner is told to stop (Runners.Changed sees the prompt.aborted event);
+// it answers with "aborted". It returns ENOTFOUND when no prompt is being
+// answered and none was named.
+func (e *Engine) AbortResponse(ctx context.Context, conversationID string, a conv.Actor, promptID string) (*Stopped, error) {
+	d, s, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return conv.AbortPrompt{Actor: a, ID: promptID}, nil }, nil)
 	if err != nil {
 		return nil, err
 	}
-	if p := s.Active(); len(d.Events) == 0 && p != nil {
-		return p, nil
+	p, m := s.Answering()
+	if p == "" {
+		return nil, parley.Errorf(parley.ENOTFOUND, "no prompt is being answered in conversation %s", conversationID)
 	}
-	return nil, nil
+	return &Stopped{PromptID: p, MessageID: m, Runner: s.Active().Runner, Again: len(d.Events) == 0}, nil
 }
 
 // Requeue puts the prompt a departed runner of agentID was answering (the

@@ -34,7 +34,7 @@ func (e *Engine) promptStatus(ctx context.Context, id, promptID string) (*conv.P
 	var st *conv.PromptStatus
 	err = e.readConsistent(ctx, c, id, func(s conv.State) error {
 		var ok bool
-		st, ok = s.PromptStatus(promptID, e.runners.Agents(s), e.opts.Now())
+		st, ok = s.PromptStatus(promptID, e.explain(c))
 		pos = parley.Position{Seq: s.LastSeq, Epoch: s.Conversation.Epoch}
 		if !ok {
 			return parley.Errorf(parley.ENOTFOUND, "conversation %s has no prompt %s (or it ended before the last %d prompts that did)", id, promptID, conv.MaxEndedPrompts)

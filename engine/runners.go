@@ -66,7 +66,10 @@ func (e *Engine) Shared() bool { return e.opts.Shared }
 // Reguide publishes a cached conversation's guidance if it changed without
 // an event (a runner came or went).
 func (e *Engine) Reguide(id string) {
-	e.withCached(id, func(c *conversation) { e.publish(c, id, nil) })
+	e.withCached(id, func(c *conversation) {
+		e.publish(c, id, nil)
+		e.scheduleTurnLapse(c, id) // the open turn's owner may have come or gone
+	})
 }
 
 // CancelStreams finalizes every streaming message of agentID canceled: its

@@ -21,7 +21,11 @@ func post(ctx context.Context, o DeliveryOptions, d *parley.Delivery) error {
 	if !ok {
 		return permanent(fmt.Errorf("no webhook is configured for channel type %q", d.Channel.Type))
 	}
-	body, _ := json.Marshal(map[string]any{"conversationId": d.ConversationID, "messageId": d.MessageID, "channel": d.Channel, "content": d.Content})
+	status := d.MessageStatus
+	if status == "" {
+		status = parley.StatusComplete // a row from before the status was kept: only complete replies were sent
+	}
+	body, _ := json.Marshal(map[string]any{"conversationId": d.ConversationID, "messageId": d.MessageID, "channel": d.Channel, "content": d.Content, "status": status})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook, bytes.NewReader(body))
 	if err != nil {
 		return permanent(errors.New("the webhook's URL is not one a request can be made to"))

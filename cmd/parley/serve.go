@@ -72,6 +72,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	subBytes := fs.Int("subscriber-buffer-bytes", 16<<20, "bytes of live events queued per stream subscriber before it is dropped as too slow")
 	subMemory := fs.Int64("subscriber-memory", 256<<20, "bytes the server holds at most, across every stream, that their clients have not read (snapshots being sent, queued events, pages of the log); past it the streams that have read nothing for longest are dropped (busy: they resume)")
 	collectWindow := fs.Duration("collect-window", 2*time.Second, "how long a prompt in mode collect waits for more collect prompts to merge with before it is dispatched")
+	turnLease := fs.Duration("turn-lease", conv.DefaultTurnLease, "how long an open turn whose owner has no runner attached and writes nothing lasts before it is aborted (reason timeout), unless its conversation sets turnLeaseMs; from 1s to 24h")
 	grace := fs.Duration("runner-grace", 30*time.Second, "how long a streaming message waits for its runner to come back before it ends canceled")
 	runnerLease := fs.Duration("runner-lease", 15*time.Second, "with -postgres: how long other nodes count this node's runners as attached after its last renewal (it renews every third of it)")
 	maxImport := fs.Int64("max-import-bytes", 4<<30, "the largest body POST /v1/conversations/import reads")
@@ -109,6 +110,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	}
 	if limits.MaxDelegates > 1024 {
 		return fmt.Errorf("-max-delegates %d: at most 1024 (each is in the turn's state, and in every refusal that carries the head)", limits.MaxDelegates)
+	}
+	if err := conv.CheckTurnLease(*turnLease); err != nil {
+		return fmt.Errorf("-turn-lease: %w", err)
 	}
 	if *collectWindow > 24*time.Hour {
 		return fmt.Errorf("-collect-window %s: at most a day (a collect prompt waits that long before it is dispatched)", *collectWindow)
@@ -171,7 +175,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		reg.MustRegister(sqlitemetrics.Collectors(s)...)
 	}
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
-		SubscriberMemory: *subMemory, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, Shared: *pgURL != ""})
+		SubscriberMemory: *subMemory, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, TurnLease: *turnLease, Shared: *pgURL != ""})
 	defer eng.Close()
 	// The runners: their connections, the prompts dispatched to them, and
 	// the grace period of a runner gone while its message streams.

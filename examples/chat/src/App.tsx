@@ -116,10 +116,16 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
     setInput("");
   };
   // Closing the connection leaves the answer going (a reload resumes it);
-  // stopping it is asking Parley to.
+  // stopping it is asking Parley to, naming the question asked (its id is
+  // the prompt's), so that only its answer is stopped.
   const halt = () => {
     void stop();
-    void fetch(`/v1/conversations/${encodeURIComponent(id)}/abort`, { method: "POST", headers });
+    const asked = messages.filter((m) => m.role === "user").at(-1);
+    void fetch(`/v1/conversations/${encodeURIComponent(id)}/abort`, {
+      method: "POST",
+      headers: { ...headers, "Content-Type": "application/json" },
+      body: JSON.stringify(asked ? { promptId: asked.id } : {}),
+    });
   };
 
   return (

@@ -55,6 +55,8 @@ export interface NewConversation {
   turnPolicy?: TurnPolicy;
   messageFormat?: "v1" | "v2";
   metadata?: unknown;
+  /** The conversation's own turn lease in milliseconds (1000 to 86400000); left out, the server's. */
+  turnLeaseMs?: number;
 }
 
 /** A turn precondition: "I am starting turn N" or "I am continuing turn N". */
@@ -86,6 +88,13 @@ export interface MessageResult {
   message: Message;
   seq: number;
   turn: number;
+}
+
+/** What a stop stopped: the prompt, and the message streaming its answer (null if none). */
+export interface Stopped {
+  status: "aborting";
+  promptId: string;
+  messageId: string | null;
 }
 
 /** The answer to the turn commands and to withdrawing or promoting a prompt. */
@@ -460,9 +469,16 @@ export class ParleyClient {
     return this.send("POST", conv(id, "/prompts/" + enc(promptId) + "/promote"), opts.agentId ? { agentId: opts.agentId } : undefined);
   }
 
-  /** Stops the answer under way: its runner is told to stop (404 if no prompt is being answered). */
-  stop(id: string): Promise<{ status: string }> {
-    return this.send("POST", conv(id, "/abort"));
+  /**
+   * Stops an answer: its runner is told to stop. With `promptId` (the
+   * prompt you started), only that prompt's answer, while it is being
+   * answered: otherwise 409 `not_answering`, whose `details.answering`
+   * names the prompt and message being answered now (or is null), and
+   * nothing is stopped. Without it, whatever answer is under way (404 if
+   * none). Resolves with what it stopped.
+   */
+  stop(id: string, opts: { promptId?: string } = {}): Promise<Stopped> {
+    return this.send("POST", conv(id, "/abort"), opts.promptId ? { promptId: opts.promptId } : undefined);
   }
 
   /** Removes a message and every message after it. */

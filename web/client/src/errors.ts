@@ -12,6 +12,7 @@ export type ErrorCode =
   | "claim_conflict"
   | "conversation_closed"
   | "busy"
+  | "not_answering"
   | "too_large"
   | "unsupported_media_type"
   | "invalid_thread"

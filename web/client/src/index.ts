@@ -24,6 +24,7 @@ export {
   type SearchOptions,
   type SearchPage,
   type Thread,
+  type Stopped,
   type TurnResult,
   type WebSocketLike,
 } from "./client.js";

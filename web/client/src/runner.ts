@@ -51,7 +51,7 @@ export interface CreateOptions {
 /** What a finalize may say. */
 export interface FinalizeOptions {
   reason?: FinishReason;
-  /** When longer than the text streamed, the message's content. */
+  /** The whole answer: it must start with the text streamed, and the rest is added as text (any other text is refused, `invalid_value`). */
   finalText?: string;
   /** What it closes: the runner's turn by default; `none` lets another message follow in the turn. */
   finality?: Finality;
@@ -60,8 +60,11 @@ export interface FinalizeOptions {
 /**
  * Answers one prompt: `reply.prompt` is the prompt; write the answer with
  * `reply`'s methods and return (or throw) when done. `signal` aborts when
- * the answer is aborted (a steer, a stop, a revert, the conversation
- * deleted) or the runner stops: stop then.
+ * the answer is aborted (a steer, a stop, a revert, an abort of the turn
+ * it is written in, the conversation deleted) or the runner stops: stop
+ * then. A write refused with `turn_conflict` (its turn was aborted before
+ * the abort came) ends the answer the same way, whatever the handler
+ * throws: its message ends canceled, with no error part.
  */
 export type RunnerHandler = (reply: Reply, signal: AbortSignal) => Promise<void>;
 
@@ -430,7 +433,9 @@ export class Runner {
     if (this.stopper.signal.aborted) return;
     let outcome = "complete";
     try {
-      if (job.aborted) outcome = "aborted";
+      // Stopped, or its turn aborted under it (a write refused with
+      // turn_conflict): aborted ends the message canceled, with no error part.
+      if (job.aborted || job.reply.cut) outcome = "aborted";
       else if (err !== undefined) await job.reply.fail(err instanceof Error ? err.message : JSON.stringify(err));
       else if (job.reply.messageId) await job.reply.end({ type: "message.finalize", reason: "end_turn" });
       await this.end(conv, job.push.messageId, outcome, job.reply.messageId ?? "");
@@ -473,6 +478,8 @@ export class Reply {
   private queue: Promise<unknown> = Promise.resolve();
   /** @internal */
   closed = false;
+  /** @internal Set once a write into the open message was refused with turn_conflict: its turn was aborted under it. */
+  cut = false;
 
   /** @internal */
   constructor(
@@ -569,7 +576,12 @@ export class Reply {
     const run = async (): Promise<void> => {
       if (this.signal.aborted) throw this.signal.reason instanceof Error ? this.signal.reason : new Error("the answer was aborted");
       if (this.closed) throw new Error(`the answer to prompt ${this.prompt.messageId} has ended: its handler returned`);
-      await fn();
+      try {
+        await fn();
+      } catch (err) {
+        if (this.msg && err instanceof ParleyError && err.code === "turn_conflict") this.cut = true;
+        throw err;
+      }
     };
     const p = this.queue.then(run, run);
     this.queue = p.catch(() => {});

@@ -118,6 +118,8 @@ export interface Conversation {
   metadata?: unknown;
   createdBy?: string;
   createdAt: string | null;
+  /** Its own turn lease in milliseconds; left out when it has the server's. */
+  turnLeaseMs?: number;
 }
 
 /** A place in a conversation's log: the last seq seen, in an epoch. */
@@ -225,6 +227,21 @@ export interface QueuedPrompt {
    * read by `ParleyClient.promptTexts`). The server's queue does not carry it.
    */
   content?: string;
+  /** What a waiting prompt waits for (`GET …/prompts`); absent on the prompt being answered. */
+  waitingOn?: WaitingOn;
+}
+
+/** What a waiting prompt waits for. */
+export interface WaitingOn {
+  reason: "turn" | "claim" | "prompt" | "queue" | "runner" | "collect" | (string & {});
+  /** The turn's owner, the claim's holder, the runner answering, or the agent a runner is wanted of. */
+  agentId?: string;
+  turn?: number;
+  turnId?: string;
+  /** The prompt being answered, ahead of it, or collecting. */
+  promptId?: string;
+  /** When what it waits for ends at the latest, if known. */
+  until?: string;
 }
 
 /** A scheduled prompt. */
@@ -417,21 +434,6 @@ export interface ErrorBody {
   };
 }
 
-/** What a queued prompt waits on (see `PromptStatus.waitingOn`). */
-export interface PromptWait {
-  /**
-   * `prompt` (another prompt: `promptId`), `collect` (its window: `until`),
-   * `runner` (no runner is attached that may answer it; `agentId`: the
-   * agent it is addressed to), `turn` (`agentId`'s open turn), `claim`
-   * (`agentId`'s claim, until `until`), `closed`, or `dispatch` (a runner
-   * takes it next).
-   */
-  kind: "prompt" | "collect" | "runner" | "turn" | "claim" | "closed" | "dispatch" | (string & {});
-  agentId?: string;
-  promptId?: string;
-  until?: string;
-}
-
 /** Where a prompt stands (`GET …/prompts/{pid}`). */
 export interface PromptStatus {
   id: string;
@@ -440,7 +442,8 @@ export interface PromptStatus {
   agentId: string;
   /** Its place in the queue (0: first), while it is in it. */
   position?: number;
-  waitingOn?: PromptWait;
+  /** What a queued prompt waits for; absent on one about to be dispatched. */
+  waitingOn?: WaitingOn;
   /** The agent it was dispatched to. */
   runner?: string;
   /** Its answer: the runner's newest message in the prompt's exchange. */

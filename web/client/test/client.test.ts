@@ -152,7 +152,7 @@ describe("prompts", () => {
     const id = await conversation(c);
     const a = await c.prompt(id, { agentId: "human", content: "first" });
     const b = await c.prompt(id, { agentId: "human", content: "second", mode: "followup" });
-    await c.prompt(id, { agentId: "human", content: "third ü" });
+    const third = await c.prompt(id, { agentId: "human", content: "third ü" });
     await expect(c.prompt(id, { agentId: "human", content: "never", mode: "reject" })).rejects.toMatchObject({ status: 409, code: "busy" });
     await c.promotePrompt(id, b.id, { agentId: "human" });
     expect((await c.prompts(id)).map((p) => p.id)[0]).toBe(b.id);
@@ -167,7 +167,13 @@ describe("prompts", () => {
       await until(() => run.pushes.some((p) => p["type"] === "prompt"), "a prompt for the runner");
       await run.create("r1");
       await run.text("r1", "partial");
-      expect(await c.stop(id)).toEqual({ status: "aborting" });
+      // A stop of a prompt that waits stops nothing, and names the one answered.
+      await expect(c.stop(id, { promptId: third.id })).rejects.toMatchObject({
+        status: 409,
+        code: "not_answering",
+        details: { answering: { promptId: b.id, messageId: "r1" } },
+      });
+      expect(await c.stop(id, { promptId: b.id })).toEqual({ status: "aborting", promptId: b.id, messageId: "r1" });
       await until(() => run.pushes.some((p) => p["type"] === "abort"), "the abort");
       const reverted = await c.revert(id, { agentId: "human", messageId: "r1" });
       expect(reverted.removed).toEqual(["r1"]);

@@ -15,7 +15,7 @@ describe("a prompt's status", () => {
     expect((await c.conversation(id)).guidance?.runners).toBeUndefined();
     await c.prompt(id, { id: "p0", agentId: "human", content: "anyone?" });
     const st = await c.getPrompt(id, "p0");
-    expect(st).toMatchObject({ id: "p0", state: "queued", position: 0, waitingOn: { kind: "runner" } });
+    expect(st).toMatchObject({ id: "p0", state: "queued", position: 0, waitingOn: { reason: "runner" } });
     // A wait that passes answers with the status as it is.
     expect((await c.getPrompt(id, "p0", { wait: 10 })).state).toBe("queued");
     await expect(c.getPrompt(id, "nope")).rejects.toSatisfy((e) => e instanceof ParleyError && e.code === "not_found");

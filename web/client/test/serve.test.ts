@@ -185,4 +185,31 @@ describe("runners", () => {
       await server.stop();
     }
   });
+  it("end an answer whose turn is aborted under it canceled, with no error part", async () => {
+    const c = client();
+    const id = await chat(c, "bot");
+    const ctl = new AbortController();
+    let started = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const serving = conversationRunner(c, id, { agentId: "bot" }).serve(
+      async (reply) => {
+        await reply.text("partial");
+        started = true;
+        await gate;
+        await reply.text(" more"); // refused: the turn was aborted (or the answer was)
+      },
+      { signal: ctl.signal },
+    );
+    await c.prompt(id, { id: "p1", agentId: "human", content: "go on" });
+    await until(() => started, "p1 to start");
+    await c.abortTurn(id, { agentId: "human", reason: "taking over" });
+    release();
+    expect(await waitEnded(c, id, "p1")).toMatch(/^canceled/);
+    const [m] = await answers(c, id, "bot", "p1");
+    expect(m).toMatchObject({ content: "partial", status: "canceled" });
+    expect(m!.parts.map((p) => p.type)).not.toContain("error");
+    ctl.abort();
+    await serving;
+  });
 });

@@ -69,14 +69,15 @@ async function play(run: Runner, id: string, from: number, to?: number): Promise
  * runner that got the question, and the answer folding (a failure of which
  * is the test's to see, whenever it comes).
  */
-async function ask(ai: AI, text: string): Promise<{ chat: string; run: Runner; folding: Promise<UIMessage> }> {
+async function ask(ai: AI, text: string): Promise<{ chat: string; run: Runner; folding: Promise<UIMessage>; promptId: string }> {
   const chat = newId("chat");
   const stream = await transport(ai).sendMessages({ chatId: chat, messages: question(text), abortSignal: undefined, trigger: "submit-message", messageId: undefined });
   const run = await Runner.attach(url(), admin(), chat);
-  expect((await run.next())["content"]).toBe(text);
+  const prompt = await run.next();
+  expect(prompt["content"]).toBe(text);
   const folding = fold(ai, stream);
   folding.catch(() => undefined); // seen by the test's own await
-  return { chat, run, folding };
+  return { chat, run, folding, promptId: String(prompt["messageId"]) };
 }
 
 describe.each(versions)("%s", (_name, ai) => {
@@ -116,7 +117,7 @@ describe.each(versions)("%s", (_name, ai) => {
     }
     const promptId = asked[0]!.id;
     expect(statuses).toEqual([
-      { type: "data-parley-status", data: { promptId, state: "queued", waitingOn: { kind: "runner", agentId: "helper" } }, transient: true },
+      { type: "data-parley-status", data: { promptId, state: "queued", waitingOn: { reason: "runner", agentId: "helper" } }, transient: true },
       { type: "data-parley-status", data: { promptId, state: "dispatched", runner: "helper" }, transient: true },
     ]);
     expect(before).toEqual([
@@ -151,10 +152,16 @@ describe.each(versions)("%s", (_name, ai) => {
   });
 
   test("an answer stopped (abort) folds to the stored canceled answer", async () => {
-    const { chat, run, folding } = await ask(ai, "Stop me");
+    const { chat, run, folding, promptId } = await ask(ai, "Stop me");
     await play(run, "r1", 0, 4); // text, then the search running
-    const stop = await fetch(`${url()}/v1/conversations/${chat}/abort`, { method: "POST", headers: { Authorization: "Bearer " + you() } });
+    // The stop names the question it means: its answer is the one stopped.
+    const stop = await fetch(`${url()}/v1/conversations/${chat}/abort`, {
+      method: "POST",
+      headers: { Authorization: "Bearer " + you(), "Content-Type": "application/json" },
+      body: JSON.stringify({ promptId }),
+    });
     expect(stop.status).toBe(202);
+    expect(await stop.json()).toEqual({ status: "aborting", promptId, messageId: "r1" });
     expect((await run.next())["type"]).toBe("abort");
     await run.send({ type: "aborted" });
     const m = await folding;

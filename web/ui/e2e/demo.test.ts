@@ -128,10 +128,25 @@ describe("the demo in a browser", () => {
     const known = await answersOnPage(page);
     await ask(page, "Which planet is the largest? (asked in the browser test)");
     const id = await nextAnswer(page, known);
+    const stops: string[] = [];
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/abort")) stops.push(r.postData() ?? "");
+    });
     const stop = page.getByRole("button", { name: "Stop", exact: true });
     await stop.click();
     const m = await finished(id);
     expect(m.status).toBe("canceled");
+    // The stop named its target, the prompt whose answer streamed, and
+    // nothing else was stopped.
+    expect(stops.map((b) => JSON.parse(b || "null") as unknown)).toEqual([{ promptId: m.replyTo }]);
+    const aborted: string[] = [];
+    for (let after = m.seq; ; ) {
+      const { events } = await api.events(conversationId, { after, limit: 1000 });
+      if (events.length === 0) break;
+      for (const e of events) if (e.type === "prompt.aborted") aborted.push((e.data as { id: string }).id);
+      after = events.at(-1)!.seq;
+    }
+    expect(aborted).toEqual([m.replyTo]);
     const article = page.locator(`[data-message-id="${id}"]`);
     await expect.poll(() => article.getAttribute("data-status")).toBe("canceled");
     await expect.poll(() => article.locator(".mark-stopped").textContent()).toBe("stopped");

@@ -14,6 +14,7 @@ import { errorText, firstLine, shortTime } from "../lib/format";
 import { LiveView, type LiveSnapshot } from "../lib/live";
 import { noReplyIds } from "../lib/noreply";
 import { navigate } from "../lib/route";
+import { stopTarget } from "../lib/stop";
 import { withStreaming } from "../lib/streaming";
 import { groupRows, repliesByParent, retriedIds, rowOf } from "../lib/turns";
 
@@ -136,10 +137,9 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
 
   const writer = writerId(auth);
   const queue = state?.queue;
-  const answering = useMemo(
-    () => (queue?.prompts.some((q) => q.runner && !q.aborted) ?? false) || shown.some((m) => m.status === "streaming"),
-    [queue, shown],
-  );
+  // Stop shows only while an answer streams, and stops that answer's prompt, by name.
+  const stopping = useMemo(() => stopTarget(queue?.prompts, shown), [queue, shown]);
+  const answering = stopping !== undefined;
 
   const act = async (what: () => Promise<unknown>): Promise<boolean> => {
     try {
@@ -152,7 +152,9 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   };
   const onSend = (content: string, mode: PromptMode) =>
     act(() => auth.client.prompt(id, { content, mode, ...(writer ? { agentId: writer } : {}) }));
-  const onStop = () => void act(() => auth.client.stop(id));
+  const onStop = () => {
+    if (stopping) void act(() => auth.client.stop(id, { promptId: stopping }));
+  };
   const onWithdraw = useCallback((pid: string) => void act(() => auth.client.withdrawPrompt(id, pid, writer ? { agentId: writer } : {})), [auth.client, id, writer]);
   const onPromote = useCallback((pid: string) => void act(() => auth.client.promotePrompt(id, pid, writer ? { agentId: writer } : {})), [auth.client, id, writer]);
   const me = auth.identity.kind === "agent" ? auth.identity.agentId : writer;

@@ -20,10 +20,10 @@ import (
 // answerStatus is what a status step carries: the prompt's state, and
 // what it waits on.
 type answerStatus struct {
-	PromptID  string           `json:"promptId"`
-	State     string           `json:"state"`
+	PromptID  string          `json:"promptId"`
+	State     string          `json:"state"`
 	WaitingOn *conv.WaitingOn `json:"waitingOn,omitempty"`
-	Runner    string           `json:"runner,omitempty"`
+	Runner    string          `json:"runner,omitempty"`
 }
 
 // promptWaitsForRunner reports whether a status is of a prompt that waits

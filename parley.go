@@ -129,6 +129,12 @@ type Guidance struct {
 	Kind        GuidanceKind `json:"kind"`
 	Turn        int          `json:"turn"`
 	AfterSeq    int64        `json:"afterSeq"`
+	// Runners are the agents with a runner attached that answers in the
+	// conversation, on any node, sorted: its own runners and the
+	// agent-wide runners of the agents that take part in it. None: nobody
+	// answers its prompts until a runner connects. It is presence, never
+	// stored: a new guidance is sent whenever it changes.
+	Runners []string `json:"runners,omitempty"`
 }
 
 // Time is a UTC instant with millisecond precision. It is encoded in JSON as

@@ -288,6 +288,15 @@ func (s *Server) streamAGUI(ctx context.Context, w http.ResponseWriter, thread, 
 				// sent yet (every frame so far was at or before the position).
 				return errRestartRun
 			}
+			if len(steps) > 0 && steps[0].kind == stepStatus {
+				// Not from the log: no id, so that no resume counts it.
+				for _, f := range enc.frames(steps) {
+					if err := out.data("", f); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 			return write(enc.frames(steps), seq)
 		})
 	}
@@ -327,6 +336,8 @@ func (e *aguiEncoder) frames(steps []step) [][]byte {
 	for i := range steps {
 		st := &steps[i]
 		switch st.kind {
+		case stepStatus:
+			add(map[string]any{"type": "CUSTOM", "name": "parley.status", "value": json.RawMessage(st.text)})
 		case stepStart:
 			e.answer = st.id
 		case stepTextStart:

@@ -51,6 +51,10 @@ const (
 	// stepFinish: the answer ended (step.end says how; step.text is the
 	// error's text for endError).
 	stepFinish
+	// stepStatus: the prompt's status while its answer has not begun
+	// (step.text is an answerStatus in JSON; see answer_status.go). Not
+	// from the log: it goes out as a transient frame.
+	stepStatus
 )
 
 // answerEnd is how an answer ended.
@@ -98,6 +102,8 @@ type answerState struct {
 	promptEnded bool
 	// tombstone is the seq of the last compacted event folded (0: none).
 	tombstone int64
+	// status is the last status stepped (stepStatus), "" if none.
+	status string
 }
 
 type textSent struct {

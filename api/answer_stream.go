@@ -103,13 +103,14 @@ var errRestartRun = errors.New("the answer's events before the position were com
 // conversation deleted or replaced, the server shutting down).
 func (s *Server) followAnswer(ctx context.Context, id string, from parley.Position, a *answerState, out *sseOut, emit func([]step, int64) error) error {
 	// The headers, and what was written before, go out at once: the client
-	// learns that its request was taken before the answer begins.
-	if out.flush() != nil {
+	// learns that its request was taken before the answer begins, and, with
+	// them, whether its question waits for a runner.
+	steps := s.statusSteps(ctx, id, a, nil)
+	if len(steps) > 0 && emit(steps, from.Seq) != nil || out.flush() != nil {
 		return errClientGone
 	}
 	t := time.NewTicker(s.opts.HeartbeatInterval)
 	defer t.Stop()
-	var steps []step
 	for {
 		sub, err := s.eng.Subscribe(ctx, id, &from)
 		if err != nil {
@@ -120,11 +121,23 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 			return errReplaced
 		}
 		from.Epoch = sub.Init.Position.Epoch
+		// status says, while the answer has not begun, whether its prompt
+		// waits for a runner (answer_status.go).
+		status := func() error {
+			if steps = s.statusSteps(ctx, id, a, steps[:0]); len(steps) > 0 && (emit(steps, from.Seq) != nil || out.flush() != nil) {
+				return errClientGone
+			}
+			return nil
+		}
+		if err := status(); err != nil {
+			sub.Close()
+			return err
+		}
 		// read handles one item; stop is true once the answer ended.
 		read := func(it feed.Item) (stop bool, err error) {
 			ev := it.Event
 			if ev == nil {
-				return false, nil // guidance: not part of an answer
+				return false, status() // guidance: a runner may have come or gone
 			}
 			if ctx.Err() != nil {
 				return true, errClientGone // ended by the server (see cutOff) or the client

@@ -472,6 +472,8 @@ func uiChunk(st *step) []byte {
 		if st.id != "" {
 			c["messageId"] = st.id
 		}
+	case stepStatus:
+		c = map[string]any{"type": "data-parley-status", "data": json.RawMessage(st.text), "transient": true}
 	case stepTextStart:
 		c = map[string]any{"type": "text-start", "id": st.id}
 	case stepTextDelta:

@@ -19,6 +19,11 @@ import (
 type sseData struct {
 	resp *http.Response
 	sc   *bufio.Scanner
+	// statuses are the prompt status frames read (a chat's
+	// data-parley-status, AG-UI's CUSTOM parley.status): not part of the
+	// answer, next leaves them out of what it returns unless withStatus.
+	statuses   []string
+	withStatus bool
 }
 
 // chatEvent is one event of an sseData stream.
@@ -68,12 +73,24 @@ func events(t *testing.T, resp *http.Response) *sseData {
 	return &sseData{resp: resp, sc: sc}
 }
 
-// next returns the next event (comments skipped), or ok false at the end.
+// isStatusFrame reports whether an event's data is a prompt status frame.
+func isStatusFrame(data string) bool {
+	return strings.HasPrefix(data, `{"data":`) && strings.Contains(data, `"type":"data-parley-status"`) ||
+		strings.HasPrefix(data, `{"name":"parley.status"`)
+}
+
+// next returns the next event (comments and prompt status frames
+// skipped), or ok false at the end.
 func (s *sseData) next() (ev chatEvent, ok bool) {
 	for s.sc.Scan() {
 		line := s.sc.Text()
 		switch {
 		case line == "":
+			if isStatusFrame(ev.data) && !s.withStatus {
+				s.statuses = append(s.statuses, ev.data)
+				ev = chatEvent{}
+				continue
+			}
 			if ev.data != "" {
 				return ev, true
 			}

@@ -59,10 +59,11 @@ func TestGuidanceOnlyWhenItChanges(t *testing.T) {
 	// guidance frame sent before it.
 	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.admin, map[string]any{"agentId": "ops", "role": "system", "content": "mark"}), 201, "")
 	gs := readUntilSeq(t, b, ws, b.lastSeq(id))
-	// The turn opens (continue alice 1); when it closes, p1 waits for
-	// alice's runner, so guidance names alice for turn 2 (round-robin
-	// would name bob), and then, with p1's message written, for turn 3.
-	want := []string{"alice continue_turn 1", "alice start_turn 2", "alice start_turn 3"}
+	// Alice's runner connects (presence: the runners change); the turn
+	// opens (continue alice 1); when it closes, p1 waits for alice's
+	// runner, so guidance names alice for turn 2 (round-robin would name
+	// bob), and then, with p1's message written, for turn 3.
+	want := []string{"alice start_turn 1", "alice continue_turn 1", "alice start_turn 2", "alice start_turn 3"}
 	if fmt.Sprint(gs) != fmt.Sprint(want) {
 		t.Fatalf("guidance frames %q, want %q", gs, want)
 	}

@@ -291,7 +291,7 @@ func TestOpenAPIExamplesCheckCatchesMismatch(t *testing.T) {
 	for _, want := range []string{
 		"POST /v1/conversations request application/json example support does not match",
 		"the answer NotFound application/json example  does not match",
-		"schema UIMessageChunk example 11 does not match",
+		"schema UIMessageChunk example 12 does not match",
 		"POST /v1/ag-ui 200 text/event-stream example  line 16 does not match",
 		"POST /v1/tokens: the JSON request body has no example",
 	} {

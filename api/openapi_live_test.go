@@ -157,8 +157,13 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	p2 := c.call("POST", cp+"/prompts", ad, map[string]any{"agentId": "human", "content": "second", "mode": "collect",
 		"channel": map[string]any{"type": "slack", "id": "C1"}}, 201)
 	c.call("GET", cp+"/prompts", c.viewer, nil, 200)
+	c.call("GET", cp+"/prompts/"+p.body["id"].(string), c.viewer, nil, 200)
+	c.call("GET", cp+"/prompts/"+p.body["id"].(string)+"?wait=1ms", c.viewer, nil, 200)
+	c.call("GET", cp+"/prompts/"+p.body["id"].(string)+"?wait=2m", c.viewer, nil, 422)
+	c.call("GET", cp+"/prompts/nope", c.viewer, nil, 404)
 	c.call("POST", cp+"/prompts/"+p2.body["id"].(string)+"/promote", ad, map[string]any{"agentId": "human"}, 200)
 	c.call("DELETE", cp+"/prompts/"+p.body["id"].(string), ad, map[string]any{"agentId": "human"}, 200)
+	c.call("GET", cp+"/prompts/"+p.body["id"].(string), c.viewer, nil, 200)
 	c.call("POST", cp+"/prompts", ad, map[string]any{"agentId": "human", "content": "busy", "mode": "reject"}, 409)
 	c.call("POST", cp+"/abort", c.alice, nil, 404)
 

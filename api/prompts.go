@@ -1,7 +1,11 @@
 package api
 
 import (
+	"context"
 	"net/http"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/conv"
@@ -149,4 +153,72 @@ func (s *Server) revert(w http.ResponseWriter, r *http.Request, who parley.Ident
 	writeEndpoint(s, http.StatusOK, func(q *revertRequest) string { return q.AgentID }, func(r *http.Request, q *revertRequest, act conv.Actor) (*engine.RevertResult, error) {
 		return s.runners.Revert(r.Context(), r.PathValue("id"), act, q.MessageID)
 	})(w, r, who)
+}
+
+// MaxPromptWait bounds how long GET …/prompts/{pid}?wait= holds the request.
+const MaxPromptWait = 60 * time.Second
+
+// promptWait reads the wait query parameter: a duration ("30s", "1m",
+// "500ms") or whole seconds ("30"), from 0 (the default: answer at once)
+// to MaxPromptWait.
+func promptWait(q url.Values) (time.Duration, error) {
+	vs, ok := q["wait"]
+	if !ok {
+		return 0, nil
+	}
+	bad := func() error {
+		return parley.Errorf(parley.EINVALIDVALUE, "wait must be given once, as a duration such as 30s or 500ms (or whole seconds) from 0 to %s, not %q",
+			MaxPromptWait, strings.Join(vs, ","))
+	}
+	if len(vs) != 1 {
+		return 0, bad()
+	}
+	v := vs[0]
+	if wholeNumber(v) && len(v) <= 4 {
+		v += "s"
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > MaxPromptWait {
+		return 0, bad()
+	}
+	return d, nil
+}
+
+// getPrompt answers where a prompt stands (see engine.PromptStatus), to
+// whoever may read the conversation. With wait it holds the request until
+// the prompt ends or the wait passes; a waiting request counts as one of
+// the token's connections (Guards.MaxConnsPerToken), and revoking the
+// token ends it.
+func (s *Server) getPrompt(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	wait, err := promptWait(r.URL.Query())
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
+	}
+	id, pid := r.PathValue("id"), r.PathValue("pid")
+	if wait == 0 {
+		var st *conv.PromptStatus
+		if err = s.readable(r, who); err == nil {
+			st, err = s.eng.PromptStatus(r.Context(), id, pid)
+		}
+		if err != nil {
+			writeErr(w, s.log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	ctx, cut := context.WithCancelCause(r.Context())
+	defer cut(nil)
+	release, ok := s.connectReader(w, r, who, cut)
+	if !ok {
+		return
+	}
+	defer release()
+	st, err := s.eng.WaitPrompt(ctx, id, pid, wait)
+	if err != nil {
+		writeErr(w, s.log, cutOff(ctx, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }

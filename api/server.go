@@ -165,6 +165,7 @@ func (s *Server) apiRoutes() []route {
 		{"GET", "/v1/agents/{agentId}/runner", s.authed(s.limited(s.connects, s.agentRunner))},
 		{"POST", "/v1/conversations/{id}/prompts", s.authed(s.postPrompt)},
 		{"GET", "/v1/conversations/{id}/prompts", s.authed(s.listPrompts)},
+		{"GET", "/v1/conversations/{id}/prompts/{pid}", s.authed(s.getPrompt)},
 		{"DELETE", "/v1/conversations/{id}/prompts/{pid}", s.authed(s.promptCommand(withdraw))},
 		{"POST", "/v1/conversations/{id}/prompts/{pid}/promote", s.authed(s.promptCommand(promote))},
 		{"POST", "/v1/conversations/{id}/abort", s.authed(s.abortResponse)},

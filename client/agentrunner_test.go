@@ -59,7 +59,7 @@ func TestAgentRunnerServesEveryConversation(t *testing.T) {
 	seen := map[string]string{} // prompt → the conversation its Reply named
 	stop := serveAgent(t, c, ctx, client.HandlerFunc(func(ctx context.Context, rp *client.Reply) error {
 		mu.Lock()
-		seen[rp.Prompt.MessageID] = rp.Prompt.ConversationID
+		seen[rp.Prompt.PromptID] = rp.Prompt.ConversationID
 		mu.Unlock()
 		return blocking(started).Answer(ctx, rp)
 	}))
@@ -134,7 +134,7 @@ func TestAgentRunnerReconnectsAndGoesOn(t *testing.T) {
 		if err := rp.Text(ctx, "one "); err != nil {
 			return err
 		}
-		step <- rp.Prompt.MessageID
+		step <- rp.Prompt.PromptID
 		<-goOn
 		if err := rp.Text(ctx, "two "); err != nil {
 			return err
@@ -175,7 +175,7 @@ func TestAgentRunnerByHand(t *testing.T) {
 	defer r.Close()
 	a.ask("p1", "hello", "")
 	p, err := r.Next(ctx)
-	if err != nil || p.Type != "prompt" || p.MessageID != "p1" || p.ConversationID != a.id {
+	if err != nil || p.Type != "prompt" || p.PromptID != "p1" || p.ConversationID != a.id {
 		t.Fatalf("Next: %+v, %v", p, err)
 	}
 	if _, err := r.Create(ctx, "m1"); parley.ErrorCode(err) != parley.EINVALIDVALUE {

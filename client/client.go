@@ -143,8 +143,9 @@ func (c *Client) Reset(ctx context.Context, conversationID, agentID string, clai
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/reset"), omitEmpty(body))
 }
 
-// Abort gives up the agent's open turn.
-func (c *Client) Abort(ctx context.Context, conversationID, agentID, reason string) (*TurnResult, error) {
+// AbortTurn gives up the agent's open turn (POST …/turns/abort): a
+// turn.aborted tombstone. To stop an answer being streamed, use Stop.
+func (c *Client) AbortTurn(ctx context.Context, conversationID, agentID, reason string) (*TurnResult, error) {
 	body := map[string]any{"agentId": agentID, "reason": reason}
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/abort"), omitEmpty(body))
 }
@@ -157,9 +158,11 @@ func (c *Client) Delegate(ctx context.Context, conversationID, agentID, to strin
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/delegations"), omitEmpty(body))
 }
 
-// Prompt queues a prompt (mode followup, steer, collect or reject; empty:
-// followup) from agentID (needed only with an admin token or an open server).
-func (c *Client) Prompt(ctx context.Context, conversationID, agentID, content, mode string) (string, error) {
+// Ask queues a prompt (mode followup, steer, collect or reject; empty:
+// followup) from agentID (needed only with an admin token or an open
+// server), and returns its id: QueuePrompt's short form. Prompt says
+// where it stands; AskAndWait waits for its answer.
+func (c *Client) Ask(ctx context.Context, conversationID, agentID, content, mode string) (string, error) {
 	var r struct {
 		ID string `json:"id"`
 	}

@@ -113,10 +113,10 @@ func TestAFailedCallReturnsNoResult(t *testing.T) {
 		"CreateConversation": func() (any, error) {
 			return c.CreateConversation(ctx, client.NewConversation{ID: id})
 		},
-		"Claim":   func() (any, error) { return c.Claim(ctx, id, "b", 0) },
-		"Reset":   func() (any, error) { return c.Reset(ctx, "nope", "b", false) },
-		"Abort":   func() (any, error) { return c.Abort(ctx, "nope", "b", "") },
-		"Message": func() (any, error) { return c.Message(ctx, id, "nope") },
+		"Claim":     func() (any, error) { return c.Claim(ctx, id, "b", 0) },
+		"Reset":     func() (any, error) { return c.Reset(ctx, "nope", "b", false) },
+		"AbortTurn": func() (any, error) { return c.AbortTurn(ctx, "nope", "b", "") },
+		"Message":   func() (any, error) { return c.Message(ctx, id, "nope") },
 	}
 	for name, call := range calls {
 		res, err := call()

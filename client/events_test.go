@@ -87,7 +87,7 @@ func TestDecodeEveryEventType(t *testing.T) {
 	must(c.PostTrace(ctx, id, client.NewTrace{AgentID: "bot", Payload: json.RawMessage(`{"thought":"hmm"}`)}))
 	must(c.Delegate(ctx, id, "bot", "worker"))
 	must(c.Reset(ctx, id, "bot", false))
-	must(c.Abort(ctx, id, "bot", "gave up"))
+	must(c.AbortTurn(ctx, id, "bot", "gave up"))
 
 	// A streamed answer to a prompt.
 	r, err := c.ConnectRunner(ctx, id, "bot")
@@ -95,7 +95,7 @@ func TestDecodeEveryEventType(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(c.QueuePrompt(ctx, id, client.NewPrompt{ID: "p1", AgentID: "human", Content: "question"}))
-	if p, err := r.Next(ctx); err != nil || p.MessageID != "p1" {
+	if p, err := r.Next(ctx); err != nil || p.PromptID != "p1" {
 		t.Fatalf("the runner got %+v, %v", p, err)
 	}
 	must(r.Create(ctx, "a1"))
@@ -116,7 +116,7 @@ func TestDecodeEveryEventType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := r.Next(ctx); err != nil || p.MessageID != "p3" {
+	if p, err := r.Next(ctx); err != nil || p.PromptID != "p3" {
 		t.Fatalf("the runner got %+v, %v", p, err)
 	}
 	r.Close()
@@ -126,13 +126,13 @@ func TestDecodeEveryEventType(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if p, err := r.Next(ctx); err != nil || p.MessageID != "p3" {
+	if p, err := r.Next(ctx); err != nil || p.PromptID != "p3" {
 		t.Fatalf("the runner got %+v, %v", p, err)
 	}
 	if err := c.Stop(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := r.Next(ctx); err != nil || p.Type != "abort" || p.MessageID != "p3" {
+	if p, err := r.Next(ctx); err != nil || p.Type != "abort" || p.PromptID != "p3" {
 		t.Fatalf("the runner got %+v, %v; want an abort of p3", p, err)
 	}
 	must(r.Aborted(ctx))

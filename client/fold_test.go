@@ -362,7 +362,7 @@ func TestFoldFollowsAV1Runner(t *testing.T) {
 		}
 		return f
 	}
-	if _, err := c.Prompt(ctx, id, "human", "what is there?", ""); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "what is there?", ""); err != nil {
 		t.Fatal(err)
 	}
 	if f := read(); f["type"] != "prompt" {

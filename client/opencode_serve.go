@@ -108,7 +108,7 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 		case p := <-pushes:
 			switch {
 			case p.Type == "prompt":
-				prompt = p.MessageID
+				prompt = p.PromptID
 				a.Prompted()
 				if err := oc.prompt(ctx, session, p.Content); err != nil {
 					if ctx.Err() != nil {
@@ -118,7 +118,7 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 						return err
 					}
 				}
-			case p.Type == "abort" && p.MessageID == prompt && a.answering():
+			case p.Type == "abort" && p.PromptID == prompt && a.answering():
 				if err := oc.post(ctx, "/session/"+url.PathEscape(session)+"/abort", nil, nil); err != nil {
 					if ctx.Err() != nil {
 						return err

@@ -162,7 +162,7 @@ func TestServeOpenCodeAnswersEachPrompt(t *testing.T) {
 	f := newFakeOpenCode(t, "opencode_error.sse", "opencode_tools.sse")
 	c, ctx, id, stop := serveOpenCode(t, f, client.OpenCodeOptions{Directory: "/work/app", Agent: "build", Model: "anthropic/claude-sonnet-4-5"})
 	for _, p := range []string{"Summarize the README.", "Read go.mod and missing.go.", "And then?"} {
-		if _, err := c.Prompt(ctx, id, "human", p, ""); err != nil {
+		if _, err := c.Ask(ctx, id, "human", p, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -207,11 +207,11 @@ func TestServeOpenCodeStopsOpenCodeOnASteer(t *testing.T) {
 	t.Parallel()
 	f := newFakeOpenCode(t, "opencode_aborted.sse", "opencode_answer.sse")
 	c, ctx, id, stop := serveOpenCode(t, f, client.OpenCodeOptions{SessionID: openCodeSession})
-	if _, err := c.Prompt(ctx, id, "human", "Run the tests.", ""); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "Run the tests.", ""); err != nil {
 		t.Fatal(err)
 	}
 	<-f.prompted // the answer is under way
-	if _, err := c.Prompt(ctx, id, "human", "Stop. What module does go.mod declare?", "steer"); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "Stop. What module does go.mod declare?", "steer"); err != nil {
 		t.Fatal(err)
 	}
 	if err := stop(2); !errors.Is(err, context.Canceled) {
@@ -237,11 +237,11 @@ func TestServeOpenCodeStopsBeforeOpenCodeStarted(t *testing.T) {
 	t.Parallel()
 	f := newFakeOpenCode(t, "opencode_aborted_early.sse", "opencode_answer.sse")
 	c, ctx, id, stop := serveOpenCode(t, f, client.OpenCodeOptions{SessionID: openCodeSession})
-	if _, err := c.Prompt(ctx, id, "human", "Run the tests.", ""); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "Run the tests.", ""); err != nil {
 		t.Fatal(err)
 	}
 	<-f.prompted
-	if _, err := c.Prompt(ctx, id, "human", "What module does go.mod declare?", "steer"); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "What module does go.mod declare?", "steer"); err != nil {
 		t.Fatal(err)
 	}
 	if err := stop(2); !errors.Is(err, context.Canceled) {

@@ -71,7 +71,7 @@ func replayOpenCode(t *testing.T, evs ...client.OpenCodeEvent) openCodeRun {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := c.Prompt(ctx, id, "human", "the question", ""); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "the question", ""); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := r.Next(ctx); err != nil || p.Type != "prompt" {

@@ -214,7 +214,7 @@ func (r *recorder) step() {
 		mode := []string{"followup", "followup", "steer", "collect"}[r.rng.IntN(4)]
 		kind = "prompt." + mode
 		r.n++
-		_, err = r.c.Prompt(ctx, r.id, "human", fmt.Sprintf("question %d, ünï€ode", r.n), mode)
+		_, err = r.c.Ask(ctx, r.id, "human", fmt.Sprintf("question %d, ünï€ode", r.n), mode)
 	case k < 91:
 		kind = "complete"
 		_, err = run.Complete(ctx)

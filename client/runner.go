@@ -63,22 +63,67 @@ type runnerConn struct {
 }
 
 // Push is a frame the server sends a runner: Type is "prompt", "abort" or
-// "revert"; MessageID names the prompt's message or the message concerned.
-// On an agent-wide runner Type may also be "error": the runner's work in
-// ConversationID has ended (the conversation was deleted), and Error says
-// why.
+// "revert". PromptID names the prompt a "prompt" or "abort" frame is
+// about (the id of the prompt's user message, which the answer replies
+// to); MessageID names the message a "revert" frame reverts. Both are the
+// frame's messageId on the wire. On an agent-wide runner Type may also be
+// "error": the runner's work in ConversationID has ended (the
+// conversation was deleted), and Error says why.
 type Push struct {
-	Type          string          `json:"type"`
-	MessageID     string          `json:"messageId"`
-	Content       string          `json:"content,omitempty"`
-	MessageFormat string          `json:"messageFormat,omitempty"`
-	AgentID       string          `json:"agentId,omitempty"`
-	Channel       *parley.Channel `json:"channel,omitempty"`
+	Type          string
+	PromptID      string
+	MessageID     string
+	Content       string
+	MessageFormat string
+	AgentID       string
+	Channel       *parley.Channel
 	// ConversationID names the conversation the frame is about: on an
 	// agent-wide runner, always; a conversation's own runner leaves it out
 	// (it is the runner's).
-	ConversationID string        `json:"conversationId,omitempty"`
-	Error          *parley.Error `json:"error,omitempty"`
+	ConversationID string
+	Error          *parley.Error
+}
+
+// pushFrame is a Push as the wire has it.
+type pushFrame struct {
+	Type           string          `json:"type"`
+	MessageID      string          `json:"messageId"`
+	Content        string          `json:"content,omitempty"`
+	MessageFormat  string          `json:"messageFormat,omitempty"`
+	AgentID        string          `json:"agentId,omitempty"`
+	Channel        *parley.Channel `json:"channel,omitempty"`
+	ConversationID string          `json:"conversationId,omitempty"`
+	Error          *parley.Error   `json:"error,omitempty"`
+}
+
+// namesMessage reports whether a frame's messageId names a message
+// rather than a prompt.
+func namesMessage(typ string) bool { return typ == "revert" }
+
+// UnmarshalJSON implements json.Unmarshaler: messageId becomes PromptID or
+// MessageID as the frame's type says.
+func (p *Push) UnmarshalJSON(b []byte) error {
+	var f pushFrame
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*p = Push{Type: f.Type, Content: f.Content, MessageFormat: f.MessageFormat, AgentID: f.AgentID, Channel: f.Channel, ConversationID: f.ConversationID, Error: f.Error}
+	if namesMessage(f.Type) {
+		p.MessageID = f.MessageID
+	} else {
+		p.PromptID = f.MessageID
+	}
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: the frame as the server sends it.
+func (p Push) MarshalJSON() ([]byte, error) {
+	id := p.PromptID
+	if namesMessage(p.Type) {
+		id = p.MessageID
+	}
+	return json.Marshal(pushFrame{Type: p.Type, MessageID: id, Content: p.Content, MessageFormat: p.MessageFormat, AgentID: p.AgentID,
+		Channel: p.Channel, ConversationID: p.ConversationID, Error: p.Error})
 }
 
 // ToolUpdate is one status change of a tool call.
@@ -237,10 +282,10 @@ func (r *Runner) Next(ctx context.Context) (Push, error) {
 	case p := <-c.pushes:
 		if p.Type == "prompt" {
 			r.mu.Lock()
-			r.prompts[p.ConversationID] = p.MessageID
+			r.prompts[p.ConversationID] = p.PromptID
 			if len(r.prompts) > maxPushes {
 				clear(r.prompts) // bounded: an agent-wide runner's prompts of long ago
-				r.prompts[p.ConversationID] = p.MessageID
+				r.prompts[p.ConversationID] = p.PromptID
 			}
 			r.mu.Unlock()
 		}
@@ -413,30 +458,31 @@ func (p *Pending) Wait(ctx context.Context) (int64, error) {
 	return p.seq, p.err
 }
 
-// State returns the message turnID as the server holds it, with the text
+// State returns the message messageID as the server holds it, with the text
 // of every durable delta (message.state). A runner that reconnects after
 // losing its connection (or the server) asks it before going on: whether
 // its message.create was durable (ENOTFOUND if not), how much text and
 // which tool calls the server has, whether its finalize landed.
-func (r *Runner) State(ctx context.Context, turnID string) (*parley.Message, error) {
-	return r.stateOn(ctx, r.current(), turnID)
+func (r *Runner) State(ctx context.Context, messageID string) (*parley.Message, error) {
+	return r.stateOn(ctx, r.current(), messageID)
 }
 
-func (r *Runner) stateOn(ctx context.Context, c *runnerConn, turnID string) (*parley.Message, error) {
-	reply, err := r.exchange(ctx, c, map[string]any{"type": "message.state", "turnId": turnID})
+func (r *Runner) stateOn(ctx context.Context, c *runnerConn, messageID string) (*parley.Message, error) {
+	reply, err := r.exchange(ctx, c, map[string]any{"type": "message.state", "turnId": messageID})
 	if err != nil {
 		return nil, err
 	}
 	if reply.Message == nil {
-		return nil, fmt.Errorf("message.state of %s: the ack has no message", turnID)
+		return nil, fmt.Errorf("message.state of %s: the ack has no message", messageID)
 	}
 	return reply.Message, nil
 }
 
-// Create starts the assistant message with id turnID (empty replyTo: it
-// answers the prompt the runner was given).
-func (r *Runner) Create(ctx context.Context, turnID string) (int64, error) {
-	return r.do(ctx, createFrame(turnID, CreateOptions{}))
+// Create starts the assistant message with id messageID (empty replyTo: it
+// answers the prompt the runner was given). The message frames send the
+// message's id as their turnId, its name on the wire.
+func (r *Runner) Create(ctx context.Context, messageID string) (int64, error) {
+	return r.do(ctx, createFrame(messageID, CreateOptions{}))
 }
 
 // CreateOptions are what a message.create may say besides the message's id.
@@ -457,13 +503,13 @@ type CreateOptions struct {
 	OpenCodeSessionID string
 }
 
-// CreateWith starts the assistant message with id turnID, as o says.
-func (r *Runner) CreateWith(ctx context.Context, turnID string, o CreateOptions) (int64, error) {
-	return r.do(ctx, createFrame(turnID, o))
+// CreateWith starts the assistant message with id messageID, as o says.
+func (r *Runner) CreateWith(ctx context.Context, messageID string, o CreateOptions) (int64, error) {
+	return r.do(ctx, createFrame(messageID, o))
 }
 
-func createFrame(turnID string, o CreateOptions) map[string]any {
-	f := map[string]any{"type": "message.create", "turnId": turnID, "replyTo": o.ReplyTo, "retryOf": o.RetryOf, "opencodeSessionId": o.OpenCodeSessionID}
+func createFrame(messageID string, o CreateOptions) map[string]any {
+	f := map[string]any{"type": "message.create", "turnId": messageID, "replyTo": o.ReplyTo, "retryOf": o.RetryOf, "opencodeSessionId": o.OpenCodeSessionID}
 	if o.Channel != nil {
 		f["channelType"], f["channelId"] = o.Channel.Type, o.Channel.ID
 	}
@@ -471,8 +517,8 @@ func createFrame(turnID string, o CreateOptions) map[string]any {
 }
 
 // Text appends a text delta.
-func (r *Runner) Text(ctx context.Context, turnID, delta string) (int64, error) {
-	return r.do(ctx, textFrame(turnID, delta))
+func (r *Runner) Text(ctx context.Context, messageID, delta string) (int64, error) {
+	return r.do(ctx, textFrame(messageID, delta))
 }
 
 // TextAsync sends a text delta without waiting for its answer: Wait on
@@ -481,26 +527,26 @@ func (r *Runner) Text(ctx context.Context, turnID, delta string) (int64, error) 
 // commit is under way together; so a runner that keeps several deltas in
 // flight streams several times faster than one that waits for each. ctx
 // bounds the sending only.
-func (r *Runner) TextAsync(ctx context.Context, turnID, delta string) (*Pending, error) {
+func (r *Runner) TextAsync(ctx context.Context, messageID, delta string) (*Pending, error) {
 	c := r.current()
-	reply, err := r.post(ctx, c, textFrame(turnID, delta))
+	reply, err := r.post(ctx, c, textFrame(messageID, delta))
 	if err != nil {
 		return nil, err
 	}
 	return &Pending{c: c, reply: reply}, nil
 }
 
-func textFrame(turnID, delta string) map[string]any {
-	return map[string]any{"type": "message.part.text-delta", "turnId": turnID, "delta": delta}
+func textFrame(messageID, delta string) map[string]any {
+	return map[string]any{"type": "message.part.text-delta", "turnId": messageID, "delta": delta}
 }
 
 // Tool adds or updates a tool call.
-func (r *Runner) Tool(ctx context.Context, turnID string, u ToolUpdate) (int64, error) {
-	return r.do(ctx, toolFrame(turnID, u))
+func (r *Runner) Tool(ctx context.Context, messageID string, u ToolUpdate) (int64, error) {
+	return r.do(ctx, toolFrame(messageID, u))
 }
 
-func toolFrame(turnID string, u ToolUpdate) map[string]any {
-	f := map[string]any{"type": "message.part.tool-update", "turnId": turnID, "callId": u.CallID, "toolName": u.ToolName, "status": u.Status}
+func toolFrame(messageID string, u ToolUpdate) map[string]any {
+	f := map[string]any{"type": "message.part.tool-update", "turnId": messageID, "callId": u.CallID, "toolName": u.ToolName, "status": u.Status}
 	if u.Args != nil {
 		f["args"] = u.Args
 	}
@@ -514,8 +560,8 @@ func toolFrame(turnID string, u ToolUpdate) map[string]any {
 }
 
 // Finalize ends the message with a reason (end_turn, error, canceled).
-func (r *Runner) Finalize(ctx context.Context, turnID, reason, finalText string) (int64, error) {
-	return r.do(ctx, finalizeFrame(turnID, FinalizeOptions{Reason: reason, FinalText: finalText}))
+func (r *Runner) Finalize(ctx context.Context, messageID, reason, finalText string) (int64, error) {
+	return r.do(ctx, finalizeFrame(messageID, FinalizeOptions{Reason: reason, FinalText: finalText}))
 }
 
 // FinalizeOptions are what a message.finalize may say.
@@ -535,30 +581,30 @@ type FinalizeOptions struct {
 	Finality parley.Finality
 }
 
-// FinalizeWith ends the message turnID as o says.
-func (r *Runner) FinalizeWith(ctx context.Context, turnID string, o FinalizeOptions) (int64, error) {
-	return r.do(ctx, finalizeFrame(turnID, o))
+// FinalizeWith ends the message messageID as o says.
+func (r *Runner) FinalizeWith(ctx context.Context, messageID string, o FinalizeOptions) (int64, error) {
+	return r.do(ctx, finalizeFrame(messageID, o))
 }
 
-func finalizeFrame(turnID string, o FinalizeOptions) map[string]any {
+func finalizeFrame(messageID string, o FinalizeOptions) map[string]any {
 	if o.Reason == "" {
 		o.Reason = parley.FinishEndTurn
 	}
-	return omitEmptyStrings(map[string]any{"type": "message.finalize", "turnId": turnID, "reason": o.Reason, "finalText": o.FinalText, "finality": string(o.Finality)})
+	return omitEmptyStrings(map[string]any{"type": "message.finalize", "turnId": messageID, "reason": o.Reason, "finalText": o.FinalText, "finality": string(o.Finality)})
 }
 
 // Fail ends the message with an error part (the runner's "error" frame):
-// its status becomes error. With turnID empty, the message the runner
+// its status becomes error. With messageID empty, the message the runner
 // created last on this connection.
-func (r *Runner) Fail(ctx context.Context, turnID, message string) (int64, error) {
-	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "error", "turnId": turnID, "error": message}))
+func (r *Runner) Fail(ctx context.Context, messageID, message string) (int64, error) {
+	return r.do(ctx, omitEmptyStrings(map[string]any{"type": "error", "turnId": messageID, "error": message}))
 }
 
-// Failover ends the message turnID with an error part, as Fail does, but
+// Failover ends the message messageID with an error part, as Fail does, but
 // leaves the runner's turn open and its prompt with it: the retry that
-// follows (CreateWith with RetryOf naming turnID) continues the same turn.
-func (r *Runner) Failover(ctx context.Context, turnID, message string) (int64, error) {
-	return r.do(ctx, map[string]any{"type": "error", "turnId": turnID, "error": message, "finality": parley.FinalityNone})
+// follows (CreateWith with RetryOf naming messageID) continues the same turn.
+func (r *Runner) Failover(ctx context.Context, messageID, message string) (int64, error) {
+	return r.do(ctx, map[string]any{"type": "error", "turnId": messageID, "error": message, "finality": parley.FinalityNone})
 }
 
 // Reverted reports that the runner reverted messages on its side: the

@@ -166,11 +166,11 @@ func TestFailoverAndDelegation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	prompt, err := c.Prompt(ctx, id, "human", "hello", "")
+	prompt, err := c.Ask(ctx, id, "human", "hello", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := r.Next(ctx); err != nil || p.Type != "prompt" || p.MessageID != prompt {
+	if p, err := r.Next(ctx); err != nil || p.Type != "prompt" || p.PromptID != prompt {
 		t.Fatalf("next: %+v %v", p, err)
 	}
 	if _, err := r.Create(ctx, "try-1"); err != nil {

@@ -172,18 +172,18 @@ func (s *serving) idle(conversationID string, l *lane) {
 func (s *serving) take(p Push) error {
 	l := s.lane(p.ConversationID)
 	defer s.idle(p.ConversationID, l)
-	key := promptKey{p.ConversationID, p.MessageID}
+	key := promptKey{p.ConversationID, p.PromptID}
 	switch p.Type {
 	case "prompt":
 		switch outcome, ended := s.ended[key]; {
-		case l.job != nil && l.job.p.MessageID == p.MessageID:
+		case l.job != nil && l.job.p.PromptID == p.PromptID:
 			// Dispatched again after a reconnect: it is being answered.
 		case ended:
 			// Answered before the server gave it back: end it again.
-			return s.end(l, p.MessageID, outcome, "")
+			return s.end(l, p.PromptID, outcome, "")
 		case l.job != nil:
 			for _, w := range l.waiting {
-				if w.MessageID == p.MessageID {
+				if w.PromptID == p.PromptID {
 					return nil
 				}
 			}
@@ -192,15 +192,15 @@ func (s *serving) take(p Push) error {
 			s.start(l, p)
 		}
 	case "abort":
-		if j := l.job; j != nil && (p.MessageID == "" || p.MessageID == j.p.MessageID) {
+		if j := l.job; j != nil && (p.PromptID == "" || p.PromptID == j.p.PromptID) {
 			j.aborted = true
 			j.cancel()
 			return nil
 		}
 		for i, w := range l.waiting {
-			if w.MessageID == p.MessageID {
+			if w.PromptID == p.PromptID {
 				l.waiting = append(l.waiting[:i], l.waiting[i+1:]...)
-				return s.end(l, p.MessageID, "aborted", "")
+				return s.end(l, p.PromptID, "aborted", "")
 			}
 		}
 	case "revert":
@@ -257,7 +257,7 @@ func (s *serving) finish(j *job) error {
 		err = rp.finalize(s.ctx, FinalizeOptions{})
 	}
 	if err == nil || refused(err) {
-		err = s.end(l, j.p.MessageID, outcome, rp.msg)
+		err = s.end(l, j.p.PromptID, outcome, rp.msg)
 	}
 	if err != nil && !refused(err) {
 		return err
@@ -500,7 +500,7 @@ func (rp *Reply) with(ctx context.Context, fn func() error) error {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
 	if rp.closed {
-		return fmt.Errorf("the answer to prompt %s has ended: its handler returned", rp.Prompt.MessageID)
+		return fmt.Errorf("the answer to prompt %s has ended: its handler returned", rp.Prompt.PromptID)
 	}
 	err := fn()
 	if rp.msg != "" && parley.ErrorCode(err) == parley.ETURNCONFLICT {
@@ -534,7 +534,7 @@ func (rp *Reply) open() error {
 // create starts a new message with o's defaults filled in; rp.mu is held.
 func (rp *Reply) create(o CreateOptions) error {
 	if o.ReplyTo == "" {
-		o.ReplyTo = rp.Prompt.MessageID
+		o.ReplyTo = rp.Prompt.PromptID
 	}
 	if o.Channel == nil {
 		o.Channel = rp.Prompt.Channel

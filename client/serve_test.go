@@ -149,7 +149,7 @@ func blocking(started chan<- string) client.Handler {
 		if err := rp.Text(ctx, "partial"); err != nil {
 			return err
 		}
-		started <- rp.Prompt.MessageID
+		started <- rp.Prompt.PromptID
 		<-ctx.Done()
 		if err := rp.Text(ctx, " more"); !errors.Is(err, context.Canceled) {
 			return errors.New("a write after the abort did not fail with the canceled context")

@@ -23,7 +23,7 @@ func TestServeEndsAnAnswerWhoseTurnWasAborted(t *testing.T) {
 		if err := rp.Text(hctx, "partial"); err != nil {
 			return err
 		}
-		started <- rp.Prompt.MessageID
+		started <- rp.Prompt.PromptID
 		<-gate
 		// A handler that writes on without looking at its ctx: the write
 		// is refused, and the error it returns must not become the answer.
@@ -31,7 +31,7 @@ func TestServeEndsAnAnswerWhoseTurnWasAborted(t *testing.T) {
 	}))
 	s.ask("p1", "go on", "")
 	<-started
-	if _, err := c.Abort(ctx, s.id, "human", "taking over"); err != nil {
+	if _, err := c.AbortTurn(ctx, s.id, "human", "taking over"); err != nil {
 		t.Fatal(err)
 	}
 	close(gate)

@@ -517,6 +517,7 @@ func applyPrompt(s State, e parley.Event) State {
 		}
 	case EventPromptCompleted, EventPromptCanceled:
 		if i >= 0 {
+			s.Ended = rememberEnded(s.Ended, q[i], e, p.Reason)
 			q = slices.Delete(q, i, i+1)
 		}
 	case EventPromptRequeued, EventPromptPromoted:

@@ -48,6 +48,9 @@ type State struct {
 	Texts map[string]PendingText `json:"texts,omitempty"`
 	// Queue holds the prompts waiting or dispatched, in order.
 	Queue []QueuedPrompt `json:"queue,omitempty"`
+	// Ended are the last prompts that ended, newest last (at most
+	// MaxEndedPrompts): what PromptStatus says of a prompt no longer queued.
+	Ended []EndedPrompt `json:"ended,omitempty"`
 }
 
 // AbortMark records who aborted which turn at which seq.

@@ -37,7 +37,7 @@ func TestAgentRunnerAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := v.Conversation.ID
-	prompt, err := b.Prompt(ctx, id, "human", "What is 6 x 7?", "")
+	prompt, err := b.Ask(ctx, id, "human", "What is 6 x 7?", "")
 	if err != nil {
 		t.Fatal(err)
 	}

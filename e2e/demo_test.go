@@ -252,7 +252,7 @@ func TestDemoAnswersAPersonAndSurvivesStops(t *testing.T) {
 	d := startDemo(t, ctx, "-every", "1s")
 	ask := func(content, mode string) string {
 		t.Helper()
-		id, err := d.c.Prompt(ctx, d.id, "you", content, mode)
+		id, err := d.c.Ask(ctx, d.id, "you", content, mode)
 		if err != nil {
 			t.Fatal(err)
 		}

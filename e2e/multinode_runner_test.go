@@ -74,7 +74,7 @@ func TestRunnerAcrossNodes(t *testing.T) {
 	}
 
 	// 1. Asked through B, answered from A, watched from C (joining mid-answer).
-	if _, err := b.Prompt(ctx, id, "human", "What is 2 + 2?", "followup"); err != nil {
+	if _, err := b.Ask(ctx, id, "human", "What is 2 + 2?", "followup"); err != nil {
 		t.Fatal(err)
 	}
 	var st *client.Stream
@@ -95,7 +95,7 @@ func TestRunnerAcrossNodes(t *testing.T) {
 	want(t, ctx, c, id, "answer-1", "The answer is 4.")
 
 	// 2. Node A dies mid-answer; the runner goes on through B.
-	if _, err := b.Prompt(ctx, id, "human", "And 3 + 3?", "followup"); err != nil {
+	if _, err := b.Ask(ctx, id, "human", "And 3 + 3?", "followup"); err != nil {
 		t.Fatal(err)
 	}
 	run = answer(run, "answer-2", []string{"Six, ", "as ", "ever."}, func() *client.Runner {
@@ -139,7 +139,7 @@ func TestRunnerAcrossNodes(t *testing.T) {
 
 	// 3. Node B dies mid-answer too, and its runner does not come back:
 	// once B's lease and the grace period are over, node C ends the answer.
-	if _, err := c.Prompt(ctx, id, "human", "And 4 + 4?", "followup"); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "And 4 + 4?", "followup"); err != nil {
 		t.Fatal(err)
 	}
 	if p, err := run.Next(ctx); err != nil || p.Type != "prompt" {

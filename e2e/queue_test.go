@@ -76,7 +76,7 @@ func TestQueueLimitAcrossARestart(t *testing.T) {
 	}
 	full, other := ids[0], ids[1]
 	for i := range 3 {
-		if _, err := c.Prompt(ctx, full, "human", fmt.Sprint("question ", i), ""); err != nil {
+		if _, err := c.Ask(ctx, full, "human", fmt.Sprint("question ", i), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,11 +135,11 @@ func TestCollectWindowFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := v.Conversation.ID
-	if _, err := c.Prompt(ctx, id, "human", "collect this", "collect"); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "collect this", "collect"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2500 * time.Millisecond) // past the default window: a precondition, not a measure
-	if _, err := c.Prompt(ctx, id, "human", "and this", "collect"); err != nil {
+	if _, err := c.Ask(ctx, id, "human", "and this", "collect"); err != nil {
 		t.Fatal(err)
 	}
 	queue, err := c.Prompts(ctx, id)

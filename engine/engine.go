@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -418,15 +419,21 @@ func (e *Engine) publish(c *conversation, id string, events []parley.Event) {
 // guidance derives who should act next in a conversation, knowing which
 // agents have a runner attached to it.
 func (e *Engine) guidance(id string, s conv.State) *parley.Guidance {
-	return s.GuidanceFor(e.opts.Now(), e.runners.Agents(s))
+	runners := e.runners.Agents(s)
+	g := s.GuidanceFor(e.opts.Now(), runners)
+	if g != nil && len(runners) > 0 {
+		g.Runners = runners
+	}
+	return g
 }
 
-// sameGuidance reports whether two guidances name the same agent, kind and turn.
+// sameGuidance reports whether two guidances name the same agent, kind,
+// turn and runners.
 func sameGuidance(a, b *parley.Guidance) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.NextAgentID == b.NextAgentID && a.Kind == b.Kind && a.Turn == b.Turn
+	return a.NextAgentID == b.NextAgentID && a.Kind == b.Kind && a.Turn == b.Turn && slices.Equal(a.Runners, b.Runners)
 }
 
 // append writes a decision: with the store's Append, or with write if

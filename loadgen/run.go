@@ -457,7 +457,7 @@ func (b *bench) prompter(stop <-chan struct{}) {
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if _, err := b.client.Prompt(ctx, c.id, "bench-user", "How is the load test going?", "followup"); err != nil {
+			if _, err := b.client.Ask(ctx, c.id, "bench-user", "How is the load test going?", "followup"); err != nil {
 				b.fail(&b.cnt.promptErrors, fmt.Errorf("prompt: %w", err))
 				c.promptBusy.Store(false)
 				return

@@ -137,7 +137,7 @@ const demoScheduledPrompt = "Scheduled check: is everything still answered?"
 // the queue never grows however slowly the answers come.
 func (s *scene) person(ctx context.Context, every time.Duration) {
 	for i := 0; ; {
-		_, err := s.c.Prompt(ctx, s.id, demoHuman, demoQuestions[i%len(demoQuestions)], "reject")
+		_, err := s.c.Ask(ctx, s.id, demoHuman, demoQuestions[i%len(demoQuestions)], "reject")
 		switch code := parley.ErrorCode(err); {
 		case err == nil:
 			i++

@@ -58,7 +58,7 @@ func (x *exchange) answer(ctx context.Context) error {
 	case err == nil:
 		_, err = x.r.Complete(ctx)
 	case errors.Is(err, errStopped) || errors.As(err, &refused):
-		x.log.Info("demo answer stopped", slog.String("prompt", x.prompt.MessageID), slog.Any("why", err))
+		x.log.Info("demo answer stopped", slog.String("prompt", x.prompt.PromptID), slog.Any("why", err))
 		_, err = x.r.Aborted(ctx)
 	}
 	if errors.As(err, &refused) {
@@ -249,7 +249,7 @@ func (x *exchange) aborted() bool {
 func (x *exchange) take(p client.Push) {
 	switch p.Type {
 	case "abort":
-		if p.MessageID == "" || p.MessageID == x.prompt.MessageID {
+		if p.PromptID == "" || p.PromptID == x.prompt.PromptID {
 			x.stopped = true
 		}
 	case "prompt":

@@ -14,6 +14,7 @@ import type {
   ParleyEvent,
   Part,
   PromptMode,
+  PromptStatus,
   QueuedPrompt,
   Role,
   SearchHit,
@@ -422,6 +423,42 @@ export class ParleyClient {
     );
   }
 
+  /**
+   * Where a prompt stands: queued (and on what it waits), dispatched,
+   * answering, or how it ended. With `wait` (milliseconds, at most 60000)
+   * the server holds the request until the prompt ends or the wait passes.
+   * An unknown prompt is 404 `not_found`.
+   */
+  getPrompt(id: string, promptId: string, opts: { wait?: number; signal?: AbortSignal } = {}): Promise<PromptStatus> {
+    const wait = opts.wait === undefined ? undefined : Math.min(Math.max(0, Math.round(opts.wait)), MAX_PROMPT_WAIT_MS) + "ms";
+    return this.request("GET", conv(id, "/prompts/" + enc(promptId)), { wait }, undefined, {}, opts.signal).then((r) => r.json() as Promise<PromptStatus>);
+  }
+
+  /**
+   * Waits until a prompt ends (completed or canceled), each request held by
+   * the server up to a minute, until `signal` aborts; returns its final status.
+   */
+  async waitPrompt(id: string, promptId: string, opts: { signal?: AbortSignal } = {}): Promise<PromptStatus> {
+    for (;;) {
+      const st = await this.getPrompt(id, promptId, { wait: MAX_PROMPT_WAIT_MS, ...opts });
+      if (st.state === "completed" || st.state === "canceled") return st;
+      opts.signal?.throwIfAborted();
+    }
+  }
+
+  /**
+   * Queues a prompt, waits until it ends (give `signal` to bound the wait)
+   * and returns its final status with its answer: the runner's message
+   * (its `status` says whether it completed, ended in an error or was
+   * canceled), or none when it ended without one.
+   */
+  async askAndWait(id: string, body: NewPrompt, opts: { signal?: AbortSignal } = {}): Promise<{ status: PromptStatus; message?: Message }> {
+    const q = await this.prompt(id, body);
+    const status = await this.waitPrompt(id, q.id, opts);
+    if (!status.messageId) return { status };
+    return { status, message: await this.message(id, status.messageId) };
+  }
+
   /** Withdraws a waiting prompt (409 `busy` if it is being answered: stop it instead). */
   withdrawPrompt(id: string, promptId: string, opts: { agentId?: string } = {}): Promise<TurnResult> {
     return this.send("DELETE", conv(id, "/prompts/" + enc(promptId)), opts.agentId ? { agentId: opts.agentId } : undefined);
@@ -596,6 +633,9 @@ export class ParleyClient {
     return res;
   }
 }
+
+/** The longest a `getPrompt` wait may be, as the server bounds it. */
+export const MAX_PROMPT_WAIT_MS = 60_000;
 
 function enc(s: string): string {
   return encodeURIComponent(s);

@@ -4,6 +4,7 @@ export * from "./types.js";
 export { ParleyError, errorFromBody, isFatal, type ErrorCode } from "./errors.js";
 export type { Backup } from "./backup.js";
 export {
+  MAX_PROMPT_WAIT_MS,
   ParleyClient,
   type ClientOptions,
   type ConversationPage,

@@ -165,6 +165,12 @@ export interface Guidance {
   kind: "start_turn" | "continue_turn";
   turn: number;
   afterSeq: number;
+  /**
+   * Presence: the agents with a runner attached that answers in the
+   * conversation (its own runners and agent-wide ones), on any node,
+   * sorted; left out when none is.
+   */
+  runners?: string[];
 }
 
 /** A conversation with its head and guidance (null once it is closed). */
@@ -426,4 +432,28 @@ export interface ErrorBody {
     head?: Head;
     [detail: string]: unknown;
   };
+}
+
+/** Where a prompt stands (`GET …/prompts/{pid}`). */
+export interface PromptStatus {
+  id: string;
+  state: "queued" | "dispatched" | "answering" | "completed" | "canceled" | (string & {});
+  /** Who asked. */
+  agentId: string;
+  /** Its place in the queue (0: first), while it is in it. */
+  position?: number;
+  /** What a queued prompt waits for; absent on one about to be dispatched. */
+  waitingOn?: WaitingOn;
+  /** The agent it was dispatched to. */
+  runner?: string;
+  /** Its answer: the runner's newest message in the prompt's exchange. */
+  messageId?: string;
+  aborted?: boolean;
+  /** Why it was canceled (`withdrawn`, `aborted`). */
+  reason?: string;
+  endedSeq?: number;
+  endedAt?: string;
+  queued?: QueuedPrompt;
+  turnId: string;
+  lastSeq: number;
 }

@@ -39,7 +39,12 @@ test("HttpAgent runs with its verifier and gets the stored text and tool call", 
 });
 
 /** Reads an AG-UI event stream: each event's id and the event. */
-async function readEvents(body: ReadableStream<Uint8Array>, stopAfter = Infinity): Promise<{ id: string; event: BaseEvent }[]> {
+/**
+ * The run's events, up to stopAfter of them, without the prompt status
+ * events (CUSTOM parley.status: not part of the answer, with no id), which
+ * go to statuses when given.
+ */
+async function readEvents(body: ReadableStream<Uint8Array>, stopAfter = Infinity, statuses?: BaseEvent[]): Promise<{ id: string; event: BaseEvent }[]> {
   const out: { id: string; event: BaseEvent }[] = [];
   const reader = body.getReader();
   const decoder = new TextDecoder();
@@ -52,7 +57,13 @@ async function readEvents(body: ReadableStream<Uint8Array>, stopAfter = Infinity
       const lines = buf.slice(0, i).split("\n");
       buf = buf.slice(i + 2);
       const data = lines.find((l) => l.startsWith("data: "));
-      if (data) out.push({ id: lines.find((l) => l.startsWith("id: "))?.slice(4) ?? "", event: JSON.parse(data.slice(6)) as BaseEvent });
+      if (!data) continue;
+      const event = JSON.parse(data.slice(6)) as BaseEvent & { name?: string };
+      if (event.type === EventType.CUSTOM && event.name === "parley.status") {
+        statuses?.push(event);
+        continue;
+      }
+      out.push({ id: lines.find((l) => l.startsWith("id: "))?.slice(4) ?? "", event });
     }
   }
   await reader.cancel().catch(() => undefined);
@@ -82,7 +93,10 @@ test("a run cut mid-answer and posted again with Last-Event-ID goes on exactly, 
   const frames = scriptedAnswer("r1");
   for (const f of frames.slice(0, 4)) await run.send(f); // text, then the search running
   // RUN_STARTED, TEXT_MESSAGE_START, two CONTENTs, then the END and TOOL_CALL_START of one log event: cut between those two.
-  const head = await readEvents(first.body!, 5);
+  const statuses: BaseEvent[] = [];
+  const head = await readEvents(first.body!, 5, statuses);
+  // Asked before any runner was attached: the run said it waited for one, then that one took it.
+  expect(statuses.map((e) => (e as BaseEvent & { value: { state: string } }).value.state)).toEqual(["queued", "dispatched"]);
   expect(head.map((e) => e.event.type)).toEqual(["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END"]);
   expect(head[4]!.id.split(":")).toHaveLength(3); // one of several AG-UI events made of one log event
   const again = await post(head[4]!.id);

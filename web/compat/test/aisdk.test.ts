@@ -102,13 +102,24 @@ describe.each(versions)("%s", (_name, ai) => {
     const chat = newId("chat");
     const t = transport(ai);
     const abort = new AbortController();
-    const stream = await t.sendMessages({ chatId: chat, messages: question("Cut me off"), abortSignal: abort.signal, trigger: "submit-message", messageId: undefined });
+    const asked = question("Cut me off");
+    const stream = await t.sendMessages({ chatId: chat, messages: asked, abortSignal: abort.signal, trigger: "submit-message", messageId: undefined });
     const run = await Runner.attach(url(), admin(), chat);
     await run.next();
     await play(run, "r1", 0, 4); // text, then the search running
     const reader = stream.getReader();
     const before: unknown[] = [];
-    for (let i = 0; i < 4; i++) before.push((await reader.read()).value);
+    const statuses: unknown[] = [];
+    while (before.length < 4) {
+      // Asked before any runner was attached: transient status parts say so first.
+      const v = (await reader.read()).value as { type?: string };
+      (v.type === "data-parley-status" ? statuses : before).push(v);
+    }
+    const promptId = asked[0]!.id;
+    expect(statuses).toEqual([
+      { type: "data-parley-status", data: { promptId, state: "queued", waitingOn: { reason: "runner", agentId: "helper" } }, transient: true },
+      { type: "data-parley-status", data: { promptId, state: "dispatched", runner: "helper" }, transient: true },
+    ]);
     expect(before).toEqual([
       { type: "start", messageId: "r1" },
       { type: "text-start", id: "t0" },

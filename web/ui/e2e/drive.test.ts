@@ -8,6 +8,7 @@
 import { ParleyClient, type QueuedPrompt } from "@parleyhq/client";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { Runner } from "../../client/test/runner.js";
 import { startServer, type Server } from "../../client/test/server.js";
 import { browserPerFile, screenshot } from "./lib/browser.js";
 
@@ -81,7 +82,7 @@ describe("the head and the queue of a conversation the test drives", () => {
       return { ...f, Events: f["Events"] === server ? "as the server's head" : `${f["Events"]}, the server's ${server}` };
     };
     const events = "as the server's head";
-    await expect.poll(shown).toEqual({ Next: "alice starts turn 1", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown).toEqual({ Next: "alice starts turn 1", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
 
     // alice opens turn 1, delegates to carol, and resets it: the head follows each.
     await api.postMessage(id, { agentId: "alice", content: "Working on it." });
@@ -94,7 +95,7 @@ describe("the head and the queue of a conversation the test drives", () => {
 
     // alice closes it: round-robin names bob.
     await api.postMessage(id, { agentId: "alice", content: "Done.", finality: "turn" });
-    await expect.poll(shown).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
 
     // alice claims turn 2: the guidance names her instead of bob while the claim holds.
     const claimed = await api.claim(id, { agentId: "alice", ttlMs: 3000 });
@@ -105,13 +106,13 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => facts(page)).toMatchObject({ Next: "alice starts turn 2", Claim: `alice claims turn 2 until ${until}` });
     await screenshot(page, "head-claim");
     // It expires (claim.expired): bob again, and no claim.
-    await expect.poll(shown, { timeout: 10_000 }).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown, { timeout: 10_000 }).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
     const types = (await api.events(id, { after: 0, limit: 100 })).events.map((e) => e.type);
     expect(types).toContain("claim.expired");
 
     // bob closes the conversation: nobody's turn, and the prompt box says so.
     await api.postMessage(id, { agentId: "bob", content: "That is all.", finality: "conversation" });
-    await expect.poll(shown).toEqual({ Next: "The conversation is closed.", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Events: events });
+    await expect.poll(shown).toEqual({ Next: "The conversation is closed.", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
     const box = page.getByRole("textbox", { name: "Prompt" });
     await expect.poll(() => box.isDisabled()).toBe(true);
     expect(await box.getAttribute("placeholder")).toBe("The conversation is closed.");
@@ -200,6 +201,26 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => serverQueue(id)).toEqual(want("third question", "second question"));
     await expect.poll(() => pageQueue(page)).toEqual(want("third question", "second question"));
     await screenshot(page, "queue");
+  });
+
+  it("says whose runner is connected, and that a waiting prompt has none to answer it until one connects", async () => {
+    const id = (await api.createConversation({ title: "Presence test", participants: ["alice"], members: ["you"] })).conversation.id;
+    const page = await openConversation(id);
+    const runners = page.locator(".fact-runners dd");
+    await expect.poll(() => runners.textContent()).toBe("none");
+    await send(page, "anyone there?");
+    const queue = page.getByRole("region", { name: "Prompt queue" });
+    await expect.poll(() => queue.locator(".queue-norunner").textContent()).toBe("no runner connected");
+    const run = await Runner.connect(server.url, id, "alice");
+    try {
+      await expect.poll(() => runners.textContent()).toBe("alice");
+      await expect.poll(() => run.pushes.some((p) => p["type"] === "prompt")).toBe(true);
+      await expect.poll(() => queue.locator(".queue-norunner").count()).toBe(0);
+      await expect.poll(() => queue.locator(".queue-who").textContent()).toBe("you → alice answering");
+    } finally {
+      run.close();
+    }
+    await expect.poll(() => runners.textContent()).toBe("none");
   });
 
   it("sends a prompt in mode steer (first in the queue) and prompts in mode collect (merged into one)", async () => {

@@ -1,6 +1,7 @@
 import { memo } from "react";
 import type { Conversation, Guidance, Head, StreamStatus } from "@parleyhq/client";
 import { shortTime } from "../lib/format";
+import { runnersOf } from "../lib/presence";
 
 export interface HeadProps {
   conversation: Conversation | null;
@@ -27,7 +28,7 @@ function statusText(s: StreamStatus): { text: string; cls: string } {
   }
 }
 
-/** Whose turn it is, the open turn and its claim, what the guidance says, who takes part, and the connection. */
+/** Whose turn it is, the open turn and its claim, what the guidance says, whose runners are connected, who takes part, and the connection. */
 export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
   const c = p.conversation;
   const h = p.head;
@@ -42,6 +43,8 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
   const openTurn = o
     ? `${o.turn} · ${o.owner}${o.delegates?.length ? ` (delegated to ${o.delegates.join(", ")})` : ""}${o.reset ? " · reset" : ""}`
     : "none";
+  const runners = runnersOf(g);
+  const connected = runners?.length ? runners.join(", ") : runners || h?.closed ? "none" : "…";
   const claim = h?.claim ? `${h.claim.agentId} claims turn ${h.claim.turn}${h.claim.expiresAt ? ` until ${shortTime(h.claim.expiresAt)}` : ""}` : "none";
   return (
     <section className="conv-head" aria-label="Conversation">
@@ -72,6 +75,12 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
         <div className="fact-slot fact-claim">
           <dt>Claim</dt>
           <dd title={claim}>{claim}</dd>
+        </div>
+        <div className="fact-slot fact-runners">
+          <dt>Runners</dt>
+          <dd title={runners?.length ? `Runners connected: ${connected}` : "No runner is connected: prompts wait until one connects"} className={runners?.length === 0 ? "no-runner" : undefined}>
+            {connected}
+          </dd>
         </div>
         <div className="fact-slot fact-events">
           <dt>Events</dt>

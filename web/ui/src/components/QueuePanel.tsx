@@ -1,10 +1,13 @@
 import { memo } from "react";
 import type { QueuedPrompt } from "@parleyhq/client";
 import { bytes, firstLine } from "../lib/format";
+import { noRunnerFor } from "../lib/presence";
 
 export interface QueuePanelProps {
   prompts: readonly QueuedPrompt[];
   known: boolean;
+  /** The agents with a runner attached (presence), or null when not known. */
+  runners: readonly string[] | null;
   canChange: (p: QueuedPrompt) => boolean;
   onWithdraw: (id: string) => void;
   onPromote: (id: string) => void;
@@ -33,6 +36,11 @@ export const QueuePanel = memo(function QueuePanel(p: QueuePanelProps) {
                 {q.agentId}
                 {answering ? (q.aborted ? ` → ${q.runner} (stopping)` : ` → ${q.runner} answering`) : q.to ? ` → ${q.to}` : ""}
               </span>
+              {noRunnerFor(q, p.runners) && (
+                <span className="queue-norunner" role="status">
+                  {q.to ? `no runner of ${q.to} connected` : "no runner connected"}
+                </span>
+              )}
               {!answering && p.canChange(q) && (
                 <span className="queue-actions">
                   {i > 0 && p.prompts[i - 1]?.runner === undefined && (

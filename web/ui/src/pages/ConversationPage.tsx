@@ -7,6 +7,7 @@ import { ConversationSearch } from "../components/ConversationSearch";
 import { FlowView } from "../components/FlowView";
 import { MessageList, type MessageListHandle } from "../components/MessageList";
 import { QueuePanel } from "../components/QueuePanel";
+import { runnersOf } from "../lib/presence";
 import { canWrite, refusedToken, writerId, type AuthState } from "../lib/auth";
 import { dispatches, turnOwners } from "../lib/flow";
 import { errorText, firstLine, shortTime } from "../lib/format";
@@ -271,7 +272,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
             onRevert={onRevert}
             onFetch={onFetch}
           />
-          <QueuePanel prompts={queue?.prompts ?? []} known={queue?.known ?? false} canChange={canChange} onWithdraw={onWithdraw} onPromote={onPromote} />
+          <QueuePanel prompts={queue?.prompts ?? []} known={queue?.known ?? false} runners={runnersOf(state?.guidance ?? null)} canChange={canChange} onWithdraw={onWithdraw} onPromote={onPromote} />
           <Composer
             disabled={!writable}
             answering={answering}

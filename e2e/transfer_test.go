@@ -136,7 +136,7 @@ func TestImportOwnExportWithStoppedAnswer(t *testing.T) {
 	if _, err := c.QueuePrompt(ctx, id, client.NewPrompt{ID: "p1", AgentID: "human", Content: "tell me a long story"}); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := r.Next(ctx); err != nil || p.MessageID != "p1" {
+	if p, err := r.Next(ctx); err != nil || p.PromptID != "p1" {
 		t.Fatalf("the runner got %+v, %v", p, err)
 	}
 	if _, err := r.Create(ctx, "a1"); err != nil {

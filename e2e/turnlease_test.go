@@ -105,7 +105,7 @@ func deadHolders(t *testing.T, ctx context.Context, holders *client.Client, then
 	}
 	for _, c := range convs {
 		p, err := runners[c.id].Next(ctx)
-		if err != nil || p.Type != "prompt" || p.MessageID != c.prompt {
+		if err != nil || p.Type != "prompt" || p.PromptID != c.prompt {
 			t.Fatalf("%s: the bot got %+v, %v; want prompt %s", c.way, p, err, c.prompt)
 		}
 		events, _, err := answerer.Events(ctx, c.id, 0, 1000)

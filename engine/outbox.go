@@ -136,8 +136,9 @@ func tick(ctx context.Context, every time.Duration, fn func()) {
 }
 
 // deliver attempts one row, unless its channel's webhook is failing and
-// not due for a probe: then the row waits for its lease to end, or is
-// given up if its time is over.
+// not due for a probe: then the row waits until the webhook may be probed
+// again (not for its lease, which may be longer than the channel's
+// backoff), or is given up if its time is over.
 func (w *deliverer) deliver(ctx context.Context, d *parley.Delivery) {
 	now := w.e.opts.Now()
 	over := !now.Before(d.CreatedAt.Add(w.o.GiveUp))
@@ -148,7 +149,14 @@ func (w *deliverer) deliver(ctx context.Context, d *parley.Delivery) {
 				why = "the channel's webhook is failing: " + c.lastErr
 			}
 			w.giveUp(ctx, d, now, why)
+			return
 		}
+		next := c.until
+		if end := d.CreatedAt.Add(w.o.GiveUp); next.After(end) {
+			next = end
+		}
+		d.NextAttemptAt = parley.NewTime(next)
+		w.update(ctx, d)
 		return
 	}
 	err := post(ctx, w.o, d)

@@ -95,6 +95,7 @@ export const emptyState: ConversationState = Object.freeze({
 const headless = new Set<string>([
   "chunk",
   "part.updated",
+  "compacted",
   "conversation.created",
   "task.run",
   "prompt.queued",

@@ -299,6 +299,14 @@ export interface MessagesRemovedData {
   messageIds: string[];
 }
 
+/**
+ * The data of `compacted`: it stands where a `chunk` or `part.updated` of a
+ * message that ended long ago was, once the server compacted it; it
+ * carries nothing and changes no message (the message's row holds all of
+ * it).
+ */
+export type CompactedData = Record<string, never>;
+
 /** The data of `turn.reset` and `turn.aborted`. */
 export interface TurnRefData {
   turn: number;
@@ -347,6 +355,7 @@ export interface EventDataMap {
   chunk: ChunkData;
   "part.updated": PartUpdateData;
   "messages.removed": MessagesRemovedData;
+  compacted: CompactedData;
   trace: TraceData;
   "turn.claimed": Claim;
   "claim.expired": Claim;
@@ -365,6 +374,38 @@ export interface EventDataMap {
 
 /** An event type of the log. */
 export type EventType = keyof EventDataMap;
+
+/**
+ * Every event type the server writes, the same list as
+ * {@link EventDataMap}'s keys (the compiler holds the two together).
+ */
+export const EVENT_TYPES = [
+  "conversation.created",
+  "message",
+  "message.updated",
+  "chunk",
+  "part.updated",
+  "messages.removed",
+  "compacted",
+  "trace",
+  "turn.claimed",
+  "claim.expired",
+  "turn.reset",
+  "turn.aborted",
+  "delegation",
+  "task.run",
+  "prompt.queued",
+  "prompt.dispatched",
+  "prompt.aborted",
+  "prompt.completed",
+  "prompt.canceled",
+  "prompt.requeued",
+  "prompt.promoted",
+] as const satisfies readonly EventType[];
+
+// A key of EventDataMap left out of EVENT_TYPES fails to compile here.
+const everyEventTypeListed: Exclude<EventType, (typeof EVENT_TYPES)[number]> extends never ? true : never = true;
+void everyEventTypeListed;
 
 /** One entry of a conversation's log, of type K. */
 export interface EventOf<K extends EventType> {

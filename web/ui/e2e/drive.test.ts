@@ -223,6 +223,26 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => runners.textContent()).toBe("none");
   });
 
+  it("says whose open turn a waiting prompt waits for, until it ends", async () => {
+    const id = (await api.createConversation({ title: "Turn wait test", participants: ["alice", "bob"], members: ["you"] })).conversation.id;
+    // bob writes and keeps his turn open (finality none): a prompt waits for it.
+    await api.postMessage(id, { agentId: "bob", content: "Still thinking." });
+    const run = await Runner.connect(server.url, id, "alice");
+    try {
+      const page = await openConversation(id);
+      await send(page, "alice, your view?");
+      const queue = page.getByRole("region", { name: "Prompt queue" });
+      await expect.poll(() => queue.locator(".queue-norunner").textContent()).toMatch(/^waits for bob's open turn \d+ to end$/);
+      expect(run.pushes.some((p) => p["type"] === "prompt")).toBe(false);
+      await api.postMessage(id, { agentId: "bob", content: "Done thinking.", finality: "turn" });
+      await expect.poll(() => run.pushes.some((p) => p["type"] === "prompt")).toBe(true);
+      await expect.poll(() => queue.locator(".queue-who").textContent()).toBe("you → alice answering");
+      expect(await queue.locator(".queue-norunner").count()).toBe(0);
+    } finally {
+      run.close();
+    }
+  });
+
   it("sends a prompt in mode steer (first in the queue) and prompts in mode collect (merged into one)", async () => {
     const id = (await api.createConversation({ title: "Modes test", participants: ["alice"], members: ["you"] })).conversation.id;
     const page = await openConversation(id);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Guidance, QueuedPrompt } from "@parleyhq/client";
-import { noRunnerFor, runnersOf } from "../src/lib/presence";
+import { noRunnerFor, runnersOf, turnInTheWay } from "../src/lib/presence";
 
 const g = (runners?: string[]): Guidance => ({ nextAgentId: "", kind: "start_turn", turn: 1, afterSeq: 1, ...(runners ? { runners } : {}) });
 const p = (x: Partial<QueuedPrompt>): QueuedPrompt => ({ id: "p", mode: "followup", agentId: "you", parts: [1], until: null, ...x });
@@ -19,5 +19,16 @@ describe("presence", () => {
     expect(noRunnerFor(p({ to: "bot" }), ["bot"])).toBe(false);
     expect(noRunnerFor(p({ runner: "bot" }), [])).toBe(false); // being answered
     expect(noRunnerFor(p({}), null)).toBe(false); // presence unknown
+  });
+
+  it("says what turn the first waiting prompt waits for, when nothing is answered", () => {
+    const open = (owner: string): Guidance => ({ nextAgentId: owner, kind: "continue_turn", turn: 4, afterSeq: 9 });
+    const q = [p({ id: "a", agentId: "you" }), p({ id: "b", agentId: "you" })];
+    expect(turnInTheWay(q, 0, open("bob"))).toBe("waits for bob's open turn 4 to end");
+    expect(turnInTheWay(q, 1, open("bob"))).toBeNull(); // behind another prompt
+    expect(turnInTheWay(q, 0, open("you"))).toBeNull(); // its asker's own turn does not hold it
+    expect(turnInTheWay(q, 0, g(["bot"]))).toBeNull(); // no open turn
+    expect(turnInTheWay(q, 0, null)).toBeNull();
+    expect(turnInTheWay([p({ id: "x", runner: "bot" }), ...q], 1, open("bob"))).toBeNull(); // one is answered
   });
 });

@@ -1,13 +1,15 @@
 import { memo } from "react";
-import type { QueuedPrompt } from "@parleyhq/client";
+import type { Guidance, QueuedPrompt } from "@parleyhq/client";
 import { bytes, firstLine } from "../lib/format";
-import { noRunnerFor } from "../lib/presence";
+import { noRunnerFor, turnInTheWay } from "../lib/presence";
 
 export interface QueuePanelProps {
   prompts: readonly QueuedPrompt[];
   known: boolean;
   /** The agents with a runner attached (presence), or null when not known. */
   runners: readonly string[] | null;
+  /** The conversation's guidance: whose turn is open (what a waiting prompt may wait for). */
+  guidance: Guidance | null;
   canChange: (p: QueuedPrompt) => boolean;
   onWithdraw: (id: string) => void;
   onPromote: (id: string) => void;
@@ -26,6 +28,8 @@ export const QueuePanel = memo(function QueuePanel(p: QueuePanelProps) {
         {p.prompts.map((q, i) => {
           const text = q.content !== undefined ? firstLine(q.content, 90) : `(${bytes(q.bytes ?? 0)})`;
           const answering = Boolean(q.runner);
+          const noRunner = noRunnerFor(q, p.runners);
+          const turn = noRunner ? null : turnInTheWay(p.prompts, i, p.guidance);
           return (
             <li key={q.id} className={answering ? "answering" : ""}>
               <span className={`badge badge-${q.mode}`}>{q.mode}</span>
@@ -36,9 +40,14 @@ export const QueuePanel = memo(function QueuePanel(p: QueuePanelProps) {
                 {q.agentId}
                 {answering ? (q.aborted ? ` → ${q.runner} (stopping)` : ` → ${q.runner} answering`) : q.to ? ` → ${q.to}` : ""}
               </span>
-              {noRunnerFor(q, p.runners) && (
+              {noRunner && (
                 <span className="queue-norunner" role="status">
                   {q.to ? `no runner of ${q.to} connected` : "no runner connected"}
+                </span>
+              )}
+              {turn && (
+                <span className="queue-norunner" role="status">
+                  {turn}
                 </span>
               )}
               {!answering && p.canChange(q) && (

@@ -272,7 +272,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
             onRevert={onRevert}
             onFetch={onFetch}
           />
-          <QueuePanel prompts={queue?.prompts ?? []} known={queue?.known ?? false} runners={runnersOf(state?.guidance ?? null)} canChange={canChange} onWithdraw={onWithdraw} onPromote={onPromote} />
+          <QueuePanel prompts={queue?.prompts ?? []} known={queue?.known ?? false} runners={runnersOf(state?.guidance ?? null)} guidance={state?.guidance ?? null} canChange={canChange} onWithdraw={onWithdraw} onPromote={onPromote} />
           <Composer
             disabled={!writable}
             answering={answering}

@@ -75,3 +75,26 @@ test("the first question makes the chat; a failover shows as one answer, live an
   run.close();
   await context.close();
 });
+
+test("a question no runner can take says so, until one connects and answers", async () => {
+  const chat = "chat-no-runner";
+  const context = await f.browser.newContext();
+  const p = await context.newPage();
+  await p.goto(`${f.page.url}/?chat=${chat}`);
+  await p.locator('[data-status="ready"]').waitFor();
+  await p.getByLabel("Question").fill("Is anyone there?");
+  await p.getByRole("button", { name: "Send" }).click();
+  await p.getByRole("status").getByText("Waiting for a runner of helper to connect…").waitFor();
+
+  const run = await Runner.attachAgent(f.parley.addr);
+  expect(await run.next()).toMatchObject({ type: "prompt", content: "Is anyone there?" });
+  await run.send({ type: "message.create", turnId: "n1" });
+  await run.send({ type: "message.part.text-delta", turnId: "n1", delta: "I am now." });
+  await run.send({ type: "message.finalize", turnId: "n1", reason: "end_turn" });
+  await run.send({ type: "complete" });
+  await p.locator('[data-message-id="n1"]').getByText("I am now.").waitFor();
+  await p.locator('[data-status="ready"]').waitFor();
+  expect(await p.getByText("Waiting for a runner").count()).toBe(0);
+  run.close();
+  await context.close();
+});

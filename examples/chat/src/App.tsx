@@ -92,6 +92,20 @@ export function App() {
   return <Chat id={id} initial={initial} />;
 }
 
+/** The data of Parley's transient `data-parley-status` part. */
+interface ParleyStatus {
+  state: string;
+  waitingOn?: { reason: string; agentId?: string };
+}
+
+/** What the page says of a question's status, or null once a runner has it. */
+function waitingText(s: ParleyStatus): string | null {
+  const w = s.waitingOn;
+  if (s.state !== "queued" || !w) return null;
+  if (w.reason === "runner") return `Waiting for a runner of ${w.agentId ?? to} to connect…`;
+  return w.agentId ? `Waiting (${w.reason} of ${w.agentId})…` : `Waiting (${w.reason})…`;
+}
+
 function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
   const transport = useMemo(
     () =>
@@ -105,7 +119,18 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
       }),
     [],
   );
-  const { messages, sendMessage, status, stop, error } = useChat({ id, messages: initial, resume: true, transport });
+  // While a question waits (no runner of the agent is connected, or it
+  // waits its turn), Parley says so in a transient status part.
+  const [waiting, setWaiting] = useState<string | null>(null);
+  const { messages, sendMessage, status, stop, error } = useChat({
+    id,
+    messages: initial,
+    resume: true,
+    transport,
+    onData: (part) => {
+      if (part.type === "data-parley-status") setWaiting(waitingText(part.data as ParleyStatus));
+    },
+  });
   const [input, setInput] = useState("");
   const busy = status === "submitted" || status === "streaming";
 
@@ -144,6 +169,11 @@ function Chat({ id, initial }: { id: string; initial: UIMessage[] }) {
         </div>
       ))}
       {error && <p role="alert">{error.message}</p>}
+      {status === "submitted" && waiting && (
+        <p className="waiting" role="status">
+          {waiting}
+        </p>
+      )}
       <p className="status" data-status={status}>{status}</p>
       <form onSubmit={submit}>
         <input value={input} onChange={(e) => setInput(e.target.value)} placeholder="Ask…" aria-label="Question" />

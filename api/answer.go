@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/conv"
 )
 
 // The answer follower: what the chat protocols (the AI SDK's UI message
@@ -181,7 +180,7 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 		if a.m != nil && slices.Contains(r.MessageIDs, a.m.ID) || a.prompt != "" && slices.Contains(r.MessageIDs, a.prompt) {
 			return a.finish(out, endCanceled, "")
 		}
-	case conv.EventPromptCompleted, conv.EventPromptCanceled:
+	case parley.EventPromptCompleted, parley.EventPromptCanceled:
 		// A prompt that ends before its answer begins has none; one whose
 		// answer streams on is followed to the answer's end.
 		var p struct {
@@ -198,7 +197,7 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 		case a.m == nil:
 			out = append(out, step{kind: stepStart})
 			end := endComplete
-			if ev.Type == conv.EventPromptCanceled {
+			if ev.Type == parley.EventPromptCanceled {
 				end = endCanceled
 			}
 			return a.finish(out, end, "")

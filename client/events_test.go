@@ -18,10 +18,10 @@ import (
 func TestEventTypeNamesAreTheServers(t *testing.T) {
 	t.Parallel()
 	for got, want := range map[string]string{
-		client.EventPromptQueued: conv.EventPromptQueued, client.EventPromptDispatched: conv.EventPromptDispatched,
-		client.EventPromptAborted: conv.EventPromptAborted, client.EventPromptCompleted: conv.EventPromptCompleted,
-		client.EventPromptCanceled: conv.EventPromptCanceled, client.EventPromptRequeued: conv.EventPromptRequeued,
-		client.EventPromptPromoted: conv.EventPromptPromoted, client.EventTaskRun: conv.EventTaskRun,
+		client.EventPromptQueued: parley.EventPromptQueued, client.EventPromptDispatched: parley.EventPromptDispatched,
+		client.EventPromptAborted: parley.EventPromptAborted, client.EventPromptCompleted: parley.EventPromptCompleted,
+		client.EventPromptCanceled: parley.EventPromptCanceled, client.EventPromptRequeued: parley.EventPromptRequeued,
+		client.EventPromptPromoted: parley.EventPromptPromoted, client.EventTaskRun: conv.EventTaskRun,
 	} {
 		if got != want {
 			t.Errorf("the SDK names %q what the server names %q", got, want)

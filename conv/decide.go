@@ -91,7 +91,7 @@ func checkNUL(events []parley.Event) error {
 				what = "the tool call"
 			case parley.EventTrace:
 				what = "the trace"
-			case EventPromptQueued:
+			case parley.EventPromptQueued:
 				what = "the prompt"
 			case parley.EventConversationCreated:
 				what = "the conversation"

@@ -54,12 +54,12 @@ func Names(s State, events []parley.Event) []string {
 				continue
 			}
 			switch e.Type {
-			case EventPromptQueued:
+			case parley.EventPromptQueued:
 				names = append(names, p.ID)
 				if p.Into == "" {
 					queued = append(queued, p.ID)
 				}
-			case EventPromptCompleted, EventPromptCanceled:
+			case parley.EventPromptCompleted, parley.EventPromptCanceled:
 				queued = slices.DeleteFunc(queued, func(id string) bool { return id == p.ID })
 			}
 		}

@@ -22,19 +22,6 @@ const (
 	ModeReject   = "reject"   // refused while the queue is busy
 )
 
-// Prompt event types (parley's, named here too).
-const (
-	EventPromptQueued     = parley.EventPromptQueued
-	EventPromptDispatched = parley.EventPromptDispatched
-	EventPromptCompleted  = parley.EventPromptCompleted
-	EventPromptCanceled   = parley.EventPromptCanceled
-	EventPromptRequeued   = parley.EventPromptRequeued
-	EventPromptPromoted   = parley.EventPromptPromoted
-	// EventPromptAborted marks the prompt being answered as aborted (see
-	// parley.EventPromptAborted).
-	EventPromptAborted = parley.EventPromptAborted
-)
-
 // Why a prompt was aborted or canceled (the reason of prompt.aborted and
 // prompt.canceled events).
 const (
@@ -286,7 +273,7 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 			}
 		}
 	}
-	e := d.emit(EventPromptQueued, 0, "", c.AgentID, parley.FinalityNone, ev)
+	e := d.emit(parley.EventPromptQueued, 0, "", c.AgentID, parley.FinalityNone, ev)
 	d.out.Result = Result{Seq: e.Seq}
 	if mode == ModeSteer && d.base.MayStop(c.Actor) {
 		// The steer goes next; the prompt being answered is aborted and
@@ -339,7 +326,7 @@ func (d *decider) abortActive(agent, reason string) bool {
 		return false
 	}
 	if !a.Aborted {
-		d.emit(EventPromptAborted, 0, "", agent, parley.FinalityNone, promptEvent{ID: a.ID, Runner: a.Runner, Reason: reason})
+		d.emit(parley.EventPromptAborted, 0, "", agent, parley.FinalityNone, promptEvent{ID: a.ID, Runner: a.Runner, Reason: reason})
 	}
 	return true
 }
@@ -383,9 +370,9 @@ func (d *decider) abortPrompt(c AbortPrompt) error {
 func (d *decider) endPrompt(a *QueuedPrompt, runner string, aborted bool) {
 	id := a.ID
 	if aborted {
-		d.emit(EventPromptCanceled, 0, "", runner, parley.FinalityNone, promptEvent{ID: id, Reason: ReasonAborted})
+		d.emit(parley.EventPromptCanceled, 0, "", runner, parley.FinalityNone, promptEvent{ID: id, Reason: ReasonAborted})
 	} else {
-		d.emit(EventPromptCompleted, 0, "", runner, parley.FinalityNone, promptEvent{ID: id})
+		d.emit(parley.EventPromptCompleted, 0, "", runner, parley.FinalityNone, promptEvent{ID: id})
 	}
 	d.out.Result.EndedPrompt = id
 }
@@ -407,7 +394,7 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 			return nil // the floor is not free (a claim, say): try again later
 		}
 	}
-	e := d.emit(EventPromptDispatched, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: id, Runner: c.Runner})
+	e := d.emit(parley.EventPromptDispatched, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: id, Runner: c.Runner})
 	d.out.Result = Result{Seq: e.Seq, Message: d.out.Result.Message}
 	return nil
 }
@@ -446,7 +433,7 @@ func (d *decider) requeue(c RequeuePrompt) error {
 		d.out.Result.Seq = d.s.LastSeq
 		return nil
 	}
-	e := d.emit(EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: a.ID})
+	e := d.emit(parley.EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: a.ID})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -471,7 +458,7 @@ func (d *decider) withdraw(c WithdrawPrompt) error {
 	if err := d.waiting(c.ID); err != nil {
 		return err
 	}
-	e := d.emit(EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID, Reason: ReasonWithdrawn})
+	e := d.emit(parley.EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID, Reason: ReasonWithdrawn})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -480,7 +467,7 @@ func (d *decider) promote(c PromotePrompt) error {
 	if err := d.waiting(c.ID); err != nil {
 		return err
 	}
-	e := d.emit(EventPromptPromoted, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID})
+	e := d.emit(parley.EventPromptPromoted, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -494,7 +481,7 @@ func applyPrompt(s State, e parley.Event) State {
 	q := slices.Clone(s.Queue)
 	i := slices.IndexFunc(q, func(x QueuedPrompt) bool { return x.ID == p.ID || (p.Into != "" && x.ID == p.Into) })
 	switch e.Type {
-	case EventPromptQueued:
+	case parley.EventPromptQueued:
 		if p.Into != "" && i >= 0 {
 			q[i].Parts = append(slices.Clone(q[i].Parts), e.Seq)
 			q[i].Until = p.Until
@@ -507,20 +494,20 @@ func applyPrompt(s State, e parley.Event) State {
 		} else {
 			q = append(q, np)
 		}
-	case EventPromptDispatched:
+	case parley.EventPromptDispatched:
 		if i >= 0 {
 			q[i].Runner, q[i].Written = p.Runner, true
 		}
-	case EventPromptAborted:
+	case parley.EventPromptAborted:
 		if i >= 0 {
 			q[i].Aborted = true
 		}
-	case EventPromptCompleted, EventPromptCanceled:
+	case parley.EventPromptCompleted, parley.EventPromptCanceled:
 		if i >= 0 {
 			s.Ended = rememberEnded(s.Ended, q[i], e, p.Reason)
 			q = slices.Delete(q, i, i+1)
 		}
-	case EventPromptRequeued, EventPromptPromoted:
+	case parley.EventPromptRequeued, parley.EventPromptPromoted:
 		if i >= 0 {
 			x := q[i]
 			x.Runner = ""
@@ -575,7 +562,7 @@ func (d *decider) runTask(c RunTask) error {
 		return nil
 	}
 	d.emit(EventTaskRun, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, map[string]string{"taskId": c.Task.ID, "runId": c.RunID})
-	e := d.emit(EventPromptQueued, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, promptEvent{ID: c.PromptID, Content: c.Task.Prompt, Mode: ModeFollowup, TurnID: c.RunID})
+	e := d.emit(parley.EventPromptQueued, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, promptEvent{ID: c.PromptID, Content: c.Task.Prompt, Mode: ModeFollowup, TurnID: c.RunID})
 	d.out.Task = advance
 	d.out.Result = Result{Seq: e.Seq}
 	return nil

@@ -112,7 +112,7 @@ func (s State) PromptStatus(id string, explained []QueuedPrompt) (*PromptStatus,
 // state remembers, dropping the oldest past MaxEndedPrompts.
 func rememberEnded(ended []EndedPrompt, q QueuedPrompt, e parley.Event, reason string) []EndedPrompt {
 	st := PromptCompleted
-	if e.Type == EventPromptCanceled {
+	if e.Type == parley.EventPromptCanceled {
 		st = PromptCanceled
 	}
 	n := EndedPrompt{ID: q.ID, AgentID: q.AgentID, State: st, Reason: reason, Runner: q.Runner, TurnID: q.TurnID, Seq: e.Seq, At: e.Time}

@@ -362,7 +362,7 @@ func TestRandomSequencesReachEveryRule(t *testing.T) {
 	}
 	for _, typ := range []string{parley.EventMessage, parley.EventTrace, parley.EventTurnClaimed, parley.EventClaimExpired, parley.EventTurnReset,
 		parley.EventTurnAborted, parley.EventDelegation, parley.EventChunk, parley.EventPartUpdated, parley.EventMessageUpdated, parley.EventMessagesRemoved,
-		conv.EventPromptQueued, conv.EventPromptDispatched, conv.EventPromptAborted, conv.EventPromptCanceled, conv.EventPromptCompleted,
+		parley.EventPromptQueued, parley.EventPromptDispatched, parley.EventPromptAborted, parley.EventPromptCanceled, parley.EventPromptCompleted,
 		conv.EventTaskRun} {
 		if events[typ] == 0 {
 			t.Errorf("no %s event in any sequence", typ)

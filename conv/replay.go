@@ -329,7 +329,7 @@ func (r *Replay) prompt(e *parley.Event) ([]byte, error) {
 	if err := decode(e, &p); err != nil {
 		return nil, err
 	}
-	if e.Type != EventPromptQueued {
+	if e.Type != parley.EventPromptQueued {
 		switch {
 		case !parley.ValidID(p.ID):
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "prompt id %q is not a valid id", p.ID)

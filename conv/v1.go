@@ -131,7 +131,7 @@ func endTexts(s State, e parley.Event, m messageHead) State {
 		}
 	case parley.EventMessagesRemoved:
 		s.Texts = nil
-	case parley.EventTurnReset, parley.EventTurnAborted, EventPromptCompleted, EventPromptCanceled, EventPromptRequeued:
+	case parley.EventTurnReset, parley.EventTurnAborted, parley.EventPromptCompleted, parley.EventPromptCanceled, parley.EventPromptRequeued:
 		agent = e.AgentID
 	}
 	if _, ok := s.Texts[agent]; ok {

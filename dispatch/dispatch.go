@@ -286,7 +286,7 @@ func (d *Dispatcher) Changed(c engine.Change) {
 	}
 	d.mu.Unlock()
 	for _, ev := range c.Events {
-		if ev.Type == conv.EventPromptAborted {
+		if ev.Type == parley.EventPromptAborted {
 			if p, ok := abortedPrompt(ev); ok {
 				d.pushAbort(id, p.ID, p.Runner)
 			}

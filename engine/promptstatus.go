@@ -67,7 +67,7 @@ func (e *Engine) promptStatus(ctx context.Context, id, promptID string) (*conv.P
 
 // isPromptEnd reports whether an event ends a prompt.
 func isPromptEnd(ev *parley.Event) bool {
-	return ev != nil && (ev.Type == conv.EventPromptCompleted || ev.Type == conv.EventPromptCanceled)
+	return ev != nil && (ev.Type == parley.EventPromptCompleted || ev.Type == parley.EventPromptCanceled)
 }
 
 // WaitPrompt is PromptStatus, waiting up to wait for the prompt to end:

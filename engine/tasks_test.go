@@ -70,7 +70,7 @@ func TestTaskFiresOnceAcrossEngines(t *testing.T) {
 	// Each run queued one prompt whose exchange is the run.
 	seen := map[string]bool{}
 	for _, e := range b.events(t, id) {
-		if e.Type == conv.EventPromptQueued {
+		if e.Type == parley.EventPromptQueued {
 			var p struct {
 				TurnID string `json:"turnId"`
 			}

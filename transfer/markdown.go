@@ -97,7 +97,7 @@ func (th *thread) learnEvents(ctx context.Context, st store.Reader, s conv.State
 			if g := state.Guidance(e.Time.Time); g != nil {
 				th.toNext[e.Seq] = th.others(e.AgentID, g.NextAgentID)
 			}
-		case conv.EventPromptDispatched:
+		case parley.EventPromptDispatched:
 			var p struct{ ID, Runner string }
 			if json.Unmarshal(e.Data, &p) == nil && p.Runner != "" {
 				th.dispatched[p.ID] = []string{p.Runner}

@@ -290,10 +290,10 @@ func UpgradeTakesNames(t *testing.T, raw *sql.DB, open func() store.Store) {
 	}{
 		{2, parley.EventMessage, `{"id":"kept","role":"assistant"}`, nil, "old"},
 		{3, parley.EventMessage, `{"id":"reverted","role":"user"}`, nil, "old"},
-		{4, conv.EventPromptQueued, `{"id":"withdrawn","content":"x \u0000 y"}`, nil, "old"},
+		{4, parley.EventPromptQueued, `{"id":"withdrawn","content":"x \u0000 y"}`, nil, "old"},
 		{5, parley.EventMessage, ``, "byref", "old"},
 		{6, parley.EventChunk, `{"messageId":"chunked","content":"x"}`, nil, "old"},
-		{2, conv.EventPromptQueued, `{"id":"elsewhere","content":"x"}`, nil, "other"},
+		{2, parley.EventPromptQueued, `{"id":"elsewhere","content":"x"}`, nil, "other"},
 	}
 	for _, e := range events {
 		if _, err := raw.Exec(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data, ref) VALUES ($1, $2, $3, 0, '', 'a', 'none', $4, $5, $6)`,

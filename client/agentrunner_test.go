@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/engine"
 )
 
 // botConversation makes a conversation in which bot answers and human

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/dispatch"
-	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/sqlite"
 )
 
 // server runs the real API, open, on loopback for the client to talk to.
@@ -35,9 +35,9 @@ func serve(t *testing.T, eopts engine.Options, aopts api.Options) (*engine.Engin
 		t.Fatal(err)
 	}
 	eng := engine.New(db, eopts)
-	runners := dispatch.New(eng, dispatch.Options{})
-	srv := httptest.NewServer(api.New(eng, runners, aopts))
-	t.Cleanup(func() { srv.Close(); runners.Close(); eng.Close(); db.Close() })
+	rn := runners.New(eng, runners.Options{})
+	srv := httptest.NewServer(api.New(eng, rn, aopts))
+	t.Cleanup(func() { srv.Close(); rn.Close(); eng.Close(); db.Close() })
 	return eng, srv.URL, ctx
 }
 

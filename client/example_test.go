@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/dispatch"
-	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/sqlite"
 )
 
 // The examples run against real servers, open, on loopback, each on a
@@ -62,9 +62,9 @@ func startServer() string {
 		log.Fatal(err)
 	}
 	eng := engine.New(db, engine.Options{})
-	runners := dispatch.New(eng, dispatch.Options{})
-	srv := httptest.NewServer(api.New(eng, runners, api.Options{Open: true}))
-	stopServer = append(stopServer, func() { srv.Close(); runners.Close(); eng.Close(); db.Close(); os.RemoveAll(dir) })
+	rn := runners.New(eng, runners.Options{})
+	srv := httptest.NewServer(api.New(eng, rn, api.Options{Open: true}))
+	stopServer = append(stopServer, func() { srv.Close(); rn.Close(); eng.Close(); db.Close(); os.RemoveAll(dir) })
 	return srv.URL
 }
 

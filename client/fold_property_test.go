@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/conv"
-	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/engine"
 )
 
 // TestFoldJoinPointProperty is the join-point invariant as a property:

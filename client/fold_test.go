@@ -8,9 +8,9 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/engine"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/engine"
 )
 
 // ev makes an event of the log with data d.

@@ -19,7 +19,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/conv"
+	"github.com/parleyhq/parley/internal/conv"
 )
 
 // TestRecordStreams records, from a real server, streams of random runner

@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/sqlite"
-	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // TestBackupStreamsTheStore: Backup writes an SQLite file that holds what

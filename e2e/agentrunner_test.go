@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // TestAgentRunnerAcrossNodes: an agent-wide runner attached to node A

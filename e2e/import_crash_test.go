@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/postgres/pgtest"
-	"github.com/parleyhq/parley/transfer"
+	"github.com/parleyhq/parley/internal/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/transfer"
 	_ "modernc.org/sqlite" // reads the server's SQLite file beside it
 )
 

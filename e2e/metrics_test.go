@@ -9,7 +9,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
+	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )

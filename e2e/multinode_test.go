@@ -11,7 +11,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // twoNodes runs two parley serve processes on one PostgreSQL schema.

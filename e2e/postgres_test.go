@@ -8,7 +8,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // TestServeOnPostgres runs the binary on PostgreSQL, kills it with SIGKILL

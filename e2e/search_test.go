@@ -10,7 +10,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // TestSearch runs the binary on each store and searches it with the Go

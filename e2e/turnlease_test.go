@@ -12,7 +12,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // Agents that die while holding a turn never leave a conversation stuck:

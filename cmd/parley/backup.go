@@ -12,10 +12,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/postgres"
-	"github.com/parleyhq/parley/sqlite"
-	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/postgres"
+	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // runBackup copies a running (or stopped) server's SQLite store into a new

@@ -10,7 +10,7 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/parleyhq/parley/loadgen"
+	"github.com/parleyhq/parley/internal/loadgen"
 )
 
 // runBench drives a server (the one at -server, or one it starts) with

@@ -15,18 +15,18 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/api"
-	"github.com/parleyhq/parley/connlimit"
-	"github.com/parleyhq/parley/conv"
-	"github.com/parleyhq/parley/dispatch"
-	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/feed"
-	"github.com/parleyhq/parley/postgres"
-	"github.com/parleyhq/parley/retention"
-	"github.com/parleyhq/parley/spool"
-	"github.com/parleyhq/parley/sqlite"
-	"github.com/parleyhq/parley/sqlite/sqlitemetrics"
-	"github.com/parleyhq/parley/store"
+	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/connlimit"
+	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/feed"
+	"github.com/parleyhq/parley/internal/postgres"
+	"github.com/parleyhq/parley/internal/retention"
+	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/spool"
+	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
+	"github.com/parleyhq/parley/internal/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -179,8 +179,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	defer eng.Close()
 	// The runners: their connections, the prompts dispatched to them, and
 	// the grace period of a runner gone while its message streams.
-	runners := dispatch.New(eng, dispatch.Options{Grace: *grace, PresenceLease: *runnerLease, Logger: log})
-	defer runners.Close()
+	rn := runners.New(eng, runners.Options{Grace: *grace, PresenceLease: *runnerLease, Logger: log})
+	defer rn.Close()
 	// Imports that a crash cut short are removed before anything is served,
 	// so that their ids can be imported again at once.
 	if n, err := eng.SweepImports(ctx); err != nil {
@@ -200,18 +200,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if *pgURL != "" {
 		broker = postgres.Broker{URL: *pgURL}
 	}
-	go broker.Listen(ctx, eng.Hear, func() { eng.CatchUpAll(ctx) })
+	go broker.Listen(ctx, eng.HandleNotice, func() { eng.CatchUpAll(ctx) })
 	// Beneath the notifications, a look at the heads of what it follows
 	// every second: a notification lost costs at most that.
 	go eng.KeepCaughtUp(ctx, time.Second)
 	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
-	go runners.KeepPresence(ctx)
+	go rn.KeepPresence(ctx)
 	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks, GiveUp: time.Duration(giveUp), Retention: time.Duration(deliveryRetention)})
 	go eng.RunTasks(ctx, time.Second)
 	if r := time.Duration(chunkRetention); r > 0 {
 		go retention.New(db, retention.Options{Retention: r, Logger: log}).Run(ctx)
 	}
-	handler := api.New(eng, runners, api.Options{
+	handler := api.New(eng, rn, api.Options{
 		Open:           open,
 		Logger:         log,
 		Gatherer:       reg,

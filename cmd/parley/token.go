@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/engine"
-	"github.com/parleyhq/parley/postgres"
-	"github.com/parleyhq/parley/sqlite"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/postgres"
+	"github.com/parleyhq/parley/internal/sqlite"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,4 +1,4 @@
-// The UI's build: the single-page application into webui/dist at the
+// The UI's build: the single-page application into internal/webui/dist at the
 // repository root (index.html and hashed files under /assets/), which the
 // parley binary embeds and serves at / and /c/{id}.
 //
@@ -28,7 +28,7 @@ export default defineConfig({
     alias: { "@parleyhq/client": here("../client/src/index.ts") },
   },
   build: {
-    outDir: here("../../webui/dist"),
+    outDir: here("../../internal/webui/dist"),
     emptyOutDir: true,
     // The server's Content-Security-Policy allows no data: URLs and no inline script or style.
     assetsInlineLimit: 0,

@@ -17,7 +17,7 @@ interface Schema {
 }
 
 function serverEventTypes(): string[] {
-  const path = resolve(import.meta.dirname, "../../../api/openapi.json");
+  const path = resolve(import.meta.dirname, "../../../internal/api/openapi.json");
   const doc = JSON.parse(readFileSync(path, "utf8")) as { components: { schemas: Record<string, Schema> } };
   const schemas = doc.components.schemas;
   const types: string[] = [];

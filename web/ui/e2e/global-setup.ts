@@ -1,4 +1,4 @@
-// Builds the UI from its sources into webui/dist (./scripts/test checks
+// Builds the UI from its sources into internal/webui/dist (./scripts/test checks
 // first that the committed build is fresh, so there this changes nothing),
 // then the parley binary that embeds it, once for every browser test.
 

@@ -1,4 +1,4 @@
-// Checks that the committed build (webui/dist) is what the sources give:
+// Checks that the committed build (internal/webui/dist) is what the sources give:
 // builds into a temporary directory and compares every file, byte for byte.
 // ./scripts/test runs it; CI fails when the build is stale.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -7,7 +7,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "vite";
 
-const committed = fileURLToPath(new URL("../../../webui/dist", import.meta.url));
+const committed = fileURLToPath(new URL("../../../internal/webui/dist", import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), "parley-ui-"));
 
 function files(dir) {
@@ -40,7 +40,7 @@ try {
   for (const f of have) if (!want.includes(f)) problems.push(`not made by the sources: webui/dist/${f}`);
   if (problems.length > 0) {
     console.error(problems.join("\n"));
-    console.error("webui/dist is stale: run `npm run build` in web/ui and commit webui/dist.");
+    console.error("internal/webui/dist is stale: run `npm run build` in web/ui and commit internal/webui/dist.");
     process.exitCode = 1;
   } else {
     console.log(`webui/dist matches its sources (${want.length} files)`);

@@ -1,0 +1,602 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// The commands of one conversation are decided one append at a time, in
+// the order they came: they queue, and the turn passes down the queue.
+// While an append is being written, the commands that come meanwhile
+// wait; the streaming commands among them (text deltas and tool updates
+// of a runner's message) are then decided together and written as one
+// append, consecutive text deltas of one message as one chunk event. So a
+// runner that sends faster than one commit per frame (it keeps several
+// frames in flight) has its frames written in ever larger appends, not one
+// commit per frame, and what is stored stays one event per delta at low
+// rates. Every command is still decided on the state its predecessors
+// left, and answered once what it wrote is durable.
+//
+// A command whose caller waits for it (decide) is decided and written on
+// its caller's goroutine when its turn comes. A run of streaming commands,
+// whose callers go on without waiting (StreamTextAsync), is decided by one
+// of a few workers, which hands the append to the store without waiting
+// for it (Store.AppendAsync); its outcome comes back to a worker, which
+// answers the run and passes the turn on. So no goroutine waits on the
+// disk for a runner, and none exists per conversation.
+
+// pending is a command waiting for its turn.
+type pending struct {
+	ctx     context.Context
+	build   func(conv.State) (conv.Command, error)
+	respond func(conv.Decision) (*store.Idempotency, error)
+	// stream is set for a streaming command, which may share an append
+	// with the streaming commands next to it.
+	stream *streamCmd
+	// turn is closed when a waiting caller's command has the turn.
+	turn chan struct{}
+	// res and err are what the command came to, set before told becomes
+	// notifyDone: all a streaming command's Ack tells (its events and the
+	// state it left are not kept for it).
+	res conv.Result
+	err error
+	// lean drops the message from the outcome (StreamTextAsync).
+	lean bool
+	// notify, if set (Ack.OnReady), is called once the outcome is known;
+	// told says whether it is set, or the outcome given.
+	notify func()
+	told   atomic.Int32
+	// wake is closed when the outcome is given, made only for a caller
+	// that waits for it (wait): a runner's frames are answered through
+	// notify, and a channel for each would be one more allocation for
+	// every frame in flight. mu guards it.
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+// The states of pending.told.
+const (
+	notifyNone  = iota // nothing asked to be told
+	notifyAsked        // notify is set
+	notifyDone         // the outcome is given
+)
+
+// answer gives p its outcome.
+func (p *pending) answer(o outcome) { p.settle(o.d.Result, o.err) }
+
+// settle gives p its outcome, wakes whoever waits for it, and calls its
+// notify, if any.
+func (p *pending) settle(res conv.Result, err error) {
+	if p.lean {
+		res.Message = nil
+	}
+	p.res, p.err = res, err
+	p.mu.Lock()
+	told := p.told.Swap(notifyDone)
+	if p.wake != nil {
+		close(p.wake)
+	}
+	p.mu.Unlock()
+	if told == notifyAsked {
+		p.notify()
+	}
+}
+
+// settled reports whether p has its outcome.
+func (p *pending) settled() bool { return p.told.Load() == notifyDone }
+
+// wait returns once p has its outcome.
+func (p *pending) wait() {
+	if p.settled() {
+		return
+	}
+	p.mu.Lock()
+	if p.settled() {
+		p.mu.Unlock()
+		return
+	}
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	wake := p.wake
+	p.mu.Unlock()
+	<-wake
+}
+
+// streamCmd is a streaming command: a text delta (text set), or another
+// change of a streaming message (with).
+type streamCmd struct {
+	messageID string
+	text      *conv.StreamText
+	with      func(conv.StreamLookups) conv.Command
+}
+
+// outcome is what a command came to.
+type outcome struct {
+	d   conv.Decision
+	s   conv.State
+	err error
+}
+
+// maxStreamBatch bounds the streaming commands decided into one append.
+const maxStreamBatch = 256
+
+// enqueue queues p behind the conversation's other commands, and gives it
+// the turn at once if the conversation has none under way. It returns the
+// conversation its queue is on.
+func (e *Engine) enqueue(id string, p *pending) *conversation {
+	if e.isClosed() {
+		p.answer(outcome{err: errClosed})
+		if p.turn != nil {
+			close(p.turn)
+		}
+		return nil
+	}
+	c := e.entry(id)
+	c.qmu.Lock()
+	c.queue = append(c.queue, p)
+	idle := !c.driving
+	c.driving = true
+	c.qmu.Unlock()
+	if idle {
+		e.start(id, c)
+	}
+	return c
+}
+
+// next gives the turn to the head of q's queue (its turn is taken by the
+// caller): a waiting caller's command, or a run of streaming commands,
+// which it decides itself (it waits on nothing: the append goes to the
+// store without waiting). With nothing queued, the conversation has no
+// turn under way.
+func (e *Engine) next(id string, q *conversation) {
+	q.qmu.Lock()
+	if len(q.queue) == 0 {
+		q.driving = false
+		q.qmu.Unlock()
+		return
+	}
+	if q.queue[0].stream == nil {
+		p := q.queue[0]
+		q.queue = q.queue[1:]
+		q.qmu.Unlock()
+		close(p.turn) // its caller decides it, then passes the turn
+		return
+	}
+	n := 1
+	for n < len(q.queue) && n < maxStreamBatch && q.queue[n].stream != nil {
+		n++
+	}
+	batch := q.queue[:n:n]
+	q.queue = q.queue[n:]
+	q.qmu.Unlock()
+	e.decideStreams(id, q, batch, 0)
+}
+
+// start gives the turn of an idle conversation to the head of its queue:
+// a run of streaming commands goes to a worker rather than being decided
+// on the goroutine that queued it (a runner's reader), so that the frames
+// read meanwhile join it.
+func (e *Engine) start(id string, q *conversation) {
+	q.qmu.Lock()
+	stream := len(q.queue) > 0 && q.queue[0].stream != nil
+	q.qmu.Unlock()
+	if stream {
+		e.work(func() { e.next(id, q) })
+		return
+	}
+	e.next(id, q)
+}
+
+// decideOne decides a command that is not streaming, on its caller's
+// goroutine, when its turn has come. A command whose conversation is
+// found gone while it is decided (deleted on another node, and perhaps
+// made again under its id) is decided once more on what the store holds
+// now: ENOTFOUND, or the conversation made again.
+func (e *Engine) decideOne(id string, p *pending) outcome {
+	for again := true; ; again = false {
+		if err := p.ctx.Err(); err != nil {
+			return outcome{err: err}
+		}
+		c, err := e.lockLoaded(p.ctx, id)
+		if err != nil {
+			return outcome{err: err}
+		}
+		build := p.build
+		if build == nil {
+			build = e.streamBuild(p.ctx, id, p.stream)
+		}
+		d, s, err := e.decideLocked(p.ctx, c, id, build, p.respond)
+		dropped := c.dropped
+		c.mu.Unlock()
+		if !dropped || !again {
+			return outcome{d, s, err}
+		}
+	}
+}
+
+// decideStreams decides a run of streaming commands on the state each
+// leaves for the next, hands what they decided to the store as one
+// append, and answers each once it is durable (writeDone). Consecutive
+// text deltas of one message (by one writer) are decided as one, their
+// text joined: one chunk event. A refused command writes nothing and is
+// answered at once; the others go on. It runs on a worker.
+func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, attempt int) {
+	var live []*pending
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.answer(outcome{err: err})
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		e.next(id, q)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := e.lockLoaded(ctx, id)
+	if err != nil {
+		for _, p := range live {
+			p.answer(outcome{err: err})
+		}
+		e.next(id, q)
+		return
+	}
+	r := e.decideRun(ctx, c, id, live)
+	if r.stale != nil {
+		c.mu.Unlock()
+		e.retryStreams(id, q, live, attempt, r.stale)
+		return
+	}
+	if len(r.d.Events) == 0 {
+		r.answer(nil) // refused, or wrote nothing
+		c.mu.Unlock()
+		e.next(id, q)
+		return
+	}
+	p, snapshot, err := e.appendParams(c, c.state, r.next, r.d, nil)
+	if err != nil {
+		r.answer(err)
+		c.mu.Unlock()
+		e.failStreams(q, err)
+		e.next(id, q)
+		return
+	}
+	if !e.track() { // Close waits for the outcome
+		r.answer(errClosed)
+		c.mu.Unlock()
+		e.next(id, q)
+		return
+	}
+	c.mu.Unlock()
+	start := time.Now()
+	e.store.AppendAsync(p, func(err error) {
+		e.opts.Metrics.observeAppend(len(r.d.Events), time.Since(start), err)
+		e.work(func() {
+			defer e.wg.Done()
+			e.writeDone(id, q, c, r, snapshot, live, attempt, err)
+		})
+	})
+}
+
+// writeDone takes the outcome of a run's append: on success the run's
+// state becomes the conversation's, its events are published and its
+// commands answered; on failure its commands, and the streaming commands
+// queued behind it, fail with the error. Then the turn passes on. It runs
+// on a worker.
+func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, snapshot bool, live []*pending, attempt int, err error) {
+	c.mu.Lock()
+	switch {
+	case err == nil && c.dropped:
+		err = errDeleted(id) // deleted while the append was written: none of it is the store's now
+	case parley.ErrorCode(err) == parley.ENOTFOUND && !c.dropped:
+		e.drop(c, id) // deleted on another node
+	}
+	if err == nil {
+		if snapshot {
+			c.snapshot = r.next.LastSeq
+		}
+		for _, m := range r.streams {
+			c.remember(m) // the run's assemblies, durable now
+		}
+		e.applied(c, id, r.next, r.d)
+		r.answer(nil)
+		c.mu.Unlock()
+		e.next(id, q)
+		return
+	}
+	if parley.ErrorCode(err) == parley.ECONFLICT {
+		c.mu.Unlock()
+		e.retryStreams(id, q, live, attempt, err) // another node wrote first
+		return
+	}
+	if parley.ErrorCode(err) == parley.EINTERNAL {
+		e.resync(c, id)
+	}
+	r.answer(err)
+	c.mu.Unlock()
+	e.failStreams(q, err)
+	e.next(id, q)
+}
+
+// retryStreams decides a run again that met a newer log (another node
+// wrote): once more as a run, after catching up; then command by command,
+// as decide does it.
+func (e *Engine) retryStreams(id string, q *conversation, live []*pending, attempt int, cause error) {
+	if attempt == 0 && e.opts.Shared {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c, err := e.lockLoaded(ctx, id) // catches up to the log's head
+		if err == nil {
+			c.mu.Unlock()
+		}
+		cancel()
+		e.decideStreams(id, q, live, 1)
+		return
+	}
+	if !e.opts.Shared {
+		for _, p := range live {
+			p.answer(outcome{err: cause})
+		}
+		e.failStreams(q, cause)
+		e.next(id, q)
+		return
+	}
+	for _, p := range live {
+		p.answer(e.decideOne(id, p))
+	}
+	e.next(id, q)
+}
+
+// failStreams fails the streaming commands queued on q with err: they were
+// sent counting on a run that could not be written, so that no runner's
+// message goes on past a hole.
+func (e *Engine) failStreams(q *conversation, err error) {
+	q.qmu.Lock()
+	var failed []*pending
+	q.queue = slices.DeleteFunc(q.queue, func(p *pending) bool {
+		if p.stream != nil {
+			failed = append(failed, p)
+		}
+		return p.stream != nil
+	})
+	q.qmu.Unlock()
+	for _, p := range failed {
+		p.answer(outcome{err: err})
+	}
+}
+
+// Ack is what a queued streaming command comes to, once it is known (see
+// StreamTextAsync). One goroutine at a time may use it.
+type Ack struct {
+	p   *pending
+	got bool
+	res *MessageResult // &result, or nil
+	err error
+	// result holds the outcome Wait returns, in the Ack itself: an Ack
+	// is made with its command (queuedStream), so this makes nothing more.
+	result MessageResult
+}
+
+// Acked returns an Ack that has its outcome already.
+func Acked(res *MessageResult, err error) *Ack { return &Ack{got: true, res: res, err: err} }
+
+// Ready reports whether the outcome is known: Wait would not wait.
+func (a *Ack) Ready() bool {
+	return a.got || a.p.settled()
+}
+
+// OnReady calls fn once the outcome is known: at once if it is, else on
+// the goroutine that learns it, which fn must not block. Call it at most
+// once, before Wait.
+func (a *Ack) OnReady(fn func()) {
+	if a.got {
+		fn()
+		return
+	}
+	p := a.p
+	p.notify = fn
+	if !p.told.CompareAndSwap(notifyNone, notifyAsked) {
+		fn() // answered already
+	}
+}
+
+// Wait waits for the outcome.
+func (a *Ack) Wait() (*MessageResult, error) {
+	if !a.got {
+		a.p.wait()
+		r, err := a.p.res, a.p.err
+		a.got, a.p = true, nil
+		if err != nil {
+			a.err = err
+		} else {
+			a.result = MessageResult{Message: r.Message, Seq: r.Seq, Turn: r.Turn, EndedPrompt: r.EndedPrompt}
+			a.res = &a.result
+		}
+	}
+	return a.res, a.err
+}
+
+// run is a run of streaming commands decided together.
+type run struct {
+	// next is the state after the run. The one before it is the
+	// conversation's, which stays as it is until the run is durable.
+	next conv.State
+	d    conv.Decision // what they all write: events, message rows, deliveries
+	// streams holds the assemblies of the messages the run changed, as of
+	// next, one per message: the conversation's own (as of its state) are
+	// left alone until the run is durable, for readers. A run nearly always
+	// changes one message, so a list, not a map.
+	streams []*parley.Message
+	// results holds the outcome of each command of order.
+	results []runResult
+	order   []*pending
+	// stale is set when a row read was newer than the state (another node
+	// wrote): the run must be decided again.
+	stale error
+}
+
+// runResult is what one command of a run came to: only what its Ack
+// tells, not the events nor the state.
+type runResult struct {
+	res   conv.Result
+	err   error
+	wrote bool // its decision has events in the run's append
+	// message is the id of the message its decision wrote, whose
+	// assembly as the run left it (r.streams) is its outcome's message.
+	message string
+}
+
+// answer sends each command its outcome: those whose decision writes the
+// run's err, if not nil, else their own.
+func (r *run) answer(err error) {
+	for i, p := range r.order {
+		o := r.results[i]
+		if err != nil && o.err == nil && o.wrote {
+			o = runResult{err: err}
+		}
+		id := o.message
+		if m := o.res.Message; m != nil {
+			id = m.ID // a message the command left as it was
+		}
+		if id != "" {
+			if last := r.stream(id); last != nil {
+				o.res.Message = last // as the run left it (see decideRun)
+			}
+		}
+		p.settle(o.res, o.err)
+	}
+}
+
+// stream returns the run's assembly of message id, or nil if the run did
+// not change it.
+func (r *run) stream(id string) *parley.Message {
+	for _, m := range r.streams {
+		if m.ID == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// setStream makes m the run's assembly of its message.
+func (r *run) setStream(m *parley.Message) {
+	for i, old := range r.streams {
+		if old.ID == m.ID {
+			r.streams[i] = m
+			return
+		}
+	}
+	r.streams = append(r.streams, m)
+}
+
+// decideRun decides the commands of a run on c's state, each on what the
+// ones before it leave. c.mu must be held.
+func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps []*pending) *run {
+	r := &run{next: c.state, results: make([]runResult, len(ps)), order: ps}
+	env := e.env()
+	for i := 0; i < len(ps); {
+		p := ps[i]
+		j := i + 1
+		cmd := p.stream
+		var delta string
+		if cmd.text != nil {
+			// Join the text deltas of this message that follow (a delta
+			// alone is its own text, copied nowhere).
+			delta = cmd.text.Delta
+			n := len(delta)
+			for j < len(ps) && ps[j].stream.text != nil && ps[j].stream.messageID == cmd.messageID && ps[j].stream.text.Actor == cmd.text.Actor {
+				n += len(ps[j].stream.text.Delta)
+				j++
+			}
+			if j > i+1 {
+				var b strings.Builder
+				b.Grow(n)
+				for _, q := range ps[i:j] {
+					b.WriteString(q.stream.text.Delta)
+				}
+				delta = b.String()
+			}
+		}
+		d, err := e.decideStream(ctx, r, &c.state, id, cmd, delta, env)
+		if err != nil && j > i+1 && parley.ErrorCode(err) == parley.ETOOLARGE {
+			j = i + 1 // joined, the text is too large: decide the first alone, the rest after it
+			d, err = e.decideStream(ctx, r, &c.state, id, cmd, cmd.text.Delta, env)
+		}
+		if errors.Is(err, errStale) {
+			r.stale = err
+			return r
+		}
+		if err == nil && len(d.Events) > 0 {
+			r.next = conv.Evolve(r.next, d.Events...)
+			r.d.Events = append(r.d.Events, d.Events...)
+			r.d.Deliveries = append(r.d.Deliveries, d.Deliveries...)
+			for _, m := range d.Messages { // a later row of a message replaces an earlier
+				if at := slices.IndexFunc(r.d.Messages, func(o *parley.Message) bool { return o.ID == m.ID }); at >= 0 {
+					r.d.Messages[at] = m
+				} else {
+					r.d.Messages = append(r.d.Messages, m)
+				}
+			}
+			if m := d.Result.Message; m != nil {
+				r.setStream(m) // the next command's assembly
+			}
+			r.d.Result = d.Result
+		}
+		// A command's outcome keeps none of its message but its id: each
+		// decision makes the message anew, and a run holds none but the
+		// last of each (r.streams) until it is answered, with that one.
+		wrote := err == nil && len(d.Events) > 0
+		var message string
+		if m := d.Result.Message; m != nil && wrote {
+			message, d.Result.Message = m.ID, nil
+		} else if m != nil { // nothing written: its head, as the run may not change it
+			head := *m
+			head.Parts, head.Content = nil, ""
+			d.Result.Message = &head
+		}
+		for k := i; k < j; k++ {
+			r.results[k] = runResult{res: d.Result, err: err, wrote: wrote, message: message}
+		}
+		i = j
+	}
+	return r
+}
+
+// decideStream decides one streaming command (a text delta with text
+// delta, if joined) on the run's state; start is the conversation's, as the
+// run found it. The conversation's lock must be held.
+func (e *Engine) decideStream(ctx context.Context, r *run, start *conv.State, id string, cmd *streamCmd, delta string, env conv.Env) (conv.Decision, error) {
+	s := r.next
+	m := r.stream(cmd.messageID)
+	if m == nil {
+		// Not changed by the run yet: as the conversation holds it, which
+		// is as of the state the run started from.
+		var err error
+		if m, err = e.assembled(ctx, id, cmd.messageID, *start); err != nil {
+			return conv.Decision{}, err
+		}
+	}
+	var command conv.Command
+	if cmd.text != nil {
+		t := *cmd.text
+		t.Delta, t.Known = delta, conv.StreamLookups{Message: m}
+		command = t
+	} else {
+		command = cmd.with(conv.StreamLookups{Message: m})
+	}
+	if err := conv.Authorize(s, command); err != nil {
+		return conv.Decision{}, err
+	}
+	return conv.Decide(s, command, env)
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/conv"
+)
+
+// A stream of a conversation is let in once, when it opens, by who may
+// read the conversation then. For its members, admins and viewers that
+// right lasts as long as the conversation (who takes part is fixed when
+// it is made). A delegate of the open turn reads only while that turn is
+// open: its streams are recorded by conversation, and every write that
+// takes the right away (the turn closes, is reset or aborted, the
+// conversation is closed) ends them, as revoking a token ends its
+// connections, before the write's events are handed to the streams.
+
+// ConnectReader records a live stream of conversation id, as Connect does,
+// once who may read it (conv.State.CanRead): it returns ENOTFOUND for an
+// unknown conversation and EFORBIDDEN for an agent that may not read it,
+// before ERATELIMITED. If who reads it as a delegate of its open turn, end
+// is also called, once, with EFORBIDDEN when that turn ends, before any
+// event that ended it is published: the stream is sent nothing its agent
+// may no longer read. end must not block. Call release when the stream
+// ends.
+func (e *Engine) ConnectReader(ctx context.Context, who parley.Identity, max int, id string, end func(error)) (release func(), err error) {
+	c, err := e.lockLoaded(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	// Checked and recorded under the conversation's lock, so that no write
+	// comes between them.
+	defer c.mu.Unlock()
+	if err := c.state.CanRead(who); err != nil {
+		return nil, err
+	}
+	conn, forget, err := e.conns.add(who, max, end)
+	if err != nil || who.Kind != parley.TokenAgent || c.state.IsMember(who.AgentID) {
+		return forget, err // a right that lasts as long as the conversation
+	}
+	e.conns.watch(id, conn, who)
+	return func() {
+		e.conns.unwatch(id, conn)
+		forget()
+	}, nil
+}
+
+// watch records that conn reads conversation id as who, a delegate.
+func (m *conns) watch(id string, conn *liveConn, who parley.Identity) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.delegated == nil {
+		m.delegated = make(map[string]map[*liveConn]parley.Identity)
+	}
+	if m.delegated[id] == nil {
+		m.delegated[id] = make(map[*liveConn]parley.Identity)
+	}
+	m.delegated[id][conn] = who
+	m.watching.Add(1)
+}
+
+func (m *conns) unwatch(id string, conn *liveConn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.delegated[id][conn]; !ok {
+		return
+	}
+	delete(m.delegated[id], conn)
+	m.watching.Add(-1)
+	if len(m.delegated[id]) == 0 {
+		delete(m.delegated, id)
+	}
+}
+
+// watched reports whether a delegate reads conversation id.
+func (m *conns) watched(id string) bool {
+	if m.watching.Load() == 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.delegated[id]) > 0
+}
+
+// delegateReader is a stream read by a delegate.
+type delegateReader struct {
+	conn *liveConn
+	who  parley.Identity
+}
+
+// readers returns the delegates' streams of conversation id.
+func (m *conns) readers(id string) []delegateReader {
+	if m.watching.Load() == 0 {
+		return nil // the common case: no delegate streams anywhere
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set := m.delegated[id]
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]delegateReader, 0, len(set))
+	for c, who := range set {
+		out = append(out, delegateReader{conn: c, who: who})
+	}
+	return out
+}
+
+// endReaders ends the delegates' streams of conversation id that may not
+// read the state some of events leaves, before they are published. next
+// is the state after the events; prev, if known, the state before them,
+// from which each event's state is folded (the right may end and come
+// back among the events of several writes). The conversation's lock must
+// be held.
+func (e *Engine) endReaders(id string, prev *conv.State, events []parley.Event, next conv.State) {
+	rs := e.conns.readers(id)
+	if len(rs) == 0 || len(events) == 0 {
+		return
+	}
+	check := func(s conv.State) {
+		for i, r := range rs {
+			if r.conn != nil && s.CanRead(r.who) != nil {
+				r.conn.stop(parley.Errorf(parley.EFORBIDDEN, "agent %s read conversation %s as a delegate of its open turn; that turn has ended, and with it the right to read", r.who.AgentID, id))
+				rs[i].conn = nil
+			}
+		}
+	}
+	if prev != nil && len(events) > 1 {
+		s := *prev
+		for _, ev := range events[:len(events)-1] {
+			s = conv.Evolve(s, ev)
+			check(s)
+		}
+	}
+	check(next)
+}

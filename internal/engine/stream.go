@@ -1,0 +1,336 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/feed"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// Streaming messages: start one with PostMessage{Streaming: true},
+// then StreamText, StreamTool and FinalizeMessage. The engine keeps each
+// in-progress message assembled in memory; after a restart (or on another
+// node) it rebuilds it from its row and the chunk and part.updated events
+// after the row.
+
+// StreamText appends a text delta to a streaming message. It returns the
+// errors of conv.Decide and ENOTFOUND for an unknown conversation.
+func (e *Engine) StreamText(ctx context.Context, conversationID string, c conv.StreamText) (*MessageResult, error) {
+	return e.streamTextAsync(ctx, conversationID, c, true).Wait()
+}
+
+// StreamTextAsync is StreamText that returns once the delta is queued,
+// with its Ack: the outcome once it is durable (or refused), without the
+// message (a runner's frames in flight would each keep a message's text
+// alive, and its answer does not tell it). Deltas queued while their
+// conversation's last append is being written are written together, as
+// one event (see queue.go).
+func (e *Engine) StreamTextAsync(ctx context.Context, conversationID string, c conv.StreamText) *Ack {
+	return e.streamTextAsync(ctx, conversationID, c, false)
+}
+
+// streamTextAsync queues a text delta, whose outcome tells the message if
+// message is set.
+func (e *Engine) streamTextAsync(ctx context.Context, convID string, c conv.StreamText, message bool) *Ack {
+	q := &queuedStream{text: c}
+	q.cmd = streamCmd{messageID: c.MessageID, text: &q.text}
+	return e.streamAsync(ctx, convID, q, message)
+}
+
+// StreamTool adds or updates a tool call of a streaming message.
+func (e *Engine) StreamTool(ctx context.Context, conversationID string, c conv.StreamTool) (*MessageResult, error) {
+	return e.streamToolAsync(ctx, conversationID, c, true).Wait()
+}
+
+// StreamToolAsync is StreamTool that returns once the update is queued,
+// as StreamTextAsync does (its outcome without the message).
+func (e *Engine) StreamToolAsync(ctx context.Context, conversationID string, c conv.StreamTool) *Ack {
+	return e.streamToolAsync(ctx, conversationID, c, false)
+}
+
+// streamToolAsync queues a tool update, whose outcome tells the message if
+// message is set.
+func (e *Engine) streamToolAsync(ctx context.Context, convID string, c conv.StreamTool, message bool) *Ack {
+	q := &queuedStream{cmd: streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }}}
+	return e.streamAsync(ctx, convID, q, message)
+}
+
+// queuedStream is a streaming command as it waits in its conversation's
+// queue, with its Ack: a runner has frames in flight at every moment, and
+// a text delta is made in one allocation, not five (a tool update has its
+// closure besides).
+type queuedStream struct {
+	p    pending
+	cmd  streamCmd
+	text conv.StreamText // cmd.text, for a text delta
+	ack  Ack
+}
+
+// streamAsync queues a streaming command, whose outcome tells the message
+// if message is set. It needs no build function: a run decides its
+// commands from their streamCmd (decideRun), and a command decided alone
+// makes one then (decideOne, streamBuild).
+func (e *Engine) streamAsync(ctx context.Context, convID string, q *queuedStream, message bool) *Ack {
+	q.p.ctx, q.p.stream, q.p.lean = ctx, &q.cmd, !message
+	q.ack.p = &q.p
+	e.enqueue(convID, &q.p)
+	return &q.ack
+}
+
+// streamBuild returns the build function of a streaming command decided
+// on its own, as a caller's command is (a run retried one by one).
+func (e *Engine) streamBuild(ctx context.Context, convID string, cmd *streamCmd) func(conv.State) (conv.Command, error) {
+	return func(s conv.State) (conv.Command, error) {
+		m, err := e.assembled(ctx, convID, cmd.messageID, s)
+		if cmd.text != nil {
+			t := *cmd.text
+			t.Known = conv.StreamLookups{Message: m}
+			return t, err
+		}
+		return cmd.with(conv.StreamLookups{Message: m}), err
+	}
+}
+
+// FinalizeMessage ends a streaming message.
+func (e *Engine) FinalizeMessage(ctx context.Context, conversationID string, c conv.FinalizeMessage) (*MessageResult, error) {
+	return e.streamCommand(ctx, conversationID, c.MessageID, func(k conv.StreamLookups) conv.Command { c.Known = k; return c })
+}
+
+func (e *Engine) streamCommand(ctx context.Context, convID, messageID string, with func(conv.StreamLookups) conv.Command) (*MessageResult, error) {
+	build := func(s conv.State) (conv.Command, error) {
+		m, err := e.assembled(ctx, convID, messageID, s)
+		return with(conv.StreamLookups{Message: m}), err
+	}
+	d, _, err := e.decide(ctx, convID, build, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &MessageResult{Message: d.Result.Message, Seq: d.Result.Seq, Turn: d.Result.Turn, EndedPrompt: d.Result.EndedPrompt}, nil
+}
+
+// assembled returns a streaming message as assembled so far, from the cache
+// or rebuilt from its row and the chunks after it; nil if it is not
+// streaming. It returns errStale if the row is newer than s (another node
+// wrote since). The conversation's lock must be held.
+func (e *Engine) assembled(ctx context.Context, convID, id string, s conv.State) (*parley.Message, error) {
+	c := e.entry(convID)
+	if m, ok := c.streams[id]; ok {
+		return m, nil
+	}
+	if _, ok := s.Streams.Get(id); !ok {
+		return nil, nil
+	}
+	m, err := e.store.GetMessage(ctx, convID, id)
+	if err != nil {
+		return nil, err
+	}
+	if newerThan(m, s.LastSeq) {
+		return nil, errStale
+	}
+	if err := AssembleMessage(ctx, e.store, m, s.LastSeq); err != nil {
+		return nil, err
+	}
+	c.remember(m)
+	return m, nil
+}
+
+// AssembleMessage brings a streaming message's row m up to seq upTo by
+// applying its chunk events (text) and part.updated events (tool calls)
+// after the row's UpdatedSeq: while a message streams, its row is rewritten
+// only now and then, and the events after it hold the rest. It reads the
+// log from st, a page of at most about feed.HistoryPageBytes at a time.
+func AssembleMessage(ctx context.Context, st store.Reader, m *parley.Message, upTo int64) error {
+	return eachEvent(ctx, st, m.ConversationID, m.UpdatedSeq, upTo, func(ev parley.Event) { ApplyStreamEvent(m, ev) })
+}
+
+// eachEvent calls f with each event of a conversation's log after seq
+// after and up to seq upTo, in order, reading the log from st a page of at
+// most about feed.HistoryPageBytes at a time.
+func eachEvent(ctx context.Context, st store.Reader, conversationID string, after, upTo int64, f func(parley.Event)) error {
+	for after < upTo {
+		events, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: conversationID, After: after,
+			Limit: min(feed.HistoryPage, int(upTo-after)), MaxBytes: feed.HistoryPageBytes})
+		if err != nil {
+			return err
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		for _, ev := range events {
+			f(ev)
+		}
+		after = events[len(events)-1].Seq
+	}
+	return nil
+}
+
+// ApplyStreamEvent applies a chunk or part.updated event to the streaming
+// message m if the event is of m: its text, or its change of a tool call.
+// It reports whether it changed m. Other events change nothing.
+func ApplyStreamEvent(m *parley.Message, ev parley.Event) bool {
+	switch ev.Type {
+	case parley.EventChunk:
+		if ch, err := parley.ParseChunk(ev.Data); err == nil && ch.MessageID == m.ID {
+			m.AppendText(ch.Content)
+			return true
+		}
+	case parley.EventPartUpdated:
+		var u parley.PartUpdate
+		if json.Unmarshal(ev.Data, &u) == nil && u.MessageID == m.ID {
+			m.ApplyTool(u.Part)
+			return true
+		}
+	}
+	return false
+}
+
+// forReaders returns a copy of an assembled streaming message for readers:
+// its UpdatedSeq is the seq it is complete as of, so that a client applies
+// only the chunks after it.
+func forReaders(m *parley.Message, asOf int64) *parley.Message {
+	r := *m
+	r.Parts = slices.Clone(m.Parts)
+	r.UpdatedSeq = asOf
+	return &r
+}
+
+// remember keeps a streaming message's assembly, or drops it once final.
+func (c *conversation) remember(m *parley.Message) {
+	if m == nil {
+		return
+	}
+	if m.Status != parley.StatusStreaming {
+		delete(c.streams, m.ID)
+		return
+	}
+	if c.streams == nil {
+		c.streams = make(map[string]*parley.Message)
+	}
+	c.streams[m.ID] = m
+}
+
+// StreamingMessage returns a message as readers should see it: a streaming
+// one assembled from its row and the chunks after it, any other as stored.
+// It returns ENOTFOUND.
+func (e *Engine) StreamingMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	return e.streamingMessage(ctx, conversationID, messageID, e.readConsistent)
+}
+
+// MessageState is StreamingMessage for the runner of the message, which
+// continues it from what this returns: with other nodes writing, it reads
+// holding the conversation's lock in the store, which waits for any
+// append still under way there (a node that died with a commit in flight,
+// say), so that nothing the runner sent before becomes durable after the
+// answer, to be sent again.
+func (e *Engine) MessageState(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	return e.streamingMessage(ctx, conversationID, messageID, e.readFenced)
+}
+
+func (e *Engine) streamingMessage(ctx context.Context, conversationID, messageID string, consistent func(context.Context, *conversation, string, func(conv.State) error) error) (*parley.Message, error) {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	var m *parley.Message
+	err = consistent(ctx, c, conversationID, func(s conv.State) error {
+		a, err := e.assembled(ctx, conversationID, messageID, s)
+		if a != nil {
+			m = forReaders(a, s.LastSeq)
+			return err
+		}
+		if err == nil {
+			m, err = e.store.GetMessage(ctx, conversationID, messageID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Readable makes a list of messages read from the store show what readers
+// should see: each message that was streaming when it was read is replaced
+// by its assembly (or, if it has ended since, by its row as it is now), so
+// that no message is ever shown behind its own chunks. ms is changed in place.
+func (e *Engine) Readable(ctx context.Context, conversationID string, ms []*parley.Message) error {
+	if !slices.ContainsFunc(ms, func(m *parley.Message) bool { return m.Status == parley.StatusStreaming }) {
+		return nil
+	}
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	read := slices.Clone(ms)
+	return e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
+		for i, m := range read {
+			if m.Status != parley.StatusStreaming {
+				continue
+			}
+			a, err := e.assembled(ctx, conversationID, m.ID, s)
+			switch {
+			case err != nil:
+				return err
+			case a != nil:
+				ms[i] = forReaders(a, s.LastSeq)
+				continue
+			}
+			now, err := e.store.GetMessage(ctx, conversationID, m.ID)
+			switch parley.ErrorCode(err) {
+			case "":
+				ms[i] = now
+			case parley.ENOTFOUND: // reverted since: the row read is all there is
+			default:
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// StreamingOf returns the streaming messages of agentID in a conversation,
+// assembled so far, oldest first. It returns ENOTFOUND for an unknown
+// conversation.
+func (e *Engine) StreamingOf(ctx context.Context, conversationID, agentID string) ([]*parley.Message, error) {
+	c, err := e.lockLoaded(ctx, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	var out []*parley.Message
+	err = e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
+		out = out[:0]
+		for id, st := range s.Streams.All() {
+			if st.AgentID != agentID {
+				continue
+			}
+			m, err := e.assembled(ctx, conversationID, id, s)
+			if err != nil {
+				return err
+			}
+			if m != nil {
+				out = append(out, forReaders(m, s.LastSeq))
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b *parley.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, err
+}
+
+// StreamV1 appends text a runner of the first protocol streams in a v1
+// conversation (conv.StreamV1).
+func (e *Engine) StreamV1(ctx context.Context, conversationID string, c conv.StreamV1) (*MessageResult, error) {
+	d, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return c, nil }, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &MessageResult{Seq: d.Result.Seq, Turn: d.Result.Turn}, nil
+}

@@ -1,0 +1,387 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// maxPage bounds every list read, whatever the caller asks.
+const maxPage = 100_000
+
+func clampLimit(n int) int {
+	if n <= 0 || n > maxPage {
+		return maxPage
+	}
+	return n
+}
+
+// querier runs queries: the pool, or one read transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// reader implements store.Reader over q: the DB's reads over its pool,
+// and ReadSnapshot's over one transaction.
+type reader struct{ q querier }
+
+// ReadSnapshot implements store.Store: a REPEATABLE READ READ ONLY
+// transaction, whose snapshot is taken by its first statement (at once).
+func (db *DB) ReadSnapshot(ctx context.Context, fn func(store.Reader) error) error {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		return err
+	}
+	return fn(reader{q: tx})
+}
+
+// GetConversation implements store.Reader.
+func (rd reader) GetConversation(ctx context.Context, id string) (*store.ConversationRecord, error) {
+	var data []byte
+	rec := &store.ConversationRecord{}
+	err := rd.q.QueryRow(ctx, `SELECT c.data, c.last_seq, c.state, q.queue FROM conversations c
+		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = $1 AND c.import_owner IS NULL`, id).Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rec, json.Unmarshal(data, &rec.Conversation)
+}
+
+// Head implements store.Store.
+func (db *DB) Head(ctx context.Context, id string) (store.Head, error) {
+	var h store.Head
+	err := db.pool.QueryRow(ctx, `SELECT last_seq, epoch FROM conversations WHERE id = $1 AND import_owner IS NULL`, id).Scan(&h.Seq, &h.Epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return h, parley.Errorf(parley.ENOTFOUND, "conversation %s not found", id)
+	}
+	return h, err
+}
+
+// Heads implements store.Store.
+func (db *DB) Heads(ctx context.Context, ids []string) (map[string]store.Head, error) {
+	if err := store.CheckHeads(ids); err != nil {
+		return nil, err
+	}
+	heads := make(map[string]store.Head, len(ids))
+	if len(ids) == 0 {
+		return heads, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id, last_seq, epoch FROM conversations WHERE id = ANY($1) AND import_owner IS NULL`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var h store.Head
+		if err := rows.Scan(&id, &h.Seq, &h.Epoch); err != nil {
+			return nil, err
+		}
+		heads[id] = h
+	}
+	return heads, rows.Err()
+}
+
+// ListConversations implements store.Store; the cursor holds the
+// (created_at, id) of the previous page's last row.
+func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
+	limit := clampLimit(p.Limit)
+	q := `SELECT c.data, c.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
+		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
+	key, order := `(c.created_at, c.id)`, `c.created_at DESC, c.id DESC`
+	args := []any{}
+	if p.Member != "" {
+		// The member's rows, newest first from their index, each joined to its conversation.
+		q = `SELECT c.data, c.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
+			JOIN conversations c ON c.id = m.conversation_id LEFT JOIN queues q ON q.conversation_id = c.id
+			WHERE m.agent_id = $1 AND c.import_owner IS NULL`
+		key, order = `(m.created_at, m.conversation_id)`, `m.created_at DESC, m.conversation_id DESC`
+		args = append(args, p.Member)
+	}
+	if p.Title != "" {
+		// ILIKE ignores case as the locale has it; SQLite ignores only
+		// ASCII letters' (store.ListConversationsParams says the least).
+		q += fmt.Sprintf(` AND `+jsonOf("c.data")+`->>'title' ILIKE $%d ESCAPE '\'`, len(args)+1)
+		args = append(args, "%"+store.LikeEscape(p.Title)+"%")
+	}
+	if p.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
+		at, id, ok := strings.Cut(string(raw), "|")
+		t, terr := time.Parse(time.RFC3339Nano, at)
+		if err != nil || !ok || terr != nil {
+			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
+		}
+		q += fmt.Sprintf(` AND %s < ($%d, $%d)`, key, len(args)+1, len(args)+2)
+		args = append(args, t, id)
+	}
+	q += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(limit)
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rows.Close()
+	var recs []*store.ConversationRecord
+	size, full := 0, false
+	var lastAt time.Time
+	var lastID string
+	for rows.Next() {
+		var data []byte
+		rec := &store.ConversationRecord{}
+		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue, &lastAt, &lastID); err != nil {
+			return nil, "", err
+		}
+		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
+			return nil, "", err
+		}
+		recs = append(recs, rec)
+		size += len(data) + len(rec.State) + len(rec.Queue)
+		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
+			break // the rest waits for the next page
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if full {
+		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt.UTC().Format(time.RFC3339Nano) + "|" + lastID))
+	}
+	return recs, next, nil
+}
+
+// readEventsQuery reads a page of a log. The row of an event that refers
+// to one is read by a subquery, row by row: as a join, the planner may read
+// every message and every event after the position to return one page (it
+// did on a table without statistics yet).
+const readEventsQuery = `SELECT e.seq, e.type, e.turn, e.turn_id, e.agent_id, e.finality, e.ts, e.data, e.ref,
+		CASE WHEN e.ref IS NOT NULL THEN (SELECT m.data FROM messages m WHERE m.conversation_id = e.conversation_id AND m.id = e.ref) END
+	FROM events e WHERE e.conversation_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`
+
+// ReadEvents implements store.Reader. A compacted span is one row, stored
+// at its last seq, so that the rows after a position are those after it
+// in the index whether or not the position is inside a span.
+func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]parley.Event, error) {
+	limit := clampLimit(p.Limit)
+	rows, err := rd.q.Query(ctx, readEventsQuery, p.ConversationID, p.After, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	page := store.NewEventPage(p, limit)
+	for rows.Next() {
+		e := parley.Event{ConversationID: p.ConversationID}
+		var fin string
+		var ts *time.Time
+		var data, row []byte
+		var ref *string
+		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data, &ref, &row); err != nil {
+			return nil, err
+		}
+		if ref != nil {
+			if data, err = store.RefData(e.Seq, *ref, row); err != nil {
+				return nil, err
+			}
+		}
+		e.Finality, e.Time, e.Data = parley.Finality(fin), fromTS(ts), data
+		if page.Add(e) {
+			break // the rest of the page waits for the next read
+		}
+	}
+	return page.Events, rows.Err()
+}
+
+// GetMessage implements store.Reader.
+func (rd reader) GetMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
+	ms, err := rd.queryMessages(ctx, 0, `SELECT data FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, store.NoMessage(conversationID, messageID)
+	}
+	return ms[0], nil
+}
+
+// ListMessages implements store.Reader. Each filter has its own index.
+func (rd reader) ListMessages(ctx context.Context, p store.ListMessagesParams) ([]*parley.Message, error) {
+	return store.DecodedRows(rd.scanRows(ctx, p))
+}
+
+// ListMessagesRaw implements store.Reader.
+func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams) ([]store.RawMessage, error) {
+	return store.RawRows(rd.scanRows(ctx, p))
+}
+
+// scanRows reads the rows ListMessages reads for p, until their sizes
+// reach p.MaxBytes.
+func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
+	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
+}
+
+// eachRow hands each row ListMessages reads for p to each (see
+// store.RowScan).
+func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
+	q, args := listQuery(p, "data, seq", "data, seq")
+	rows, err := rd.q.Query(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	size := 0
+	for rows.Next() {
+		var data []byte
+		var seq int64
+		if err := rows.Scan(&data, &seq); err != nil {
+			return err
+		}
+		n, err := each(data, seq)
+		if err != nil {
+			return err
+		}
+		if size += n; p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
+			break // the rest of the page waits for the next read
+		}
+	}
+	return rows.Err()
+}
+
+func (rd reader) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
+	rows, err := rd.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Message
+	size := 0
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return nil, err
+		}
+		m := &parley.Message{}
+		n, err := store.DecodeRow(data, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+		if size += n; maxBytes > 0 && size >= maxBytes {
+			break // the rest waits for the next read
+		}
+	}
+	return out, rows.Err()
+}
+
+// listQuery is the query of ListMessages for p, reading columns (named
+// names in its result).
+func listQuery(p store.ListMessagesParams, columns, names string) (string, []any) {
+	q := `SELECT ` + columns + ` FROM messages WHERE conversation_id = $1 AND seq > $2`
+	args := []any{p.ConversationID, p.After}
+	if p.TurnID != "" {
+		args = append(args, p.TurnID)
+		q += ` AND turn_id = $` + strconv.Itoa(len(args))
+	}
+	if p.AgentID != "" {
+		args = append(args, p.AgentID)
+		q += ` AND agent_id = $` + strconv.Itoa(len(args))
+	}
+	if p.Before > 0 {
+		args = append(args, p.Before)
+		q += ` AND seq < $` + strconv.Itoa(len(args))
+	}
+	args = append(args, clampLimit(p.Limit))
+	limit := ` LIMIT $` + strconv.Itoa(len(args))
+	if p.Latest {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq DESC` + limit + `) newest ORDER BY seq`
+	} else {
+		q = `SELECT ` + names + ` FROM (` + q + ` ORDER BY seq` + limit + `) page ORDER BY seq`
+	}
+	return q, args
+}
+
+// GetIdempotency implements store.Store.
+func (db *DB) GetIdempotency(ctx context.Context, conversationID, agentID, key string) (*store.Idempotency, error) {
+	k := &store.Idempotency{ConversationID: conversationID, AgentID: agentID, Key: key}
+	var ts *time.Time
+	err := db.pool.QueryRow(ctx, `SELECT request_hash, seq, response, ts FROM idempotency WHERE conversation_id = $1 AND agent_id = $2 AND key = $3`,
+		conversationID, agentID, key).Scan(&k.RequestHash, &k.Seq, &k.Response, &ts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "no write with client request id %q", key)
+	}
+	k.Time = fromTS(ts)
+	return k, err
+}
+
+// IDTaken implements store.Store.
+func (db *DB) IDTaken(ctx context.Context, conversationID, id string) (bool, error) {
+	var one int
+	err := db.pool.QueryRow(ctx, `SELECT 1 FROM names WHERE conversation_id = $1 AND id = $2`, conversationID, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+const tokenColumns = `id, kind, agent_id, name, hash, created_at, revoked_at`
+
+func scanToken(row pgx.Row) (*parley.Token, error) {
+	t := &parley.Token{}
+	var kind string
+	var created time.Time
+	var revoked *time.Time
+	if err := row.Scan(&t.ID, &kind, &t.AgentID, &t.Name, &t.Hash, &created, &revoked); err != nil {
+		return nil, err
+	}
+	t.Kind, t.CreatedAt, t.RevokedAt = parley.TokenKind(kind), parley.NewTime(created), fromTS(revoked)
+	return t, nil
+}
+
+// TokenByHash implements store.Store.
+func (db *DB) TokenByHash(ctx context.Context, hash string) (*parley.Token, error) {
+	t, err := scanToken(db.pool.QueryRow(ctx, `SELECT `+tokenColumns+` FROM tokens WHERE hash = $1`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, parley.Errorf(parley.ENOTFOUND, "no such token")
+	}
+	return t, err
+}
+
+// ListTokens implements store.Store.
+func (db *DB) ListTokens(ctx context.Context) ([]*parley.Token, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*parley.Token
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// CountTokens implements store.Store.
+func (db *DB) CountTokens(ctx context.Context) (int, error) {
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM tokens WHERE revoked_at IS NULL`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,50 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/parleyhq/parley/internal/store"
+)
+
+// A message's key is read from the columns its row is indexed by, which
+// come before its data in the row's record: SQLite reads none of the
+// data's pages for it.
+const (
+	keyColumns = `id, seq, turn_id, agent_id, coalesce(reply_to, '') AS reply_to, depth`
+	keyNames   = `id, seq, turn_id, agent_id, reply_to, depth`
+)
+
+// MessageKey implements store.Store.
+func (db *DB) MessageKey(ctx context.Context, conversationID, messageID string) (*store.MessageKey, error) {
+	var k store.MessageKey
+	err := db.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).
+		Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.NoMessage(conversationID, messageID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &k, nil
+}
+
+// ListMessageKeys implements store.Store.
+func (db *DB) ListMessageKeys(ctx context.Context, p store.ListMessagesParams) ([]store.MessageKey, error) {
+	q, args := listQuery(p, keyColumns, keyNames)
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []store.MessageKey
+	for rows.Next() {
+		var k store.MessageKey
+		if err := rows.Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}

@@ -53,13 +53,22 @@ PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	status := exitStatus(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// exitStatus runs a subcommand as the process does and returns its exit
+// status: 0, or 2 after an error, which it prints in one line (but for
+// -h's, whose usage is printed already).
+func exitStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if err := run(ctx, args, stdout, stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "parley:", describe(err))
+			fmt.Fprintln(stderr, "parley:", describe(err))
 		}
-		os.Exit(2)
+		return 2
 	}
+	return 0
 }
 
 // run dispatches a subcommand; it is main without the process around it.

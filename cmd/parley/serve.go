@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/postgres"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/retention"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/spool"
@@ -196,7 +197,7 @@ func (m *serveMain) newEngine(context.Context) error {
 	}
 	m.eng = engine.New(m.db, engine.Options{Logger: m.log, Metrics: engine.NewMetrics(m.reg), Limits: f.limits, SubscriberBuffer: f.subBuffer, SubscriberBufferBytes: f.subBytes,
 		SubscriberMemory: f.subMemory, ImportLease: f.importLease, MaxTasksPerAgent: f.maxTasks, CollectWindow: f.collectWindow, TurnLease: f.turnLease, Shared: f.pgURL != ""})
-	m.rn = runners.New(m.eng, runners.Options{Grace: f.grace, PresenceLease: f.runnerLease, Logger: m.log})
+	m.rn = runners.New(m.eng, m.db, runners.Options{Grace: f.grace, PresenceLease: f.runnerLease, Logger: m.log})
 	return nil
 }
 
@@ -258,7 +259,7 @@ func (m *serveMain) startLoops(ctx context.Context) error {
 // of tokens revoked elsewhere.
 func (m *serveMain) newHandler(ctx context.Context) error {
 	db := m.db
-	m.handler = api.New(m.eng, m.rn, api.Options{
+	m.handler = api.New(m.eng, m.rn, reads.New(m.db, m.eng), api.Options{
 		Open:           m.open,
 		Logger:         m.log,
 		Gatherer:       m.reg,

@@ -32,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
+// runServe is "parley serve": the server, until ctx ends.
 func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return serve(ctx, args, stderr, nil)
 }

@@ -51,7 +51,8 @@ export {
   type ConversationState,
   type PromptQueue,
 } from "./state.js";
-export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot } from "./live.js";
+export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot, type OlderState } from "./live.js";
+export { nextFrame, type Schedule } from "./batch.js";
 export {
   Reply,
   Runner,

@@ -53,6 +53,7 @@ export {
 } from "./state.js";
 export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot, type OlderState } from "./live.js";
 export { nextFrame, type Schedule } from "./batch.js";
+export { groupRetries, type Attempt } from "./retries.js";
 export {
   Reply,
   Runner,

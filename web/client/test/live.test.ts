@@ -2,10 +2,10 @@
 // against the real server.
 
 import { describe, expect, inject, it } from "vitest";
-import { ParleyClient, follow, type Frame, type LiveSnapshot, type Message, type MessagePage, type QueuedPrompt, type View } from "../src/index.js";
+import { ParleyClient, follow, type LiveSnapshot, type Message, type MessagePage, type QueuedPrompt, type View } from "../src/index.js";
 import { canonical } from "./fixtures.js";
 import { NodeWebSocket, Runner, conversation, until } from "./helpers.js";
-import { ev, msg, snapshot } from "./makers.js";
+import { ev, manualFrames, msg, pushedStream, snapshot } from "./makers.js";
 
 it.each(["sse", "ws"] as const)("follows a conversation over %s: summarized messages, the queue and the head are read as needed", async (transport) => {
   const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
@@ -116,27 +116,13 @@ it("reads the prompt queue again rather than take a read that is not exact", asy
 
 /**
  * A stand-in for the client: a stream whose frames the test pushes, and
- * pages of messages read from an array, counting the reads.
+ * messages read from an array, counting the reads.
  */
 function fakeClient(all: Message[]) {
-  const frames: Frame[] = [];
-  let wake: (() => void) | undefined;
-  let closed = false;
+  const stream = pushedStream();
   const reads: string[] = [];
   const client = {
-    subscribe: () => ({
-      close: () => {
-        closed = true;
-        wake?.();
-      },
-      async *[Symbol.asyncIterator]() {
-        for (;;) {
-          while (frames.length === 0 && !closed) await new Promise<void>((r) => (wake = r));
-          if (closed) return;
-          yield frames.shift()!;
-        }
-      },
-    }),
+    subscribe: stream.subscribe,
     messages: (_id: string, o: { after?: number; limit?: number }): Promise<MessagePage> => {
       reads.push(`messages after ${o.after}`);
       const after = o.after ?? 0;
@@ -152,30 +138,7 @@ function fakeClient(all: Message[]) {
     promptQueue: () => Promise.resolve({ prompts: [] as QueuedPrompt[], asOf: 0, exact: true }),
     conversation: (): Promise<View> => Promise.reject(new Error("not read in these tests")),
   };
-  return {
-    client: client as unknown as ParleyClient,
-    reads,
-    push(f: Frame) {
-      frames.push(f);
-      wake?.();
-    },
-  };
-}
-
-/** A scheduler whose frames run when the test says. */
-function manualFrames() {
-  let queued: (() => void)[] = [];
-  return {
-    schedule: (cb: () => void) => {
-      queued.push(cb);
-      return () => (queued = queued.filter((x) => x !== cb));
-    },
-    run() {
-      const q = queued;
-      queued = [];
-      for (const f of q) f();
-    },
-  };
+  return { client: client as unknown as ParleyClient, reads, push: stream.push };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));

@@ -1,31 +1,18 @@
 import { describe, expect, it } from "vitest";
-import type { Frame, Init, Message, ParleyClient, ParleyEvent, QueuedPrompt, View } from "@parleyhq/client";
+import type { ParleyClient, ParleyEvent, QueuedPrompt, View } from "@parleyhq/client";
 import { followPage } from "../src/lib/live";
-import { conv, ev, msg, msgEv } from "./helpers";
+import { manualFrames, pushedStream, snapshot } from "../../client/test/makers.js";
+import { ev, msg, msgEv } from "./helpers";
 
 /**
  * A stand-in for the client: a stream whose frames the test pushes, and
  * pages of events read from an array, counting the reads.
  */
 function fakeClient(log: ParleyEvent[]) {
-  const frames: Frame[] = [];
-  let wake: (() => void) | undefined;
-  let closed = false;
+  const stream = pushedStream();
   const reads: string[] = [];
   const client = {
-    subscribe: () => ({
-      close: () => {
-        closed = true;
-        wake?.();
-      },
-      async *[Symbol.asyncIterator]() {
-        for (;;) {
-          while (frames.length === 0 && !closed) await new Promise<void>((r) => (wake = r));
-          if (closed) return;
-          yield frames.shift()!;
-        }
-      },
-    }),
+    subscribe: stream.subscribe,
     events: (_id: string, o: { after?: number; limit?: number }) => {
       reads.push(`events after ${o.after}`);
       const page = log.filter((e) => e.seq > (o.after ?? 0)).slice(0, o.limit ?? 100);
@@ -35,42 +22,7 @@ function fakeClient(log: ParleyEvent[]) {
     promptQueue: () => Promise.resolve({ prompts: [] as QueuedPrompt[], asOf: 0, exact: true }),
     conversation: (): Promise<View> => Promise.reject(new Error("not read in these tests")),
   };
-  return {
-    client: client as unknown as ParleyClient,
-    reads,
-    push(f: Frame) {
-      frames.push(f);
-      wake?.();
-    },
-  };
-}
-
-function init(position: number, messages: Message[]): Frame {
-  const i: Init = {
-    recovered: false,
-    position: { seq: position, epoch: "e" },
-    conversation: conv({ epoch: "e" }),
-    head: { lastSeq: position, epoch: "e", lastTurn: 1, openTurn: null, claim: null, closed: false, lastClosedSeq: 0 },
-    guidance: null,
-    messages,
-  };
-  return { type: "init", init: i };
-}
-
-/** A scheduler whose frames run when the test says. */
-function manualFrames() {
-  let queued: (() => void)[] = [];
-  return {
-    schedule: (cb: () => void) => {
-      queued.push(cb);
-      return () => (queued = queued.filter((x) => x !== cb));
-    },
-    run() {
-      const q = queued;
-      queued = [];
-      for (const f of q) f();
-    },
-  };
+  return { client: client as unknown as ParleyClient, reads, push: stream.push };
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
@@ -82,7 +34,7 @@ describe("the flow's window of the log", () => {
     const frames = manualFrames();
     const page = followPage(f.client, "c", { schedule: frames.schedule });
     const flowWindow = page.flow;
-    f.push(init(5, []));
+    f.push(snapshot(5, []));
     f.push({ type: "event", event: msgEv(msg({ id: "c", seq: 6, turn: 3 })) });
     f.push({ type: "event", event: ev(7, "chunk", { messageId: "c", content: "y" }) });
     await tick();
@@ -107,7 +59,7 @@ describe("the flow's window of the log", () => {
     const frames = manualFrames();
     const page = followPage(f.client, "c", { schedule: frames.schedule });
     const flowWindow = page.flow;
-    f.push(init(6000, []));
+    f.push(snapshot(6000, []));
     await tick();
     frames.run();
     for (let i = 0; i < 20 && flowWindow.getSnapshot().loading; i++) await tick();

@@ -203,7 +203,7 @@ export class LiveConversation {
     this.done = this.run();
   }
 
-  /** The state and the connection's status: a new object whenever either changed. */
+  /** The state, the connection's status and the older messages': a new object whenever one changed. */
   getSnapshot = (): LiveSnapshot => this.snap;
 
   /** Calls listener after every change; returns the function that stops it. */

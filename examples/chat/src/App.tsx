@@ -10,6 +10,7 @@
 // set at build time, is an agent token for the person asking.
 
 import { useChat } from "@ai-sdk/react";
+import { groupRetries } from "@parleyhq/client";
 import { DefaultChatTransport, type UIMessage } from "ai";
 import { useEffect, useMemo, useState, type FormEvent } from "react";
 
@@ -45,30 +46,17 @@ interface ParleyMessage {
  * resuming replays it from its start. The attempts of an answer whose
  * runner failed over (each retry names the attempt it retries) are one
  * answer, as the chat stream shows them: the first attempt's parts, then
- * the retry's, under the first attempt's id.
+ * the retry's, under the first attempt's id (`groupRetries`).
  */
 async function storedMessages(id: string): Promise<UIMessage[]> {
   const r = await fetch(`/v1/conversations/${encodeURIComponent(id)}/messages?limit=1000`, { headers });
   if (r.status === 404) return []; // a new chat: its first question makes it
   if (!r.ok) throw new Error(`reading the chat: ${r.status} ${await r.text()}`);
   const { messages } = (await r.json()) as { messages: ParleyMessage[] };
-  const byId = new Map(messages.map((m) => [m.id, m]));
-  const first = (m: ParleyMessage): ParleyMessage => {
-    let at = m;
-    for (let n = 0; n < messages.length && at.retryOf && byId.has(at.retryOf); n++) at = byId.get(at.retryOf)!;
-    return at;
-  };
-  // Each answer's attempts, in order, under its first attempt.
-  const attempts = new Map<ParleyMessage, ParleyMessage[]>();
-  for (const m of messages) {
-    if (m.role !== "user" && m.role !== "assistant") continue;
-    const list = attempts.get(first(m));
-    if (list) list.push(m);
-    else attempts.set(first(m), [m]);
-  }
-  return [...attempts]
-    .filter(([, all]) => all.every((m) => m.status !== "streaming"))
-    .map(([m, all]) => ({ id: m.id, role: m.role as "user" | "assistant", parts: all.flatMap((a) => a.parts.flatMap(uiPart)) }));
+  const answers = groupRetries(messages.filter((m) => m.role === "user" || m.role === "assistant"));
+  return answers
+    .filter((all) => all.every((m) => m.status !== "streaming"))
+    .map((all) => ({ id: all[0]!.id, role: all[0]!.role as "user" | "assistant", parts: all.flatMap((a) => a.parts.flatMap(uiPart)) }));
 }
 
 /** A stored part as a UI message part (tool calls ran on the runner's side). */

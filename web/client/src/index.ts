@@ -3,36 +3,34 @@
 export * from "./types.js";
 export { ParleyError, errorFromBody, isFatal, type ErrorCode } from "./errors.js";
 export type { Backup } from "./backup.js";
-export {
-  MAX_PROMPT_WAIT_MS,
-  ParleyClient,
-  type ClientOptions,
-  type ConversationPage,
-  type EventPage,
-  type ExportFormat,
-  type FetchLike,
-  type ImportResult,
-  type ImportWarning,
-  type MessagePage,
-  type MessageResult,
-  type NewConversation,
-  type NewMessage,
-  type NewPrompt,
-  type NewTask,
-  type Precondition,
-  type PromptResult,
-  type SearchOptions,
-  type SearchPage,
-  type Thread,
-  type Stopped,
-  type TurnResult,
-  type WebSocketLike,
-} from "./client.js";
+export { MAX_PROMPT_WAIT_MS, ParleyClient } from "./client.js";
+export type { ClientOptions, FetchLike, WebSocketLike } from "./options.js";
+export type {
+  ConversationPage,
+  EventPage,
+  ExportFormat,
+  ImportResult,
+  ImportWarning,
+  MessagePage,
+  MessageResult,
+  NewConversation,
+  NewMessage,
+  NewPrompt,
+  NewTask,
+  Precondition,
+  PromptResult,
+  SearchOptions,
+  SearchPage,
+  Thread,
+  Stopped,
+  TurnResult,
+} from "./bodies.js";
 export {
   MAX_FRAME_BYTES,
   Subscription,
   backoffDelay,
   GapError,
+  type StreamClient,
   type StreamStatus,
   type SubscribeOptions,
   type Transport,
@@ -53,7 +51,9 @@ export {
   type ConversationState,
   type PromptQueue,
 } from "./state.js";
-export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot } from "./live.js";
+export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot, type OlderState } from "./live.js";
+export { nextFrame, type Schedule } from "./batch.js";
+export { groupRetries, type Attempt } from "./retries.js";
 export {
   Reply,
   Runner,

@@ -1,10 +1,13 @@
 // Small classes around the pure folds: ConversationFold holds a state and
 // tells listeners when it changes (React's useSyncExternalStore takes its
 // subscribe and getSnapshot as they are); LiveConversation also follows the
-// stream and reads over HTTP what the stream leaves out.
+// stream, folds what arrives (at once, or a batch per frame drawn), and reads
+// over HTTP what the stream leaves out, and older messages when asked.
 
+import { Batcher, type Schedule } from "./batch.js";
 import type { ParleyClient } from "./client.js";
 import { ParleyError } from "./errors.js";
+import { nextSpan, withOlder } from "./older.js";
 import * as st from "./state.js";
 import type { ConversationState } from "./state.js";
 import type { StreamStatus, SubscribeOptions, Subscription } from "./stream.js";
@@ -38,6 +41,26 @@ export class ConversationFold {
     this.set(st.foldFrame(this.s, frame));
   }
 
+  /**
+   * Folds frames in, in order, with one change for them all. A frame whose
+   * fold throws (an event whose data is not what its type says) is left
+   * out, its error handed to onError. Returns the frames folded.
+   */
+  applyAll(frames: readonly Frame[], onError?: (err: unknown) => void): Frame[] {
+    let s = this.s;
+    const folded: Frame[] = [];
+    for (const f of frames) {
+      try {
+        s = st.foldFrame(s, f);
+        folded.push(f);
+      } catch (err) {
+        onError?.(err);
+      }
+    }
+    this.set(s);
+    return folded;
+  }
+
   /** Folds one event of the log in (from `GET …/events`). */
   applyEvent(e: ParleyEvent): void {
     this.set(st.applyEvent(this.s, e));
@@ -58,6 +81,11 @@ export class ConversationFold {
   /** Takes a view read over HTTP (head and guidance). */
   withView(v: View): void {
     this.set(st.withView(this.s, v));
+  }
+
+  /** Puts older messages read over HTTP before the first one held, but none of those in removed ({@link withOlder}). */
+  withOlder(older: readonly Message[], removed: ReadonlySet<string>): void {
+    this.set(withOlder(this.s, older, removed));
   }
 
   /** Takes the prompt queue read over HTTP, exact as of seq asOf. */
@@ -91,12 +119,28 @@ export interface FollowOptions extends SubscribeOptions {
   view?: boolean;
   /** The error of a read that failed (the stream goes on). */
   onError?: (err: unknown) => void;
+  /**
+   * When to fold what arrived: the frames that arrive before it calls back
+   * are folded together, with one change (`nextFrame`: one per frame
+   * a page draws, however fast text deltas come). Left out: each frame at
+   * once.
+   */
+  schedule?: Schedule;
+  /** Told of the frames just folded, and the state after them, before the listeners hear of the change. */
+  onFrames?: (frames: readonly Frame[], state: ConversationState) => void;
 }
 
-/** What a followed conversation shows: its state and its connection's. */
+/** The older messages (before those a snapshot holds): being read, or all read. */
+export interface OlderState {
+  readonly loading: boolean;
+  readonly done: boolean;
+}
+
+/** What a followed conversation shows: its state, its connection's, and its older messages'. */
 export interface LiveSnapshot {
   readonly state: ConversationState;
   readonly status: StreamStatus;
+  readonly older: OlderState;
 }
 
 /**
@@ -104,7 +148,10 @@ export interface LiveSnapshot {
  * what the stream leaves out read over HTTP: the messages a snapshot
  * summarized, the prompt queue after a snapshot, and the view (head and
  * guidance) when events may have changed the head. Reads are one at a time
- * of each kind, so a burst of events costs one read.
+ * of each kind, so a burst of events costs one read. Older messages than a
+ * snapshot holds are read when asked ({@link LiveConversation.loadOlder}),
+ * and a summarized message read whole when asked
+ * ({@link LiveConversation.fetchMessage}).
  *
  * ```ts
  * const live = follow(client, conversationId);
@@ -120,6 +167,17 @@ export class LiveConversation {
   private readonly listeners = new Set<() => void>();
   private readonly busy = new Set<string>();
   private readonly gone = new Set<string>();
+  private readonly batcher: Batcher<Frame> | undefined;
+  /** The messages the stream removed since its last snapshot: an older page read meanwhile must not bring them back. */
+  private readonly removed = new Set<string>();
+  private readonly fetching = new Set<string>();
+  /** How many seqs before the first message held the next older read spans. */
+  private span = 2048;
+  private olderRead: Promise<void> | undefined;
+  /** Counts snapshots: a read started before the latest one is dropped. */
+  private generation = 0;
+  /** True while a change of the fold is part of a bigger one, told once. */
+  private hushed = false;
   private closed = false;
   /** Resolves when the stream has ended (closed, or stopped for good). */
   readonly done: Promise<void>;
@@ -129,22 +187,23 @@ export class LiveConversation {
     readonly conversationId: string,
     private readonly opts: FollowOptions = {},
   ) {
-    this.snap = { state: this.fold.state, status: { state: "connecting", attempt: 0 } };
+    this.snap = { state: this.fold.state, status: { state: "connecting", attempt: 0 }, older: { loading: false, done: false } };
+    if (opts.schedule) this.batcher = new Batcher((frames) => this.foldFrames(frames), opts.schedule);
     this.subscription = client.subscribe(conversationId, {
       ...opts,
       onStatus: (s) => {
+        if (s.state === "stopped") this.batcher?.flushNow(); // what came before the stop first
         this.update({ status: s });
         opts.onStatus?.(s);
       },
     });
     this.fold.subscribe(() => {
-      this.update({ state: this.fold.state });
-      this.catchUp();
+      if (!this.hushed) this.changed({});
     });
     this.done = this.run();
   }
 
-  /** The state and the connection's status: a new object whenever either changed. */
+  /** The state, the connection's status and the older messages': a new object whenever one changed. */
   getSnapshot = (): LiveSnapshot => this.snap;
 
   /** Calls listener after every change; returns the function that stops it. */
@@ -156,21 +215,50 @@ export class LiveConversation {
   /** Stops following. */
   close(): void {
     this.closed = true;
+    this.batcher?.close();
     this.subscription.close();
   }
 
   private async run(): Promise<void> {
     try {
       for await (const frame of this.subscription) {
-        try {
-          this.fold.apply(frame);
-        } catch (err) {
-          this.opts.onError?.(err); // an event whose data is not what its type says
-        }
+        if (this.batcher) this.batcher.push(frame);
+        else this.foldFrames([frame]);
       }
     } catch (err) {
+      this.batcher?.flushNow();
       if (!(err instanceof ParleyError)) this.opts.onError?.(err);
     }
+  }
+
+  /** Folds frames in with one change; a snapshot among them starts the older messages over. */
+  private foldFrames(frames: readonly Frame[]): void {
+    let older = this.snap.older;
+    let folded: Frame[];
+    this.hushed = true;
+    try {
+      folded = this.fold.applyAll(frames, this.opts.onError);
+    } finally {
+      this.hushed = false;
+    }
+    for (const f of folded) {
+      if (f.type === "init" && !f.init.recovered) {
+        // A snapshot: everything held before is dropped.
+        this.generation++;
+        this.removed.clear();
+        older = { loading: false, done: (f.init.messages ?? []).length === 0 };
+      } else if (f.type === "event" && f.event.type === "messages.removed") {
+        for (const id of f.event.data.messageIds ?? []) this.removed.add(id);
+      }
+    }
+    if (folded.length > 0) this.opts.onFrames?.(folded, this.fold.state);
+    if (this.fold.state !== this.snap.state || older !== this.snap.older) this.changed({ older });
+  }
+
+  /** Tells the listeners of a change of the fold (with p), then starts the reads the state needs. */
+  private changed(p: Partial<LiveSnapshot>): void {
+    this.update({ ...p, state: this.fold.state });
+    this.catchUp();
   }
 
   private update(p: Partial<LiveSnapshot>): void {
@@ -209,6 +297,81 @@ export class LiveConversation {
         this.fold.withView(await this.client.conversation(this.conversationId));
       });
     }
+  }
+
+  /**
+   * Reads older messages: about a page of those before the first one held.
+   * Resolves once they are held (or there are none); a read under way is
+   * shared.
+   */
+  loadOlder(): Promise<void> {
+    this.olderRead ??= this.readOlder().finally(() => (this.olderRead = undefined));
+    return this.olderRead;
+  }
+
+  /** Reads older messages until the one at seq is held (or none is left). */
+  async loadUntil(seq: number): Promise<void> {
+    for (let i = 0; i < 1000; i++) {
+      const first = this.fold.messages[0];
+      if (!first || first.seq <= seq || this.snap.older.done || this.closed) return;
+      this.span = Math.max(this.span, first.seq - seq + 1);
+      await this.loadOlder();
+    }
+  }
+
+  /** Reads message id whole (a summarized one, say when it is shown) and holds it in place of the summary. */
+  async fetchMessage(id: string): Promise<void> {
+    if (this.fetching.has(id)) return;
+    this.fetching.add(id);
+    try {
+      this.fold.hold(await this.client.message(this.conversationId, id));
+    } finally {
+      this.fetching.delete(id);
+    }
+  }
+
+  /**
+   * Reads the messages in a span of seqs before the first one held (a
+   * span that gives none is widened until one does, or the log's start),
+   * and holds them, unless a snapshot came meanwhile.
+   */
+  private async readOlder(): Promise<void> {
+    if (this.snap.older.done || this.closed) return;
+    const first = this.fold.messages[0];
+    if (!first) {
+      this.update({ older: { loading: false, done: true } });
+      return;
+    }
+    const gen = this.generation;
+    this.update({ older: { loading: true, done: false } });
+    const before = first.seq;
+    const got: Message[] = [];
+    let from = before;
+    try {
+      while (got.length === 0 && from > 0) {
+        from = Math.max(0, before - this.span);
+        let after = from;
+        for (;;) {
+          const page = await this.client.messages(this.conversationId, { after, limit: 500 });
+          for (const m of page.messages) if (m.seq < before) got.push(m);
+          const last = page.messages[page.messages.length - 1];
+          if (page.nextAfter === undefined || last === undefined || last.seq >= before) break;
+          after = page.nextAfter;
+        }
+        this.span = nextSpan(before - from, got.length);
+      }
+    } catch (err) {
+      if (gen === this.generation) this.update({ older: { loading: false, done: false } });
+      throw err;
+    }
+    if (gen !== this.generation) return;
+    this.hushed = true;
+    try {
+      this.fold.withOlder(got, this.removed);
+    } finally {
+      this.hushed = false;
+    }
+    this.changed({ older: { loading: false, done: from === 0 } });
   }
 
   private once(kind: string, read: () => Promise<void>): void {

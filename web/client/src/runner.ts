@@ -5,7 +5,8 @@
 import { ParleyError, errorFromBody, isFatal, isRecord } from "./errors.js";
 import { WSNotOpened } from "./transport.js";
 import { backoffDelay, sleep, wsURL } from "./stream.js";
-import type { ParleyClient, WebSocketLike } from "./client.js";
+import type { ParleyClient } from "./client.js";
+import type { WebSocketLike } from "./options.js";
 import type { Channel, Finality, FinishReason, Message, ToolStatus } from "./types.js";
 
 /** A frame the server sends a runner (`error`: on an agent-wide runner, its work in `conversationId` ended). */

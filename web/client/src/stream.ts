@@ -1,18 +1,35 @@
 // A conversation's live stream that reconnects by itself and resumes from
 // the last position it delivered (docs/stream.md).
 
-import type { ParleyClient } from "./client.js";
 import { ParleyError, errorFromBody, isFatal, isRecord } from "./errors.js";
+import type { FetchLike, WebSocketLike } from "./options.js";
 import { WSNotOpened, openSSE, openWS, type Connection, type RawFrame } from "./transport.js";
 import type { Frame, Guidance, Init, ParleyEvent, Position } from "./types.js";
 
 /** The largest frame the server sends, and what a subscription accepts (parley.MaxFrameBytes). */
 export const MAX_FRAME_BYTES = 32 << 20;
 
+/**
+ * What a subscription needs of its client (a ParleyClient is one): how to
+ * reach the server, and the conversation read that tells why a WebSocket
+ * did not open.
+ */
+export interface StreamClient {
+  readonly token: string | undefined;
+  readonly fetchImpl: FetchLike;
+  readonly WebSocketImpl: WebSocketLike | undefined;
+  /** The absolute URL of a path of the server (with a query). */
+  url(path: string, query?: Record<string, string | number | undefined>): string;
+  /** The headers of every request: the token, if any. */
+  headers(): Record<string, string>;
+  /** Reads the conversation; a refusal rejects with its ParleyError. */
+  conversation(id: string): Promise<unknown>;
+}
+
 /** How a subscription connects. */
 export type Transport = "sse" | "ws";
 
-/** Options of {@link ParleyClient.subscribe}. */
+/** Options of `ParleyClient.subscribe`. */
 export interface SubscribeOptions {
   /**
    * Resume after this position: `{seq, epoch}` gets every event after seq
@@ -93,7 +110,7 @@ export class Subscription implements AsyncIterable<Frame> {
   private connections = 0;
 
   constructor(
-    private readonly client: ParleyClient,
+    private readonly client: StreamClient,
     readonly conversationId: string,
     opts: SubscribeOptions = {},
   ) {

@@ -3,7 +3,7 @@
 import { ParleyError, responseError } from "./errors.js";
 import { FrameTooLargeError, SSEParser } from "./sse.js";
 import { utf8Length } from "./state.js";
-import type { FetchLike, WebSocketLike } from "./client.js";
+import type { FetchLike, WebSocketLike } from "./options.js";
 
 /** One frame as it arrived: its SSE event name (empty on a WebSocket) and its JSON text. */
 export interface RawFrame {

@@ -1,10 +1,11 @@
 // follow(): the stream folded, with what it leaves out read over HTTP,
 // against the real server.
 
-import { expect, inject, it } from "vitest";
-import { ParleyClient, follow, type LiveSnapshot } from "../src/index.js";
+import { describe, expect, inject, it } from "vitest";
+import { ParleyClient, follow, type LiveSnapshot, type Message, type MessagePage, type QueuedPrompt, type View } from "../src/index.js";
 import { canonical } from "./fixtures.js";
 import { NodeWebSocket, Runner, conversation, until } from "./helpers.js";
+import { ev, manualFrames, msg, pushedStream, snapshot } from "./makers.js";
 
 it.each(["sse", "ws"] as const)("follows a conversation over %s: summarized messages, the queue and the head are read as needed", async (transport) => {
   const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
@@ -111,4 +112,127 @@ it("reads the prompt queue again rather than take a read that is not exact", asy
     live.close();
     await live.done;
   }
+});
+
+/**
+ * A stand-in for the client: a stream whose frames the test pushes, and
+ * messages read from an array, counting the reads.
+ */
+function fakeClient(all: Message[]) {
+  const stream = pushedStream();
+  const reads: string[] = [];
+  const client = {
+    subscribe: stream.subscribe,
+    messages: (_id: string, o: { after?: number; limit?: number }): Promise<MessagePage> => {
+      reads.push(`messages after ${o.after}`);
+      const after = o.after ?? 0;
+      const page = all.filter((m) => m.seq > after).slice(0, o.limit ?? 100);
+      const last = page[page.length - 1];
+      return Promise.resolve(page.length === (o.limit ?? 100) && last ? { messages: page, nextAfter: last.seq } : { messages: page });
+    },
+    message: (_id: string, mid: string): Promise<Message> => {
+      reads.push(`message ${mid}`);
+      const m = all.find((x) => x.id === mid);
+      return m ? Promise.resolve(m) : Promise.reject(new Error("no message " + mid));
+    },
+    promptQueue: () => Promise.resolve({ prompts: [] as QueuedPrompt[], asOf: 0, exact: true }),
+    conversation: (): Promise<View> => Promise.reject(new Error("not read in these tests")),
+  };
+  return { client: client as unknown as ParleyClient, reads, push: stream.push };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+describe("LiveConversation, batched, reading older messages", () => {
+  // 1000 messages at seqs 10, 20, …, 10000 (the log between them: text deltas).
+  const all = Array.from({ length: 1000 }, (_, i) => msg({ id: `m${i}`, seq: 10 * (i + 1), turn: i + 1 }));
+
+  it("folds what arrives between two frames at once", async () => {
+    const f = fakeClient(all);
+    const frames = manualFrames();
+    const batches: number[] = [];
+    const live = follow(f.client, "c", { schedule: frames.schedule, onFrames: (fs, s) => batches.push(fs.length, s.position?.seq ?? 0) });
+    let changes = 0;
+    live.subscribe(() => changes++);
+    const last = msg({ id: "s", seq: 10001, status: "streaming", parts: [], content: "", updatedSeq: 10001 });
+    f.push(snapshot(10001, [last]));
+    for (let i = 0; i < 300; i++) f.push({ type: "event", event: ev(10002 + i, "chunk", { messageId: "s", content: "x" }) });
+    await tick();
+    expect(changes).toBe(0);
+    frames.run();
+    expect(live.getSnapshot().state.messages[0]!.content).toBe("x".repeat(300));
+    expect(changes).toBeLessThanOrEqual(2); // the fold, and the queue read it starts
+    expect(batches).toEqual([301, 10301]); // told once, of every frame, with the state after them
+    live.close();
+  });
+
+  it("reads older messages before the first one held, in spans that adapt, until the start", async () => {
+    const f = fakeClient(all);
+    const frames = manualFrames();
+    const live = follow(f.client, "c", { schedule: frames.schedule });
+    f.push(snapshot(10000, all.slice(-100)));
+    await tick();
+    frames.run();
+    expect(live.getSnapshot().state.messages.length).toBe(100);
+    expect(live.getSnapshot().older).toEqual({ loading: false, done: false });
+    const reading = live.loadOlder();
+    expect(live.getSnapshot().older.loading).toBe(true);
+    await reading;
+    const held = live.getSnapshot().state.messages;
+    expect(held.length).toBeGreaterThan(100);
+    expect(held.map((m) => m.seq)).toEqual([...held.map((m) => m.seq)].sort((a, b) => a - b));
+    expect(new Set(held.map((m) => m.id)).size).toBe(held.length);
+    expect(live.getSnapshot().older.done).toBe(false);
+    // Jumping to the third message reads on until it is held (and no further)…
+    await live.loadUntil(30);
+    expect(live.getSnapshot().state.messages[0]!.id).toBe("m2");
+    expect(live.getSnapshot().older.done).toBe(false);
+    // …and the next read reaches the start.
+    await live.loadOlder();
+    expect(live.getSnapshot().state.messages.map((m) => m.id).slice(0, 3)).toEqual(["m0", "m1", "m2"]);
+    expect(live.getSnapshot().state.messages.length).toBe(1000);
+    expect(live.getSnapshot().older.done).toBe(true);
+    live.close();
+  });
+
+  it("does not bring back a message a revert removed while an older page was read", async () => {
+    const f = fakeClient(all);
+    const frames = manualFrames();
+    const live = follow(f.client, "c", { schedule: frames.schedule });
+    f.push(snapshot(10000, all.slice(-10)));
+    await tick();
+    frames.run();
+    f.push({ type: "event", event: ev(10001, "messages.removed", { messageIds: ["m985"] }) });
+    await tick();
+    frames.run();
+    await live.loadOlder();
+    expect(live.getSnapshot().state.messages.some((m) => m.id === "m985")).toBe(false);
+    expect(live.getSnapshot().state.messages.some((m) => m.id === "m984")).toBe(true);
+    live.close();
+  });
+
+  it("reads a summarized message whole when asked, once at a time, and not by itself when fetchMissing is false", async () => {
+    const whole = msg({ id: "big", seq: 5, content: "all of it", parts: [{ type: "text", text: "all of it" }] });
+    const f = fakeClient([whole]);
+    const live = follow(f.client, "c", { fetchMissing: false });
+    f.push(snapshot(5, [{ ...whole, content: "", parts: [], summarized: { bytes: 40 } }]));
+    await until(() => live.getSnapshot().state.messages.length === 1, "the snapshot");
+    await tick();
+    expect(f.reads.filter((r) => r.startsWith("message "))).toEqual([]);
+    await Promise.all([live.fetchMessage("big"), live.fetchMessage("big")]);
+    expect(f.reads.filter((r) => r.startsWith("message "))).toEqual(["message big"]);
+    expect(live.getSnapshot().state.messages[0]!.content).toBe("all of it");
+    live.close();
+  });
+
+  it("says a snapshot with no messages has no older ones", async () => {
+    const f = fakeClient([]);
+    const live = follow(f.client, "c");
+    f.push(snapshot(3, []));
+    await until(() => live.getSnapshot().state.position !== null, "the snapshot");
+    expect(live.getSnapshot().older).toEqual({ loading: false, done: true });
+    await live.loadOlder();
+    expect(f.reads).toEqual([]);
+    live.close();
+  });
 });

@@ -1,34 +1,11 @@
-// A conversation followed live for the page: the client's stream, folded
-// with the client's pure functions, one batch per animation frame; the
-// reads the stream leaves out (the prompt queue after a snapshot, the head
-// once events made it stale, a summarized message when it is shown, older
-// messages as the reader scrolls up); and a window of the log's events for
-// the flow picture.
+// A conversation followed live for the page: the client's LiveConversation
+// (its stream folded one batch per animation frame; the prompt queue and
+// the head read when the stream leaves them out; a summarized message read
+// when it is shown, older messages as the reader scrolls up), and beside it
+// a window of the log's events for the flow picture.
 
-import {
-  ParleyError,
-  emptyState,
-  foldFrame,
-  holdMessage,
-  withQueue,
-  withView,
-  type ConversationState,
-  type Frame,
-  type Message,
-  type ParleyClient,
-  type ParleyEvent,
-  type StreamStatus,
-  type Subscription,
-} from "@parleyhq/client";
-import { Batcher, nextFrame, type Schedule } from "./batch";
+import { follow, nextFrame, type ConversationState, type Frame, type LiveConversation, type ParleyClient, type ParleyEvent, type Schedule } from "@parleyhq/client";
 import { isFlowEvent, mergeEvents } from "./flow";
-import { nextSpan, withOlder } from "./older";
-
-/** The older messages: being read, or all read. */
-export interface OlderState {
-  readonly loading: boolean;
-  readonly done: boolean;
-}
 
 /** The events the flow picture is drawn from: every event after `after` that moves the conversation on. */
 export interface FlowEvents {
@@ -36,16 +13,6 @@ export interface FlowEvents {
   /** The window starts after this seq (0: at the log's start). */
   readonly after: number;
   readonly loading: boolean;
-}
-
-/** What the page shows of a followed conversation. */
-export interface LiveSnapshot {
-  readonly state: ConversationState;
-  readonly status: StreamStatus;
-  readonly older: OlderState;
-  readonly flow: FlowEvents;
-  /** Why following stopped for good (the conversation is gone, the token refused). */
-  readonly stopped: ParleyError | null;
 }
 
 /** How far back the flow picture reads the log when it opens, and how much it keeps. */
@@ -57,7 +24,7 @@ export function keepForFlow(e: ParleyEvent): boolean {
   return isFlowEvent(e) || e.type === "prompt.dispatched";
 }
 
-/** Options of a {@link LiveView}. */
+/** Options of {@link followPage}. */
 export interface LiveOptions {
   onError?: (err: unknown) => void;
   /** When to fold what arrived (default: the next animation frame). */
@@ -66,38 +33,54 @@ export interface LiveOptions {
   flow?: boolean;
 }
 
-/** A conversation followed live; see the file's comment. */
-export class LiveView {
-  private snap: LiveSnapshot;
+/** What the page follows of a conversation. */
+export interface Followed {
+  /** The conversation: its state, its connection's, its older messages'. */
+  readonly live: LiveConversation;
+  /** The flow picture's window of the log. */
+  readonly flow: FlowWindow;
+  /** Stops following. */
+  close(): void;
+}
+
+/** Follows a conversation for the page: see the file's comment. */
+export function followPage(client: ParleyClient, conversationId: string, opts: LiveOptions = {}): Followed {
+  const flow = new FlowWindow(client, conversationId, { onError: opts.onError, read: opts.flow !== false });
+  const live = follow(client, conversationId, {
+    fetchMissing: false, // a summarized message is read when it is shown
+    schedule: opts.schedule ?? nextFrame,
+    onError: opts.onError,
+    onFrames: (frames, state) => flow.add(frames, state),
+  });
+  return {
+    live,
+    flow,
+    close() {
+      flow.close();
+      live.close();
+    },
+  };
+}
+
+/**
+ * The flow picture's window of the log: at a snapshot, the events of the
+ * last {@link FLOW_WINDOW} seqs read over HTTP (earlier ones when asked),
+ * and after them the events the stream brings, at most FLOW_KEEP of them.
+ */
+export class FlowWindow {
+  private snap: FlowEvents = { events: [], after: 0, loading: false };
   private readonly listeners = new Set<() => void>();
-  private readonly batcher: Batcher<Frame>;
-  private readonly sub: Subscription;
-  private readonly busy = new Set<string>();
-  private readonly removed = new Set<string>();
-  private readonly fetching = new Set<string>();
-  private span = 2048;
-  private olderRead: Promise<void> | undefined;
   private closed = false;
+  /** Counts snapshots: a read started before the latest one is dropped. */
   private generation = 0;
 
   constructor(
     private readonly client: ParleyClient,
     readonly conversationId: string,
-    private readonly opts: LiveOptions = {},
-  ) {
-    this.snap = {
-      state: emptyState,
-      status: { state: "connecting", attempt: 0 },
-      older: { loading: false, done: false },
-      flow: { events: [], after: 0, loading: false },
-      stopped: null,
-    };
-    this.batcher = new Batcher((frames) => this.fold(frames), opts.schedule ?? nextFrame);
-    this.sub = client.subscribe(conversationId, { onStatus: (status) => this.set({ status }) });
-    void this.run();
-  }
+    private readonly opts: { onError?: (err: unknown) => void; read: boolean },
+  ) {}
 
-  getSnapshot = (): LiveSnapshot => this.snap;
+  getSnapshot = (): FlowEvents => this.snap;
 
   subscribe = (listener: () => void): (() => void) => {
     this.listeners.add(listener);
@@ -106,52 +89,28 @@ export class LiveView {
 
   close(): void {
     this.closed = true;
-    this.batcher.close();
-    this.sub.close();
   }
 
-  private set(p: Partial<LiveSnapshot>): void {
-    if (this.closed) return;
-    this.snap = { ...this.snap, ...p };
+  private set(flow: FlowEvents): void {
+    if (this.closed || flow === this.snap) return;
+    this.snap = flow;
     for (const l of [...this.listeners]) l();
   }
 
-  private async run(): Promise<void> {
-    try {
-      for await (const frame of this.sub) this.batcher.push(frame);
-    } catch (err) {
-      this.batcher.flushNow();
-      if (err instanceof ParleyError) this.set({ stopped: err });
-      else this.opts.onError?.(err);
-    }
-  }
-
-  /** Folds a batch of frames, then starts the reads the new state needs. */
-  private fold(frames: Frame[]): void {
-    let s = this.snap.state;
-    let flow = this.snap.flow;
-    let older = this.snap.older;
+  /** Takes the frames the conversation just folded, and its state after them. */
+  add(frames: readonly Frame[], state: ConversationState): void {
+    let flow = this.snap;
     const live: ParleyEvent[] = [];
     let reload = false;
     for (const f of frames) {
-      try {
-        s = foldFrame(s, f);
-      } catch (err) {
-        this.opts.onError?.(err); // an event whose data is not what its type says
-        continue;
-      }
       if (f.type === "init" && !f.init.recovered) {
         // A snapshot: everything held before is dropped.
         this.generation++;
-        this.removed.clear();
         live.length = 0;
-        older = { loading: false, done: (f.init.messages ?? []).length === 0 };
-        flow = { events: [], after: Math.max(0, f.init.position.seq - FLOW_WINDOW), loading: this.opts.flow !== false };
-        reload = this.opts.flow !== false;
-      } else if (f.type === "event") {
-        const e = f.event;
-        if (e.type === "messages.removed") for (const id of e.data.messageIds ?? []) this.removed.add(id);
-        if (keepForFlow(e)) live.push(e);
+        flow = { events: [], after: Math.max(0, f.init.position.seq - FLOW_WINDOW), loading: this.opts.read };
+        reload = this.opts.read;
+      } else if (f.type === "event" && keepForFlow(f.event)) {
+        live.push(f.event);
       }
     }
     if (live.length > 0) {
@@ -163,154 +122,52 @@ export class LiveView {
       }
       flow = { ...flow, events, after };
     }
-    this.set({ state: s, flow, older });
-    if (reload && s.position) void this.readFlow(flow.after, s.position.seq, this.generation);
-    this.catchUp();
-  }
-
-  private catchUp(): void {
-    if (this.closed) return;
-    const s = this.snap.state;
-    if (!s.queue.known && s.position !== null) {
-      this.once("queue", async () => {
-        const q = await this.client.promptQueue(this.conversationId);
-        // Not exact (prompts kept changing while it was read): read again
-        // in a moment rather than show a queue that may be wrong.
-        if (!q.exact) return new Promise<void>((done) => setTimeout(done, 1000));
-        this.set({ state: withQueue(this.snap.state, q.prompts, q.asOf) });
-      });
-    }
-    if (s.headStale) {
-      this.once("view", async () => {
-        const v = await this.client.conversation(this.conversationId);
-        this.set({ state: withView(this.snap.state, v) });
-      });
-    }
-  }
-
-  private once(kind: string, read: () => Promise<void>): void {
-    if (this.busy.has(kind)) return;
-    this.busy.add(kind);
-    read().then(
-      () => {
-        this.busy.delete(kind);
-        this.catchUp();
-      },
-      (err: unknown) => {
-        this.busy.delete(kind);
-        if (!this.closed) this.opts.onError?.(err);
-      },
-    );
+    this.set(flow);
+    if (reload && state.position) void this.readFlow(flow.after, state.position.seq, this.generation);
   }
 
   /** Reads the log's events after `after` up to `until` for the flow picture. */
   private async readFlow(after: number, until: number, gen: number): Promise<void> {
     const got: ParleyEvent[] = [];
     try {
-      let at = after;
-      while (at < until) {
-        const page = await this.client.events(this.conversationId, { after: at, limit: 1000 });
-        for (const e of page.events) if (e.seq <= until && keepForFlow(e)) got.push(e);
-        const last = page.events[page.events.length - 1];
-        if (page.nextAfter === undefined || last === undefined) break;
-        at = last.seq;
-      }
+      await this.readInto(got, after, until);
     } catch (err) {
       if (!this.closed) this.opts.onError?.(err);
     }
     if (gen !== this.generation) return;
-    const flow = this.snap.flow;
-    this.set({ flow: { ...flow, events: mergeEvents(got, flow.events), loading: false } });
+    const flow = this.snap;
+    this.set({ ...flow, events: mergeEvents(got, flow.events), loading: false });
   }
 
   /** Reads the flow's events before its window (another {@link FLOW_WINDOW} seqs). */
-  async loadEarlierFlow(): Promise<void> {
-    const flow = this.snap.flow;
+  async loadEarlier(): Promise<void> {
+    const flow = this.snap;
     if (flow.after === 0 || flow.loading) return;
     const gen = this.generation;
     const from = Math.max(0, flow.after - FLOW_WINDOW);
-    this.set({ flow: { ...flow, loading: true } });
+    this.set({ ...flow, loading: true });
     const got: ParleyEvent[] = [];
     try {
-      let at = from;
-      while (at < flow.after) {
-        const page = await this.client.events(this.conversationId, { after: at, limit: 1000 });
-        for (const e of page.events) if (e.seq <= flow.after && keepForFlow(e)) got.push(e);
-        const last = page.events[page.events.length - 1];
-        if (page.nextAfter === undefined || last === undefined) break;
-        at = last.seq;
-      }
+      await this.readInto(got, from, flow.after);
     } catch (err) {
       this.opts.onError?.(err);
-      if (gen === this.generation) this.set({ flow: { ...this.snap.flow, loading: false } });
+      if (gen === this.generation) this.set({ ...this.snap, loading: false });
       return;
     }
     if (gen !== this.generation) return;
-    const now = this.snap.flow;
-    this.set({ flow: { events: mergeEvents(got, now.events), after: from, loading: false } });
+    const now = this.snap;
+    this.set({ events: mergeEvents(got, now.events), after: from, loading: false });
   }
 
-  /**
-   * Reads older messages: those before the first one held, about a page of
-   * them. Resolves once they are held (or there are none).
-   */
-  loadOlder(): Promise<void> {
-    this.olderRead ??= this.readOlder().finally(() => (this.olderRead = undefined));
-    return this.olderRead;
-  }
-
-  private async readOlder(): Promise<void> {
-    if (this.snap.older.done || this.closed) return;
-    const first = this.snap.state.messages[0];
-    if (!first) {
-      this.set({ older: { loading: false, done: true } });
-      return;
-    }
-    const gen = this.generation;
-    this.set({ older: { loading: true, done: false } });
-    const before = first.seq;
-    const got: Message[] = [];
-    let from = before;
-    try {
-      while (got.length === 0 && from > 0) {
-        from = Math.max(0, before - this.span);
-        let after = from;
-        for (;;) {
-          const page = await this.client.messages(this.conversationId, { after, limit: 500 });
-          for (const m of page.messages) if (m.seq < before) got.push(m);
-          const last = page.messages[page.messages.length - 1];
-          if (page.nextAfter === undefined || last === undefined || last.seq >= before) break;
-          after = page.nextAfter;
-        }
-        this.span = nextSpan(before - from, got.length);
-      }
-    } catch (err) {
-      if (gen === this.generation) this.set({ older: { loading: false, done: false } });
-      throw err;
-    }
-    if (gen !== this.generation) return;
-    this.set({ state: withOlder(this.snap.state, got, this.removed), older: { loading: false, done: from === 0 } });
-  }
-
-  /** Reads older messages until the one at seq is held (or none is left). */
-  async loadUntil(seq: number): Promise<void> {
-    for (let i = 0; i < 1000; i++) {
-      const first = this.snap.state.messages[0];
-      if (!first || first.seq <= seq || this.snap.older.done || this.closed) return;
-      this.span = Math.max(this.span, first.seq - seq + 1);
-      await this.loadOlder();
-    }
-  }
-
-  /** Reads message id whole (a summarized one) and holds it in place of the summary. */
-  async fetchMessage(id: string): Promise<void> {
-    if (this.fetching.has(id)) return;
-    this.fetching.add(id);
-    try {
-      const m = await this.client.message(this.conversationId, id);
-      this.set({ state: holdMessage(this.snap.state, m) });
-    } finally {
-      this.fetching.delete(id);
+  /** Reads the events after `after` up to `until` that the flow keeps into got, page by page. */
+  private async readInto(got: ParleyEvent[], after: number, until: number): Promise<void> {
+    let at = after;
+    while (at < until) {
+      const page = await this.client.events(this.conversationId, { after: at, limit: 1000 });
+      for (const e of page.events) if (e.seq <= until && keepForFlow(e)) got.push(e);
+      const last = page.events[page.events.length - 1];
+      if (page.nextAfter === undefined || last === undefined) break;
+      at = last.seq;
     }
   }
 }

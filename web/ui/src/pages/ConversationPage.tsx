@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
-import { ParleyError, type ExportFormat, type Message, type PromptMode, type QueuedPrompt } from "@parleyhq/client";
+import { ParleyError, type ExportFormat, type LiveConversation, type LiveSnapshot, type Message, type PromptMode, type QueuedPrompt } from "@parleyhq/client";
 import { Composer } from "../components/Composer";
 import { ConfirmDialog } from "../components/ConfirmDialog";
 import { ConversationHead } from "../components/ConversationHead";
@@ -11,37 +11,44 @@ import { runnersOf } from "../lib/presence";
 import { canWrite, refusedToken, writerId, type AuthState } from "../lib/auth";
 import { dispatches, turnOwners } from "../lib/flow";
 import { errorText, firstLine, shortTime } from "../lib/format";
-import { LiveView, type LiveSnapshot } from "../lib/live";
+import { followPage, type FlowEvents, type FlowWindow } from "../lib/live";
 import { noReplyIds } from "../lib/noreply";
 import { navigate } from "../lib/route";
 import { stopTarget } from "../lib/stop";
 import { withStreaming } from "../lib/streaming";
 import { groupRows, repliesByParent, retriedIds, rowOf } from "../lib/turns";
 
-const idle: LiveSnapshot | null = null;
+const idle = (): null => null;
 const noop = (): (() => void) => () => {};
 
-/** Follows a conversation for as long as the page shows it. */
-function useLive(auth: AuthState, id: string, onError: (err: unknown) => void): { live: LiveView | null; snap: LiveSnapshot | null } {
-  const [live, setLive] = useState<LiveView | null>(null);
+/** Follows a conversation for as long as the page shows it: the conversation, and the flow's window of its log. */
+function useLive(
+  auth: AuthState,
+  id: string,
+  onError: (err: unknown) => void,
+): { live: LiveConversation | null; snap: LiveSnapshot | null; flow: FlowWindow | null; flowSnap: FlowEvents | null } {
+  const [followed, setFollowed] = useState<{ live: LiveConversation; flow: FlowWindow } | null>(null);
   const errRef = useRef(onError);
   useEffect(() => {
     errRef.current = onError;
   });
   useEffect(() => {
-    const l = new LiveView(auth.client, id, { onError: (e) => errRef.current(e) });
-    setLive(l);
-    return () => l.close();
+    const f = followPage(auth.client, id, { onError: (e) => errRef.current(e) });
+    setFollowed(f);
+    return () => f.close();
   }, [auth.client, id]);
-  const snap = useSyncExternalStore(live?.subscribe ?? noop, live?.getSnapshot ?? (() => idle));
-  return { live, snap };
+  const live = followed?.live ?? null;
+  const flow = followed?.flow ?? null;
+  const snap = useSyncExternalStore(live?.subscribe ?? noop, live?.getSnapshot ?? idle);
+  const flowSnap = useSyncExternalStore(flow?.subscribe ?? noop, flow?.getSnapshot ?? idle);
+  return { live, snap, flow, flowSnap };
 }
 
 /** The page of one conversation: its head, its messages, the flow beside them, the queue and the prompt box. */
 export function ConversationPage({ id, auth, search }: { id: string; auth: AuthState; search: string }) {
   const [notice, setNotice] = useState<string | null>(null);
   const report = useCallback((err: unknown) => setNotice(errorText(err)), []);
-  const { live, snap } = useLive(auth, id, report);
+  const { live, snap, flow, flowSnap } = useLive(auth, id, report);
   const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
   const [highlighted, setHighlighted] = useState<string | null>(null);
   const [reverting, setReverting] = useState<Message | null>(null);
@@ -53,7 +60,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const streaming = state?.streaming;
   // Text a v1 runner streams before a message holds it is shown as a streaming message of its agent.
   const shown = useMemo(() => withStreaming(messages ?? [], streaming ?? [], id), [messages, streaming, id]);
-  const flowEvents = snap?.flow.events;
+  const flowEvents = flowSnap?.events;
   const owners = useMemo(() => turnOwners(flowEvents ?? []), [flowEvents]);
   const dispatched = useMemo(() => dispatches(flowEvents ?? []), [flowEvents]);
   const rows = useMemo(() => groupRows(shown, { collapsed, owners }), [shown, collapsed, owners]);
@@ -133,7 +140,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   );
   const onRevert = useCallback((m: Message) => setReverting(m), []);
   const onJump = useCallback((mid: string) => void jump(mid), [jump]);
-  const onEarlier = useCallback(() => void live?.loadEarlierFlow(), [live]);
+  const onEarlier = useCallback(() => void flow?.loadEarlier(), [flow]);
 
   const writer = writerId(auth);
   const queue = state?.queue;
@@ -180,31 +187,33 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
     });
   };
 
+  // Why following stopped for good (the conversation is gone, the token refused).
+  const halted = snap?.status.state === "stopped" ? snap.status.error : null;
   // A stream the server ended as unauthorized (the token was revoked) asks for another token, as a 401 does.
-  const stoppedCode = snap?.stopped?.code;
+  const stoppedCode = halted?.code;
   useEffect(() => {
     if (stoppedCode === "unauthorized") refusedToken(auth.token);
   }, [stoppedCode, auth.token]);
 
-  const stopped = snap?.stopped
-    ? snap.stopped.code === "not_found"
+  const stopped = halted
+    ? halted.code === "not_found"
       ? "This conversation does not exist (or was deleted)."
-      : snap.stopped.code === "unauthorized"
+      : halted.code === "unauthorized"
         ? "The server wants a token to show this conversation."
-        : snap.stopped.message
+        : halted.message
     : null;
-  const writable = canWrite(auth) && !state?.head?.closed && !snap?.stopped;
+  const writable = canWrite(auth) && !state?.head?.closed && !halted;
   const later = reverting && messages ? messages.filter((m) => m.seq > reverting.seq).length : 0;
 
   // Screen readers hear of each new message once, not of every text delta (the log itself is not live).
   const newest = messages?.[messages.length - 1];
   const announcement = newest ? `Message from ${newest.agentId} at ${shortTime(newest.createdAt)}` : "";
 
-  if (snap?.stopped && !state?.position) {
+  if (halted && !state?.position) {
     // Refused before anything was shown: nothing of the conversation to draw.
     return (
       <main className="missing">
-        <h1>{snap.stopped.code === "forbidden" ? "This conversation is not open to you" : snap.stopped.code === "not_found" ? "No such conversation" : "This conversation cannot be shown"}</h1>
+        <h1>{halted.code === "forbidden" ? "This conversation is not open to you" : halted.code === "not_found" ? "No such conversation" : "This conversation cannot be shown"}</h1>
         <p role="alert">{stopped}</p>
         <p>
           <a
@@ -287,8 +296,8 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
             <FlowView
               events={flowEvents ?? []}
               agents={agents}
-              after={snap?.flow.after ?? 0}
-              loading={snap?.flow.loading ?? false}
+              after={flowSnap?.after ?? 0}
+              loading={flowSnap?.loading ?? false}
               onEarlier={onEarlier}
               onJump={onJump}
             />

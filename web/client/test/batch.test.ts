@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { Batcher } from "../src/lib/batch";
-import { withOlder, nextSpan } from "../src/lib/older";
-import { emptyState, foldFrame, type Frame } from "@parleyhq/client";
-import { ev, msg } from "./helpers";
+import { Batcher } from "../src/batch.js";
+import { withOlder, nextSpan } from "../src/older.js";
+import { emptyState, foldFrame, type Frame } from "../src/index.js";
+import { ev, msg } from "./makers.js";
 
 /** A scheduler whose frames run when the test says. */
 function frames() {

@@ -1,7 +1,8 @@
 // Older messages read over HTTP (`GET …/messages`), put before the ones the
 // stream's snapshot holds. Pure.
 
-import type { ConversationState, Message } from "@parleyhq/client";
+import type { ConversationState } from "./state.js";
+import type { Message } from "./types.js";
 
 /**
  * The state with the older messages put in front: those with a seq before

@@ -19,7 +19,9 @@ import (
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/tokens"
 )
 
 // The examples run against real servers, open, on loopback, each on a
@@ -61,9 +63,10 @@ func startServer() string {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eng := engine.New(db, engine.Options{})
+	tk := tokens.New(db, tokens.Options{})
+	eng := engine.New(db, engine.Options{Connections: tk})
 	rn := runners.New(eng, runners.Options{})
-	srv := httptest.NewServer(api.New(eng, rn, api.Options{Open: true}))
+	srv := httptest.NewServer(api.New(eng, rn, tk, schedule.New(db, eng, schedule.Options{}), api.Options{Open: true}))
 	stopServer = append(stopServer, func() { srv.Close(); rn.Close(); eng.Close(); db.Close(); os.RemoveAll(dir) })
 	return srv.URL
 }

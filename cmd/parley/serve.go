@@ -18,15 +18,18 @@ import (
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/connlimit"
 	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/deliveries"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/retention"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -81,7 +84,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	fs.Int64Var(&spoolLimits.MaxFile, "max-export-bytes", 4<<30, "the largest export the server spools (past it: 413 too_large)")
 	fs.Int64Var(&spoolLimits.MaxTotal, "export-spool-bytes", 8<<30, "the bytes all the exports being sent may hold in the spool at once (past it: 409 busy)")
 	importLease := fs.Duration("import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
-	maxTasks := fs.Int("max-tasks-per-agent", engine.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
+	maxTasks := fs.Int("max-tasks-per-agent", schedule.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
 	var chunkRetention daysFlag
 	fs.Var(&chunkRetention, "chunk-retention", "compact the chunk events of messages that ended longer ago than this (7d, 36h; at least 1m), keeping their text in the messages; 0 (the default) keeps every event")
 	webhooks := webhookFlag{}
@@ -174,8 +177,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if s, ok := db.(*sqlite.DB); ok {
 		reg.MustRegister(sqlitemetrics.Collectors(s)...)
 	}
+	tk := tokens.New(db, tokens.Options{})
 	eng := engine.New(db, engine.Options{Logger: log, Metrics: engine.NewMetrics(reg), Limits: limits, SubscriberBuffer: *subBuffer, SubscriberBufferBytes: *subBytes,
-		SubscriberMemory: *subMemory, ImportLease: *importLease, MaxTasksPerAgent: *maxTasks, CollectWindow: *collectWindow, TurnLease: *turnLease, Shared: *pgURL != ""})
+		SubscriberMemory: *subMemory, ImportLease: *importLease, Connections: tk, CollectWindow: *collectWindow, TurnLease: *turnLease, Shared: *pgURL != ""})
 	defer eng.Close()
 	// The runners: their connections, the prompts dispatched to them, and
 	// the grace period of a runner gone while its message streams.
@@ -206,12 +210,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	go eng.KeepCaughtUp(ctx, time.Second)
 	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
 	go rn.KeepPresence(ctx)
-	go eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: webhooks, GiveUp: time.Duration(giveUp), Retention: time.Duration(deliveryRetention)})
-	go eng.RunTasks(ctx, time.Second)
+	go deliveries.New(db, deliveries.Options{Webhooks: webhooks, GiveUp: time.Duration(giveUp), Retention: time.Duration(deliveryRetention),
+		Logger: log, Metrics: deliveries.NewMetrics(reg)}).Deliver(ctx)
+	tasks := schedule.New(db, eng, schedule.Options{MaxTasksPerAgent: *maxTasks, Logger: log})
+	go tasks.RunTasks(ctx, time.Second)
 	if r := time.Duration(chunkRetention); r > 0 {
 		go retention.New(db, retention.Options{Retention: r, Logger: log}).Run(ctx)
 	}
-	handler := api.New(eng, rn, api.Options{
+	handler := api.New(eng, rn, tk, tasks, api.Options{
 		Open:           open,
 		Logger:         log,
 		Gatherer:       reg,

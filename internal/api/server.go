@@ -15,7 +15,9 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -72,6 +74,8 @@ type Options struct {
 type Server struct {
 	eng     *engine.Engine
 	runners *runners.Dispatcher
+	tokens  *tokens.Keeper
+	tasks   *schedule.Scheduler
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -88,8 +92,10 @@ type Server struct {
 	exportReads chan struct{}
 }
 
-// New returns the API over eng and its runners.
-func New(eng *engine.Engine, rn *runners.Dispatcher, opts Options) *Server {
+// New returns the API over eng and its runners, the tokens of tk (which
+// must be eng's Options.Connections, so that revoking a token ends its
+// streams too) and the scheduled tasks of tasks.
+func New(eng *engine.Engine, rn *runners.Dispatcher, tk *tokens.Keeper, tasks *schedule.Scheduler, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
@@ -115,7 +121,7 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, opts Options) *Server {
 		opts.Spool = spool.New("", spool.Limits{})
 	}
 	opts.Guards.setDefaults()
-	s := &Server{eng: eng, runners: rn, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
+	s := &Server{eng: eng, runners: rn, tokens: tk, tasks: tasks, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
 		creates:     newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
 		connects:    newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
 		bodies:      &bodyBudget{max: opts.MaxBodyMemory},

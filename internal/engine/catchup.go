@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tick"
 )
 
 // Several nodes may write into one store (PostgreSQL). A node's cached
@@ -167,7 +168,7 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 	if !e.opts.Shared {
 		return
 	}
-	tick(ctx, period, func() {
+	tick.Every(ctx, period, func() {
 		behind, err := e.behind(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.opts.Logger.Warn("reading the heads of followed conversations failed", slog.Any("err", err))

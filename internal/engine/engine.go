@@ -69,9 +69,10 @@ type Options struct {
 	// MaxRevert bounds the messages one revert removes, all of which its
 	// messages.removed event names (default 10,000).
 	MaxRevert int
-	// MaxTasksPerAgent bounds the scheduled tasks of one agent (default
-	// DefaultMaxTasksPerAgent); CreateTask over it is EBUSY.
-	MaxTasksPerAgent int
+	// Connections counts the streams ConnectReader lets in, by token, and
+	// ends them when their token is revoked (tokens.Keeper does; default:
+	// none is counted or ended).
+	Connections Connections
 	// Shared says that other nodes write into the same store (several
 	// nodes on one PostgreSQL database): a cached conversation is then
 	// brought up to the log's head before it answers anything.
@@ -129,8 +130,8 @@ func (o *Options) setDefaults() {
 	if o.ImportLease <= 0 {
 		o.ImportLease = time.Minute
 	}
-	if o.MaxTasksPerAgent <= 0 {
-		o.MaxTasksPerAgent = DefaultMaxTasksPerAgent
+	if o.Connections == nil {
+		o.Connections = uncounted{}
 	}
 }
 
@@ -150,8 +151,7 @@ type Engine struct {
 	// agent-wide runner of it came or went) looks at those alone, not at
 	// every conversation cached. See index.
 	members map[string]map[string]struct{}
-	tokens  tokenCache
-	conns   conns // live connections by token: see Connect
+	conns   conns // live streams: see ConnectReader
 	closed  bool
 	done    chan struct{} // closed by Close
 	wg      sync.WaitGroup
@@ -218,7 +218,7 @@ func New(s store.Store, opts Options) *Engine {
 	e := &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
 		MemoryBytes: opts.SubscriberMemory, Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects,
 		Shed: opts.Metrics.Shed, Delivered: opts.Metrics.Delivered}),
-		runners: noRunners{}, convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), done: make(chan struct{}), owner: NewID()}
+		runners: noRunners{}, conns: conns{counted: opts.Connections}, convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), done: make(chan struct{}), owner: NewID()}
 	opts.Metrics.subscriberBytes.Store(e.hub)
 	e.workers.start(workerCount())
 	return e

@@ -22,9 +22,11 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -73,13 +75,14 @@ func testServe(args []string) error {
 		db = lite
 	}
 	defer db.Close()
-	eng := engine.New(db, engine.Options{})
+	tk := tokens.New(db, tokens.Options{})
+	eng := engine.New(db, engine.Options{Connections: tk})
 	rn := runners.New(eng, runners.Options{})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(eng, rn, api.Options{Open: true, Gatherer: reg})}
+	srv := &http.Server{Handler: api.New(eng, rn, tk, schedule.New(db, eng, schedule.Options{}), api.Options{Open: true, Gatherer: reg})}
 	go srv.Serve(ln)
 	<-ctx.Done()
 	rn.Close()
@@ -182,13 +185,14 @@ func TestRunAgainstServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	eng := engine.New(db, engine.Options{})
+	tk := tokens.New(db, tokens.Options{})
+	eng := engine.New(db, engine.Options{Connections: tk})
 	defer eng.Close()
 	rn := runners.New(eng, runners.Options{})
 	defer rn.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(sqlitemetrics.Collectors(db)...)
-	srv := httptest.NewServer(api.New(eng, rn, api.Options{Open: true, Gatherer: reg}))
+	srv := httptest.NewServer(api.New(eng, rn, tk, schedule.New(db, eng, schedule.Options{}), api.Options{Open: true, Gatherer: reg}))
 	defer srv.Close()
 
 	cfg := smallConfig(TransportWS)

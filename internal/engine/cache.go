@@ -171,7 +171,7 @@ func (e *Engine) load(ctx context.Context, c *conversation, id string) error {
 		}
 		return err
 	}
-	e.leaseFromNow(c)
+	c.leaseFromNow(e.opts.Now())
 	e.schedule(c, id) // a claim or a turn read from the store lapses on time too
 	// Its runners learn of its streams, whose runner may be gone, and of
 	// its queue, whose prompts may wait for a runner here.

@@ -24,9 +24,6 @@ import (
 // (see leaseFromNow): a node that has just loaded it cannot know whether
 // the owner's runner is about to come back.
 
-// turnLease is the lease of the conversation of s.
-func (e *Engine) turnLease(s conv.State) time.Duration { return s.TurnLease(e.opts.TurnLease) }
-
 // noteOwner records whether the open turn's owner has a runner attached
 // (on any node): its lease counts from the last moment it was seen with
 // one, so that a runner that goes away leaves its agent a whole lease to
@@ -51,9 +48,9 @@ func (e *Engine) noteOwner(c *conversation) {
 // lease from now: after a restart its owner's runner may not have come
 // back yet, and this node has not seen whether it had one. c.mu must be
 // held.
-func (e *Engine) leaseFromNow(c *conversation) {
+func (c *conversation) leaseFromNow(now time.Time) {
 	if open := c.state.Open; open != nil {
-		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, e.opts.Now(), false
+		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, now, false
 	}
 }
 
@@ -75,7 +72,7 @@ func (e *Engine) scheduleTurnLapse(c *conversation, id string) {
 		return
 	}
 	c.armedTurn = open.Turn
-	lease := e.turnLease(c.state)
+	lease := c.state.TurnLease(e.opts.TurnLease)
 	wait := c.state.TurnLapse(lease, c.ownerSeen).Sub(e.opts.Now()) + time.Millisecond
 	if c.ownerHad {
 		// Its runner is attached: look again in a lease (a runner that
@@ -112,7 +109,7 @@ func (e *Engine) expireTurn(id string) {
 			e.noteOwner(c)
 			since = c.ownerSeen
 		}
-		return conv.ExpireTurn{Lease: e.turnLease(s), Runners: e.runners.Agents(s), Since: since}, nil
+		return conv.ExpireTurn{Lease: s.TurnLease(e.opts.TurnLease), Runners: e.runners.Agents(s), Since: since}, nil
 	}, nil)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND && parley.ErrorCode(err) != parley.EUNAVAILABLE {

@@ -85,10 +85,7 @@ func (e *Engine) HandleNotice(n feed.Notice) {
 		e.CatchUp(n.ConversationID, beyondHead)
 		return
 	}
-	e.mu.Lock()
-	_, cached := e.convs[n.ConversationID]
-	e.mu.Unlock()
-	if cached || !n.Queue || !e.runners.AgentWide() {
+	if e.cache.get(n.ConversationID) != nil || !n.Queue || !e.runners.AgentWide() {
 		e.CatchUp(n.ConversationID, n.Seq)
 		return
 	}
@@ -111,32 +108,37 @@ func (e *Engine) HandleNotice(n feed.Notice) {
 // subscribers get the new events, its runners their aborts and prompts.
 // It returns at once; the catching up runs on its own.
 func (e *Engine) CatchUp(conversationID string, seq int64) {
-	e.mu.Lock()
-	c := e.convs[conversationID]
+	m := e.cache
+	e.mu.Lock() // e.mu before m.mu, never the other way round
+	m.mu.Lock()
+	c := m.convs[conversationID]
 	if c == nil || e.closed {
+		m.mu.Unlock()
 		e.mu.Unlock()
 		return
 	}
 	c.wanted = max(c.wanted, seq)
 	if c.catching { // the catch-up under way takes this one too
+		m.mu.Unlock()
 		e.mu.Unlock()
 		return
 	}
 	c.catching = true
+	m.mu.Unlock()
 	e.wg.Add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
 		for {
-			e.mu.Lock()
+			m.mu.Lock()
 			want := c.wanted
 			if want == 0 {
 				c.catching = false
-				e.mu.Unlock()
+				m.mu.Unlock()
 				return
 			}
 			c.wanted = 0
-			e.mu.Unlock()
+			m.mu.Unlock()
 			e.catchUpTo(c, conversationID, want)
 		}
 	}()
@@ -185,14 +187,7 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 // them look at their head and drop. One being written now is skipped:
 // its writer meets the head anyway.
 func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
-	e.mu.Lock()
-	followed := make(map[string]*conversation)
-	for id, c := range e.convs {
-		if e.runners.Here(id) || e.hub.Follows(id) {
-			followed[id] = c
-		}
-	}
-	e.mu.Unlock()
+	followed := e.cache.entries(e.cache.followed)
 	cached := make(map[string]store.Head, len(followed))
 	for id, c := range followed {
 		if c.mu.TryLock() {
@@ -229,13 +224,7 @@ func headOf(s conv.State) store.Head {
 // a node does when it may have missed notifications (its listening
 // connection to the store was lost and is back).
 func (e *Engine) CatchUpAll(ctx context.Context) {
-	e.mu.Lock()
-	ids := make([]string, 0, len(e.convs))
-	for id := range e.convs {
-		ids = append(ids, id)
-	}
-	e.mu.Unlock()
-	for _, id := range ids {
+	for id := range e.cache.entries(nil) {
 		if ctx.Err() != nil {
 			return
 		}

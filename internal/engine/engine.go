@@ -143,18 +143,14 @@ type Engine struct {
 	runners Runners // see SetRunners
 	workers workers
 
-	mu    sync.Mutex
-	convs map[string]*conversation
-	// members indexes the loaded conversations of convs by the agents
-	// that take part in them (conv.Members, fixed when a conversation is
-	// made), so that what concerns one agent's conversations (an
-	// agent-wide runner of it came or went) looks at those alone, not at
-	// every conversation cached. See index.
-	members map[string]map[string]struct{}
-	conns   conns // live streams: see ConnectReader
-	closed  bool
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+	cache *cache // the conversations loaded here
+	conns conns  // live streams: see ConnectReader
+
+	// mu guards closed, and orders wg.Add before Close's Wait.
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
 
 	// owner tells this engine's imports from those of other processes.
 	owner string
@@ -191,11 +187,11 @@ type conversation struct {
 	// snapshotDue).
 	snapshot int64
 	// wanted is the newest seq other nodes said they wrote and catching
-	// whether a catch-up runs (see CatchUp); both guarded by Engine.mu.
+	// whether a catch-up runs (see CatchUp); both guarded by cache.mu.
 	wanted   int64
 	catching bool
-	// indexed holds the agents Engine.members lists it under, once its
-	// state is loaded (guarded by Engine.mu).
+	// indexed holds the agents cache.members lists it under, once its
+	// state is loaded (guarded by cache.mu).
 	indexed []string
 
 	// qmu guards queue, the commands waiting to be decided, and driving,
@@ -218,7 +214,8 @@ func New(s store.Store, opts Options) *Engine {
 	e := &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
 		MemoryBytes: opts.SubscriberMemory, Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects,
 		Shed: opts.Metrics.Shed, Delivered: opts.Metrics.Delivered}),
-		runners: noRunners{}, conns: conns{counted: opts.Connections}, convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), done: make(chan struct{}), owner: NewID()}
+		runners: noRunners{}, conns: conns{counted: opts.Connections}, done: make(chan struct{}), owner: NewID()}
+	e.cache = newCache(opts.MaxCached, func(id string) bool { return e.runners.Here(id) || e.hub.Follows(id) })
 	opts.Metrics.subscriberBytes.Store(e.hub)
 	e.workers.start(workerCount())
 	return e
@@ -239,13 +236,9 @@ func (e *Engine) Close() {
 		close(e.done)
 	}
 	e.closed = true
-	convs := make([]*conversation, 0, len(e.convs))
-	for _, c := range e.convs {
-		convs = append(convs, c)
-	}
 	e.mu.Unlock()
-	for _, c := range convs { // lock order is c.mu before e.mu, so not under e.mu
-		c.mu.Lock()
+	for _, c := range e.cache.entries(nil) {
+		c.mu.Lock() // lock order is c.mu before the cache's, so not under it
 		c.stopTimers()
 		c.mu.Unlock()
 	}

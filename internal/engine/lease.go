@@ -101,9 +101,7 @@ func (e *Engine) expireTurn(id string) {
 	defer cancel()
 	var c *conversation
 	d, _, err := e.decide(ctx, id, func(s conv.State) (conv.Command, error) {
-		e.mu.Lock()
-		c = e.convs[id]
-		e.mu.Unlock()
+		c = e.cache.get(id)
 		var since time.Time
 		if c != nil { // its lock is held: build runs under it
 			e.noteOwner(c)
@@ -118,7 +116,7 @@ func (e *Engine) expireTurn(id string) {
 		return
 	}
 	if len(d.Events) == 0 {
-		e.withCached(id, func(c *conversation) {
+		e.cache.withLoaded(id, func(c *conversation) {
 			c.turnTimer = nil // it fired: arm it again
 			e.scheduleTurnLapse(c, id)
 		})

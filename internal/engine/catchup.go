@@ -171,7 +171,7 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 		return
 	}
 	tick.Every(ctx, period, func() {
-		behind, err := e.behind(ctx)
+		behind, err := e.cache.behind(ctx, e.store)
 		if err != nil && ctx.Err() == nil {
 			e.opts.Logger.Warn("reading the heads of followed conversations failed", slog.Any("err", err))
 		}
@@ -186,8 +186,8 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 // (deleted, or made again: another epoch), with beyondHead, which has
 // them look at their head and drop. One being written now is skipped:
 // its writer meets the head anyway.
-func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
-	followed := e.cache.entries(e.cache.followed)
+func (m *cache) behind(ctx context.Context, st store.Store) (map[string]int64, error) {
+	followed := m.entries(m.followed)
 	cached := make(map[string]store.Head, len(followed))
 	for id, c := range followed {
 		if c.mu.TryLock() {
@@ -199,7 +199,7 @@ func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
 	}
 	out := map[string]int64{}
 	for ids := range slices.Chunk(slices.Collect(maps.Keys(cached)), store.MaxHeads) {
-		heads, err := e.store.Heads(ctx, ids)
+		heads, err := st.Heads(ctx, ids)
 		if err != nil {
 			return out, err
 		}

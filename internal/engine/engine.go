@@ -432,7 +432,7 @@ func sameGuidance(a, b *parley.Guidance) bool {
 // append writes a decision: with the store's Append, or with write if
 // set (an append under a lock the caller holds).
 func (e *Engine) append(ctx context.Context, c *conversation, write func(store.AppendParams) error, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
-	p, snapshot, err := e.appendParams(c, prev, next, d, respond)
+	p, snapshot, err := c.appendParams(prev, next, d, respond)
 	if err != nil {
 		return err
 	}
@@ -451,7 +451,7 @@ func (e *Engine) append(ctx context.Context, c *conversation, write func(store.A
 
 // appendParams makes the append of decision d, which takes c from prev
 // to next; snapshot says whether it rewrites the stored state snapshot.
-func (e *Engine) appendParams(c *conversation, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) (p store.AppendParams, snapshot bool, err error) {
+func (c *conversation) appendParams(prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) (p store.AppendParams, snapshot bool, err error) {
 	var state, queue []byte
 	snapshot = snapshotDue(c.snapshot, next, d.Events)
 	if snapshot {

@@ -28,7 +28,7 @@ import (
 // (on any node): its lease counts from the last moment it was seen with
 // one, so that a runner that goes away leaves its agent a whole lease to
 // come back. c.mu must be held.
-func (e *Engine) noteOwner(c *conversation) {
+func (c *conversation) noteOwner(r Runners, now func() time.Time) {
 	open := c.state.Open
 	if open == nil {
 		c.leaseTurn, c.ownerSeen, c.ownerHad = 0, time.Time{}, false
@@ -37,9 +37,9 @@ func (e *Engine) noteOwner(c *conversation) {
 	if open.Turn != c.leaseTurn {
 		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, time.Time{}, false
 	}
-	has := slices.Contains(e.runners.Agents(c.state), open.Owner)
+	has := slices.Contains(r.Agents(c.state), open.Owner)
 	if has || c.ownerHad {
-		c.ownerSeen = e.opts.Now() // attached now, or until just now
+		c.ownerSeen = now() // attached now, or until just now
 	}
 	c.ownerHad = has
 }
@@ -57,7 +57,7 @@ func (c *conversation) leaseFromNow(now time.Time) {
 // scheduleTurnLapse arms the timer of the open turn's lease; c.mu must be
 // held.
 func (e *Engine) scheduleTurnLapse(c *conversation, id string) {
-	e.noteOwner(c)
+	c.noteOwner(e.runners, e.opts.Now)
 	open := c.state.Open
 	if open != nil && !c.state.Closed && c.ownerHad && c.turnTimer != nil && c.armedTurn == open.Turn {
 		// Its runner is attached and the timer will look again within a
@@ -104,7 +104,7 @@ func (e *Engine) expireTurn(id string) {
 		c = e.cache.get(id)
 		var since time.Time
 		if c != nil { // its lock is held: build runs under it
-			e.noteOwner(c)
+			c.noteOwner(e.runners, e.opts.Now)
 			since = c.ownerSeen
 		}
 		return conv.ExpireTurn{Lease: s.TurnLease(e.opts.TurnLease), Runners: e.runners.Agents(s), Since: since}, nil

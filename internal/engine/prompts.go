@@ -34,7 +34,7 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 		p.Window = e.opts.CollectWindow
 	}
 	build := func(conv.State) (conv.Command, error) {
-		known, err := e.lookups(ctx, conversationID, p.AgentID, p.ClientRequestID, lookupID, "", "")
+		known, err := lookups(ctx, e.store, conversationID, p.AgentID, p.ClientRequestID, lookupID, "", "")
 		p.Known = known
 		return p, err
 	}
@@ -70,7 +70,7 @@ func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.Que
 // explain is the queue of c, each waiting prompt saying what it waits
 // for; c.mu must be held.
 func (e *Engine) explain(c *conversation) []conv.QueuedPrompt {
-	e.noteOwner(c)
+	c.noteOwner(e.runners, e.opts.Now)
 	return c.state.Explain(e.runners.Agents(c.state), e.opts.Now(), c.state.TurnLease(e.opts.TurnLease), c.ownerSeen)
 }
 

@@ -191,7 +191,7 @@ func (e *Engine) start(id string, q *conversation) {
 	stream := len(q.queue) > 0 && q.queue[0].stream != nil
 	q.qmu.Unlock()
 	if stream {
-		e.work(func() { e.next(id, q) })
+		e.workers.add(func() { e.next(id, q) })
 		return
 	}
 	e.next(id, q)
@@ -283,7 +283,7 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 	start := time.Now()
 	e.store.AppendAsync(p, func(err error) {
 		e.opts.Metrics.observeAppend(len(r.d.Events), time.Since(start), err)
-		e.work(func() {
+		e.workers.add(func() {
 			defer e.wg.Done()
 			e.writeDone(id, q, c, r, snapshot, live, attempt, err)
 		})

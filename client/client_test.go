@@ -15,7 +15,9 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/tokens"
 )
 
 // server runs the real API, open, on loopback for the client to talk to.
@@ -25,9 +27,15 @@ func server(t *testing.T) (*client.Client, context.Context) {
 	return client.New(url, ""), ctx
 }
 
+// testServer is the engine and the tokens of a server serve runs.
+type testServer struct {
+	eng    *engine.Engine
+	tokens *tokens.Keeper
+}
+
 // serve runs the real API on a SQLite file over loopback and returns its
-// engine (for tokens), its URL and a context that ends with the test.
-func serve(t *testing.T, eopts engine.Options, aopts api.Options) (*engine.Engine, string, context.Context) {
+// engine and tokens, its URL and a context that ends with the test.
+func serve(t *testing.T, eopts engine.Options, aopts api.Options) (testServer, string, context.Context) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -35,11 +43,14 @@ func serve(t *testing.T, eopts engine.Options, aopts api.Options) (*engine.Engin
 	if err != nil {
 		t.Fatal(err)
 	}
+	tk := tokens.New(db, tokens.Options{Now: eopts.Now})
+	eopts.Connections = tk
 	eng := engine.New(db, eopts)
 	rn := runners.New(eng, db, runners.Options{})
-	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), aopts))
+	tasks := schedule.New(db, eng, schedule.Options{Now: eopts.Now})
+	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), tk, tasks, aopts))
 	t.Cleanup(func() { srv.Close(); rn.Close(); eng.Close(); db.Close() })
-	return eng, srv.URL, ctx
+	return testServer{eng: eng, tokens: tk}, srv.URL, ctx
 }
 
 func TestErrorsCarryCodeStatusAndHead(t *testing.T) {
@@ -134,12 +145,12 @@ func TestAFailedCallReturnsNoResult(t *testing.T) {
 // the server's status, code and message, not a code that says retry.
 func TestConnectRunnerReturnsTheRefusal(t *testing.T) {
 	t.Parallel()
-	eng, url, ctx := serve(t, engine.Options{}, api.Options{})
-	admin, _, err := eng.CreateToken(ctx, parley.TokenAdmin, "", "")
+	sv, url, ctx := serve(t, engine.Options{}, api.Options{})
+	admin, _, err := sv.tokens.CreateToken(ctx, parley.TokenAdmin, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	viewer, _, err := eng.CreateToken(ctx, parley.TokenViewer, "", "")
+	viewer, _, err := sv.tokens.CreateToken(ctx, parley.TokenViewer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestDecodeKnowsEveryEventType(t *testing.T) {
 func TestDecodeEveryEventType(t *testing.T) {
 	t.Parallel()
 	var skew atomic.Int64 // how far the engine's clock is ahead
-	eng, url, ctx := serve(t, engine.Options{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}, api.Options{Open: true})
+	sv, url, ctx := serve(t, engine.Options{Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }}, api.Options{Open: true})
 	c := client.New(url, "")
 	v, err := c.CreateConversation(ctx, client.NewConversation{ID: "every-event", Participants: []string{"bot"}, Members: []string{"human", "worker", "other"}})
 	if err != nil {
@@ -144,7 +144,7 @@ func TestDecodeEveryEventType(t *testing.T) {
 		t.Fatal(err)
 	}
 	skew.Store(int64(2 * time.Second))
-	if err := eng.FireDueTasks(ctx); err != nil {
+	if err := sv.eng.FireDueTasks(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(client.EventTaskRun)

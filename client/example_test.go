@@ -20,7 +20,9 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/tokens"
 )
 
 // The examples run against real servers, open, on loopback, each on a
@@ -62,9 +64,10 @@ func startServer() string {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eng := engine.New(db, engine.Options{})
+	tk := tokens.New(db, tokens.Options{})
+	eng := engine.New(db, engine.Options{Connections: tk})
 	rn := runners.New(eng, db, runners.Options{})
-	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), api.Options{Open: true}))
+	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), tk, schedule.New(db, eng, schedule.Options{}), api.Options{Open: true}))
 	stopServer = append(stopServer, func() { srv.Close(); rn.Close(); eng.Close(); db.Close(); os.RemoveAll(dir) })
 	return srv.URL
 }

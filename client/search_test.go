@@ -18,9 +18,9 @@ import (
 // only, and an agent's search finds only what its agent may read.
 func TestSearchPagesAndIterates(t *testing.T) {
 	t.Parallel()
-	eng, url, ctx := serve(t, engine.Options{}, api.Options{})
+	sv, url, ctx := serve(t, engine.Options{}, api.Options{})
 	token := func(kind parley.TokenKind, agent string) *client.Client {
-		s, _, err := eng.CreateToken(ctx, kind, agent, "")
+		s, _, err := sv.tokens.CreateToken(ctx, kind, agent, "")
 		if err != nil {
 			t.Fatal(err)
 		}

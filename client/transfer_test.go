@@ -19,12 +19,12 @@ import (
 // refused with its code, and nothing is written.
 func TestBackupStreamsTheStore(t *testing.T) {
 	t.Parallel()
-	eng, url, ctx := serve(t, engine.Options{}, api.Options{})
-	admin, _, err := eng.CreateToken(ctx, parley.TokenAdmin, "", "")
+	sv, url, ctx := serve(t, engine.Options{}, api.Options{})
+	admin, _, err := sv.tokens.CreateToken(ctx, parley.TokenAdmin, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	alice, _, err := eng.CreateToken(ctx, parley.TokenAgent, "alice", "")
+	alice, _, err := sv.tokens.CreateToken(ctx, parley.TokenAgent, "alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}

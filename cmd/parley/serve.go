@@ -18,16 +18,19 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/connlimit"
+	"github.com/parleyhq/parley/internal/deliveries"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/retention"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -66,8 +69,10 @@ type serveMain struct {
 	open    bool   // no tokens: every request acts as admin
 	spool   *spool.Spool
 	reg     *prometheus.Registry
+	tokens  *tokens.Keeper
 	eng     *engine.Engine
 	rn      *runners.Dispatcher
+	tasks   *schedule.Scheduler
 	handler *api.Server
 	ln      *connlimit.Listener
 	loops   loops
@@ -186,8 +191,8 @@ func (m *serveMain) openSpool(context.Context) error {
 	return nil
 }
 
-// newEngine makes the metrics' registry, the engine (the one write path)
-// and the runners: their connections, the prompts dispatched to them, and
+// newEngine makes the metrics' registry, the tokens, the engine (the one
+// write path), the scheduled tasks and the runners: their connections, the prompts dispatched to them, and
 // the grace period of a runner gone while its message streams.
 func (m *serveMain) newEngine(context.Context) error {
 	f := &m.flags
@@ -196,9 +201,11 @@ func (m *serveMain) newEngine(context.Context) error {
 	if s, ok := m.db.(*sqlite.DB); ok {
 		m.reg.MustRegister(sqlitemetrics.Collectors(s)...)
 	}
+	m.tokens = tokens.New(m.db, tokens.Options{})
 	m.eng = engine.New(m.db, engine.Options{Logger: m.log, Metrics: engine.NewMetrics(m.reg), Limits: f.limits, SubscriberBuffer: f.subBuffer, SubscriberBufferBytes: f.subBytes,
-		SubscriberMemory: f.subMemory, ImportLease: f.importLease, MaxTasksPerAgent: f.maxTasks, CollectWindow: f.collectWindow, TurnLease: f.turnLease, Shared: f.pgURL != ""})
+		SubscriberMemory: f.subMemory, ImportLease: f.importLease, Connections: m.tokens, CollectWindow: f.collectWindow, TurnLease: f.turnLease, Shared: f.pgURL != ""})
 	m.rn = runners.New(m.eng, m.db, runners.Options{Grace: f.grace, PresenceLease: f.runnerLease, Logger: m.log})
+	m.tasks = schedule.New(m.db, m.eng, schedule.Options{MaxTasksPerAgent: f.maxTasks, Logger: m.log})
 	return nil
 }
 
@@ -246,10 +253,9 @@ func (m *serveMain) startLoops(ctx context.Context) error {
 	m.loops.Go(ctx, "catch-up", func(ctx context.Context) { m.eng.KeepCaughtUp(ctx, time.Second) })
 	// Its runners, for the other nodes (with -postgres): whose streams wait, and guidance.
 	m.loops.Go(ctx, "runner presence", m.rn.KeepPresence)
-	m.loops.Go(ctx, "deliveries", func(ctx context.Context) {
-		m.eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: f.webhooks, GiveUp: time.Duration(f.giveUp), Retention: time.Duration(f.deliveryRetention)})
-	})
-	m.loops.Go(ctx, "tasks", func(ctx context.Context) { m.eng.RunTasks(ctx, time.Second) })
+	m.loops.Go(ctx, "deliveries", deliveries.New(m.db, deliveries.Options{Webhooks: f.webhooks, GiveUp: time.Duration(f.giveUp), Retention: time.Duration(f.deliveryRetention),
+		Logger: m.log, Metrics: deliveries.NewMetrics(m.reg)}).Deliver)
+	m.loops.Go(ctx, "tasks", func(ctx context.Context) { m.tasks.RunTasks(ctx, time.Second) })
 	if r := time.Duration(f.chunkRetention); r > 0 {
 		m.loops.Go(ctx, "chunk retention", retention.New(m.db, retention.Options{Retention: r, Logger: m.log}).Run)
 	}
@@ -260,7 +266,7 @@ func (m *serveMain) startLoops(ctx context.Context) error {
 // of tokens revoked elsewhere.
 func (m *serveMain) newHandler(ctx context.Context) error {
 	db := m.db
-	m.handler = api.New(m.eng, m.rn, reads.New(m.db, m.eng), api.Options{
+	m.handler = api.New(m.eng, m.rn, reads.New(m.db, m.eng), m.tokens, m.tasks, api.Options{
 		Open:           m.open,
 		Logger:         m.log,
 		Gatherer:       m.reg,

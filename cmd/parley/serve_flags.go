@@ -10,7 +10,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/conv"
-	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
 	"github.com/parleyhq/parley/internal/sqlite"
 )
@@ -110,7 +110,7 @@ func (f *serveFlags) defineTransfers(fs *flag.FlagSet) {
 	fs.Int64Var(&f.spoolLimits.MaxFile, "max-export-bytes", 4<<30, "the largest export the server spools (past it: 413 too_large)")
 	fs.Int64Var(&f.spoolLimits.MaxTotal, "export-spool-bytes", 8<<30, "the bytes all the exports being sent may hold in the spool at once (past it: 409 busy)")
 	fs.DurationVar(&f.importLease, "import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
-	fs.IntVar(&f.maxTasks, "max-tasks-per-agent", engine.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
+	fs.IntVar(&f.maxTasks, "max-tasks-per-agent", schedule.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
 	fs.Var(&f.chunkRetention, "chunk-retention", "compact the chunk events of messages that ended longer ago than this (7d, 36h; at least 1m), keeping their text in the messages; 0 (the default) keeps every event")
 }
 

@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/tokens"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -58,25 +58,24 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer db.Close()
-	eng := engine.New(db, engine.Options{})
-	defer eng.Close()
+	tk := tokens.New(db, tokens.Options{})
 
 	switch args[0] {
 	case "create":
-		secret, t, err := eng.CreateToken(ctx, parley.TokenKind(*kind), *agent, *name)
+		secret, t, err := tk.CreateToken(ctx, parley.TokenKind(*kind), *agent, *name)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "created %s token %s; the secret below is shown only once\n", t.Kind, t.ID)
 		fmt.Fprintln(stdout, secret)
 	case "list":
-		tokens, err := eng.ListTokens(ctx)
+		ts, err := tk.ListTokens(ctx)
 		if err != nil {
 			return err
 		}
 		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "ID\tKIND\tAGENT\tNAME\tCREATED\tREVOKED")
-		for _, t := range tokens {
+		for _, t := range ts {
 			revoked := ""
 			if !t.RevokedAt.IsZero() {
 				revoked = t.RevokedAt.Format(parley.TimeLayout)
@@ -88,7 +87,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if fs.NArg() != 1 {
 			return fmt.Errorf("token revoke: give one token id")
 		}
-		if err := eng.RevokeToken(ctx, fs.Arg(0)); err != nil {
+		if err := tk.RevokeToken(ctx, fs.Arg(0)); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "revoked %s\n", fs.Arg(0))

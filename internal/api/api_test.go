@@ -19,8 +19,10 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
 )
 
 // bundle is a real server over loopback: SQLite file, engine, API, and
@@ -29,6 +31,8 @@ type bundle struct {
 	t                         testing.TB
 	url                       string
 	eng                       *engine.Engine
+	tokens                    *tokens.Keeper
+	tasks                     *schedule.Scheduler
 	db                        *sqlite.DB
 	admin, alice, bob, viewer string
 	ctx                       context.Context
@@ -52,10 +56,23 @@ func setupRunners(t testing.TB, eopts engine.Options, dopts runners.Options, aop
 	return setupWrapped(t, nil, nil, eopts, dopts, aopts)
 }
 
+// setupTasks is setup with the scheduled tasks' options too.
+func setupTasks(t testing.TB, eopts engine.Options, sopts schedule.Options, aopts api.Options) *bundle {
+	t.Helper()
+	b, _ := setupAll(t, nil, nil, eopts, sopts, runners.Options{Logger: eopts.Logger}, aopts)
+	return b
+}
+
 // setupWrapped is setupRunners over the store wrap makes (the store
 // itself if wrap is nil) of the SQLite file, or of the store open opens
 // (if not nil; the bundle's db is then nil).
 func setupWrapped(t testing.TB, open func(context.Context) (store.Store, error), wrap func(store.Store) store.Store, eopts engine.Options, dopts runners.Options, aopts api.Options) (*bundle, *api.Server) {
+	t.Helper()
+	return setupAll(t, open, wrap, eopts, schedule.Options{}, dopts, aopts)
+}
+
+// setupAll is setupWrapped with the scheduled tasks' options too.
+func setupAll(t testing.TB, open func(context.Context) (store.Store, error), wrap func(store.Store) store.Store, eopts engine.Options, sopts schedule.Options, dopts runners.Options, aopts api.Options) (*bundle, *api.Server) {
 	t.Helper()
 	// The bound on the bundle's requests: one that hangs fails the test.
 	// The race detector slows the server down several times.
@@ -80,23 +97,23 @@ func setupWrapped(t testing.TB, open func(context.Context) (store.Store, error),
 	if wrap != nil {
 		st = wrap(st)
 	}
-	srv, eng, handler := serveStore(t, st, eopts, dopts, aopts)
-	b := &bundle{t: t, url: srv.URL, eng: eng, db: file, ctx: ctx}
+	sv := serve(t, st, eopts, sopts, dopts, aopts)
+	b := &bundle{t: t, url: sv.srv.URL, eng: sv.eng, tokens: sv.tokens, tasks: sv.tasks, db: file, ctx: ctx}
 	mk := func(kind parley.TokenKind, agent string) string {
-		s, _, err := eng.CreateToken(ctx, kind, agent, "")
+		s, _, err := sv.tokens.CreateToken(ctx, kind, agent, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	b.admin, b.alice, b.bob, b.viewer = mk(parley.TokenAdmin, ""), mk(parley.TokenAgent, "alice"), mk(parley.TokenAgent, "bob"), mk(parley.TokenViewer, "")
-	return b, handler
+	return b, sv.handler
 }
 
 // agentToken makes a token of agent and returns its secret.
 func (b *bundle) agentToken(agent string) string {
 	b.t.Helper()
-	s, _, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, agent, "")
+	s, _, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, agent, "")
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -107,12 +124,38 @@ func (b *bundle) agentToken(agent string) string {
 // test ends (and closes db then).
 func serveStore(t testing.TB, db store.Store, eopts engine.Options, dopts runners.Options, aopts api.Options) (*httptest.Server, *engine.Engine, *api.Server) {
 	t.Helper()
+	sv := serve(t, db, eopts, schedule.Options{}, dopts, aopts)
+	return sv.srv, sv.eng, sv.handler
+}
+
+// served is what serve makes.
+type served struct {
+	srv     *httptest.Server
+	eng     *engine.Engine
+	tokens  *tokens.Keeper
+	tasks   *schedule.Scheduler
+	handler *api.Server
+}
+
+// serve is serveStore with the scheduled tasks' options too (their clock
+// and logger are the engine's, unless set).
+func serve(t testing.TB, db store.Store, eopts engine.Options, sopts schedule.Options, dopts runners.Options, aopts api.Options) served {
+	t.Helper()
+	tk := tokens.New(db, tokens.Options{Now: eopts.Now})
+	eopts.Connections = tk
 	eng := engine.New(db, eopts)
+	if sopts.Now == nil {
+		sopts.Now = eopts.Now
+	}
+	if sopts.Logger == nil {
+		sopts.Logger = eopts.Logger
+	}
+	tasks := schedule.New(db, eng, sopts)
 	rn := runners.New(eng, db, dopts)
-	handler := api.New(eng, rn, reads.New(db, eng), aopts)
+	handler := api.New(eng, rn, reads.New(db, eng), tk, tasks, aopts)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() { srv.Close(); rn.Close(); eng.Close(); db.Close() })
-	return srv, eng, handler
+	return served{srv: srv, eng: eng, tokens: tk, tasks: tasks, handler: handler}
 }
 
 // response is an answer with its decoded JSON body.
@@ -284,7 +327,7 @@ func TestIdentity(t *testing.T) {
 	b.want(b.do("GET", "/v1/conversations/"+id, secret, nil), 401, "unauthorized")
 	b.want(b.do("DELETE", "/v1/tokens/nope", b.admin, nil), 404, "not_found")
 	r = b.do("GET", "/v1/tokens", b.admin, nil)
-	if bytes.Contains(r.raw, []byte(secret)) || bytes.Contains(r.raw, []byte(engine.HashToken(secret))) {
+	if bytes.Contains(r.raw, []byte(secret)) || bytes.Contains(r.raw, []byte(tokens.HashToken(secret))) {
 		t.Fatal("token list leaks a secret or its hash")
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			h(w, r, parley.Identity{Kind: parley.TokenAdmin, Open: true})
 			return
 		}
-		who, err := s.eng.Authenticate(r.Context(), secret)
+		who, err := s.tokens.Authenticate(r.Context(), secret)
 		if err != nil {
 			s.refuse(w, r, err)
 			return

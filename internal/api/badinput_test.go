@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/schedule"
 )
 
 // Small limits, so that every "too large" case is cheap to send.
@@ -25,7 +26,7 @@ const (
 	badMetaLimit = 512      // conv.Limits.MaxMetadataBytes
 	badMaxParts  = 8        // conv.Limits.MaxParts
 	badMaxDepth  = 3        // conv.Limits.MaxThreadDepth: at most 2 ancestors
-	badMaxTasks  = 1        // engine.Options.MaxTasksPerAgent: alice has t1
+	badMaxTasks  = 1        // schedule.Options.MaxTasksPerAgent: alice has t1
 	badMaxQueued = 2        // conv.Limits.MaxQueuedPrompts
 	badStreaming = 1        // conv.Limits.MaxStreaming
 )
@@ -60,7 +61,7 @@ func newBadFixture(t *testing.T) *badFixture {
 func newBadFixtureWith(t *testing.T, aopts api.Options) *badFixture {
 	t.Helper()
 	aopts.MaxBodyBytes, aopts.MaxImportBytes = badBodyLimit, badBodyLimit
-	b := setup(t, engine.Options{Limits: badLimits(), MaxTasksPerAgent: badMaxTasks}, aopts)
+	b := setupTasks(t, engine.Options{Limits: badLimits()}, schedule.Options{MaxTasksPerAgent: badMaxTasks}, aopts)
 	f := &badFixture{bundle: b, c: b.conversation("alice", "bob"), c2: b.conversation("alice"), c3: b.conversation()}
 	msg := func(conv, token string, body map[string]any) {
 		t.Helper()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/deliveries"
 	"github.com/parleyhq/parley/internal/engine"
 )
 
@@ -39,7 +40,7 @@ func TestRepliesGoOnlyToTheirPromptsChannel(t *testing.T) {
 	b := setup(t, engine.Options{}, api.Options{})
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go b.eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond})
+	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond}).Deliver(ctx)
 	id := b.conversation("alice")
 	base := "/v1/conversations/" + id
 	run := b.runnerConn(id, b.alice)

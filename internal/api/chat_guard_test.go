@@ -18,7 +18,7 @@ import (
 func TestChatStreamsAreGuarded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{MaxConnsPerToken: 2, CreateRate: 0.001, CreateBurst: 1}})
-	secret, tok, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
+	secret, tok, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
+	"github.com/parleyhq/parley/internal/tokens"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -109,20 +111,23 @@ func setupListening(t *testing.T, eopts engine.Options, aopts api.Options, liste
 	if err != nil {
 		t.Fatal(err)
 	}
+	tk := tokens.New(db, tokens.Options{Now: eopts.Now})
+	eopts.Connections = tk
 	eng := engine.New(db, eopts)
 	rn := runners.New(eng, db, runners.Options{})
-	srv := httptest.NewUnstartedServer(api.New(eng, rn, reads.New(db, eng), aopts))
+	tasks := schedule.New(db, eng, schedule.Options{Now: eopts.Now, Logger: eopts.Logger})
+	srv := httptest.NewUnstartedServer(api.New(eng, rn, reads.New(db, eng), tk, tasks, aopts))
 	srv.Listener.Close()
 	srv.Listener = listen()
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); rn.Close(); eng.Close(); db.Close() })
-	b := &bundle{t: t, url: srv.URL, eng: eng, db: db, ctx: ctx}
+	b := &bundle{t: t, url: srv.URL, eng: eng, tokens: tk, tasks: tasks, db: db, ctx: ctx}
 	for _, tok := range []struct {
 		to   *string
 		kind parley.TokenKind
 		who  string
 	}{{&b.admin, parley.TokenAdmin, ""}, {&b.alice, parley.TokenAgent, "alice"}, {&b.bob, parley.TokenAgent, "bob"}, {&b.viewer, parley.TokenViewer, ""}} {
-		if *tok.to, _, err = eng.CreateToken(ctx, tok.kind, tok.who, ""); err != nil {
+		if *tok.to, _, err = tk.CreateToken(ctx, tok.kind, tok.who, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

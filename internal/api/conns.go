@@ -7,15 +7,15 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/gobwas/ws"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/tick"
 	"github.com/parleyhq/parley/internal/wsconn"
 )
 
-// Every stream and runner connection is recorded with the engine under its
-// token (Engine.Connect), so that revoking the token ends it, and so that
+// Every stream and runner connection is recorded under its token
+// (tokens.Keeper.Connect), so that revoking the token ends it, and so that
 // one token's connections are bounded (Guards.MaxConnsPerToken).
 
 // statusUnauthorized closes the streams and runner connections whose token
@@ -34,7 +34,7 @@ const statusForbidden ws.StatusCode = 4403
 // tokens.
 var errOpenEnded = parley.Errorf(parley.EUNAUTHORIZED, "this server now requires a token: connect again with one")
 
-// cutoff ends a connection from outside: end is what Engine.Connect calls
+// cutoff ends a connection from outside: end is what tokens.Keeper.Connect calls
 // when the connection's token is revoked.
 type cutoff struct {
 	once sync.Once
@@ -61,7 +61,7 @@ func (c *cutoff) ended() bool {
 // connections it answers 429 itself (without reading the request's body)
 // and returns false. Call release when the connection ends.
 func (s *Server) connect(w http.ResponseWriter, r *http.Request, who parley.Identity, end func(error)) (release func(), ok bool) {
-	release, err := s.eng.Connect(who, s.opts.MaxConnsPerToken, end)
+	release, err := s.tokens.Connect(who, s.opts.MaxConnsPerToken, end)
 	if err != nil {
 		s.refuse(w, r, err)
 		return nil, false
@@ -112,25 +112,18 @@ func cutOff(ctx context.Context, err error) error {
 // token exists (one made with the command line, say). A failed read is
 // logged and tried again at the next tick.
 func (s *Server) WatchTokens(ctx context.Context) {
-	t := time.NewTicker(s.opts.TokenRecheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		live, err := s.eng.RecheckTokens(ctx)
+	tick.Every(ctx, s.opts.TokenRecheck, func() {
+		live, err := s.tokens.RecheckTokens(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("rechecking tokens", slog.Any("err", err))
 			}
-			continue
+			return
 		}
 		if live > 0 {
 			s.endOpen()
 		}
-	}
+	})
 }
 
 // endOpen makes an open server require tokens, and ends the connections
@@ -138,7 +131,7 @@ func (s *Server) WatchTokens(ctx context.Context) {
 func (s *Server) endOpen() {
 	if s.open.Swap(false) {
 		s.log.Warn("a token exists: this server is no longer open and now requires tokens")
-		s.eng.EndConnections("", errOpenEnded)
+		s.tokens.EndConnections("", errOpenEnded)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/deliveries"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -104,13 +105,15 @@ func TestUndeliverableRepliesAreGivenUp(t *testing.T) {
 	clock := &stepClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	var logs logBuffer
 	reg := prometheus.NewRegistry()
-	b := setup(t, engine.Options{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: engine.NewMetrics(reg)}, api.Options{Gatherer: reg})
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	b := setup(t, engine.Options{Now: clock.Now, Logger: logger, Metrics: engine.NewMetrics(reg)}, api.Options{Gatherer: reg})
 	hook := newHook(t, http.StatusInternalServerError)
 	secret := hook.URL + "/services/T0/SECRETPATH?token=SECRETQUERY"
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go b.eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: map[string]string{"slack": secret}, Poll: 2 * time.Millisecond,
-		Backoff: time.Second, MaxBackoff: 8 * time.Second, GiveUp: giveUp, Lease: 30 * time.Second, Retention: time.Hour})
+	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": secret}, Poll: 2 * time.Millisecond,
+		Backoff: time.Second, MaxBackoff: 8 * time.Second, GiveUp: giveUp, Lease: 30 * time.Second, Retention: time.Hour,
+		Now: clock.Now, Logger: logger, Metrics: deliveries.NewMetrics(reg)}).Deliver(ctx)
 	channelReplies(t, b, "slack/C1", "slack/C2", "slack/C3", "slack/C4", "slack/C5")
 
 	// The clock moves on a quarter second at a time, for as long as a
@@ -180,7 +183,7 @@ func TestPermanentFailuresAreGivenUpAtOnce(t *testing.T) {
 	hook := newHook(t, http.StatusNotFound)
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go b.eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: map[string]string{"slack": hook.URL}, Poll: 5 * time.Millisecond, Backoff: 10 * time.Millisecond})
+	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 5 * time.Millisecond, Backoff: 10 * time.Millisecond}).Deliver(ctx)
 	channelReplies(t, b, "slack/C1", "telegram/42")
 	var failed []any
 	waitFor(t, func() bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/deliveries"
 	"github.com/parleyhq/parley/internal/engine"
 )
 
@@ -42,7 +43,7 @@ func TestChannelAutoReply(t *testing.T) {
 	b := setup(t, engine.Options{}, api.Options{})
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go b.eng.Deliver(ctx, engine.DeliveryOptions{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}).Deliver(ctx)
 
 	id := b.conversation()
 	run := b.runnerConn(id, b.alice)

@@ -163,7 +163,7 @@ func TestRevokingATokenEndsItsConnections(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{})
 	id := b.conversation("alice", "bob", "carol")
-	secret, tok, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
+	secret, tok, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestRevocationElsewhereEndsConnections(t *testing.T) {
 	defer cancel()
 	go srv.WatchTokens(ctx)
 	id := b.conversation("alice", "carol")
-	secret, tok, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
+	secret, tok, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -322,7 +322,7 @@ func TestStopAndRevertWhileStreaming(t *testing.T) {
 	b.want(r, 201, "")
 	id := r.body["conversation"].(map[string]any)["id"].(string)
 	base := "/v1/conversations/" + id
-	tok, _, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "runner", "")
+	tok, _, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, "runner", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/parleyhq/parley/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -74,6 +76,8 @@ type Server struct {
 	eng     *engine.Engine
 	runners *runners.Dispatcher
 	rd      *reads.Reader // what the handlers read
+	tokens  *tokens.Keeper
+	tasks   *schedule.Scheduler
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -90,8 +94,10 @@ type Server struct {
 	exportReads chan struct{}
 }
 
-// New returns the API over eng, its runners and the read side of its store.
-func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, opts Options) *Server {
+// New returns the API over eng, its runners, the read side of its store
+// (rd), the tokens of tk (which must be eng's Options.Connections, so that
+// revoking a token ends its streams too) and the scheduled tasks of tasks.
+func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, tk *tokens.Keeper, tasks *schedule.Scheduler, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
@@ -117,7 +123,7 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, opts Opti
 		opts.Spool = spool.New("", spool.Limits{})
 	}
 	opts.Guards.setDefaults()
-	s := &Server{eng: eng, runners: rn, rd: rd, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
+	s := &Server{eng: eng, runners: rn, rd: rd, tokens: tk, tasks: tasks, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
 		creates:     newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
 		connects:    newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
 		bodies:      &bodyBudget{max: opts.MaxBodyMemory},

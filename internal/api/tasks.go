@@ -29,7 +29,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, who parley.I
 				return nil, err
 			}
 		}
-		return s.eng.CreateTask(r.Context(), parley.Task{ID: q.ID, ConversationID: q.ConversationID, AgentID: act.AgentID,
+		return s.tasks.CreateTask(r.Context(), parley.Task{ID: q.ID, ConversationID: q.ConversationID, AgentID: act.AgentID,
 			Prompt: q.Prompt, Cron: q.Cron, EveryMs: q.EveryMs})
 	})(w, r, who)
 }
@@ -37,7 +37,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request, who parley.I
 // listTasks lists the tasks who may see: an agent, its own; admins and
 // viewers, all.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	ts, err := s.eng.Tasks(r.Context())
+	ts, err := s.tasks.Tasks(r.Context())
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -68,7 +68,7 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request, who parley.I
 		})
 	}
 	if err == nil {
-		err = s.eng.DeleteTask(r.Context(), t.ID)
+		err = s.tasks.DeleteTask(r.Context(), t.ID)
 	}
 	if err != nil {
 		writeErr(w, s.log, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/schedule"
 )
 
 func TestTasksEndpoints(t *testing.T) {
@@ -147,7 +148,7 @@ func TestTaskBounds(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	clk := &roundClock{now: t0}
-	b := setup(t, engine.Options{Now: clk.Now, MaxTasksPerAgent: 3}, api.Options{})
+	b := setupTasks(t, engine.Options{Now: clk.Now}, schedule.Options{MaxTasksPerAgent: 3}, api.Options{})
 	id := b.conversation()
 	body := func(agent string) map[string]any {
 		return map[string]any{"conversationId": id, "prompt": "p", "cron": "0 9 * * *", "agentId": agent}

@@ -16,7 +16,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, who parley.
 		writeErr(w, s.log, err)
 		return
 	}
-	secret, t, err := s.eng.CreateToken(r.Context(), req.Kind, req.AgentID, req.Name)
+	secret, t, err := s.tokens.CreateToken(r.Context(), req.Kind, req.AgentID, req.Name)
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -30,7 +30,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, who parley.I
 		writeErr(w, s.log, err)
 		return
 	}
-	ts, err := s.eng.ListTokens(r.Context())
+	ts, err := s.tokens.ListTokens(r.Context())
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -46,7 +46,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, who parley.
 		writeErr(w, s.log, err)
 		return
 	}
-	if err := s.eng.RevokeToken(r.Context(), r.PathValue("id")); err != nil {
+	if err := s.tokens.RevokeToken(r.Context(), r.PathValue("id")); err != nil {
 		writeErr(w, s.log, err)
 		return
 	}

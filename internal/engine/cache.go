@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/parleyhq/parley"
@@ -18,17 +20,39 @@ import (
 // followed by nobody here) or dropped (its conversation is gone from the
 // store: see drop); whoever held it then looks the id up again.
 
+// cache holds the conversations this node has loaded, by id, and indexes
+// them by the agents that take part in them (conv.Members, fixed when a
+// conversation is made), so that what concerns one agent's conversations
+// (an agent-wide runner of it came or went) looks at those alone, not at
+// every conversation cached. Its lock, mu, also guards each entry's
+// wanted, catching and indexed.
+type cache struct {
+	mu      sync.Mutex
+	convs   map[string]*conversation
+	members map[string]map[string]struct{}
+	// max bounds the entries (Options.MaxCached); followed says whether
+	// this node follows a conversation (a subscriber or a runner here), so
+	// that its entry is never the one evicted.
+	max      int
+	followed func(id string) bool
+}
+
+func newCache(max int, followed func(id string) bool) *cache {
+	return &cache{convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), max: max, followed: followed}
+}
+
 // entry returns the cache entry of a conversation, creating an unloaded one.
 func (e *Engine) entry(id string) *conversation {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c, ok := e.convs[id]
+	m := e.cache
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.convs[id]
 	if !ok {
-		if len(e.convs) >= e.opts.MaxCached {
-			e.evictOne()
+		if len(m.convs) >= m.max {
+			m.evictOne()
 		}
 		c = &conversation{}
-		e.convs[id] = c
+		m.convs[id] = c
 	}
 	return c
 }
@@ -37,16 +61,16 @@ func (e *Engine) entry(id string) *conversation {
 // follow (no subscriber, no runner here: those must hear what other nodes
 // write, which only a cached conversation does). Dropping a conversation
 // that is still in use is safe: its writer's append would meet ECONFLICT
-// and reload. e.mu must be held.
-func (e *Engine) evictOne() {
-	for id, c := range e.convs {
-		if e.runners.Here(id) || e.hub.Follows(id) || c.busy() {
+// and reload. m.mu must be held.
+func (m *cache) evictOne() {
+	for id, c := range m.convs {
+		if m.followed(id) || c.busy() {
 			continue
 		}
 		if c.mu.TryLock() {
 			c.stopTimers()
 			c.loaded = false // whoever still holds it looks the id up again
-			e.uncacheLocked(id, c)
+			m.uncacheLocked(id, c)
 			c.mu.Unlock()
 			return
 		}
@@ -54,40 +78,102 @@ func (e *Engine) evictOne() {
 }
 
 // index lists a conversation whose state c now holds under the agents
-// that take part in it (Engine.members), once: they are fixed for as long
+// that take part in it (cache.members), once: they are fixed for as long
 // as it is cached (a conversation made again under its id is another
 // entry). c.mu must be held, so that c is not dropped meanwhile.
-func (e *Engine) index(id string, c *conversation) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c.indexed != nil || e.convs[id] != c {
+func (m *cache) index(id string, c *conversation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c.indexed != nil || m.convs[id] != c {
 		return
 	}
 	c.indexed = conv.Members(c.state.Conversation)
 	for _, agent := range c.indexed {
-		ids := e.members[agent]
+		ids := m.members[agent]
 		if ids == nil {
 			ids = make(map[string]struct{})
-			e.members[agent] = ids
+			m.members[agent] = ids
 		}
 		ids[id] = struct{}{}
 	}
 }
 
-// uncacheLocked takes c, the entry of conversation id, out of the cache
-// and of the index of members, unless it left already. e.mu must be held.
-func (e *Engine) uncacheLocked(id string, c *conversation) {
-	if e.convs[id] != c {
+// uncache takes c, the entry of conversation id, out of the cache and of
+// the index of members, unless it left already.
+func (m *cache) uncache(id string, c *conversation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.uncacheLocked(id, c)
+}
+
+// uncacheLocked is uncache with m.mu held.
+func (m *cache) uncacheLocked(id string, c *conversation) {
+	if m.convs[id] != c {
 		return
 	}
-	delete(e.convs, id)
+	delete(m.convs, id)
 	for _, agent := range c.indexed {
-		delete(e.members[agent], id)
-		if len(e.members[agent]) == 0 {
-			delete(e.members, agent)
+		delete(m.members[agent], id)
+		if len(m.members[agent]) == 0 {
+			delete(m.members, agent)
 		}
 	}
 	c.indexed = nil
+}
+
+// get returns the cache entry of conversation id, or nil.
+func (m *cache) get(id string) *conversation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.convs[id]
+}
+
+// entries returns the cache's entries, by conversation id, of those keep
+// returns true for (all if keep is nil).
+func (m *cache) entries(keep func(id string) bool) map[string]*conversation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]*conversation, len(m.convs))
+	for id, c := range m.convs {
+		if keep == nil || keep(id) {
+			out[id] = c
+		}
+	}
+	return out
+}
+
+// of returns the ids of the cached conversations the agents take part in,
+// each once, sorted.
+func (m *cache) of(agents ...string) []string {
+	m.mu.Lock()
+	var ids []string
+	for _, agent := range agents {
+		for id := range m.members[agent] {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// cached reports whether c is the cache's entry of conversation id.
+func (m *cache) cached(id string, c *conversation) bool {
+	return m.get(id) == c
+}
+
+// withLoaded calls fn with conversation id's cache entry, locked, if it
+// is loaded; it loads nothing.
+func (m *cache) withLoaded(id string, fn func(c *conversation)) {
+	c := m.get(id)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.loaded { // (and so still the cache's entry: see drop)
+		fn(c)
+	}
 }
 
 // lockLoaded locks a conversation's entry and loads its state if needed;
@@ -102,7 +188,7 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 		}
 		c := e.entry(id)
 		c.mu.Lock()
-		if !e.cached(id, c) {
+		if !e.cache.cached(id, c) {
 			c.mu.Unlock() // dropped or evicted while this waited for it
 			continue
 		}
@@ -135,29 +221,6 @@ func (e *Engine) lockLoaded(ctx context.Context, id string) (*conversation, erro
 	}
 }
 
-// cached reports whether c is the cache's entry of conversation id.
-func (e *Engine) cached(id string, c *conversation) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.convs[id] == c
-}
-
-// withCached calls fn with conversation id's cache entry, locked, if it
-// is loaded; it loads nothing.
-func (e *Engine) withCached(id string, fn func(c *conversation)) {
-	e.mu.Lock()
-	c := e.convs[id]
-	e.mu.Unlock()
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loaded { // (and so still the cache's entry: see drop)
-		fn(c)
-	}
-}
-
 // load reads the state of conversation id into its locked entry c. On
 // error it unlocks c, and takes the entry of an unknown conversation out
 // of the cache.
@@ -165,13 +228,11 @@ func (e *Engine) load(ctx context.Context, c *conversation, id string) error {
 	if err := e.reload(ctx, c, id); err != nil {
 		c.mu.Unlock()
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
-			e.mu.Lock()
-			e.uncacheLocked(id, c)
-			e.mu.Unlock()
+			e.cache.uncache(id, c)
 		}
 		return err
 	}
-	e.leaseFromNow(c)
+	c.leaseFromNow(e.opts.Now())
 	e.schedule(c, id) // a claim or a turn read from the store lapses on time too
 	// Its runners learn of its streams, whose runner may be gone, and of
 	// its queue, whose prompts may wait for a runner here.
@@ -215,7 +276,7 @@ func (e *Engine) reload(ctx context.Context, c *conversation, id string) error {
 		prev = &old
 	}
 	c.state, c.loaded, c.streams = s, true, nil // assemblies are rebuilt on demand
-	e.index(id, c)
+	e.cache.index(id, c)
 	if c.published == 0 {
 		c.published = s.LastSeq // the first load: subscribers read the log up to here
 		return nil

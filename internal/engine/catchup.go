@@ -11,6 +11,7 @@ import (
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tick"
 )
 
 // Several nodes may write into one store (PostgreSQL). A node's cached
@@ -84,10 +85,7 @@ func (e *Engine) HandleNotice(n feed.Notice) {
 		e.CatchUp(n.ConversationID, beyondHead)
 		return
 	}
-	e.mu.Lock()
-	_, cached := e.convs[n.ConversationID]
-	e.mu.Unlock()
-	if cached || !n.Queue || !e.runners.AgentWide() {
+	if e.cache.get(n.ConversationID) != nil || !n.Queue || !e.runners.AgentWide() {
 		e.CatchUp(n.ConversationID, n.Seq)
 		return
 	}
@@ -110,32 +108,37 @@ func (e *Engine) HandleNotice(n feed.Notice) {
 // subscribers get the new events, its runners their aborts and prompts.
 // It returns at once; the catching up runs on its own.
 func (e *Engine) CatchUp(conversationID string, seq int64) {
-	e.mu.Lock()
-	c := e.convs[conversationID]
+	m := e.cache
+	e.mu.Lock() // e.mu before m.mu, never the other way round
+	m.mu.Lock()
+	c := m.convs[conversationID]
 	if c == nil || e.closed {
+		m.mu.Unlock()
 		e.mu.Unlock()
 		return
 	}
 	c.wanted = max(c.wanted, seq)
 	if c.catching { // the catch-up under way takes this one too
+		m.mu.Unlock()
 		e.mu.Unlock()
 		return
 	}
 	c.catching = true
+	m.mu.Unlock()
 	e.wg.Add(1)
 	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
 		for {
-			e.mu.Lock()
+			m.mu.Lock()
 			want := c.wanted
 			if want == 0 {
 				c.catching = false
-				e.mu.Unlock()
+				m.mu.Unlock()
 				return
 			}
 			c.wanted = 0
-			e.mu.Unlock()
+			m.mu.Unlock()
 			e.catchUpTo(c, conversationID, want)
 		}
 	}()
@@ -167,8 +170,8 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 	if !e.opts.Shared {
 		return
 	}
-	tick(ctx, period, func() {
-		behind, err := e.behind(ctx)
+	tick.Every(ctx, period, func() {
+		behind, err := e.cache.behind(ctx, e.store)
 		if err != nil && ctx.Err() == nil {
 			e.opts.Logger.Warn("reading the heads of followed conversations failed", slog.Any("err", err))
 		}
@@ -183,15 +186,8 @@ func (e *Engine) KeepCaughtUp(ctx context.Context, period time.Duration) {
 // (deleted, or made again: another epoch), with beyondHead, which has
 // them look at their head and drop. One being written now is skipped:
 // its writer meets the head anyway.
-func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
-	e.mu.Lock()
-	followed := make(map[string]*conversation)
-	for id, c := range e.convs {
-		if e.runners.Here(id) || e.hub.Follows(id) {
-			followed[id] = c
-		}
-	}
-	e.mu.Unlock()
+func (m *cache) behind(ctx context.Context, st store.Store) (map[string]int64, error) {
+	followed := m.entries(m.followed)
 	cached := make(map[string]store.Head, len(followed))
 	for id, c := range followed {
 		if c.mu.TryLock() {
@@ -203,7 +199,7 @@ func (e *Engine) behind(ctx context.Context) (map[string]int64, error) {
 	}
 	out := map[string]int64{}
 	for ids := range slices.Chunk(slices.Collect(maps.Keys(cached)), store.MaxHeads) {
-		heads, err := e.store.Heads(ctx, ids)
+		heads, err := st.Heads(ctx, ids)
 		if err != nil {
 			return out, err
 		}
@@ -228,13 +224,7 @@ func headOf(s conv.State) store.Head {
 // a node does when it may have missed notifications (its listening
 // connection to the store was lost and is back).
 func (e *Engine) CatchUpAll(ctx context.Context) {
-	e.mu.Lock()
-	ids := make([]string, 0, len(e.convs))
-	for id := range e.convs {
-		ids = append(ids, id)
-	}
-	e.mu.Unlock()
-	for _, id := range ids {
+	for id := range e.cache.entries(nil) {
 		if ctx.Err() != nil {
 			return
 		}

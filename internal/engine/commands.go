@@ -148,11 +148,11 @@ func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.
 	if m.ID == "" {
 		m.ID = NewID()
 	}
-	if err := e.retryReply(ctx, conversationID, &m); err != nil {
+	if err := retryReply(ctx, e.store, conversationID, &m); err != nil {
 		return nil, err
 	}
 	build := func(conv.State) (conv.Command, error) {
-		known, err := e.lookups(ctx, conversationID, m.AgentID, m.ClientRequestID, lookupID, m.ReplyTo, m.TurnID)
+		known, err := lookups(ctx, e.store, conversationID, m.AgentID, m.ClientRequestID, lookupID, m.ReplyTo, m.TurnID)
 		m.Known = known
 		return m, err
 	}
@@ -179,11 +179,11 @@ func (e *Engine) PostMessage(ctx context.Context, conversationID string, m conv.
 // being answered, and never another prompt dispatched since. A failed
 // message that is not the writer's, or not found, changes nothing (the
 // rules decide on the message as sent).
-func (e *Engine) retryReply(ctx context.Context, conversationID string, m *conv.PostMessage) error {
+func retryReply(ctx context.Context, st store.Store, conversationID string, m *conv.PostMessage) error {
 	if m.RetryOf == "" || m.ReplyTo != "" || !parley.ValidID(m.RetryOf) {
 		return nil
 	}
-	failed, err := e.store.GetMessage(ctx, conversationID, m.RetryOf)
+	failed, err := st.GetMessage(ctx, conversationID, m.RetryOf)
 	if parley.ErrorCode(err) == parley.ENOTFOUND {
 		return nil
 	}
@@ -202,7 +202,7 @@ func (e *Engine) PostTrace(ctx context.Context, conversationID string, t conv.Po
 		t.ID = NewID()
 	}
 	build := func(conv.State) (conv.Command, error) {
-		known, err := e.lookups(ctx, conversationID, t.AgentID, t.ClientRequestID, "", "", t.TurnID)
+		known, err := lookups(ctx, e.store, conversationID, t.AgentID, t.ClientRequestID, "", "", t.TurnID)
 		t.Known = known
 		return t, err
 	}
@@ -259,9 +259,8 @@ func (e *Engine) turnCommand(ctx context.Context, id string, cmd conv.Command) (
 // same client request id (then nothing else is needed), whether the id of
 // the message (or prompt) is taken, the replied-to parent, and whether an
 // explicit turnId is known.
-func (e *Engine) lookups(ctx context.Context, convID, agentID, key, id, replyTo, turnID string) (conv.Lookups, error) {
+func lookups(ctx context.Context, st store.Store, convID, agentID, key, id, replyTo, turnID string) (conv.Lookups, error) {
 	var k conv.Lookups
-	st := e.store
 	if key != "" {
 		rec, err := st.GetIdempotency(ctx, convID, agentID, key)
 		switch {

@@ -1,28 +1,34 @@
 package engine
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
 	"github.com/parleyhq/parley"
 )
 
-// ErrRevoked ends the live connections of a revoked token.
-var ErrRevoked = parley.Errorf(parley.EUNAUTHORIZED, "the token of this connection was revoked")
+// Connections counts the live connections of each token, bounds their
+// number, and ends them when the token is revoked (tokens.Keeper does).
+type Connections interface {
+	// Connect records a live connection of who; end is called, once, when
+	// it must end. Over max connections of who's token it returns
+	// ERATELIMITED. Call release when the connection ends.
+	Connect(who parley.Identity, max int, end func(error)) (release func(), err error)
+}
 
-// connRetryAfterSeconds is what a connection refused for its identity's
-// bound is told to wait: a slot frees whenever another connection ends.
-const connRetryAfterSeconds = 5
+// uncounted is the Connections of an engine given none: every connection
+// is let in, and none is ended.
+type uncounted struct{}
 
-// conns holds the live connections (streams and runners) of each identity,
-// so that revoking a token ends them and their number can be bounded, and
-// the streams whose right to read rests on a delegation, by conversation,
-// so that the end of the delegation ends them (see ConnectReader). The
-// zero value is ready to use.
+func (uncounted) Connect(parley.Identity, int, func(error)) (func(), error) { return func() {}, nil }
+
+// conns records the engine's live streams with Options.Connections (so
+// that revoking their token ends them, and their number is bounded), and
+// those whose right to read rests on a delegation, by conversation, so
+// that the end of the delegation ends them (see ConnectReader).
 type conns struct {
-	mu sync.Mutex
-	by map[string]map[*liveConn]struct{} // by token id; "" is the open server's one identity
+	counted Connections
+	mu      sync.Mutex
 	// delegated holds, by conversation id, the streams of agents that read
 	// it as delegates of its open turn; watching counts them, so that a
 	// write looks at them without a lock when there are none.
@@ -39,97 +45,13 @@ type liveConn struct {
 // stop ends the connection with err, unless it was ended before.
 func (c *liveConn) stop(err error) { c.once.Do(func() { c.end(err) }) }
 
-// Connect records a live connection of who: a stream or a runner. end is
-// called, once, with the reason (ErrRevoked) when its token is revoked,
-// here or elsewhere (see RecheckTokens), or when EndConnections names its
-// identity; it must not block. max bounds the connections one identity
-// (a token; every request of an open server is one identity) has at once,
-// 0 for no bound: over it, Connect returns ERATELIMITED. Call release when
-// the connection ends.
-func (e *Engine) Connect(who parley.Identity, max int, end func(error)) (release func(), err error) {
-	_, release, err = e.conns.add(who, max, end)
-	return release, err
-}
-
-// add records a live connection of who (see Connect).
+// add records a live connection of who with Options.Connections (see
+// Connections.Connect).
 func (m *conns) add(who parley.Identity, max int, end func(error)) (*liveConn, func(), error) {
 	c := &liveConn{end: end}
-	key := who.TokenID
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	set := m.by[key]
-	if max > 0 && len(set) >= max {
-		return nil, nil, parley.Errorf(parley.ERATELIMITED, "this token has %d connections open (streams and runners), the most it may; close one, or retry later", len(set)).
-			With("retryAfterSeconds", connRetryAfterSeconds)
-	}
-	if set == nil {
-		if m.by == nil {
-			m.by = make(map[string]map[*liveConn]struct{})
-		}
-		set = make(map[*liveConn]struct{})
-		m.by[key] = set
-	}
-	set[c] = struct{}{}
-	return c, func() {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		delete(m.by[key], c)
-		if len(m.by[key]) == 0 {
-			delete(m.by, key)
-		}
-	}, nil
-}
-
-// EndConnections ends every live connection of a token ("" names those an
-// open server let in) with err.
-func (e *Engine) EndConnections(tokenID string, err error) {
-	m := &e.conns
-	m.mu.Lock()
-	ends := make([]*liveConn, 0, len(m.by[tokenID]))
-	for c := range m.by[tokenID] {
-		ends = append(ends, c)
-	}
-	m.mu.Unlock()
-	for _, c := range ends {
-		c.stop(err)
-	}
-}
-
-// ids returns the token ids that have live connections.
-func (m *conns) ids() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.by))
-	for id := range m.by {
-		if id != "" {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// RecheckTokens reads every token once and, for each token that is live
-// here (it has connections, or is cached) but revoked (or gone) in the
-// store, ends its connections with ErrRevoked and forgets it, so that
-// neither outlives a revocation made elsewhere (parley token revoke on the
-// file, or another node) by more than the period this is called at. It
-// returns how many tokens are not revoked.
-func (e *Engine) RecheckTokens(ctx context.Context) (live int, err error) {
-	ts, err := e.store.ListTokens(ctx)
+	release, err := m.counted.Connect(who, max, c.stop)
 	if err != nil {
-		return 0, err
+		return nil, nil, err
 	}
-	valid := make(map[string]bool, len(ts))
-	for _, t := range ts {
-		if t.RevokedAt.IsZero() {
-			valid[t.ID] = true
-		}
-	}
-	for _, id := range append(e.conns.ids(), e.tokens.ids()...) {
-		if !valid[id] {
-			e.tokens.drop(id)
-			e.EndConnections(id, ErrRevoked)
-		}
-	}
-	return len(valid), nil
+	return c, release, nil
 }

@@ -44,9 +44,7 @@ func (e *Engine) drop(c *conversation, id string) error {
 	err := errDeleted(id)
 	e.runners.Deleted(id, err)
 	e.hub.End(id, err)
-	e.mu.Lock()
-	e.uncacheLocked(id, c)
-	e.mu.Unlock()
+	e.cache.uncache(id, c)
 	return err
 }
 
@@ -55,7 +53,7 @@ func (e *Engine) drop(c *conversation, id string) error {
 // epoch was deleted (on another node), and its subscribers here must not
 // get the new one's events.
 func (e *Engine) dropStale(id, epoch string) {
-	e.withCached(id, func(c *conversation) {
+	e.cache.withLoaded(id, func(c *conversation) {
 		if c.state.Conversation.Epoch != epoch {
 			e.drop(c, id)
 		}

@@ -69,9 +69,10 @@ type Options struct {
 	// MaxRevert bounds the messages one revert removes, all of which its
 	// messages.removed event names (default 10,000).
 	MaxRevert int
-	// MaxTasksPerAgent bounds the scheduled tasks of one agent (default
-	// DefaultMaxTasksPerAgent); CreateTask over it is EBUSY.
-	MaxTasksPerAgent int
+	// Connections counts the streams ConnectReader lets in, by token, and
+	// ends them when their token is revoked (tokens.Keeper does; default:
+	// none is counted or ended).
+	Connections Connections
 	// Shared says that other nodes write into the same store (several
 	// nodes on one PostgreSQL database): a cached conversation is then
 	// brought up to the log's head before it answers anything.
@@ -129,8 +130,8 @@ func (o *Options) setDefaults() {
 	if o.ImportLease <= 0 {
 		o.ImportLease = time.Minute
 	}
-	if o.MaxTasksPerAgent <= 0 {
-		o.MaxTasksPerAgent = DefaultMaxTasksPerAgent
+	if o.Connections == nil {
+		o.Connections = uncounted{}
 	}
 }
 
@@ -142,19 +143,14 @@ type Engine struct {
 	runners Runners // see SetRunners
 	workers workers
 
-	mu    sync.Mutex
-	convs map[string]*conversation
-	// members indexes the loaded conversations of convs by the agents
-	// that take part in them (conv.Members, fixed when a conversation is
-	// made), so that what concerns one agent's conversations (an
-	// agent-wide runner of it came or went) looks at those alone, not at
-	// every conversation cached. See index.
-	members map[string]map[string]struct{}
-	tokens  tokenCache
-	conns   conns // live connections by token: see Connect
-	closed  bool
-	done    chan struct{} // closed by Close
-	wg      sync.WaitGroup
+	cache *cache // the conversations loaded here
+	conns conns  // live streams: see ConnectReader
+
+	// mu guards closed, and orders wg.Add before Close's Wait.
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
 
 	// owner tells this engine's imports from those of other processes.
 	owner string
@@ -191,11 +187,11 @@ type conversation struct {
 	// snapshotDue).
 	snapshot int64
 	// wanted is the newest seq other nodes said they wrote and catching
-	// whether a catch-up runs (see CatchUp); both guarded by Engine.mu.
+	// whether a catch-up runs (see CatchUp); both guarded by cache.mu.
 	wanted   int64
 	catching bool
-	// indexed holds the agents Engine.members lists it under, once its
-	// state is loaded (guarded by Engine.mu).
+	// indexed holds the agents cache.members lists it under, once its
+	// state is loaded (guarded by cache.mu).
 	indexed []string
 
 	// qmu guards queue, the commands waiting to be decided, and driving,
@@ -218,7 +214,8 @@ func New(s store.Store, opts Options) *Engine {
 	e := &Engine{store: s, opts: opts, hub: feed.New(s, feed.Options{Buffer: opts.SubscriberBuffer, BufferBytes: opts.SubscriberBufferBytes,
 		MemoryBytes: opts.SubscriberMemory, Subscribers: opts.Metrics.Subscribers, SlowDisconnects: opts.Metrics.SlowDisconnects,
 		Shed: opts.Metrics.Shed, Delivered: opts.Metrics.Delivered}),
-		runners: noRunners{}, convs: make(map[string]*conversation), members: make(map[string]map[string]struct{}), done: make(chan struct{}), owner: NewID()}
+		runners: noRunners{}, conns: conns{counted: opts.Connections}, done: make(chan struct{}), owner: NewID()}
+	e.cache = newCache(opts.MaxCached, func(id string) bool { return e.runners.Here(id) || e.hub.Follows(id) })
 	opts.Metrics.subscriberBytes.Store(e.hub)
 	e.workers.start(workerCount())
 	return e
@@ -239,13 +236,9 @@ func (e *Engine) Close() {
 		close(e.done)
 	}
 	e.closed = true
-	convs := make([]*conversation, 0, len(e.convs))
-	for _, c := range e.convs {
-		convs = append(convs, c)
-	}
 	e.mu.Unlock()
-	for _, c := range convs { // lock order is c.mu before e.mu, so not under e.mu
-		c.mu.Lock()
+	for _, c := range e.cache.entries(nil) {
+		c.mu.Lock() // lock order is c.mu before the cache's, so not under it
 		c.stopTimers()
 		c.mu.Unlock()
 	}
@@ -439,7 +432,7 @@ func sameGuidance(a, b *parley.Guidance) bool {
 // append writes a decision: with the store's Append, or with write if
 // set (an append under a lock the caller holds).
 func (e *Engine) append(ctx context.Context, c *conversation, write func(store.AppendParams) error, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) error {
-	p, snapshot, err := e.appendParams(c, prev, next, d, respond)
+	p, snapshot, err := c.appendParams(prev, next, d, respond)
 	if err != nil {
 		return err
 	}
@@ -458,7 +451,7 @@ func (e *Engine) append(ctx context.Context, c *conversation, write func(store.A
 
 // appendParams makes the append of decision d, which takes c from prev
 // to next; snapshot says whether it rewrites the stored state snapshot.
-func (e *Engine) appendParams(c *conversation, prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) (p store.AppendParams, snapshot bool, err error) {
+func (c *conversation) appendParams(prev, next conv.State, d conv.Decision, respond func(conv.Decision) (*store.Idempotency, error)) (p store.AppendParams, snapshot bool, err error) {
 	var state, queue []byte
 	snapshot = snapshotDue(c.snapshot, next, d.Events)
 	if snapshot {

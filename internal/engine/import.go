@@ -9,6 +9,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tick"
 )
 
 // Import writes a conversation's whole history in batches (parley import).
@@ -274,7 +275,11 @@ func (e *Engine) SweepImportsEvery(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 		}
 	}()
-	pollDue(ctx, e, every, "unfinished imports", e.sweep, func(string) {})
+	tick.Every(ctx, every, func() {
+		if _, err := e.sweep(ctx, parley.NewTime(e.opts.Now()), 100); err != nil && ctx.Err() == nil {
+			e.opts.Logger.Warn("reading unfinished imports failed", slog.Any("err", err))
+		}
+	})
 }
 
 // sweep removes up to limit dead imports as of now, saying which.

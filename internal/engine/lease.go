@@ -24,14 +24,11 @@ import (
 // (see leaseFromNow): a node that has just loaded it cannot know whether
 // the owner's runner is about to come back.
 
-// turnLease is the lease of the conversation of s.
-func (e *Engine) turnLease(s conv.State) time.Duration { return s.TurnLease(e.opts.TurnLease) }
-
 // noteOwner records whether the open turn's owner has a runner attached
 // (on any node): its lease counts from the last moment it was seen with
 // one, so that a runner that goes away leaves its agent a whole lease to
 // come back. c.mu must be held.
-func (e *Engine) noteOwner(c *conversation) {
+func (c *conversation) noteOwner(r Runners, now func() time.Time) {
 	open := c.state.Open
 	if open == nil {
 		c.leaseTurn, c.ownerSeen, c.ownerHad = 0, time.Time{}, false
@@ -40,9 +37,9 @@ func (e *Engine) noteOwner(c *conversation) {
 	if open.Turn != c.leaseTurn {
 		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, time.Time{}, false
 	}
-	has := slices.Contains(e.runners.Agents(c.state), open.Owner)
+	has := slices.Contains(r.Agents(c.state), open.Owner)
 	if has || c.ownerHad {
-		c.ownerSeen = e.opts.Now() // attached now, or until just now
+		c.ownerSeen = now() // attached now, or until just now
 	}
 	c.ownerHad = has
 }
@@ -51,16 +48,16 @@ func (e *Engine) noteOwner(c *conversation) {
 // lease from now: after a restart its owner's runner may not have come
 // back yet, and this node has not seen whether it had one. c.mu must be
 // held.
-func (e *Engine) leaseFromNow(c *conversation) {
+func (c *conversation) leaseFromNow(now time.Time) {
 	if open := c.state.Open; open != nil {
-		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, e.opts.Now(), false
+		c.leaseTurn, c.ownerSeen, c.ownerHad = open.Turn, now, false
 	}
 }
 
 // scheduleTurnLapse arms the timer of the open turn's lease; c.mu must be
 // held.
 func (e *Engine) scheduleTurnLapse(c *conversation, id string) {
-	e.noteOwner(c)
+	c.noteOwner(e.runners, e.opts.Now)
 	open := c.state.Open
 	if open != nil && !c.state.Closed && c.ownerHad && c.turnTimer != nil && c.armedTurn == open.Turn {
 		// Its runner is attached and the timer will look again within a
@@ -75,7 +72,7 @@ func (e *Engine) scheduleTurnLapse(c *conversation, id string) {
 		return
 	}
 	c.armedTurn = open.Turn
-	lease := e.turnLease(c.state)
+	lease := c.state.TurnLease(e.opts.TurnLease)
 	wait := c.state.TurnLapse(lease, c.ownerSeen).Sub(e.opts.Now()) + time.Millisecond
 	if c.ownerHad {
 		// Its runner is attached: look again in a lease (a runner that
@@ -104,15 +101,13 @@ func (e *Engine) expireTurn(id string) {
 	defer cancel()
 	var c *conversation
 	d, _, err := e.decide(ctx, id, func(s conv.State) (conv.Command, error) {
-		e.mu.Lock()
-		c = e.convs[id]
-		e.mu.Unlock()
+		c = e.cache.get(id)
 		var since time.Time
 		if c != nil { // its lock is held: build runs under it
-			e.noteOwner(c)
+			c.noteOwner(e.runners, e.opts.Now)
 			since = c.ownerSeen
 		}
-		return conv.ExpireTurn{Lease: e.turnLease(s), Runners: e.runners.Agents(s), Since: since}, nil
+		return conv.ExpireTurn{Lease: s.TurnLease(e.opts.TurnLease), Runners: e.runners.Agents(s), Since: since}, nil
 	}, nil)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) && parley.ErrorCode(err) != parley.ENOTFOUND && parley.ErrorCode(err) != parley.EUNAVAILABLE {
@@ -121,7 +116,7 @@ func (e *Engine) expireTurn(id string) {
 		return
 	}
 	if len(d.Events) == 0 {
-		e.withCached(id, func(c *conversation) {
+		e.cache.withLoaded(id, func(c *conversation) {
 			c.turnTimer = nil // it fired: arm it again
 			e.scheduleTurnLapse(c, id)
 		})

@@ -19,7 +19,6 @@ type Metrics struct {
 	Shed            prometheus.Counter
 	SubscriberBytes prometheus.GaugeFunc
 	Delivered       prometheus.Counter
-	Deliveries      *prometheus.CounterVec
 
 	// subscriberBytes is the hub SubscriberBytes reads, once an engine
 	// has one.
@@ -51,9 +50,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Delivered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "parley_stream_items_delivered_total", Help: "Events and guidance handed to stream subscribers.",
 		}),
-		Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "parley_channel_deliveries_total", Help: "Channel auto-reply deliveries, by result: delivered, failed (an attempt that failed), given_up (a delivery given up).",
-		}, []string{"result"}),
 	}
 	m.SubscriberBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "parley_subscriber_bytes", Help: "Bytes the server holds for stream subscribers that they have not taken (snapshots being sent, queued events, pages of the log); at most -subscriber-memory.",
@@ -64,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return 0
 	})
 	if reg != nil {
-		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Shed, m.SubscriberBytes, m.Delivered, m.Deliveries)
+		reg.MustRegister(m.Appends, m.Events, m.AppendSeconds, m.Subscribers, m.SlowDisconnects, m.Shed, m.SubscriberBytes, m.Delivered)
 	}
 	return m
 }

@@ -34,7 +34,7 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 		p.Window = e.opts.CollectWindow
 	}
 	build := func(conv.State) (conv.Command, error) {
-		known, err := e.lookups(ctx, conversationID, p.AgentID, p.ClientRequestID, lookupID, "", "")
+		known, err := lookups(ctx, e.store, conversationID, p.AgentID, p.ClientRequestID, lookupID, "", "")
 		p.Known = known
 		return p, err
 	}
@@ -70,8 +70,8 @@ func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.Que
 // explain is the queue of c, each waiting prompt saying what it waits
 // for; c.mu must be held.
 func (e *Engine) explain(c *conversation) []conv.QueuedPrompt {
-	e.noteOwner(c)
-	return c.state.Explain(e.runners.Agents(c.state), e.opts.Now(), e.turnLease(c.state), c.ownerSeen)
+	c.noteOwner(e.runners, e.opts.Now)
+	return c.state.Explain(e.runners.Agents(c.state), e.opts.Now(), c.state.TurnLease(e.opts.TurnLease), c.ownerSeen)
 }
 
 // WithdrawPrompt removes a waiting prompt (ENOTFOUND, or EBUSY if dispatched).
@@ -153,7 +153,7 @@ func (e *Engine) DispatchPrompt(ctx context.Context, conversationID, agentID str
 		if next == nil {
 			return conv.DispatchPrompt{Runner: agentID}, nil // decides nothing
 		}
-		content, err := e.promptText(ctx, conversationID, next.Parts)
+		content, err := promptText(ctx, e.store, conversationID, next.Parts)
 		return conv.DispatchPrompt{Runner: agentID, Content: content}, err
 	}
 	d, s, err := e.decide(ctx, conversationID, build, nil)
@@ -164,7 +164,7 @@ func (e *Engine) DispatchPrompt(ctx context.Context, conversationID, agentID str
 	if len(d.Events) == 0 || a == nil || a.Runner != agentID {
 		return nil, nil
 	}
-	content, err := e.promptText(ctx, conversationID, a.Parts)
+	content, err := promptText(ctx, e.store, conversationID, a.Parts)
 	if err != nil {
 		return nil, err
 	}
@@ -174,11 +174,11 @@ func (e *Engine) DispatchPrompt(ctx context.Context, conversationID, agentID str
 // revertPage is how many messages a revert looks at a read.
 const revertPage = 1000
 
-// promptText reads a prompt's text from its prompt.queued events.
-func (e *Engine) promptText(ctx context.Context, conversationID string, seqs []int64) (string, error) {
+// promptText reads a prompt's text from its prompt.queued events in st.
+func promptText(ctx context.Context, st store.Store, conversationID string, seqs []int64) (string, error) {
 	var parts []string
 	for _, seq := range seqs {
-		evs, err := e.store.ReadEvents(ctx, store.ReadEventsParams{ConversationID: conversationID, After: seq - 1, Limit: 1})
+		evs, err := st.ReadEvents(ctx, store.ReadEventsParams{ConversationID: conversationID, After: seq - 1, Limit: 1})
 		if err != nil {
 			return "", err
 		}

@@ -191,7 +191,7 @@ func (e *Engine) start(id string, q *conversation) {
 	stream := len(q.queue) > 0 && q.queue[0].stream != nil
 	q.qmu.Unlock()
 	if stream {
-		e.work(func() { e.next(id, q) })
+		e.workers.add(func() { e.next(id, q) })
 		return
 	}
 	e.next(id, q)
@@ -265,11 +265,11 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 		e.next(id, q)
 		return
 	}
-	p, snapshot, err := e.appendParams(c, c.state, r.next, r.d, nil)
+	p, snapshot, err := c.appendParams(c.state, r.next, r.d, nil)
 	if err != nil {
 		r.answer(err)
 		c.mu.Unlock()
-		e.failStreams(q, err)
+		q.failStreams(err)
 		e.next(id, q)
 		return
 	}
@@ -283,7 +283,7 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 	start := time.Now()
 	e.store.AppendAsync(p, func(err error) {
 		e.opts.Metrics.observeAppend(len(r.d.Events), time.Since(start), err)
-		e.work(func() {
+		e.workers.add(func() {
 			defer e.wg.Done()
 			e.writeDone(id, q, c, r, snapshot, live, attempt, err)
 		})
@@ -326,7 +326,7 @@ func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, 
 	}
 	r.answer(err)
 	c.mu.Unlock()
-	e.failStreams(q, err)
+	q.failStreams(err)
 	e.next(id, q)
 }
 
@@ -348,7 +348,7 @@ func (e *Engine) retryStreams(id string, q *conversation, live []*pending, attem
 		for _, p := range live {
 			p.answer(outcome{err: cause})
 		}
-		e.failStreams(q, cause)
+		q.failStreams(cause)
 		e.next(id, q)
 		return
 	}
@@ -361,7 +361,7 @@ func (e *Engine) retryStreams(id string, q *conversation, live []*pending, attem
 // failStreams fails the streaming commands queued on q with err: they were
 // sent counting on a run that could not be written, so that no runner's
 // message goes on past a hole.
-func (e *Engine) failStreams(q *conversation, err error) {
+func (q *conversation) failStreams(err error) {
 	q.qmu.Lock()
 	var failed []*pending
 	q.queue = slices.DeleteFunc(q.queue, func(p *pending) bool {

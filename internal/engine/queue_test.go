@@ -109,13 +109,14 @@ func TestTaskFiringIntoAFullQueueIsSkipped(t *testing.T) {
 	b := setup(t, engine.Options{Now: clk.Now, Limits: limits})
 	id := b.conversation(t, parley.PolicyFree)
 	fillQueue(t, b, b.eng, id, 2)
-	task, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "daily report", EveryMs: 60_000})
+	sch := b.scheduler(clk)
+	task, err := sch.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "daily report", EveryMs: 60_000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := len(b.events(t, id))
 	clk.add(time.Minute)
-	go b.eng.RunTasks(b.ctx, 2*time.Millisecond)
+	go sch.RunTasks(b.ctx, 2*time.Millisecond)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		cur, err := b.db.GetTask(b.ctx, task.ID)

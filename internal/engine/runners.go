@@ -66,7 +66,7 @@ func (e *Engine) Shared() bool { return e.opts.Shared }
 // Reguide publishes a cached conversation's guidance if it changed without
 // an event (a runner came or went).
 func (e *Engine) Reguide(id string) {
-	e.withCached(id, func(c *conversation) {
+	e.cache.withLoaded(id, func(c *conversation) {
 		e.publish(c, id, nil)
 		e.scheduleTurnLapse(c, id) // the open turn's owner may have come or gone
 	})
@@ -142,18 +142,9 @@ func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 // one of agents takes part in, if it changed without an event (an
 // agent-wide runner of one of them came or went: it answers in every
 // conversation its agent takes part in). It looks at those conversations
-// alone (see Engine.members), however many others are cached.
+// alone (see cache.members), however many others are cached.
 func (e *Engine) ReguideAgents(agents ...string) {
-	e.mu.Lock()
-	var ids []string
-	for _, agent := range agents {
-		for id := range e.members[agent] {
-			ids = append(ids, id)
-		}
-	}
-	e.mu.Unlock()
-	slices.Sort(ids)
-	for _, id := range slices.Compact(ids) {
+	for _, id := range e.cache.of(agents...) {
 		e.Reguide(id)
 	}
 }

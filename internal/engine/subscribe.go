@@ -123,7 +123,7 @@ func (e *Engine) joinLocked(ctx context.Context, c *conversation, id string, fro
 		init.Position = parley.Position{Seq: state.LastSeq, Epoch: epoch}
 		var err error
 		if init.Messages, init.Bytes, err = e.snapshot(ctx, id, state); err == nil {
-			init.Streaming, err = e.pendingTexts(ctx, id, state)
+			init.Streaming, err = pendingTexts(ctx, e.store, id, state)
 		}
 		for _, t := range init.Streaming {
 			init.Bytes += len(t.Content)
@@ -198,7 +198,7 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 			page = max(1, snapshotPageBytes/max(1, read/len(rows)))
 		}
 		for i := len(rows) - 1; i >= 0; i-- {
-			m, size, err := e.readRow(rows[i].Data)
+			m, size, err := readRow(rows[i].Data, e.opts.SnapshotMessageBytes)
 			rows[i].Data = nil // read: let it go
 			if err == nil && newerThan(m, state.LastSeq) {
 				err = errStale // written by another node since state: read again
@@ -243,7 +243,7 @@ func (e *Engine) snapshot(ctx context.Context, id string, state conv.State) ([]*
 // conversation that no message holds yet (state.Texts), as of
 // state.LastSeq: each agent's chunks that name no message, from its first
 // on. They are in the order they started.
-func (e *Engine) pendingTexts(ctx context.Context, id string, state conv.State) ([]parley.StreamingText, error) {
+func pendingTexts(ctx context.Context, st store.Store, id string, state conv.State) ([]parley.StreamingText, error) {
 	if len(state.Texts) == 0 {
 		return nil, nil
 	}
@@ -259,7 +259,7 @@ func (e *Engine) pendingTexts(ctx context.Context, id string, state conv.State) 
 		texts[agent] = r
 		from = min(from, t.Seq)
 	}
-	err := eachEvent(ctx, e.store, id, from-1, state.LastSeq, func(ev parley.Event) {
+	err := eachEvent(ctx, st, id, from-1, state.LastSeq, func(ev parley.Event) {
 		r := texts[ev.AgentID]
 		if ev.Type != parley.EventChunk || r == nil || ev.Seq < r.Seq {
 			return
@@ -292,11 +292,11 @@ const (
 )
 
 // readRow decodes a message row for a snapshot: a finished row whose
-// message is over SnapshotMessageBytes as its summary (without decoding its
-// text), a streaming one as its head (it is assembled), others whole. size
-// is the message's size in JSON.
-func (e *Engine) readRow(data []byte) (*parley.Message, int, error) {
-	if len(data) <= e.opts.SnapshotMessageBytes/2 { // its text costs little to decode
+// message is over maxBytes (Options.SnapshotMessageBytes) as its summary
+// (without decoding its text), a streaming one as its head (it is
+// assembled), others whole. size is the message's size in JSON.
+func readRow(data []byte, maxBytes int) (*parley.Message, int, error) {
+	if len(data) <= maxBytes/2 { // its text costs little to decode
 		var m parley.Message
 		size, err := store.DecodeRow(data, &m)
 		return &m, size, err
@@ -307,7 +307,7 @@ func (e *Engine) readRow(data []byte) (*parley.Message, int, error) {
 		return nil, 0, err
 	case head.Status == parley.StatusStreaming:
 		return head, 0, nil
-	case size > e.opts.SnapshotMessageBytes:
+	case size > maxBytes:
 		return head.Summarize(size), size, nil
 	}
 	var m parley.Message

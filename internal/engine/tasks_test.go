@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -28,116 +28,10 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// TestTaskFiresOnceAcrossEngines runs the scheduler on two engines over one
-// store (two nodes, or a restart racing the old process): each scheduled run
-// fires exactly once, and its prompt's exchange is the run's id.
-func TestTaskFiresOnceAcrossEngines(t *testing.T) {
-	t.Parallel()
-	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	b := setup(t, engine.Options{Now: clk.Now})
-	other := engine.New(b.db, engine.Options{Now: clk.Now})
-	defer other.Close()
-	id := b.conversation(t, parley.PolicyFree)
-	task, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "daily report", EveryMs: 60_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
-	go b.eng.RunTasks(ctx, 2*time.Millisecond)
-	go other.RunTasks(ctx, 2*time.Millisecond)
-
-	runs := func() []parley.Event {
-		var out []parley.Event
-		for _, e := range b.events(t, id) {
-			if e.Type == conv.EventTaskRun {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-	for want := 1; want <= 4; want++ {
-		clk.add(time.Minute)
-		deadline := time.Now().Add(10 * time.Second)
-		for len(runs()) < want && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		time.Sleep(30 * time.Millisecond) // room for a duplicate to show up
-		if n := len(runs()); n != want {
-			t.Fatalf("after %d minutes the task ran %d times", want, n)
-		}
-	}
-	// Each run queued one prompt whose exchange is the run.
-	seen := map[string]bool{}
-	for _, e := range b.events(t, id) {
-		if e.Type == parley.EventPromptQueued {
-			var p struct {
-				TurnID string `json:"turnId"`
-			}
-			_ = json.Unmarshal(e.Data, &p)
-			seen[p.TurnID] = true
-		}
-	}
-	for _, r := range runs() {
-		if !seen[r.TurnID] {
-			t.Fatalf("run %s queued no prompt in its exchange", r.TurnID)
-		}
-	}
-	if _, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "x", Cron: "not a cron"}); parley.ErrorCode(err) != parley.EINVALIDVALUE {
-		t.Fatalf("bad cron: %v", err)
-	}
-	if err := b.eng.DeleteTask(b.ctx, task.ID); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestTaskScheduleKeepsItsPace: an interval counts from when a run was due,
-// not from when it fired, so a late round does not push the schedule back;
-// runs missed (a server that was down) fire once, and the next is the
-// first on the schedule after now.
-func TestTaskScheduleKeepsItsPace(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	clk := &clock{now: t0}
-	b := setup(t, engine.Options{Now: clk.Now})
-	id := b.conversation(t, parley.PolicyFree)
-	task, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: "cron", Prompt: "report", EveryMs: 60_000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := func() time.Time {
-		t.Helper()
-		got, err := b.db.GetTask(b.ctx, task.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.NextRunAt.Time
-	}
-	runs := func() int {
-		n := 0
-		for _, e := range b.events(t, id) {
-			if e.Type == conv.EventTaskRun {
-				n++
-			}
-		}
-		return n
-	}
-	clk.add(61 * time.Second) // a round a second late
-	if err := b.eng.FireDueTasks(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, at := runs(), next(); n != 1 || !at.Equal(t0.Add(2*time.Minute)) {
-		t.Fatalf("after a late round: %d runs, next at %s; want 1 and %s", n, at, t0.Add(2*time.Minute))
-	}
-	clk.add(10*time.Minute + 30*time.Second) // down for ten minutes
-	for range 3 {
-		if err := b.eng.FireDueTasks(b.ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n, at := runs(), next(); n != 2 || !at.Equal(t0.Add(12*time.Minute)) {
-		t.Fatalf("after ten minutes down: %d runs, next at %s; want 2 and %s", n, at, t0.Add(12*time.Minute))
-	}
+// scheduler returns a Scheduler of the bundle's tasks, fired by its
+// engine, on clk's time.
+func (b *bundle) scheduler(clk *clock) *schedule.Scheduler {
+	return schedule.New(b.db, b.eng, schedule.Options{Now: clk.Now})
 }
 
 // takesAtOnce is the store of one of several nodes whose scheduler rounds
@@ -173,11 +67,12 @@ func TestDueTasksAreTakenByOneNode(t *testing.T) {
 	t.Parallel()
 	clk := &clock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	b := setup(t, engine.Options{Now: clk.Now, Shared: true})
+	sch := b.scheduler(clk)
 	const nodes, tasks = 3, 12
 	var ids []string
 	for i := range tasks {
 		id := b.conversation(t, parley.PolicyFree, "alice")
-		if _, err := b.eng.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: fmt.Sprint("cron", i), Prompt: "report", EveryMs: 60_000}); err != nil {
+		if _, err := sch.CreateTask(b.ctx, parley.Task{ConversationID: id, AgentID: fmt.Sprint("cron", i), Prompt: "report", EveryMs: 60_000}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)

@@ -69,6 +69,3 @@ func (w *workers) stop() {
 	w.cond.Broadcast()
 	w.wg.Wait()
 }
-
-// work runs job on one of the engine's workers.
-func (e *Engine) work(job func()) { e.workers.add(job) }

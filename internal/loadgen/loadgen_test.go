@@ -23,9 +23,11 @@ import (
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tokens"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -74,13 +76,14 @@ func testServe(args []string) error {
 		db = lite
 	}
 	defer db.Close()
-	eng := engine.New(db, engine.Options{})
+	tk := tokens.New(db, tokens.Options{})
+	eng := engine.New(db, engine.Options{Connections: tk})
 	rn := runners.New(eng, db, runners.Options{})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(eng, rn, reads.New(db, eng), api.Options{Open: true, Gatherer: reg})}
+	srv := &http.Server{Handler: api.New(eng, rn, reads.New(db, eng), tk, schedule.New(db, eng, schedule.Options{}), api.Options{Open: true, Gatherer: reg})}
 	go srv.Serve(ln)
 	<-ctx.Done()
 	rn.Close()
@@ -183,13 +186,14 @@ func TestRunAgainstServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	eng := engine.New(db, engine.Options{})
+	tk := tokens.New(db, tokens.Options{})
+	eng := engine.New(db, engine.Options{Connections: tk})
 	defer eng.Close()
 	rn := runners.New(eng, db, runners.Options{})
 	defer rn.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(sqlitemetrics.Collectors(db)...)
-	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), api.Options{Open: true, Gatherer: reg}))
+	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), tk, schedule.New(db, eng, schedule.Options{}), api.Options{Open: true, Gatherer: reg}))
 	defer srv.Close()
 
 	cfg := smallConfig(TransportWS)

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/transfer"
 )
@@ -182,14 +183,15 @@ func everyEventConversation(t testing.TB, eng *engine.Engine) string {
 	must[*engine.RevertResult](t)(eng.Revert(ctx, id, conv.Actor{Admin: true}, "x1"))
 
 	// A scheduled task's run (every second: the first is due a second on).
-	task := must[*parley.Task](t)(eng.CreateTask(ctx, parley.Task{ConversationID: id, AgentID: "alice", Prompt: "tick", EveryMs: 1000}))
+	tasks := schedule.New(eng.Store(), eng, schedule.Options{})
+	task := must[*parley.Task](t)(tasks.CreateTask(ctx, parley.Task{ConversationID: id, AgentID: "alice", Prompt: "tick", EveryMs: 1000}))
 	waitFor(t, func() bool {
 		if err := eng.FireDueTasks(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return hasEvent(t, eng, id, parley.EventTaskRun)
 	})
-	if err := eng.DeleteTask(ctx, task.ID); err != nil {
+	if err := tasks.DeleteTask(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
 

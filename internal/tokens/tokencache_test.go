@@ -1,36 +1,40 @@
-package engine_test
+package tokens_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/teststore"
+	"github.com/parleyhq/parley/internal/tokens"
 )
 
 // TestTokenCache: a token is read from the store once and then trusted for
-// 10 s; revoked through the engine it stops working at once; revoked
-// behind the engine's back (another node, the command line) it stops when
+// 10 s; revoked through the Keeper it stops working at once; revoked
+// behind its back (another node, the command line) it stops when
 // its 10 s are up. Unknown tokens are never cached.
 func TestTokenCache(t *testing.T) {
 	t.Parallel()
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).UnixNano())
-	b := setup(t, engine.Options{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
+	ctx := context.Background()
+	db := teststore.Open(t)
+	k := tokens.New(db, tokens.Options{Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }})
 	auth := func(secret string) error {
-		_, err := b.eng.Authenticate(b.ctx, secret)
+		_, err := k.Authenticate(ctx, secret)
 		return err
 	}
-	secret, tok, err := b.eng.CreateToken(b.ctx, parley.TokenAgent, "alice", "")
+	secret, tok, err := k.CreateToken(ctx, parley.TokenAgent, "alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := auth(secret); err != nil {
 		t.Fatal(err)
 	}
-	// Revoked behind the engine's back: still trusted until the entry lapses.
-	if err := b.db.RevokeToken(b.ctx, tok.ID, parley.NewTime(time.Now())); err != nil {
+	// Revoked behind the Keeper's back: still trusted until the entry lapses.
+	if err := db.RevokeToken(ctx, tok.ID, parley.NewTime(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	if err := auth(secret); err != nil {
@@ -41,15 +45,15 @@ func TestTokenCache(t *testing.T) {
 		t.Fatalf("10 s after a revocation elsewhere: %v", err)
 	}
 
-	// Revoked through the engine: refused at once.
-	secret2, tok2, err := b.eng.CreateToken(b.ctx, parley.TokenViewer, "", "")
+	// Revoked through the Keeper: refused at once.
+	secret2, tok2, err := k.CreateToken(ctx, parley.TokenViewer, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := auth(secret2); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.eng.RevokeToken(b.ctx, tok2.ID); err != nil {
+	if err := k.RevokeToken(ctx, tok2.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := auth(secret2); parley.ErrorCode(err) != parley.EUNAUTHORIZED {

@@ -1,4 +1,4 @@
-package engine
+package schedule_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/sqlite"
 )
 
@@ -28,9 +30,9 @@ func FuzzTaskSchedule(f *testing.F) {
 		f.Add(s, int64(0), int64(0))
 	}
 	f.Add("", int64(1000), int64(5_000))
-	f.Add("", int64(MaxTaskEveryMs), int64(-1))
+	f.Add("", int64(schedule.MaxTaskEveryMs), int64(-1))
 	f.Add("", int64(60_000), int64(1<<62))
-	for _, ms := range []int64{999, MaxTaskEveryMs + 1, -1, -1000, 1 << 62, math.MaxInt64, math.MinInt64, 18446744073710} {
+	for _, ms := range []int64{999, schedule.MaxTaskEveryMs + 1, -1, -1000, 1 << 62, math.MaxInt64, math.MinInt64, 18446744073710} {
 		f.Add("", ms, int64(0))
 	}
 	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -39,9 +41,10 @@ func FuzzTaskSchedule(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	e := New(db, Options{Now: func() time.Time { return t0 }})
-	f.Cleanup(func() { e.Close(); db.Close() })
-	v, err := e.CreateConversation(ctx, parley.Conversation{Participants: []string{"alice"}})
+	eng := engine.New(db, engine.Options{Now: func() time.Time { return t0 }})
+	f.Cleanup(func() { eng.Close(); db.Close() })
+	e := schedule.New(db, eng, schedule.Options{Now: func() time.Time { return t0 }})
+	v, err := eng.CreateConversation(ctx, parley.Conversation{Participants: []string{"alice"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func FuzzTaskSchedule(f *testing.F) {
 			}
 		}
 		if spec != "" {
-			_, perr := parseCron(spec)
+			_, perr := schedule.ParseCron(spec)
 			if perr != nil {
 				if parley.ErrorCode(perr) != parley.EINVALIDVALUE || err == nil {
 					t.Fatalf("cron %q refused with %v, and CreateTask answered %v", spec, perr, err)
@@ -87,7 +90,7 @@ func FuzzTaskSchedule(f *testing.F) {
 			if len(strings.Fields(spec)) != 5 || strings.ContainsAny(spec, "@=") {
 				t.Fatalf("cron %q was accepted", spec)
 			}
-			next, nerr := nextRun(parley.Task{Cron: spec}, t0, t0)
+			next, nerr := schedule.NextRun(parley.Task{Cron: spec}, t0, t0)
 			if (nerr == nil) != (err == nil) {
 				t.Fatalf("cron %q: its next run is %v, and CreateTask answered %v", spec, nerr, err)
 			}
@@ -99,9 +102,9 @@ func FuzzTaskSchedule(f *testing.F) {
 			}
 			return
 		}
-		inRange := everyMs >= MinTaskEveryMs && everyMs <= MaxTaskEveryMs
+		inRange := everyMs >= schedule.MinTaskEveryMs && everyMs <= schedule.MaxTaskEveryMs
 		if inRange != (err == nil) {
-			t.Fatalf("everyMs %d (from %d to %d): CreateTask answered %v", everyMs, MinTaskEveryMs, MaxTaskEveryMs, err)
+			t.Fatalf("everyMs %d (from %d to %d): CreateTask answered %v", everyMs, schedule.MinTaskEveryMs, schedule.MaxTaskEveryMs, err)
 		}
 		if !inRange {
 			return
@@ -115,7 +118,7 @@ func FuzzTaskSchedule(f *testing.F) {
 		if now.Before(t0) {
 			now = t0
 		}
-		next, err := nextRun(parley.Task{EveryMs: everyMs}, t0, now)
+		next, err := schedule.NextRun(parley.Task{EveryMs: everyMs}, t0, now)
 		if err != nil || !next.After(now) || next.Sub(now) > interval || next.Sub(t0)%interval != 0 {
 			t.Fatalf("every %s, due at %s, fired at %s: next %s, %v", interval, t0, now, next, err)
 		}

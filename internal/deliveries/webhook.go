@@ -1,4 +1,4 @@
-package engine
+package deliveries
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // post posts one delivery to its channel type's webhook. Its errors never
 // hold the webhook's URL, which may hold a secret: they are kept and shown
 // to admins, and logged.
-func post(ctx context.Context, o DeliveryOptions, d *parley.Delivery) error {
+func post(ctx context.Context, o Options, d *parley.Delivery) error {
 	hook, ok := o.Webhooks[d.Channel.Type]
 	if !ok {
 		return permanent(fmt.Errorf("no webhook is configured for channel type %q", d.Channel.Type))

@@ -1,4 +1,10 @@
-package engine
+// Package deliveries posts the replies written to channel conversations
+// (Slack, Telegram, …) to their channel's webhook: the engine writes each
+// reply's delivery into the store's outbox in the same append as the
+// reply, and a Worker takes the due rows and posts them, with a backoff
+// that grows, a circuit per channel type, giving up on a row in the end,
+// and removing done rows after a retention.
+package deliveries
 
 import (
 	"context"
@@ -9,10 +15,23 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
+	"github.com/parleyhq/parley/internal/tick"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DeliveryOptions configure the outbox worker.
-type DeliveryOptions struct {
+// Store is the outbox a Worker reads and records its attempts in
+// (store.Store has it).
+type Store interface {
+	// TakeDeliveries leases the undelivered rows that are due.
+	TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) ([]*parley.Delivery, error)
+	// UpdateDelivery records an attempt.
+	UpdateDelivery(ctx context.Context, d *parley.Delivery) error
+	// PruneDeliveries removes rows that were done before p.Before.
+	PruneDeliveries(ctx context.Context, p store.PruneDeliveriesParams) (int, error)
+}
+
+// Options configure a Worker. Zero values take the defaults.
+type Options struct {
 	// Webhooks maps a channel type (slack, telegram, …) to the URL its
 	// replies are posted to.
 	Webhooks map[string]string
@@ -37,12 +56,28 @@ type DeliveryOptions struct {
 	// may take them (default 1 min, past Client's timeout): a node that
 	// dies mid-delivery leaves its rows to the others after it.
 	Lease time.Duration
+	// Now returns the current time (default time.Now); tests may replace it.
+	Now func() time.Time
+	// Logger receives the deliveries given up and the failures to read or
+	// record them (default: none).
+	Logger *slog.Logger
+	// Metrics counts the attempts (default: collectors registered nowhere).
+	Metrics *Metrics
 }
 
 // withDefaults fills in the options left zero.
-func (o DeliveryOptions) withDefaults() DeliveryOptions {
+func (o Options) withDefaults() Options {
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
 	}
 	for _, d := range []struct {
 		v   *time.Duration
@@ -63,31 +98,32 @@ const (
 	pruneEvery = time.Minute
 	prunePage  = 1000
 	prunePages = 100
+	// takeLimit bounds the rows one poll takes.
+	takeLimit = 100
 )
 
-// Deliver posts channel auto-replies from the outbox to their channel's
-// webhook until ctx ends: JSON {conversationId, messageId, channel, content}
-// with the delivery's id (made by the server) in the Idempotency-Key
-// header, at least once. A failed attempt is tried again after a backoff
-// that grows, and a delivery is given up (status failed, kept with its last
-// error and attempts for o.Retention, see store.ListDeliveries) once that
-// cannot mend it or o.GiveUp has passed. While a channel type's webhook
-// fails, its rows wait and one probes it at a time, after the channel's own
-// backoff. Done rows are removed after o.Retention. Of several nodes on one
-// store, one posts each row (see store.TakeDeliveries).
-func (e *Engine) Deliver(ctx context.Context, o DeliveryOptions) {
-	w := &deliverer{e: e, o: o.withDefaults(), circuits: map[string]*circuit{}}
-	take := func(ctx context.Context, now parley.Time, limit int) ([]*parley.Delivery, error) {
-		w.prune(ctx, now.Time)
-		return e.store.TakeDeliveries(ctx, store.TakeDeliveriesParams{Now: now, Until: parley.NewTime(now.Add(w.o.Lease)), Limit: limit})
-	}
-	pollDue(ctx, e, w.o.Poll, "the outbox", take, func(d *parley.Delivery) { w.deliver(ctx, d) })
+// Metrics are the Prometheus collectors of deliveries.
+type Metrics struct {
+	// Deliveries counts attempts by result: delivered, failed (an attempt
+	// that failed), given_up (a delivery given up).
+	Deliveries *prometheus.CounterVec
 }
 
-// deliverer is one Deliver loop's state.
-type deliverer struct {
-	e *Engine
-	o DeliveryOptions
+// NewMetrics makes the collectors and registers them with reg, unless reg is nil.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{Deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "parley_channel_deliveries_total", Help: "Channel auto-reply deliveries, by result: delivered, failed (an attempt that failed), given_up (a delivery given up).",
+	}, []string{"result"})}
+	if reg != nil {
+		reg.MustRegister(m.Deliveries)
+	}
+	return m
+}
+
+// Worker posts the deliveries of a store's outbox (see Deliver).
+type Worker struct {
+	store Store
+	o     Options
 	// circuits are the channel types whose webhook failed last, by type:
 	// one per configured webhook at most.
 	circuits map[string]*circuit
@@ -95,7 +131,40 @@ type deliverer struct {
 	pruned time.Time
 }
 
-// circuit is what the deliverer knows of a failing webhook: how many
+// New returns a Worker of st's outbox.
+func New(st Store, o Options) *Worker {
+	return &Worker{store: st, o: o.withDefaults(), circuits: map[string]*circuit{}}
+}
+
+// Deliver posts channel auto-replies from the outbox to their channel's
+// webhook until ctx ends: JSON {conversationId, messageId, channel, content}
+// with the delivery's id (made by the server) in the Idempotency-Key
+// header, at least once. A failed attempt is tried again after a backoff
+// that grows, and a delivery is given up (status failed, kept with its last
+// error and attempts for Options.Retention, see store.ListDeliveries) once
+// that cannot mend it or Options.GiveUp has passed. While a channel type's
+// webhook fails, its rows wait and one probes it at a time, after the
+// channel's own backoff. Done rows are removed after Options.Retention. Of
+// several nodes on one store, one posts each row (see
+// store.TakeDeliveries). A Worker runs one Deliver at a time.
+func (w *Worker) Deliver(ctx context.Context) {
+	tick.Every(ctx, w.o.Poll, func() {
+		now := parley.NewTime(w.o.Now())
+		w.prune(ctx, now.Time)
+		due, err := w.store.TakeDeliveries(ctx, store.TakeDeliveriesParams{Now: now, Until: parley.NewTime(now.Add(w.o.Lease)), Limit: takeLimit})
+		if err != nil {
+			if ctx.Err() == nil {
+				w.o.Logger.Warn("reading the outbox failed", slog.Any("err", err))
+			}
+			return
+		}
+		for _, d := range due {
+			w.deliver(ctx, d)
+		}
+	})
+}
+
+// circuit is what the worker knows of a failing webhook: how many
 // attempts failed in a row, when it may be tried again (one row, a probe),
 // and why the last attempt failed.
 type circuit struct {
@@ -104,43 +173,12 @@ type circuit struct {
 	lastErr  string
 }
 
-// pollDue reads what is due at every tick until ctx ends and hands each item
-// to do; a failed read is logged and tried again at the next tick.
-func pollDue[T any](ctx context.Context, e *Engine, every time.Duration, what string, due func(context.Context, parley.Time, int) ([]T, error), do func(T)) {
-	tick(ctx, every, func() {
-		items, err := due(ctx, parley.NewTime(e.opts.Now()), 100)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.opts.Logger.Warn("reading "+what+" failed", slog.Any("err", err))
-			}
-			return
-		}
-		for _, it := range items {
-			do(it)
-		}
-	})
-}
-
-// tick calls fn every interval until ctx ends.
-func tick(ctx context.Context, every time.Duration, fn func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn()
-	}
-}
-
 // deliver attempts one row, unless its channel's webhook is failing and
 // not due for a probe: then the row waits until the webhook may be probed
 // again (not for its lease, which may be longer than the channel's
 // backoff), or is given up if its time is over.
-func (w *deliverer) deliver(ctx context.Context, d *parley.Delivery) {
-	now := w.e.opts.Now()
+func (w *Worker) deliver(ctx context.Context, d *parley.Delivery) {
+	now := w.o.Now()
 	over := !now.Before(d.CreatedAt.Add(w.o.GiveUp))
 	if c := w.circuits[d.Channel.Type]; c != nil && now.Before(c.until) {
 		if over {
@@ -163,16 +201,16 @@ func (w *deliverer) deliver(ctx context.Context, d *parley.Delivery) {
 	if ctx.Err() != nil {
 		return // shutting down: the row is taken again once its lease ends
 	}
-	now = w.e.opts.Now()
+	now = w.o.Now()
 	if err == nil {
 		delete(w.circuits, d.Channel.Type)
 		d.Status, d.DeliveredAt, d.LastError = parley.DeliveryDelivered, parley.NewTime(now), ""
-		w.e.opts.Metrics.Deliveries.WithLabelValues("delivered").Inc()
+		w.o.Metrics.Deliveries.WithLabelValues("delivered").Inc()
 		w.update(ctx, d)
 		return
 	}
 	d.Attempts++
-	w.e.opts.Metrics.Deliveries.WithLabelValues("failed").Inc()
+	w.o.Metrics.Deliveries.WithLabelValues("failed").Inc()
 	if isPermanent(err) || !now.Before(d.CreatedAt.Add(w.o.GiveUp)) {
 		w.giveUp(ctx, d, now, err.Error())
 		return
@@ -196,7 +234,7 @@ func (w *deliverer) deliver(ctx context.Context, d *parley.Delivery) {
 
 // backoff is the wait after n failed attempts in a row: o.Backoff doubled
 // n-1 times, at most o.MaxBackoff, of which the half to all is taken.
-func (w *deliverer) backoff(n int) time.Duration {
+func (w *Worker) backoff(n int) time.Duration {
 	wait := min(w.o.Backoff<<min(n-1, 30), w.o.MaxBackoff)
 	if wait <= 0 { // Backoff<<30 overflowed
 		wait = w.o.MaxBackoff
@@ -207,36 +245,36 @@ func (w *deliverer) backoff(n int) time.Duration {
 // giveUp records a delivery as failed: it is kept with why and its
 // attempts, counted, logged once (the webhook's URL is never in why), and
 // never attempted again.
-func (w *deliverer) giveUp(ctx context.Context, d *parley.Delivery, now time.Time, why string) {
+func (w *Worker) giveUp(ctx context.Context, d *parley.Delivery, now time.Time, why string) {
 	d.Status, d.GaveUpAt, d.LastError = parley.DeliveryFailed, parley.NewTime(now), why
-	w.e.opts.Metrics.Deliveries.WithLabelValues("given_up").Inc()
+	w.o.Metrics.Deliveries.WithLabelValues("given_up").Inc()
 	if w.update(ctx, d) {
-		w.e.opts.Logger.Warn("gave up a channel delivery", slog.String("delivery", d.ID), slog.String("conversation", d.ConversationID),
+		w.o.Logger.Warn("gave up a channel delivery", slog.String("delivery", d.ID), slog.String("conversation", d.ConversationID),
 			slog.String("message", d.MessageID), slog.String("channel", d.Channel.Type), slog.Int("attempts", d.Attempts), slog.String("err", why))
 	}
 }
 
 // update records what became of a delivery, and reports whether it was.
-func (w *deliverer) update(ctx context.Context, d *parley.Delivery) bool {
-	err := w.e.store.UpdateDelivery(ctx, d)
+func (w *Worker) update(ctx context.Context, d *parley.Delivery) bool {
+	err := w.store.UpdateDelivery(ctx, d)
 	if err != nil && ctx.Err() == nil {
-		w.e.opts.Logger.Warn("recording a delivery failed", slog.String("delivery", d.ID), slog.Any("err", err))
+		w.o.Logger.Warn("recording a delivery failed", slog.String("delivery", d.ID), slog.Any("err", err))
 	}
 	return err == nil
 }
 
 // prune removes the rows done before the retention, every pruneEvery.
-func (w *deliverer) prune(ctx context.Context, now time.Time) {
+func (w *Worker) prune(ctx context.Context, now time.Time) {
 	if now.Before(w.pruned.Add(pruneEvery)) {
 		return
 	}
 	w.pruned = now
 	before := parley.NewTime(now.Add(-w.o.Retention))
 	for range prunePages {
-		n, err := w.e.store.PruneDeliveries(ctx, store.PruneDeliveriesParams{Before: before, Limit: prunePage})
+		n, err := w.store.PruneDeliveries(ctx, store.PruneDeliveriesParams{Before: before, Limit: prunePage})
 		if err != nil {
 			if ctx.Err() == nil {
-				w.e.opts.Logger.Warn("removing old outbox rows failed", slog.Any("err", err))
+				w.o.Logger.Warn("removing old outbox rows failed", slog.Any("err", err))
 			}
 			return
 		}

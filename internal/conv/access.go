@@ -175,7 +175,7 @@ func (s State) managePrompt(a Actor, id, verb string) error {
 	if err := s.take(a, false); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(s.Queue, func(p QueuedPrompt) bool { return p.ID == id })
+	i := slices.IndexFunc(s.Queue, func(p parley.QueuedPrompt) bool { return p.ID == id })
 	if i < 0 || s.CanManage(a, s.Queue[i].AgentID) {
 		return nil
 	}

@@ -97,13 +97,6 @@ type Actor struct {
 	Admin   bool
 }
 
-// Precondition is a turn-based precondition: the writer expects to
-// start turn ExpectTurn, or to continue it.
-type Precondition struct {
-	ExpectTurn   int  `json:"expectTurn"`
-	StartingTurn bool `json:"startingTurn"`
-}
-
 // Prior is the stored result of an earlier write with the same client request id.
 type Prior struct {
 	RequestHash string
@@ -141,7 +134,7 @@ type PostMessage struct {
 	TurnID          string
 	Finality        parley.Finality
 	Next            string
-	Precondition    *Precondition
+	Precondition    *parley.Precondition
 	Channel         *parley.Channel
 	Metadata        json.RawMessage
 	ClientRequestID string
@@ -168,7 +161,7 @@ type PostTrace struct {
 	Payload         json.RawMessage
 	TurnID          string
 	Finality        parley.Finality
-	Precondition    *Precondition
+	Precondition    *parley.Precondition
 	ClientRequestID string
 	RequestHash     string
 	Known           Lookups

@@ -170,7 +170,7 @@ type turnPlan struct {
 }
 
 // planTurn applies the turn rules of seeds 002 and 003 for a write by agent.
-func (d *decider) planTurn(agent string, pre *Precondition) (turnPlan, error) {
+func (d *decider) planTurn(agent string, pre *parley.Precondition) (turnPlan, error) {
 	open := d.s.Open
 	next := d.s.LastTurn + 1
 	if pre == nil {

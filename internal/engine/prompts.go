@@ -13,8 +13,8 @@ import (
 
 // PromptResult is the answer to EnqueuePrompt.
 type PromptResult struct {
-	ID    string              `json:"id"`
-	Seq   int64               `json:"seq"`
+	ID    string                `json:"id"`
+	Seq   int64                 `json:"seq"`
 	Queue []parley.QueuedPrompt `json:"queue"`
 	// Replayed is true when this is the stored result of an earlier request
 	// with the same client request id.

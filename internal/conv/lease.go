@@ -69,7 +69,7 @@ type ExpireTurn struct {
 	Since   time.Time
 }
 
-func (ExpireTurn) command() {}
+func (c ExpireTurn) decide(d *decider) error { return d.expireTurn(c) }
 
 func (d *decider) expireTurn(c ExpireTurn) error {
 	open := d.s.Open

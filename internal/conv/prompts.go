@@ -113,13 +113,13 @@ type PromotePrompt struct {
 	ID string
 }
 
-func (EnqueuePrompt) command()  {}
-func (DispatchPrompt) command() {}
-func (CompletePrompt) command() {}
-func (RequeuePrompt) command()  {}
-func (WithdrawPrompt) command() {}
-func (PromotePrompt) command()  {}
-func (AbortPrompt) command()    {}
+func (c EnqueuePrompt) decide(d *decider) error  { return d.enqueue(c) }
+func (c DispatchPrompt) decide(d *decider) error { return d.dispatch(c) }
+func (c CompletePrompt) decide(d *decider) error { return d.complete(c) }
+func (c RequeuePrompt) decide(d *decider) error  { return d.requeue(c) }
+func (c WithdrawPrompt) decide(d *decider) error { return d.withdraw(c) }
+func (c PromotePrompt) decide(d *decider) error  { return d.promote(c) }
+func (c AbortPrompt) decide(d *decider) error    { return d.abortPrompt(c) }
 
 // Answering returns the prompt being answered (dispatched) and the id of
 // the message streaming its answer: its runner's message of the prompt's
@@ -502,7 +502,7 @@ type RunTask struct {
 	Due      bool
 }
 
-func (RunTask) command() {}
+func (c RunTask) decide(d *decider) error { return d.runTask(c) }
 
 func (d *decider) runTask(c RunTask) error {
 	if !c.Due || d.s.Closed {

@@ -49,24 +49,7 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*parley.Message
-	size := 0
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		m := &parley.Message{}
-		n, err := store.DecodeRow(data, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-		if size += n; p.MaxBytes > 0 && size >= p.MaxBytes {
-			break // the rest waits for the next read
-		}
-	}
-	return out, rows.Err()
+	return store.ReadMessages(rows, p.MaxBytes)
 }
 
 // Ancestors implements store.Store.

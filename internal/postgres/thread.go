@@ -68,15 +68,7 @@ func (db *DB) walk(ctx context.Context, q string, args ...any) store.WalkScan {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var level int
-			var r store.RowRef
-			if err := rows.Scan(&level, &r.ID, &r.Seq, &r.Size); err != nil {
-				return err
-			}
-			visit(level, r)
-		}
-		return rows.Err()
+		return store.EachWalked(rows, visit)
 	}
 }
 
@@ -88,16 +80,6 @@ func (db *DB) rowsByID(ctx context.Context, id string) store.RowReader {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var mid string
-			var data []byte
-			if err := rows.Scan(&mid, &data); err != nil {
-				return err
-			}
-			if err := each(mid, data); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return store.EachRowByID(rows, each)
 	}
 }

@@ -186,3 +186,41 @@ func ReadEvents[T any](rows Rows, page *EventPage, conversationID string, at fun
 	}
 	return page.Events, rows.Err()
 }
+
+// EachWalked hands each row of a thread's walk (level, id, seq, size) to
+// visit (see WalkScan).
+func EachWalked(rows Rows, visit func(level int, r RowRef)) error {
+	for rows.Next() {
+		var level int
+		var r RowRef
+		if err := rows.Scan(&level, &r.ID, &r.Seq, &r.Size); err != nil {
+			return err
+		}
+		visit(level, r)
+	}
+	return rows.Err()
+}
+
+// EachRowByID hands each row of message ids and rows to each (see
+// RowReader).
+func EachRowByID(rows Rows, each func(id string, data []byte) error) error {
+	for rows.Next() {
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			return err
+		}
+		if err := each(id, data); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ReadMessageKey reads a row of a message's key: id, seq, turn id, agent
+// id, the id it replies to ("" for none) and its depth.
+func ReadMessageKey(row Scanner) (MessageKey, error) {
+	var k MessageKey
+	err := row.Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth)
+	return k, err
+}

@@ -212,22 +212,18 @@ func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams
 	return store.RawRows(rd.scanRows(ctx, p))
 }
 
-// scanRows reads the rows ListMessages reads for p, until their sizes
-// reach p.MaxBytes.
+// scanRows reads the rows ListMessages reads for p (see
+// store.EachMessageRow).
 func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
-}
-
-// eachRow hands each row ListMessages reads for p to each (see
-// store.RowScan).
-func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q, args := listQuery(p, "data, seq", "data, seq")
-	rows, err := rd.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
+	return func(visit func(data []byte, seq int64) (int, error)) error {
+		q, args := listQuery(p, "data, seq", "data, seq")
+		rows, err := rd.q.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		return store.EachMessageRow(rows, p, visit)
 	}
-	defer rows.Close()
-	return store.EachMessageRow(rows, p, each)
 }
 
 // listQuery is the query of ListMessages for p, reading columns (named

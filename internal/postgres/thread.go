@@ -10,7 +10,7 @@ import (
 // The thread's reads walk replyTo over the indexes and read no row on the
 // way: a walk gives each message's id, seq and row size (octet_length of
 // a stored value reads its header), sorted without the rows; the rows are
-// read after, as store.AncestorRows and store.DescendantRows choose, by
+// read after, as store.Ancestors and store.Descendants choose, by
 // id. plan_test.go checks that each step is an index probe.
 const (
 	// repliesQuery reads the direct replies to $2 after seq $3, at most $4.
@@ -44,20 +44,14 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 
 // Ancestors implements store.Store.
 func (db *DB) Ancestors(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.AncestorRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return store.Ancestors(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // Descendants implements store.Store.
 func (db *DB) Descendants(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.DescendantRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	return store.Descendants(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // walk runs the walk of a thread q.

@@ -13,7 +13,7 @@ import (
 // scanning messages) and read no row on the way: a walk gives each
 // message's id, seq and row size (length of a BLOB is read from its
 // record's header), sorted without the rows; the rows are read after, as
-// store.AncestorRows and store.DescendantRows choose, by id, unsorted.
+// store.Ancestors and store.Descendants choose, by id, unsorted.
 // (Sorted with their rows, SQLite would copy every row of the walk into
 // its sorter: 99 ancestors of a MB, 99 MB.) plan_test.go checks each step.
 const (
@@ -54,20 +54,14 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 
 // Ancestors implements store.Store.
 func (db *DB) Ancestors(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.AncestorRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return store.Ancestors(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // Descendants implements store.Store.
 func (db *DB) Descendants(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.DescendantRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	return store.Descendants(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // walk runs the walk of a thread q.

@@ -1,7 +1,8 @@
 // Package parley holds the domain types of the Parley conversation server:
-// conversations, events, messages and their parts, positions, heads, guidance,
-// tokens and the error type. Every other package of the module builds on these
-// and nothing here does I/O.
+// conversations, events and their data, messages and their parts, positions,
+// heads, guidance, the prompt queue, tokens, the bodies of the API's requests
+// and the error type. The server and the Go SDK (package client) both build
+// on these, and nothing here does I/O.
 //
 // The rules that turn commands into events live in package conv; storage lives
 // behind the interface of package store; package engine is the one write path;

@@ -54,41 +54,13 @@ type View struct {
 }
 
 // NewConversation is the body of CreateConversation.
-type NewConversation struct {
-	ID            string            `json:"id,omitempty"`
-	Title         string            `json:"title,omitempty"`
-	Participants  []string          `json:"participants,omitempty"`
-	Members       []string          `json:"members,omitempty"`
-	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
-	MessageFormat string            `json:"messageFormat,omitempty"`
-	Metadata      json.RawMessage   `json:"metadata,omitempty"`
-	// TurnLeaseMs is the conversation's own turn lease in milliseconds
-	// (1000 to 86400000); zero for the server's (serve -turn-lease).
-	TurnLeaseMs int64 `json:"turnLeaseMs,omitempty"`
-}
+type NewConversation = parley.CreateConversationRequest
 
 // Precondition is a turn precondition {expectTurn, startingTurn}.
-type Precondition struct {
-	ExpectTurn   int  `json:"expectTurn"`
-	StartingTurn bool `json:"startingTurn"`
-}
+type Precondition = parley.Precondition
 
 // Message is the body of PostMessage. Give Content or Parts.
-type Message struct {
-	ID              string          `json:"id,omitempty"`
-	AgentID         string          `json:"agentId,omitempty"`
-	Role            parley.Role     `json:"role,omitempty"`
-	Content         string          `json:"content,omitempty"`
-	Parts           []parley.Part   `json:"parts,omitempty"`
-	ReplyTo         string          `json:"replyTo,omitempty"`
-	TurnID          string          `json:"turnId,omitempty"`
-	Finality        parley.Finality `json:"finality,omitempty"`
-	Next            string          `json:"next,omitempty"`
-	Precondition    *Precondition   `json:"precondition,omitempty"`
-	Channel         *parley.Channel `json:"channel,omitempty"`
-	Metadata        json.RawMessage `json:"metadata,omitempty"`
-	ClientRequestID string          `json:"clientRequestId,omitempty"`
-}
+type Message = parley.PostMessageRequest
 
 // MessageResult is the answer to PostMessage.
 type MessageResult struct {
@@ -133,29 +105,29 @@ func (c *Client) PostMessage(ctx context.Context, conversationID string, m Messa
 
 // Claim claims the next turn for agentID (empty: the token's agent).
 func (c *Client) Claim(ctx context.Context, conversationID, agentID string, expectTurn int) (*TurnResult, error) {
-	body := map[string]any{"agentId": agentID, "expectTurn": expectTurn}
-	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/claim"), omitEmpty(body))
+	body := parley.ClaimTurnRequest{AgentID: agentID, ExpectTurn: expectTurn}
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/claim"), body)
 }
 
 // Reset resets the agent's open turn; with claim, claims the next turn otherwise.
 func (c *Client) Reset(ctx context.Context, conversationID, agentID string, claim bool) (*TurnResult, error) {
-	body := map[string]any{"agentId": agentID, "claim": claim}
-	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/reset"), omitEmpty(body))
+	body := parley.ResetTurnRequest{AgentID: agentID, Claim: claim}
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/reset"), body)
 }
 
 // AbortTurn gives up the agent's open turn (POST …/turns/abort): a
 // turn.aborted tombstone. To stop an answer being streamed, use Stop.
 func (c *Client) AbortTurn(ctx context.Context, conversationID, agentID, reason string) (*TurnResult, error) {
-	body := map[string]any{"agentId": agentID, "reason": reason}
-	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/abort"), omitEmpty(body))
+	body := parley.AbortTurnRequest{AgentID: agentID, Reason: reason}
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/abort"), body)
 }
 
 // Delegate lets the agent to write into agentID's open turn (empty
 // agentID: the token's agent), with that turn's turnId, until the turn
 // closes: a supervisor hands part of its work to a worker.
 func (c *Client) Delegate(ctx context.Context, conversationID, agentID, to string) (*TurnResult, error) {
-	body := map[string]any{"agentId": agentID, "to": to}
-	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/delegations"), omitEmpty(body))
+	body := parley.DelegateRequest{AgentID: agentID, To: to}
+	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/delegations"), body)
 }
 
 // Ask queues a prompt (mode followup, steer, collect or reject; empty:
@@ -166,7 +138,7 @@ func (c *Client) Ask(ctx context.Context, conversationID, agentID, content, mode
 	var r struct {
 		ID string `json:"id"`
 	}
-	body := omitEmpty(map[string]any{"agentId": agentID, "content": content, "mode": mode})
+	body := parley.QueuePromptRequest{AgentID: agentID, Content: content, Mode: mode}
 	return r.ID, c.do(ctx, http.MethodPost, convPath(conversationID, "/prompts"), body, &r)
 }
 
@@ -232,15 +204,6 @@ func (c *Client) Events(ctx context.Context, conversationID string, after int64,
 }
 
 func convPath(id, rest string) string { return "/v1/conversations/" + url.PathEscape(id) + rest }
-
-func omitEmpty(m map[string]any) map[string]any {
-	for k, v := range m {
-		if v == "" || v == 0 || v == int64(0) || v == false {
-			delete(m, k)
-		}
-	}
-	return m
-}
 
 // call sends one request and decodes the JSON answer into a new T; on error
 // it returns nil with the error, never a half-filled result.

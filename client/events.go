@@ -87,59 +87,30 @@ type TaskRun struct {
 	RunID  string `json:"runId"`
 }
 
-// PromptQueued is the data of prompt.queued: a prompt joined the queue, or
-// (Into set) was merged into the collect prompt Into.
-type PromptQueued struct {
-	ID      string          `json:"id"`
-	Into    string          `json:"into,omitempty"`
-	Content string          `json:"content"`
-	Mode    string          `json:"mode"`
-	To      string          `json:"to,omitempty"`
-	Channel *parley.Channel `json:"channel,omitempty"`
-	// Until is when a collect prompt stops collecting.
-	Until parley.Time `json:"until"`
-	// TurnID is the exchange of a task run's prompt.
-	TurnID string `json:"turnId,omitempty"`
-}
-
-// PromptDispatched is the data of prompt.dispatched: prompt ID was handed
-// to Runner (its user message was written just before, the first time).
-type PromptDispatched struct {
-	ID     string `json:"id"`
-	Runner string `json:"runner"`
-}
-
-// PromptAborted is the data of prompt.aborted: the answer to prompt ID was
-// aborted (Reason steered, stopped or reverted) and Runner told to stop.
-type PromptAborted struct {
-	ID     string `json:"id"`
-	Runner string `json:"runner"`
-	Reason string `json:"reason"`
-}
-
-// PromptCompleted is the data of prompt.completed: prompt ID was answered.
-type PromptCompleted struct {
-	ID string `json:"id"`
-}
-
-// PromptCanceled is the data of prompt.canceled: prompt ID ended without an
-// answer (Reason withdrawn, or aborted once its runner stopped).
-type PromptCanceled struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
-
-// PromptRequeued is the data of prompt.requeued: prompt ID's runner left,
-// and the prompt went back to the front of the queue.
-type PromptRequeued struct {
-	ID string `json:"id"`
-}
-
-// PromptPromoted is the data of prompt.promoted: prompt ID moved to the
-// front of the queue.
-type PromptPromoted struct {
-	ID string `json:"id"`
-}
+// The data of the prompt queue's events.
+type (
+	// PromptQueued is the data of prompt.queued: a prompt joined the
+	// queue, or (Into set) was merged into the collect prompt Into.
+	PromptQueued = parley.PromptQueued
+	// PromptDispatched is the data of prompt.dispatched: prompt ID was
+	// handed to Runner.
+	PromptDispatched = parley.PromptDispatched
+	// PromptAborted is the data of prompt.aborted: the answer to prompt ID
+	// was aborted and Runner told to stop.
+	PromptAborted = parley.PromptAborted
+	// PromptCompleted is the data of prompt.completed: prompt ID was
+	// answered.
+	PromptCompleted = parley.PromptCompleted
+	// PromptCanceled is the data of prompt.canceled: prompt ID ended
+	// without an answer.
+	PromptCanceled = parley.PromptCanceled
+	// PromptRequeued is the data of prompt.requeued: prompt ID's runner
+	// left, and the prompt went back to the front of the queue.
+	PromptRequeued = parley.PromptRequeued
+	// PromptPromoted is the data of prompt.promoted: prompt ID moved to
+	// the front of the queue.
+	PromptPromoted = parley.PromptPromoted
+)
 
 // Compacted is the data of compacted: where a chunk or part.updated event
 // of a message that ended long ago was, once the server's retention
@@ -192,27 +163,6 @@ func (*Delegation) EventType() string { return parley.EventDelegation }
 
 // EventType implements EventData.
 func (*TaskRun) EventType() string { return EventTaskRun }
-
-// EventType implements EventData.
-func (*PromptQueued) EventType() string { return EventPromptQueued }
-
-// EventType implements EventData.
-func (*PromptDispatched) EventType() string { return EventPromptDispatched }
-
-// EventType implements EventData.
-func (*PromptAborted) EventType() string { return EventPromptAborted }
-
-// EventType implements EventData.
-func (*PromptCompleted) EventType() string { return EventPromptCompleted }
-
-// EventType implements EventData.
-func (*PromptCanceled) EventType() string { return EventPromptCanceled }
-
-// EventType implements EventData.
-func (*PromptRequeued) EventType() string { return EventPromptRequeued }
-
-// EventType implements EventData.
-func (*PromptPromoted) EventType() string { return EventPromptPromoted }
 
 // EventType implements EventData.
 func (*Compacted) EventType() string { return parley.EventCompacted }

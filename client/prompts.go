@@ -23,76 +23,14 @@ const (
 )
 
 // NewPrompt is the body of QueuePrompt.
-type NewPrompt struct {
-	// ID is the prompt's id, which its user message takes (default: the
-	// server makes one).
-	ID string `json:"id,omitempty"`
-	// AgentID asks as that agent (needed only with an admin token or an
-	// open server).
-	AgentID string `json:"agentId,omitempty"`
-	Content string `json:"content"`
-	// Mode is ModeFollowup (default), ModeSteer, ModeCollect or ModeReject.
-	Mode string `json:"mode,omitempty"`
-	// To names the agent whose runner should answer (default: any).
-	To string `json:"to,omitempty"`
-	// Channel is where the prompt came from; the answer goes back there
-	// (through the server's channel webhook). Only an admin token may set
-	// it: a channel's bridge posts its prompts.
-	Channel *parley.Channel `json:"channel,omitempty"`
-	// ClientRequestID makes a retry safe: the same key and body queue the
-	// prompt once, and the retry gets the first answer.
-	ClientRequestID string `json:"clientRequestId,omitempty"`
-}
+type NewPrompt = parley.QueuePromptRequest
 
 // QueuedPrompt is a prompt in a conversation's queue, waiting or being
-// answered. Its text is in its prompt.queued events (Parts are their seqs).
-type QueuedPrompt struct {
-	ID      string          `json:"id"`
-	Mode    string          `json:"mode"`
-	AgentID string          `json:"agentId"`
-	To      string          `json:"to,omitempty"`
-	Channel *parley.Channel `json:"channel,omitempty"`
-	// Parts are the seqs of the prompt.queued events that hold its text (a
-	// collect prompt has one per prompt merged into it).
-	Parts []int64 `json:"parts"`
-	// Until is when a collect prompt stops collecting.
-	Until parley.Time `json:"until"`
-	// Runner is the agent it was dispatched to; empty while it waits.
-	Runner string `json:"runner,omitempty"`
-	// Written is true once its user message exists.
-	Written bool `json:"written,omitempty"`
-	// TurnID is the exchange its message starts: a task run's id, or empty
-	// for the prompt's own id.
-	TurnID string `json:"turnId,omitempty"`
-	// Bytes is the length of its text.
-	Bytes int `json:"bytes,omitempty"`
-	// Aborted is true once its answer was aborted; it ends when its runner
-	// answers or leaves.
-	Aborted bool `json:"aborted,omitempty"`
-	// WaitingOn says what a waiting prompt waits for; nil on the prompt
-	// being answered and on one about to be dispatched.
-	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
-}
+// answered.
+type QueuedPrompt = parley.QueuedPrompt
 
 // WaitingOn is what a waiting prompt waits for.
-type WaitingOn struct {
-	// Reason is "turn" (another agent's open turn), "claim" (another
-	// agent's claim on the next turn), "prompt" (the prompt being
-	// answered), "queue" (a prompt ahead of it), "runner" (a runner of the
-	// agent it is for, or of any agent) or "collect" (a collect window).
-	Reason string `json:"reason"`
-	// AgentID holds what it waits for: the turn's owner, the claim's
-	// holder, the runner answering, the agent a runner is wanted of.
-	AgentID string `json:"agentId,omitempty"`
-	// Turn and TurnID name the open or claimed turn.
-	Turn   int    `json:"turn,omitempty"`
-	TurnID string `json:"turnId,omitempty"`
-	// PromptID is the prompt being answered, ahead of it, or collecting.
-	PromptID string `json:"promptId,omitempty"`
-	// Until is when what it waits for ends at the latest, if known: the
-	// turn's lease, the claim, the collect window.
-	Until *parley.Time `json:"until,omitempty"`
-}
+type WaitingOn = parley.WaitingOn
 
 // PromptResult is the answer to QueuePrompt.
 type PromptResult struct {
@@ -128,12 +66,12 @@ func (c *Client) Prompts(ctx context.Context, conversationID string) ([]QueuedPr
 // withdrawn); one being answered is 409 busy: Stop it instead. agentID is
 // needed only with an admin token or an open server.
 func (c *Client) WithdrawPrompt(ctx context.Context, conversationID, promptID, agentID string) (*TurnResult, error) {
-	return call[TurnResult](ctx, c, http.MethodDelete, promptPath(conversationID, promptID, ""), omitEmpty(map[string]any{"agentId": agentID}))
+	return call[TurnResult](ctx, c, http.MethodDelete, promptPath(conversationID, promptID, ""), parley.PromptActionRequest{AgentID: agentID})
 }
 
 // PromotePrompt moves a waiting prompt to the front of the queue.
 func (c *Client) PromotePrompt(ctx context.Context, conversationID, promptID, agentID string) (*TurnResult, error) {
-	return call[TurnResult](ctx, c, http.MethodPost, promptPath(conversationID, promptID, "/promote"), omitEmpty(map[string]any{"agentId": agentID}))
+	return call[TurnResult](ctx, c, http.MethodPost, promptPath(conversationID, promptID, "/promote"), parley.PromptActionRequest{AgentID: agentID})
 }
 
 func promptPath(conversationID, promptID, rest string) string {
@@ -164,7 +102,7 @@ type Stopped struct {
 // names none stops whatever answer is under way. It returns what it
 // stopped.
 func (c *Client) StopPrompt(ctx context.Context, conversationID, promptID string) (*Stopped, error) {
-	return call[Stopped](ctx, c, http.MethodPost, convPath(conversationID, "/abort"), map[string]any{"promptId": promptID})
+	return call[Stopped](ctx, c, http.MethodPost, convPath(conversationID, "/abort"), parley.StopRequest{PromptID: promptID})
 }
 
 // RevertResult is the answer to Revert.
@@ -182,6 +120,6 @@ type RevertResult struct {
 // An id no message of the conversation ever had is a *StatusError 404
 // (parley.ENOTFOUND); one reverted before removes nothing.
 func (c *Client) Revert(ctx context.Context, conversationID, messageID, agentID string) (*RevertResult, error) {
-	body := omitEmpty(map[string]any{"messageId": messageID, "agentId": agentID})
+	body := parley.RevertRequest{AgentID: agentID, MessageID: messageID}
 	return call[RevertResult](ctx, c, http.MethodPost, convPath(conversationID, "/revert"), body)
 }

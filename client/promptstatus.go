@@ -11,50 +11,15 @@ import (
 
 // Prompt states (PromptStatus.State).
 const (
-	PromptStateQueued     = "queued"     // waiting in the queue (WaitingOn says on what)
-	PromptStateDispatched = "dispatched" // handed to a runner that has not written its answer yet
-	PromptStateAnswering  = "answering"  // its runner writes its answer (MessageID)
-	PromptStateCompleted  = "completed"  // answered
-	PromptStateCanceled   = "canceled"   // ended without an answer, or with an aborted one (Reason)
+	PromptStateQueued     = parley.PromptStateQueued     // waiting in the queue (WaitingOn says on what)
+	PromptStateDispatched = parley.PromptStateDispatched // handed to a runner that has not written its answer yet
+	PromptStateAnswering  = parley.PromptStateAnswering  // its runner writes its answer (MessageID)
+	PromptStateCompleted  = parley.PromptStateCompleted  // answered
+	PromptStateCanceled   = parley.PromptStateCanceled   // ended without an answer, or with an aborted one (Reason)
 )
 
 // PromptStatus is where a prompt stands (GET …/prompts/{pid}).
-type PromptStatus struct {
-	ID string `json:"id"`
-	// State is PromptStateQueued, PromptStateDispatched, PromptStateAnswering,
-	// PromptStateCompleted or PromptStateCanceled.
-	State string `json:"state"`
-	// AgentID asked it.
-	AgentID string `json:"agentId"`
-	// Position is its place in the queue (0: first), while it is in it.
-	Position *int `json:"position,omitempty"`
-	// WaitingOn says what a queued prompt waits for; nil on one about to
-	// be dispatched.
-	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
-	// Runner is the agent it was dispatched to.
-	Runner string `json:"runner,omitempty"`
-	// MessageID is its answer: the runner's newest message in the
-	// prompt's exchange.
-	MessageID string `json:"messageId,omitempty"`
-	// Aborted is set once its answer was stopped.
-	Aborted bool `json:"aborted,omitempty"`
-	// Reason says why it was canceled (withdrawn, aborted).
-	Reason string `json:"reason,omitempty"`
-	// EndedSeq and EndedAt say when it ended.
-	EndedSeq int64       `json:"endedSeq,omitempty"`
-	EndedAt  parley.Time `json:"endedAt,omitzero"`
-	// Queued is the prompt as the queue holds it, while it is in it.
-	Queued *QueuedPrompt `json:"queued,omitempty"`
-	// TurnID is its exchange: the turnId of its message and its answer.
-	TurnID string `json:"turnId"`
-	// LastSeq is the conversation's last seq as of this status.
-	LastSeq int64 `json:"lastSeq"`
-}
-
-// Ended reports whether the prompt has ended: completed or canceled.
-func (p *PromptStatus) Ended() bool {
-	return p.State == PromptStateCompleted || p.State == PromptStateCanceled
-}
+type PromptStatus = parley.PromptStatus
 
 // MaxPromptWait is the longest one PromptWait request waits, as the
 // server bounds it.

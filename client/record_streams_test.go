@@ -19,7 +19,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/internal/conv"
 )
 
 // TestRecordStreams records, from a real server, streams of random runner
@@ -224,7 +223,7 @@ func (r *recorder) step() {
 	default:
 		kind = "withdraw/promote"
 		var q struct {
-			Prompts []conv.QueuedPrompt `json:"prompts"`
+			Prompts []parley.QueuedPrompt `json:"prompts"`
 		}
 		if err = r.get("/prompts", &q); err == nil && len(q.Prompts) > 0 {
 			p := q.Prompts[r.rng.IntN(len(q.Prompts))]

@@ -11,14 +11,7 @@ import (
 // NewTask is the body of CreateTask: a prompt queued in a conversation on
 // a schedule, by five-field cron (read in UTC) or every EveryMs
 // milliseconds (at least 1000). Give one of them.
-type NewTask struct {
-	ID             string `json:"id,omitempty"`
-	ConversationID string `json:"conversationId"`
-	AgentID        string `json:"agentId,omitempty"`
-	Prompt         string `json:"prompt"`
-	Cron           string `json:"cron,omitempty"`
-	EveryMs        int64  `json:"everyMs,omitempty"`
-}
+type NewTask = parley.CreateTaskRequest
 
 // CreateTask schedules a prompt; AgentID, whom it asks as, is needed only
 // with an admin token (or an open server).

@@ -9,13 +9,7 @@ import (
 )
 
 // NewToken is the body of CreateToken.
-type NewToken struct {
-	// Kind is parley.TokenAgent (with an AgentID), TokenViewer or TokenAdmin.
-	Kind    parley.TokenKind `json:"kind"`
-	AgentID string           `json:"agentId,omitempty"`
-	// Name is a label for people (which machine, which job).
-	Name string `json:"name,omitempty"`
-}
+type NewToken = parley.CreateTokenRequest
 
 // CreatedToken is a new token with its secret, which the server shows
 // this once.

@@ -24,7 +24,7 @@ type ClaimOptions struct {
 // ClaimWith claims the next turn as o says: the first claim wins (409
 // claim_conflict for the others), the holder may claim again to extend it.
 func (c *Client) ClaimWith(ctx context.Context, conversationID string, o ClaimOptions) (*TurnResult, error) {
-	body := omitEmpty(map[string]any{"agentId": o.AgentID, "expectTurn": o.ExpectTurn, "ttlMs": o.TTL.Milliseconds()})
+	body := parley.ClaimTurnRequest{AgentID: o.AgentID, ExpectTurn: o.ExpectTurn, TTLMs: o.TTL.Milliseconds()}
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/claim"), body)
 }
 
@@ -43,7 +43,7 @@ type ResetOptions struct {
 // turn.reset marker, same turn number), or with o.Claim claims the next
 // turn when the agent owns none.
 func (c *Client) ResetWith(ctx context.Context, conversationID string, o ResetOptions) (*TurnResult, error) {
-	body := omitEmpty(map[string]any{"agentId": o.AgentID, "claim": o.Claim, "ttlMs": o.TTL.Milliseconds()})
+	body := parley.ResetTurnRequest{AgentID: o.AgentID, Claim: o.Claim, TTLMs: o.TTL.Milliseconds()}
 	return call[TurnResult](ctx, c, http.MethodPost, convPath(conversationID, "/turns/reset"), body)
 }
 
@@ -62,10 +62,11 @@ type NewTrace struct {
 // PostTrace writes a trace event and returns it as stored (its Data is a
 // parley.Trace; DecodeEvent reads it).
 func (c *Client) PostTrace(ctx context.Context, conversationID string, t NewTrace) (*parley.Event, error) {
-	body := struct {
-		Type string `json:"type"`
-		NewTrace
-	}{parley.EventTrace, t}
+	body := parley.PostEventRequest{Type: parley.EventTrace, ID: t.ID, AgentID: t.AgentID, Payload: t.Payload,
+		TurnID: t.TurnID, Precondition: t.Precondition, ClientRequestID: t.ClientRequestID}
+	if body.Payload == nil {
+		body.Payload = json.RawMessage("null") // NewTrace's payload is sent even when nil
+	}
 	r, err := call[struct {
 		Event parley.Event `json:"event"`
 	}](ctx, c, http.MethodPost, convPath(conversationID, "/events"), body)

@@ -13,7 +13,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot create conversations", who.Kind))
 		return
 	}
-	var req createConversationRequest
+	var req parley.CreateConversationRequest
 	if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 		writeErr(w, s.log, err)
 		return

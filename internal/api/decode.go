@@ -16,78 +16,24 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
 )
 
-// Request bodies. Unknown fields are refused so that a typo (replyToMessageId
-// for replyTo, say) is an error instead of a silently ignored field.
+// Request bodies are parley's (parley.PostMessageRequest, …): the SDK
+// sends what the server reads. Unknown fields are refused so that a typo
+// (replyToMessageId for replyTo, say) is an error instead of a silently
+// ignored field.
 
-type createConversationRequest struct {
-	ID            string            `json:"id,omitempty"`
-	Title         string            `json:"title,omitempty"`
-	Participants  []string          `json:"participants,omitempty"`
-	Members       []string          `json:"members,omitempty"`
-	TurnPolicy    parley.TurnPolicy `json:"turnPolicy,omitempty"`
-	MessageFormat string            `json:"messageFormat,omitempty"`
-	Metadata      json.RawMessage   `json:"metadata,omitempty"`
-	TurnLeaseMs   int64             `json:"turnLeaseMs,omitempty"`
-}
-
+// messageRequest is the body of a message: parley.PostMessageRequest, but
+// for its content, which the server tells apart from none when it is
+// empty (content "" is an empty text part; with parts it is refused).
 type messageRequest struct {
-	ID              string             `json:"id,omitempty"`
-	AgentID         string             `json:"agentId,omitempty"`
-	Role            parley.Role        `json:"role,omitempty"`
-	Content         *string            `json:"content,omitempty"`
-	Parts           []parley.Part      `json:"parts,omitempty"`
-	ReplyTo         string             `json:"replyTo,omitempty"`
-	TurnID          string             `json:"turnId,omitempty"`
-	Finality        parley.Finality    `json:"finality,omitempty"`
-	Next            string             `json:"next,omitempty"`
-	Precondition    *conv.Precondition `json:"precondition,omitempty"`
-	Channel         *parley.Channel    `json:"channel,omitempty"`
-	Metadata        json.RawMessage    `json:"metadata,omitempty"`
-	ClientRequestID string             `json:"clientRequestId,omitempty"`
+	parley.PostMessageRequest
+	Content *string `json:"content,omitempty"`
 }
 
-type eventRequest struct {
-	Type            string             `json:"type"`
-	ID              string             `json:"id,omitempty"`
-	AgentID         string             `json:"agentId,omitempty"`
-	Payload         json.RawMessage    `json:"payload,omitempty"`
-	TurnID          string             `json:"turnId,omitempty"`
-	Finality        parley.Finality    `json:"finality,omitempty"`
-	Precondition    *conv.Precondition `json:"precondition,omitempty"`
-	ClientRequestID string             `json:"clientRequestId,omitempty"`
-}
-
-type claimRequest struct {
-	AgentID    string `json:"agentId,omitempty"`
-	ExpectTurn int    `json:"expectTurn,omitempty"`
-	TTLMs      int64  `json:"ttlMs,omitempty"`
-}
-
-type resetRequest struct {
-	AgentID string `json:"agentId,omitempty"`
-	Claim   bool   `json:"claim,omitempty"`
-	TTLMs   int64  `json:"ttlMs,omitempty"`
-}
-
-type abortRequest struct {
-	AgentID string `json:"agentId,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-type delegateRequest struct {
-	AgentID string `json:"agentId,omitempty"`
-	To      string `json:"to"`
-}
-
-type tokenRequest struct {
-	Kind    parley.TokenKind `json:"kind"`
-	AgentID string           `json:"agentId,omitempty"`
-	Name    string           `json:"name,omitempty"`
-}
+// eventRequest is the body of an event.
+type eventRequest struct{ parley.PostEventRequest }
 
 // decodeBody reads one JSON object of at most max bytes from the request,
 // once the server's budget of bodies has room for it (see reserveBody).

@@ -26,17 +26,17 @@ var bodyDecoders = []struct {
 		`{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"running","args":{"q":1}}],"replyTo":"m1"}`,
 		`{"content":`, `[]`, `{"x":1}`}},
 	{"trace", checkDecode[eventRequest], []string{`{"type":"trace","payload":{"a":[1,2]}}`, `{"type":"trace","finality":"turn"}`}},
-	{"conversation", checkDecode[createConversationRequest], []string{`{"title":"t","participants":["a","b"],"turnPolicy":"free","metadata":{"k":"v"}}`}},
-	{"claim", checkDecode[claimRequest], []string{`{"expectTurn":3,"ttlMs":1000}`, `{"expectTurn":"3"}`,
+	{"conversation", checkDecode[parley.CreateConversationRequest], []string{`{"title":"t","participants":["a","b"],"turnPolicy":"free","metadata":{"k":"v"}}`}},
+	{"claim", checkDecode[parley.ClaimTurnRequest], []string{`{"expectTurn":3,"ttlMs":1000}`, `{"expectTurn":"3"}`,
 		`{"ttlMs":99999999999999999999}`, `{"ttlMs":-9223372036854775809}`, `{"expectTurn":1e40}`, `{"ttlMs":1.5}`}},
-	{"reset", checkDecode[resetRequest], []string{`{"claim":true,"ttlMs":5}`, `{"ttlMs":18446744073710}`}},
-	{"abort", checkDecode[abortRequest], []string{`{"reason":"stuck"}`}},
-	{"delegate", checkDecode[delegateRequest], []string{`{"to":"worker"}`}},
-	{"token", checkDecode[tokenRequest], []string{`{"kind":"agent","agentId":"a"}`}},
+	{"reset", checkDecode[parley.ResetTurnRequest], []string{`{"claim":true,"ttlMs":5}`, `{"ttlMs":18446744073710}`}},
+	{"abort", checkDecode[parley.AbortTurnRequest], []string{`{"reason":"stuck"}`}},
+	{"delegate", checkDecode[parley.DelegateRequest], []string{`{"to":"worker"}`}},
+	{"token", checkDecode[parley.CreateTokenRequest], []string{`{"kind":"agent","agentId":"a"}`}},
 	{"prompt", checkDecode[promptRequest], []string{`{"content":"later","mode":"collect","to":"bot","channel":{"type":"slack","id":"c1"}}`, `{"mode":1}`}},
-	{"prompt ref", checkDecode[promptRef], []string{`{"agentId":"alice"}`}},
-	{"revert", checkDecode[revertRequest], []string{`{"messageId":"m1"}`, `{"messageId":["m1"]}`}},
-	{"task", checkDecode[taskRequest], []string{`{"conversationId":"c","prompt":"daily","cron":"0 9 * * *"}`, `{"everyMs":"1000"}`,
+	{"prompt ref", checkDecode[parley.PromptActionRequest], []string{`{"agentId":"alice"}`}},
+	{"revert", checkDecode[parley.RevertRequest], []string{`{"messageId":"m1"}`, `{"messageId":["m1"]}`}},
+	{"task", checkDecode[parley.CreateTaskRequest], []string{`{"conversationId":"c","prompt":"daily","cron":"0 9 * * *"}`, `{"everyMs":"1000"}`,
 		`{"everyMs":9223372036854775808}`, `{"everyMs":-0}`, `{"everyMs":1e3}`}},
 }
 
@@ -106,8 +106,8 @@ func FuzzClaimTTL(f *testing.F) {
 	f.Add("86400000", int64(1))
 	f.Fuzz(func(t *testing.T, text string, longestMs int64) {
 		longest := time.Duration(uint64(longestMs-1)%uint64(366*24*time.Hour/time.Millisecond)+1) * time.Millisecond // 1 ms to a year
-		var claim claimRequest
-		var reset resetRequest
+		var claim parley.ClaimTurnRequest
+		var reset parley.ResetTurnRequest
 		for _, c := range []struct {
 			body string
 			into any

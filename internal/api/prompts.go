@@ -12,22 +12,11 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 )
 
-type promptRequest struct {
-	ID              string          `json:"id,omitempty"`
-	AgentID         string          `json:"agentId,omitempty"`
-	Content         string          `json:"content"`
-	Mode            string          `json:"mode,omitempty"`
-	To              string          `json:"to,omitempty"`
-	Channel         *parley.Channel `json:"channel,omitempty"`
-	ClientRequestID string          `json:"clientRequestId,omitempty"`
-}
+// promptRequest is the body of a prompt.
+type promptRequest struct{ parley.QueuePromptRequest }
 
 func (p *promptRequest) writer() *string     { return &p.AgentID }
 func (p *promptRequest) requestKey() *string { return &p.ClientRequestID }
-
-type promptRef struct {
-	AgentID string `json:"agentId,omitempty"`
-}
 
 // postPrompt queues a prompt for the conversation's runners. A retry with
 // the same idempotency key (clientRequestId or Idempotency-Key) and body
@@ -46,7 +35,7 @@ func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request, who parley.I
 
 func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	err := s.readable(r, who)
-	var q []conv.QueuedPrompt
+	var q []parley.QueuedPrompt
 	if err == nil {
 		q, err = s.eng.Prompts(r.Context(), r.PathValue("id"))
 	}
@@ -55,7 +44,7 @@ func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, who parley.
 		return
 	}
 	if q == nil {
-		q = []conv.QueuedPrompt{}
+		q = []parley.QueuedPrompt{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"prompts": q})
 }
@@ -63,7 +52,7 @@ func (s *Server) listPrompts(w http.ResponseWriter, r *http.Request, who parley.
 // promptCommand runs withdraw or promote on the prompt named in the path.
 func (s *Server) promptCommand(run func(*Server, *http.Request, conv.Actor, string) (*engine.TurnResult, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-		var req promptRef
+		var req parley.PromptActionRequest
 		if r.ContentLength != 0 {
 			if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 				writeErr(w, s.log, err)
@@ -92,14 +81,6 @@ func promote(s *Server, r *http.Request, act conv.Actor, pid string) (*engine.Tu
 	return s.eng.PromotePrompt(r.Context(), r.PathValue("id"), conv.PromotePrompt{Actor: act, ID: pid})
 }
 
-// stopRequest is the optional body of a stop: the prompt whose answer is
-// meant, and who stops it (an admin token or an open server may name the
-// agent it acts as; an agent token may only name itself).
-type stopRequest struct {
-	AgentID  string `json:"agentId,omitempty"`
-	PromptID string `json:"promptId,omitempty"`
-}
-
 // abortResponse asks the runner answering the active prompt (or the prompt
 // named, only if it is the one being answered) to stop, and says what it
 // stopped.
@@ -108,7 +89,7 @@ func (s *Server) abortResponse(w http.ResponseWriter, r *http.Request, who parle
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot abort", who.Kind))
 		return
 	}
-	var req stopRequest
+	var req parley.StopRequest
 	if r.ContentLength != 0 {
 		if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 			writeErr(w, s.log, err)
@@ -143,14 +124,9 @@ func nullable(s string) any {
 	return s
 }
 
-type revertRequest struct {
-	AgentID   string `json:"agentId,omitempty"`
-	MessageID string `json:"messageId"`
-}
-
 // revert removes a message and everything after it, and tells the runners.
 func (s *Server) revert(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusOK, func(q *revertRequest) string { return q.AgentID }, func(r *http.Request, q *revertRequest, act conv.Actor) (*engine.RevertResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *parley.RevertRequest) string { return q.AgentID }, func(r *http.Request, q *parley.RevertRequest, act conv.Actor) (*engine.RevertResult, error) {
 		return s.runners.Revert(r.Context(), r.PathValue("id"), act, q.MessageID)
 	})(w, r, who)
 }
@@ -197,7 +173,7 @@ func (s *Server) getPrompt(w http.ResponseWriter, r *http.Request, who parley.Id
 	}
 	id, pid := r.PathValue("id"), r.PathValue("pid")
 	if wait == 0 {
-		var st *conv.PromptStatus
+		var st *parley.PromptStatus
 		if err = s.readable(r, who); err == nil {
 			st, err = s.eng.PromptStatus(r.Context(), id, pid)
 		}

@@ -8,17 +8,8 @@ import (
 	"github.com/parleyhq/parley/internal/conv"
 )
 
-type taskRequest struct {
-	ID             string `json:"id,omitempty"`
-	ConversationID string `json:"conversationId"`
-	AgentID        string `json:"agentId,omitempty"`
-	Prompt         string `json:"prompt"`
-	Cron           string `json:"cron,omitempty"`
-	EveryMs        int64  `json:"everyMs,omitempty"`
-}
-
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusCreated, func(q *taskRequest) string { return q.AgentID }, func(r *http.Request, q *taskRequest, act conv.Actor) (*parley.Task, error) {
+	writeEndpoint(s, http.StatusCreated, func(q *parley.CreateTaskRequest) string { return q.AgentID }, func(r *http.Request, q *parley.CreateTaskRequest, act conv.Actor) (*parley.Task, error) {
 		// A prompt over the text limit is too large, as for POST …/prompts.
 		if max := s.eng.Limits().MaxTextBytes; len(q.Prompt) > max {
 			return nil, parley.Errorf(parley.ETOOLARGE, "the prompt is %d bytes; the limit is %d", len(q.Prompt), max)

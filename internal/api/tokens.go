@@ -11,7 +11,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, who parley.
 		writeErr(w, s.log, err)
 		return
 	}
-	var req tokenRequest
+	var req parley.CreateTokenRequest
 	if err := s.decodeBody(w, r, s.opts.MaxBodyBytes, &req); err != nil {
 		writeErr(w, s.log, err)
 		return

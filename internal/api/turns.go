@@ -26,7 +26,7 @@ func claimTTL(ms int64, longest time.Duration) (time.Duration, error) {
 }
 
 func (s *Server) claimTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusOK, func(q *claimRequest) string { return q.AgentID }, func(r *http.Request, q *claimRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *parley.ClaimTurnRequest) string { return q.AgentID }, func(r *http.Request, q *parley.ClaimTurnRequest, act conv.Actor) (*engine.TurnResult, error) {
 		d, err := s.ttl(q.TTLMs)
 		if err != nil {
 			return nil, err
@@ -36,7 +36,7 @@ func (s *Server) claimTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 }
 
 func (s *Server) resetTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusOK, func(q *resetRequest) string { return q.AgentID }, func(r *http.Request, q *resetRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *parley.ResetTurnRequest) string { return q.AgentID }, func(r *http.Request, q *parley.ResetTurnRequest, act conv.Actor) (*engine.TurnResult, error) {
 		d, err := s.ttl(q.TTLMs)
 		if err != nil {
 			return nil, err
@@ -46,13 +46,13 @@ func (s *Server) resetTurn(w http.ResponseWriter, r *http.Request, who parley.Id
 }
 
 func (s *Server) abortTurn(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusOK, func(q *abortRequest) string { return q.AgentID }, func(r *http.Request, q *abortRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *parley.AbortTurnRequest) string { return q.AgentID }, func(r *http.Request, q *parley.AbortTurnRequest, act conv.Actor) (*engine.TurnResult, error) {
 		return s.eng.AbortTurn(r.Context(), r.PathValue("id"), conv.AbortTurn{Actor: act, Reason: q.Reason})
 	})(w, r, who)
 }
 
 func (s *Server) delegate(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	writeEndpoint(s, http.StatusOK, func(q *delegateRequest) string { return q.AgentID }, func(r *http.Request, q *delegateRequest, act conv.Actor) (*engine.TurnResult, error) {
+	writeEndpoint(s, http.StatusOK, func(q *parley.DelegateRequest) string { return q.AgentID }, func(r *http.Request, q *parley.DelegateRequest, act conv.Actor) (*engine.TurnResult, error) {
 		return s.eng.Delegate(r.Context(), r.PathValue("id"), conv.Delegate{Actor: act, To: q.To})
 	})(w, r, who)
 }

@@ -89,62 +89,82 @@ func (s State) take(a Actor, delegate bool) error {
 // Authorize checks that the command's actor may issue it in this
 // conversation, before the rules decide it. It returns EFORBIDDEN, or nil.
 // Commands the engine issues on its own (dispatch, requeue, task runs,
-// claim expiry) have no actor to check.
+// claim and turn expiry) have no actor to check.
 func Authorize(s State, cmd Command) error {
-	switch c := cmd.(type) {
-	case PostMessage:
-		if c.Channel != nil && !c.Streaming && !c.Admin {
-			// A streamed answer's channel is the rules' to check (a
-			// reply goes to its prompt's channel, see postMessage).
-			return errChannel("message")
-		}
-		return s.take(c.Actor, true)
-	case PostTrace:
-		return s.take(c.Actor, true)
-	case Delegate:
-		return s.take(c.Actor, true)
-	case StreamV1:
-		return s.take(c.Actor, true)
-	case ClaimTurn:
-		return s.take(c.Actor, false)
-	case ResetTurn:
-		return s.take(c.Actor, false)
-	case AbortTurn:
-		return s.take(c.Actor, false)
-	case EnqueuePrompt:
-		if c.Channel != nil && !c.Admin {
-			return errChannel("prompt")
-		}
-		return s.take(c.Actor, false)
-	case StreamText, StreamTool, FinalizeMessage, CompletePrompt:
-		// A streaming message (and a prompt) is its writer's (runner's):
-		// the rules check that the actor is the one.
+	if cmd == nil {
 		return nil
-	case WithdrawPrompt:
-		return s.managePrompt(c.Actor, c.ID, "withdraw")
-	case PromotePrompt:
-		return s.managePrompt(c.Actor, c.ID, "promote")
-	case AbortPrompt:
-		if err := s.take(c.Actor, false); err != nil {
-			return err
+	}
+	return cmd.authorize(s)
+}
+
+// Who may issue each command. A write into the open turn (a message, a
+// trace, a delegation, a v1 stream) may come from a delegate of it; the
+// rest need an agent that takes part, or an admin.
+
+func (c PostMessage) authorize(s State) error {
+	if c.Channel != nil && !c.Streaming && !c.Admin {
+		// A streamed answer's channel is the rules' to check (a reply
+		// goes to its prompt's channel, see postMessage).
+		return errChannel("message")
+	}
+	return s.take(c.Actor, true)
+}
+
+func (c PostTrace) authorize(s State) error { return s.take(c.Actor, true) }
+func (c Delegate) authorize(s State) error  { return s.take(c.Actor, true) }
+func (c StreamV1) authorize(s State) error  { return s.take(c.Actor, true) }
+func (c ClaimTurn) authorize(s State) error { return s.take(c.Actor, false) }
+func (c ResetTurn) authorize(s State) error { return s.take(c.Actor, false) }
+func (c AbortTurn) authorize(s State) error { return s.take(c.Actor, false) }
+
+func (c EnqueuePrompt) authorize(s State) error {
+	if c.Channel != nil && !c.Admin {
+		return errChannel("prompt")
+	}
+	return s.take(c.Actor, false)
+}
+
+// A streaming message (and a prompt) is its writer's (runner's): the rules
+// check that the actor is the one.
+
+func (StreamText) authorize(State) error      { return nil }
+func (StreamTool) authorize(State) error      { return nil }
+func (FinalizeMessage) authorize(State) error { return nil }
+func (CompletePrompt) authorize(State) error  { return nil }
+
+// The engine issues these on its own.
+
+func (ExpireClaim) authorize(State) error    { return nil }
+func (ExpireTurn) authorize(State) error     { return nil }
+func (RunTask) authorize(State) error        { return nil }
+func (DispatchPrompt) authorize(State) error { return nil }
+func (RequeuePrompt) authorize(State) error  { return nil }
+
+func (c WithdrawPrompt) authorize(s State) error { return s.managePrompt(c.Actor, c.ID, "withdraw") }
+func (c PromotePrompt) authorize(s State) error  { return s.managePrompt(c.Actor, c.ID, "promote") }
+
+func (c AbortPrompt) authorize(s State) error {
+	if err := s.take(c.Actor, false); err != nil {
+		return err
+	}
+	a := s.Active()
+	if a == nil || c.ID != "" && a.ID != c.ID || s.MayStop(c.Actor) {
+		return nil // the rules say there is nothing to stop (or not that)
+	}
+	return parley.Errorf(parley.EFORBIDDEN, "the answer to prompt %s may be stopped by its asker %s, its runner %s, the conversation's owner or an admin; not by %s", a.ID, a.AgentID, a.Runner, c.AgentID)
+}
+
+func (c Revert) authorize(s State) error {
+	if err := s.take(c.Actor, false); err != nil {
+		return err
+	}
+	for i, id := range c.Known {
+		author := "" // not known: only the owner or an admin may remove it
+		if i < len(c.Authors) {
+			author = c.Authors[i]
 		}
-		a := s.Active()
-		if a == nil || c.ID != "" && a.ID != c.ID || s.MayStop(c.Actor) {
-			return nil // the rules say there is nothing to stop (or not that)
-		}
-		return parley.Errorf(parley.EFORBIDDEN, "the answer to prompt %s may be stopped by its asker %s, its runner %s, the conversation's owner or an admin; not by %s", a.ID, a.AgentID, a.Runner, c.AgentID)
-	case Revert:
-		if err := s.take(c.Actor, false); err != nil {
-			return err
-		}
-		for i, id := range c.Known {
-			author := "" // not known: only the owner or an admin may remove it
-			if i < len(c.Authors) {
-				author = c.Authors[i]
-			}
-			if !s.CanManage(c.Actor, author) {
-				return parley.Errorf(parley.EFORBIDDEN, "the revert would remove message %s by %s; only its author, the conversation's owner or an admin may", id, author)
-			}
+		if !s.CanManage(c.Actor, author) {
+			return parley.Errorf(parley.EFORBIDDEN, "the revert would remove message %s by %s; only its author, the conversation's owner or an admin may", id, author)
 		}
 	}
 	return nil
@@ -175,7 +195,7 @@ func (s State) managePrompt(a Actor, id, verb string) error {
 	if err := s.take(a, false); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(s.Queue, func(p QueuedPrompt) bool { return p.ID == id })
+	i := slices.IndexFunc(s.Queue, func(p parley.QueuedPrompt) bool { return p.ID == id })
 	if i < 0 || s.CanManage(a, s.Queue[i].AgentID) {
 		return nil
 	}

@@ -16,7 +16,7 @@ func TestAuthorizeTable(t *testing.T) {
 	s := conv.State{
 		Conversation: parley.Conversation{ID: "c", Participants: []string{"carol", "bot"}, Members: []string{"hugo"}, CreatedBy: "alice"},
 		Open:         &parley.OpenTurn{Turn: 3, Owner: "alice", Delegates: []string{"worker"}},
-		Queue:        []conv.QueuedPrompt{{ID: "p", AgentID: "carol", Runner: "bot"}, {ID: "q", AgentID: "hugo"}},
+		Queue:        []parley.QueuedPrompt{{ID: "p", AgentID: "carol", Runner: "bot"}, {ID: "q", AgentID: "hugo"}},
 	}
 	a := func(agent string) conv.Actor { return conv.Actor{AgentID: agent} }
 	admin := conv.Actor{AgentID: "ops", Admin: true}

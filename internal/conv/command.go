@@ -87,21 +87,22 @@ type Env struct {
 	Limits Limits
 }
 
-// Command is one of the command types below.
-type Command interface{ command() }
+// Command is one of the command types below. Each says itself what it
+// writes (decide, which Decide runs) and who may issue it (authorize,
+// which Authorize runs): a new command is a type with these two methods.
+type Command interface {
+	// decide adds the command's events to d, or says why it is refused.
+	decide(d *decider) error
+	// authorize checks that the command's actor may issue it on s
+	// (EFORBIDDEN), before decide.
+	authorize(s State) error
+}
 
 // Actor is who issues a command: the agent the token binds (or the body names,
 // for admins) and whether it acts with admin rights.
 type Actor struct {
 	AgentID string
 	Admin   bool
-}
-
-// Precondition is a turn-based precondition: the writer expects to
-// start turn ExpectTurn, or to continue it.
-type Precondition struct {
-	ExpectTurn   int  `json:"expectTurn"`
-	StartingTurn bool `json:"startingTurn"`
 }
 
 // Prior is the stored result of an earlier write with the same client request id.
@@ -141,7 +142,7 @@ type PostMessage struct {
 	TurnID          string
 	Finality        parley.Finality
 	Next            string
-	Precondition    *Precondition
+	Precondition    *parley.Precondition
 	Channel         *parley.Channel
 	Metadata        json.RawMessage
 	ClientRequestID string
@@ -168,7 +169,7 @@ type PostTrace struct {
 	Payload         json.RawMessage
 	TurnID          string
 	Finality        parley.Finality
-	Precondition    *Precondition
+	Precondition    *parley.Precondition
 	ClientRequestID string
 	RequestHash     string
 	Known           Lookups
@@ -208,17 +209,21 @@ type Delegate struct {
 // ExpireClaim writes claim.expired if the claim has lapsed at Env.Now.
 type ExpireClaim struct{}
 
-func (PostMessage) command()     {}
-func (PostTrace) command()       {}
-func (ClaimTurn) command()       {}
-func (ResetTurn) command()       {}
-func (AbortTurn) command()       {}
-func (Delegate) command()        {}
-func (ExpireClaim) command()     {}
-func (Revert) command()          {}
-func (StreamText) command()      {}
-func (StreamTool) command()      {}
-func (FinalizeMessage) command() {}
+func (c PostMessage) decide(d *decider) error { return d.postMessage(c) }
+func (c PostTrace) decide(d *decider) error   { return d.postTrace(c) }
+func (c ClaimTurn) decide(d *decider) error   { return d.claim(c.Actor, c.ExpectTurn, c.TTL) }
+func (c ResetTurn) decide(d *decider) error   { return d.reset(c) }
+func (c AbortTurn) decide(d *decider) error   { return d.abort(c) }
+func (c Delegate) decide(d *decider) error    { return d.delegate(c) }
+
+// ExpireClaim decides nothing of its own: Decide expires a lapsed claim
+// first, whatever the command.
+func (ExpireClaim) decide(*decider) error { return nil }
+
+func (c Revert) decide(d *decider) error          { return d.revert(c) }
+func (c StreamText) decide(d *decider) error      { return d.streamText(c) }
+func (c StreamTool) decide(d *decider) error      { return d.streamTool(c) }
+func (c FinalizeMessage) decide(d *decider) error { return d.finalize(c) }
 
 // Decision is what Decide returns for an accepted command.
 type Decision struct {

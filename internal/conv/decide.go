@@ -21,53 +21,10 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	if c := s.Claim; c != nil && !env.Now.Before(c.ExpiresAt.Time) {
 		d.emit(parley.EventClaimExpired, c.Turn, "", c.AgentID, parley.FinalityNone, c)
 	}
-	var err error
-	switch c := cmd.(type) {
-	case PostMessage:
-		err = d.postMessage(c)
-	case PostTrace:
-		err = d.postTrace(c)
-	case ClaimTurn:
-		err = d.claim(c.Actor, c.ExpectTurn, c.TTL)
-	case ResetTurn:
-		err = d.reset(c)
-	case AbortTurn:
-		err = d.abort(c)
-	case Delegate:
-		err = d.delegate(c)
-	case ExpireClaim:
-	case ExpireTurn:
-		err = d.expireTurn(c)
-	case StreamText:
-		err = d.streamText(c)
-	case StreamTool:
-		err = d.streamTool(c)
-	case StreamV1:
-		err = d.streamV1(c)
-	case FinalizeMessage:
-		err = d.finalize(c)
-	case Revert:
-		err = d.revert(c)
-	case RunTask:
-		err = d.runTask(c)
-	case EnqueuePrompt:
-		err = d.enqueue(c)
-	case DispatchPrompt:
-		err = d.dispatch(c)
-	case CompletePrompt:
-		err = d.complete(c)
-	case RequeuePrompt:
-		err = d.requeue(c)
-	case WithdrawPrompt:
-		err = d.withdraw(c)
-	case PromotePrompt:
-		err = d.promote(c)
-	case AbortPrompt:
-		err = d.abortPrompt(c)
-	default:
-		err = parley.Errorf(parley.EINVALID, "unknown command %T", cmd)
+	if cmd == nil {
+		return Decision{}, parley.Errorf(parley.EINVALID, "unknown command %T", cmd)
 	}
-	if err != nil {
+	if err := cmd.decide(d); err != nil {
 		return Decision{}, err
 	}
 	if err := checkNUL(d.out.Events); err != nil {
@@ -170,7 +127,7 @@ type turnPlan struct {
 }
 
 // planTurn applies the turn rules of seeds 002 and 003 for a write by agent.
-func (d *decider) planTurn(agent string, pre *Precondition) (turnPlan, error) {
+func (d *decider) planTurn(agent string, pre *parley.Precondition) (turnPlan, error) {
 	open := d.s.Open
 	next := d.s.LastTurn + 1
 	if pre == nil {

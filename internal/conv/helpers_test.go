@@ -362,12 +362,12 @@ func say(agent string, fin parley.Finality) conv.PostMessage {
 }
 
 func starting(m conv.PostMessage, turn int) conv.PostMessage {
-	m.Precondition = &conv.Precondition{ExpectTurn: turn, StartingTurn: true}
+	m.Precondition = &parley.Precondition{ExpectTurn: turn, StartingTurn: true}
 	return m
 }
 
 func continuing(m conv.PostMessage, turn int) conv.PostMessage {
-	m.Precondition = &conv.Precondition{ExpectTurn: turn, StartingTurn: false}
+	m.Precondition = &parley.Precondition{ExpectTurn: turn, StartingTurn: false}
 	return m
 }
 

@@ -69,7 +69,7 @@ type ExpireTurn struct {
 	Since   time.Time
 }
 
-func (ExpireTurn) command() {}
+func (c ExpireTurn) decide(d *decider) error { return d.expireTurn(c) }
 
 func (d *decider) expireTurn(c ExpireTurn) error {
 	open := d.s.Open
@@ -92,31 +92,12 @@ const (
 	WaitCollect = "collect" // a collect prompt's window
 )
 
-// WaitingOn is what a waiting prompt waits for.
-type WaitingOn struct {
-	// Reason is one of turn, claim, prompt, queue, runner, collect.
-	Reason string `json:"reason"`
-	// AgentID holds what it waits for: the open turn's owner, the claim's
-	// holder, the runner answering, the agent it needs a runner of.
-	AgentID string `json:"agentId,omitempty"`
-	// Turn and TurnID name the open turn (its turnId is the id of the
-	// message that began its exchange) or the claimed turn.
-	Turn   int    `json:"turn,omitempty"`
-	TurnID string `json:"turnId,omitempty"`
-	// PromptID is the prompt being answered, ahead of it, or collecting.
-	PromptID string `json:"promptId,omitempty"`
-	// Until is when what it waits for ends at the latest, if that is known:
-	// the open turn's lease (while its owner has no runner), the claim, the
-	// collect window.
-	Until *parley.Time `json:"until,omitempty"`
-}
-
 // Explain returns a copy of the queue in which every waiting prompt says
 // what it waits for (WaitingOn), as the dispatcher sees it at now: runners
 // are the agents with a runner attached, sorted; lease is the open turn's
 // lease and since when its owner was last seen with a runner (see
 // TurnLapse).
-func (s State) Explain(runners []string, now time.Time, lease time.Duration, since time.Time) []QueuedPrompt {
+func (s State) Explain(runners []string, now time.Time, lease time.Duration, since time.Time) []parley.QueuedPrompt {
 	if len(s.Queue) == 0 {
 		return nil
 	}
@@ -131,11 +112,11 @@ func (s State) Explain(runners []string, now time.Time, lease time.Duration, sin
 
 // waitingOn says what the waiting prompt p waits for, or nil if the
 // dispatcher would hand it out now.
-func (s State) waitingOn(p QueuedPrompt, runners []string, now time.Time, lease time.Duration, since time.Time) *WaitingOn {
+func (s State) waitingOn(p parley.QueuedPrompt, runners []string, now time.Time, lease time.Duration, since time.Time) *parley.WaitingOn {
 	if a := s.Active(); a != nil {
-		return &WaitingOn{Reason: WaitPrompt, AgentID: a.Runner, PromptID: a.ID}
+		return &parley.WaitingOn{Reason: WaitPrompt, AgentID: a.Runner, PromptID: a.ID}
 	}
-	var first *WaitingOn
+	var first *parley.WaitingOn
 	for _, r := range runners {
 		if p.To != "" && p.To != r {
 			continue
@@ -149,28 +130,28 @@ func (s State) waitingOn(p QueuedPrompt, runners []string, now time.Time, lease 
 		}
 	}
 	if first == nil {
-		return &WaitingOn{Reason: WaitRunner, AgentID: p.To}
+		return &parley.WaitingOn{Reason: WaitRunner, AgentID: p.To}
 	}
 	return first
 }
 
 // waitingFor says what keeps p from runner r, or nil if nothing does.
-func (s State) waitingFor(p QueuedPrompt, r string, runners []string, now time.Time, lease time.Duration, since time.Time) *WaitingOn {
+func (s State) waitingFor(p parley.QueuedPrompt, r string, runners []string, now time.Time, lease time.Duration, since time.Time) *parley.WaitingOn {
 	next := s.NextPrompt(r, now)
 	if next == nil { // the prompt at the head collects still
 		for _, h := range s.Queue {
 			if h.To == "" || h.To == r {
 				until := h.Until
-				return &WaitingOn{Reason: WaitCollect, PromptID: h.ID, Until: &until}
+				return &parley.WaitingOn{Reason: WaitCollect, PromptID: h.ID, Until: &until}
 			}
 		}
-		return &WaitingOn{Reason: WaitRunner, AgentID: p.To}
+		return &parley.WaitingOn{Reason: WaitRunner, AgentID: p.To}
 	}
 	if next.ID != p.ID {
-		return &WaitingOn{Reason: WaitQueue, PromptID: next.ID}
+		return &parley.WaitingOn{Reason: WaitQueue, PromptID: next.ID}
 	}
 	if !floorFree(s, r, p.AgentID) {
-		w := &WaitingOn{Reason: WaitTurn, AgentID: s.Open.Owner, Turn: s.Open.Turn, TurnID: s.Open.TurnID}
+		w := &parley.WaitingOn{Reason: WaitTurn, AgentID: s.Open.Owner, Turn: s.Open.Turn, TurnID: s.Open.TurnID}
 		if lease > 0 && !slices.Contains(runners, s.Open.Owner) {
 			until := parley.NewTime(s.TurnLapse(lease, since))
 			w.Until = &until
@@ -179,7 +160,7 @@ func (s State) waitingFor(p QueuedPrompt, r string, runners []string, now time.T
 	}
 	if c := s.activeClaim(now); c != nil && s.Open == nil && c.Turn == s.LastTurn+1 && c.AgentID != p.AgentID {
 		until := c.ExpiresAt
-		return &WaitingOn{Reason: WaitClaim, AgentID: c.AgentID, Turn: c.Turn, Until: &until}
+		return &parley.WaitingOn{Reason: WaitClaim, AgentID: c.AgentID, Turn: c.Turn, Until: &until}
 	}
 	return nil
 }

@@ -345,7 +345,7 @@ func (d *decider) checkStreaming() error {
 // answered is the prompt a response answers: the one dispatched to its
 // writer, for an assistant message (or a tool row, which the first runner
 // protocol writes for a call) that replies to nothing else.
-func (d *decider) answered(c PostMessage) *QueuedPrompt {
+func (d *decider) answered(c PostMessage) *parley.QueuedPrompt {
 	a := d.s.Active()
 	if (c.Role != parley.RoleAssistant && c.Role != parley.RoleTool) || a == nil || a.Runner != c.AgentID || c.ReplyTo != "" && c.ReplyTo != a.ID {
 		return nil

@@ -38,7 +38,7 @@ func Names(s State, events []parley.Event) []string {
 			if id == "" {
 				continue
 			}
-			if !tracking && !slices.ContainsFunc(s.Queue, func(p QueuedPrompt) bool { return p.ID == id }) ||
+			if !tracking && !slices.ContainsFunc(s.Queue, func(p parley.QueuedPrompt) bool { return p.ID == id }) ||
 				tracking && !slices.Contains(queued, id) {
 				names = append(names, id)
 			}
@@ -70,7 +70,7 @@ func Names(s State, events []parley.Event) []string {
 // taken refuses an id that names a message or prompt of the conversation
 // already (known says whether the store has it), or a prompt in the queue.
 func (d *decider) taken(what, id string, known bool) error {
-	if known || slices.ContainsFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == id }) {
+	if known || slices.ContainsFunc(d.s.Queue, func(p parley.QueuedPrompt) bool { return p.ID == id }) {
 		return parley.Errorf(parley.EBUSY, "id %q already names a message or prompt of this conversation (ids are never reused, even once removed); give the %s another id", id, what).
 			With("id", id).WithHead(d.base.Head(d.env.Now))
 	}

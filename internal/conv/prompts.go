@@ -35,59 +35,13 @@ const (
 	ReasonTurnAborted = "turn_aborted"
 )
 
-// QueuedPrompt is a prompt in the queue, waiting or dispatched.
-type QueuedPrompt struct {
-	ID      string          `json:"id"`
-	Mode    string          `json:"mode"`
-	AgentID string          `json:"agentId"`
-	To      string          `json:"to,omitempty"`
-	Channel *parley.Channel `json:"channel,omitempty"`
-	// Parts are the seqs of the prompt.queued events that hold its text.
-	Parts []int64 `json:"parts"`
-	// Until is when a collect prompt stops collecting.
-	Until parley.Time `json:"until"`
-	// Runner is the agent it was dispatched to; empty while it waits.
-	Runner string `json:"runner,omitempty"`
-	// Written is true once its user message exists (it was dispatched before).
-	Written bool `json:"written,omitempty"`
-	// TurnID is the exchange its message starts: a task run's id, or empty
-	// for the message's own id.
-	TurnID string `json:"turnId,omitempty"`
-	// Bytes is the length of its text (its parts joined by blank lines).
-	Bytes int `json:"bytes,omitempty"`
-	// Aborted is true once the prompt being answered was aborted: it ends
-	// when its runner answers (aborted, complete) or leaves, and is never
-	// dispatched again.
-	Aborted bool `json:"aborted,omitempty"`
-	// WaitingOn says what a waiting prompt waits for. It is never stored:
-	// State.Explain fills it in the queue it returns, for the views of
-	// the queue (it depends on the runners attached and the time).
-	WaitingOn *WaitingOn `json:"waitingOn,omitempty"`
-}
-
-// Exchange is the turnId of the exchange the prompt starts: its task run's,
-// or its own id.
-func (p QueuedPrompt) Exchange() string {
-	if p.TurnID != "" {
-		return p.TurnID
-	}
-	return p.ID
-}
-
-// promptEvent is the data of the prompt events.
+// promptEvent reads the data of any prompt event: the fields of all of
+// them, so that a replay can tell one that carries more than its type
+// does. The rules write each type's own (parley.PromptQueued, …).
 type promptEvent struct {
-	ID      string          `json:"id"`
-	Into    string          `json:"into,omitempty"`
-	Content string          `json:"content,omitempty"`
-	Mode    string          `json:"mode,omitempty"`
-	To      string          `json:"to,omitempty"`
-	Channel *parley.Channel `json:"channel,omitempty"`
-	Runner  string          `json:"runner,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
-	// Until ends a collect prompt's window.
-	Until parley.Time `json:"until"`
-	// TurnID is the exchange the prompt's message belongs to (a task run).
-	TurnID string `json:"turnId,omitempty"`
+	parley.PromptQueued
+	Runner string `json:"runner,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // EnqueuePrompt adds a prompt to the queue.
@@ -159,13 +113,13 @@ type PromotePrompt struct {
 	ID string
 }
 
-func (EnqueuePrompt) command()  {}
-func (DispatchPrompt) command() {}
-func (CompletePrompt) command() {}
-func (RequeuePrompt) command()  {}
-func (WithdrawPrompt) command() {}
-func (PromotePrompt) command()  {}
-func (AbortPrompt) command()    {}
+func (c EnqueuePrompt) decide(d *decider) error  { return d.enqueue(c) }
+func (c DispatchPrompt) decide(d *decider) error { return d.dispatch(c) }
+func (c CompletePrompt) decide(d *decider) error { return d.complete(c) }
+func (c RequeuePrompt) decide(d *decider) error  { return d.requeue(c) }
+func (c WithdrawPrompt) decide(d *decider) error { return d.withdraw(c) }
+func (c PromotePrompt) decide(d *decider) error  { return d.promote(c) }
+func (c AbortPrompt) decide(d *decider) error    { return d.abortPrompt(c) }
 
 // Answering returns the prompt being answered (dispatched) and the id of
 // the message streaming its answer: its runner's message of the prompt's
@@ -205,7 +159,7 @@ func (s State) answeringNow() string {
 }
 
 // Active returns the dispatched prompt, if any.
-func (s State) Active() *QueuedPrompt {
+func (s State) Active() *parley.QueuedPrompt {
 	for i := range s.Queue {
 		if s.Queue[i].Runner != "" {
 			return &s.Queue[i]
@@ -217,7 +171,7 @@ func (s State) Active() *QueuedPrompt {
 // NextPrompt returns the prompt DispatchPrompt would hand to runner at now,
 // or nil: none while one is dispatched, and a collect prompt only after its
 // window.
-func (s State) NextPrompt(runner string, now time.Time) *QueuedPrompt {
+func (s State) NextPrompt(runner string, now time.Time) *parley.QueuedPrompt {
 	if s.Active() != nil || s.Closed {
 		return nil
 	}
@@ -258,7 +212,7 @@ func (d *decider) enqueue(c EnqueuePrompt) error {
 		return parley.Errorf(parley.EBUSY, "the prompt queue of conversation %s is full: it holds %d prompts, the most it may; queue again once some are answered or withdrawn",
 			d.s.Conversation.ID, n).With("queueLength", n).With("maxQueueLength", limit).WithHead(d.base.Head(d.env.Now))
 	}
-	ev := promptEvent{ID: c.ID, Content: c.Content, Mode: mode, To: c.To, Channel: c.Channel}
+	ev := parley.PromptQueued{ID: c.ID, Content: c.Content, Mode: mode, To: c.To, Channel: c.Channel}
 	if mode == ModeCollect {
 		ev.Until = parley.NewTime(d.env.Now.Add(c.Window))
 		if n := len(d.s.Queue); n > 0 {
@@ -326,7 +280,7 @@ func (d *decider) abortActive(agent, reason string) bool {
 		return false
 	}
 	if !a.Aborted {
-		d.emit(parley.EventPromptAborted, 0, "", agent, parley.FinalityNone, promptEvent{ID: a.ID, Runner: a.Runner, Reason: reason})
+		d.emit(parley.EventPromptAborted, 0, "", agent, parley.FinalityNone, parley.PromptAborted{ID: a.ID, Runner: a.Runner, Reason: reason})
 	}
 	return true
 }
@@ -367,12 +321,12 @@ func (d *decider) abortPrompt(c AbortPrompt) error {
 
 // endPrompt ends the prompt a that its runner answered: complete, or
 // canceled when the answer was aborted. The result names the prompt.
-func (d *decider) endPrompt(a *QueuedPrompt, runner string, aborted bool) {
+func (d *decider) endPrompt(a *parley.QueuedPrompt, runner string, aborted bool) {
 	id := a.ID
 	if aborted {
-		d.emit(parley.EventPromptCanceled, 0, "", runner, parley.FinalityNone, promptEvent{ID: id, Reason: ReasonAborted})
+		d.emit(parley.EventPromptCanceled, 0, "", runner, parley.FinalityNone, parley.PromptCanceled{ID: id, Reason: ReasonAborted})
 	} else {
-		d.emit(parley.EventPromptCompleted, 0, "", runner, parley.FinalityNone, promptEvent{ID: id})
+		d.emit(parley.EventPromptCompleted, 0, "", runner, parley.FinalityNone, parley.PromptCompleted{ID: id})
 	}
 	d.out.Result.EndedPrompt = id
 }
@@ -394,7 +348,7 @@ func (d *decider) dispatch(c DispatchPrompt) error {
 			return nil // the floor is not free (a claim, say): try again later
 		}
 	}
-	e := d.emit(parley.EventPromptDispatched, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: id, Runner: c.Runner})
+	e := d.emit(parley.EventPromptDispatched, 0, "", c.Runner, parley.FinalityNone, parley.PromptDispatched{ID: id, Runner: c.Runner})
 	d.out.Result = Result{Seq: e.Seq, Message: d.out.Result.Message}
 	return nil
 }
@@ -433,7 +387,7 @@ func (d *decider) requeue(c RequeuePrompt) error {
 		d.out.Result.Seq = d.s.LastSeq
 		return nil
 	}
-	e := d.emit(parley.EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, promptEvent{ID: a.ID})
+	e := d.emit(parley.EventPromptRequeued, 0, "", c.Runner, parley.FinalityNone, parley.PromptRequeued{ID: a.ID})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -444,7 +398,7 @@ func (d *decider) waiting(id string) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(d.s.Queue, func(p QueuedPrompt) bool { return p.ID == id })
+	i := slices.IndexFunc(d.s.Queue, func(p parley.QueuedPrompt) bool { return p.ID == id })
 	switch {
 	case i < 0:
 		return parley.Errorf(parley.ENOTFOUND, "prompt %s is not in the queue", id)
@@ -458,7 +412,7 @@ func (d *decider) withdraw(c WithdrawPrompt) error {
 	if err := d.waiting(c.ID); err != nil {
 		return err
 	}
-	e := d.emit(parley.EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID, Reason: ReasonWithdrawn})
+	e := d.emit(parley.EventPromptCanceled, 0, "", c.AgentID, parley.FinalityNone, parley.PromptCanceled{ID: c.ID, Reason: ReasonWithdrawn})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -467,7 +421,7 @@ func (d *decider) promote(c PromotePrompt) error {
 	if err := d.waiting(c.ID); err != nil {
 		return err
 	}
-	e := d.emit(parley.EventPromptPromoted, 0, "", c.AgentID, parley.FinalityNone, promptEvent{ID: c.ID})
+	e := d.emit(parley.EventPromptPromoted, 0, "", c.AgentID, parley.FinalityNone, parley.PromptPromoted{ID: c.ID})
 	d.out.Result = Result{Seq: e.Seq}
 	return nil
 }
@@ -479,7 +433,7 @@ func applyPrompt(s State, e parley.Event) State {
 		return s
 	}
 	q := slices.Clone(s.Queue)
-	i := slices.IndexFunc(q, func(x QueuedPrompt) bool { return x.ID == p.ID || (p.Into != "" && x.ID == p.Into) })
+	i := slices.IndexFunc(q, func(x parley.QueuedPrompt) bool { return x.ID == p.ID || (p.Into != "" && x.ID == p.Into) })
 	switch e.Type {
 	case parley.EventPromptQueued:
 		if p.Into != "" && i >= 0 {
@@ -488,7 +442,7 @@ func applyPrompt(s State, e parley.Event) State {
 			q[i].Bytes += 2 + len(p.Content)
 			break
 		}
-		np := QueuedPrompt{ID: p.ID, Mode: p.Mode, AgentID: e.AgentID, To: p.To, Channel: p.Channel, Parts: []int64{e.Seq}, Until: p.Until, TurnID: p.TurnID, Bytes: len(p.Content)}
+		np := parley.QueuedPrompt{ID: p.ID, Mode: p.Mode, AgentID: e.AgentID, To: p.To, Channel: p.Channel, Parts: []int64{e.Seq}, Until: p.Until, TurnID: p.TurnID, Bytes: len(p.Content)}
 		if p.Mode == ModeSteer {
 			q = slices.Insert(q, firstWaiting(q), np)
 		} else {
@@ -523,7 +477,7 @@ func applyPrompt(s State, e parley.Event) State {
 }
 
 // firstWaiting is the index of the first prompt not dispatched.
-func firstWaiting(q []QueuedPrompt) int {
+func firstWaiting(q []parley.QueuedPrompt) int {
 	for i, p := range q {
 		if p.Runner == "" {
 			return i
@@ -548,7 +502,7 @@ type RunTask struct {
 	Due      bool
 }
 
-func (RunTask) command() {}
+func (c RunTask) decide(d *decider) error { return d.runTask(c) }
 
 func (d *decider) runTask(c RunTask) error {
 	if !c.Due || d.s.Closed {
@@ -562,7 +516,7 @@ func (d *decider) runTask(c RunTask) error {
 		return nil
 	}
 	d.emit(EventTaskRun, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, map[string]string{"taskId": c.Task.ID, "runId": c.RunID})
-	e := d.emit(parley.EventPromptQueued, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, promptEvent{ID: c.PromptID, Content: c.Task.Prompt, Mode: ModeFollowup, TurnID: c.RunID})
+	e := d.emit(parley.EventPromptQueued, 0, c.RunID, c.Task.AgentID, parley.FinalityNone, parley.PromptQueued{ID: c.PromptID, Content: c.Task.Prompt, Mode: ModeFollowup, TurnID: c.RunID})
 	d.out.Task = advance
 	d.out.Result = Result{Seq: e.Seq}
 	return nil

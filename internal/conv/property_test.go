@@ -47,11 +47,11 @@ func (g *gen) agent() string {
 	return g.pick(writers)
 }
 
-func (g *gen) precondition() *conv.Precondition {
+func (g *gen) precondition() *parley.Precondition {
 	if g.next(4) < 2 {
 		return nil
 	}
-	return &conv.Precondition{ExpectTurn: g.sc.s.LastTurn + g.next(4) - 1, StartingTurn: g.chance(2)}
+	return &parley.Precondition{ExpectTurn: g.sc.s.LastTurn + g.next(4) - 1, StartingTurn: g.chance(2)}
 }
 
 func (g *gen) finality() parley.Finality {

@@ -338,7 +338,9 @@ func (r *Replay) prompt(e *parley.Event) ([]byte, error) {
 		case p.Content != "" || p.Into != "" || p.Mode != "" || p.To != "" || p.Channel != nil || p.TurnID != "" || !p.Until.IsZero():
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "a %s event names a prompt, its runner and a reason, no more", e.Type)
 		}
-		return encode(p, checkReason(p.Reason))
+		// Each is written as prompt.aborted's data is: its id, runner and
+		// reason (those it has).
+		return encode(parley.PromptAborted{ID: p.ID, Runner: p.Runner, Reason: p.Reason}, checkReason(p.Reason))
 	}
 	if err := checkPrompt(p.ID, p.Mode, p.Content, p.To, p.Channel, r.env.Limits); err != nil {
 		return nil, err
@@ -365,12 +367,12 @@ func (r *Replay) prompt(e *parley.Event) ([]byte, error) {
 	if n, limit, ok := d.queueRoom(); !ok {
 		return nil, parley.Errorf(parley.ETOOLARGE, "the prompt queue would hold %d prompts; the limit is %d", n+1, limit).With("maxQueueLength", limit)
 	}
-	return encode(p, nil)
+	return encode(p.PromptQueued, nil)
 }
 
 // collects reports whether prompt p may be merged into last, the last
 // prompt of the queue, as EnqueuePrompt merges it.
-func (r *Replay) collects(last QueuedPrompt, p promptEvent, e *parley.Event) bool {
+func (r *Replay) collects(last parley.QueuedPrompt, p promptEvent, e *parley.Event) bool {
 	fits := last.Bytes+2+len(p.Content) <= r.env.Limits.MaxTextBytes
 	return last.ID == p.Into && last.Mode == ModeCollect && last.Runner == "" && last.AgentID == e.AgentID && !e.Time.After(last.Until.Time) && fits
 }

@@ -47,7 +47,7 @@ type State struct {
 	// message holds yet, by agent (see StreamV1).
 	Texts map[string]PendingText `json:"texts,omitempty"`
 	// Queue holds the prompts waiting or dispatched, in order.
-	Queue []QueuedPrompt `json:"queue,omitempty"`
+	Queue []parley.QueuedPrompt `json:"queue,omitempty"`
 	// Ended are the last prompts that ended, newest last (at most
 	// MaxEndedPrompts): what PromptStatus says of a prompt no longer queued.
 	Ended []EndedPrompt `json:"ended,omitempty"`

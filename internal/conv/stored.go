@@ -44,7 +44,7 @@ func EncodeStored(s State, events ...parley.Event) (snapshot, queue []byte, err 
 	if ChangesQueue(events...) {
 		q := s.Queue
 		if q == nil {
-			q = []QueuedPrompt{} // stored as [], never null
+			q = []parley.QueuedPrompt{} // stored as [], never null
 		}
 		if queue, err = json.Marshal(q); err != nil {
 			return nil, nil, err

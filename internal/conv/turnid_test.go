@@ -155,7 +155,7 @@ func TestDelegationRules(t *testing.T) {
 			steps: ex(say("assistant", parley.FinalityTurn)), cmd: continuing(say("worker", parley.FinalityNone), 2), code: parley.EPRECONDITION},
 		{name: "a sub-worker loses the right to trace into the turn once it closes",
 			steps: ex(say("assistant", parley.FinalityTurn)),
-			cmd:   conv.PostTrace{Actor: actor("sub-worker"), Precondition: &conv.Precondition{ExpectTurn: 2}}, code: parley.EPRECONDITION},
+			cmd:   conv.PostTrace{Actor: actor("sub-worker"), Precondition: &parley.Precondition{ExpectTurn: 2}}, code: parley.EPRECONDITION},
 		{name: "after the turn closes a former worker's write opens a turn of its own",
 			steps: ex(say("assistant", parley.FinalityTurn)), cmd: say("worker", parley.FinalityNone),
 			check: func(t *testing.T, o outcome) {

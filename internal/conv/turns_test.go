@@ -97,7 +97,7 @@ func TestPreconditionRules(t *testing.T) {
 			}},
 		{name: "a trace with a precondition follows the same rules",
 			steps: []any{say("a", parley.FinalityNone)},
-			cmd:   conv.PostTrace{Actor: actor("b"), Precondition: &conv.Precondition{ExpectTurn: 2, StartingTurn: true}}, code: parley.EPRECONDITION},
+			cmd:   conv.PostTrace{Actor: actor("b"), Precondition: &parley.Precondition{ExpectTurn: 2, StartingTurn: true}}, code: parley.EPRECONDITION},
 	})
 }
 

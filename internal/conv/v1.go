@@ -27,7 +27,7 @@ type StreamV1 struct {
 	Content string
 }
 
-func (StreamV1) command() {}
+func (c StreamV1) decide(d *decider) error { return d.streamV1(c) }
 
 func (d *decider) streamV1(c StreamV1) error {
 	if f := d.s.Conversation.MessageFormat; f != "v1" {

@@ -13,9 +13,9 @@ import (
 
 // PromptResult is the answer to EnqueuePrompt.
 type PromptResult struct {
-	ID    string              `json:"id"`
-	Seq   int64               `json:"seq"`
-	Queue []conv.QueuedPrompt `json:"queue"`
+	ID    string                `json:"id"`
+	Seq   int64                 `json:"seq"`
+	Queue []parley.QueuedPrompt `json:"queue"`
 	// Replayed is true when this is the stored result of an earlier request
 	// with the same client request id.
 	Replayed bool `json:"-"`
@@ -58,7 +58,7 @@ func (e *Engine) EnqueuePrompt(ctx context.Context, conversationID string, p con
 
 // Prompts returns the queue: the dispatched prompt first, then the waiting
 // ones, each saying what it waits for (conv.State.Explain).
-func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.QueuedPrompt, error) {
+func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]parley.QueuedPrompt, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (e *Engine) Prompts(ctx context.Context, conversationID string) ([]conv.Que
 
 // explain is the queue of c, each waiting prompt saying what it waits
 // for; c.mu must be held.
-func (e *Engine) explain(c *conversation) []conv.QueuedPrompt {
+func (e *Engine) explain(c *conversation) []parley.QueuedPrompt {
 	c.noteOwner(e.runners, e.opts.Now)
 	return c.state.Explain(e.runners.Agents(c.state), e.opts.Now(), c.state.TurnLease(e.opts.TurnLease), c.ownerSeen)
 }

@@ -16,13 +16,13 @@ import (
 // which message), or how it ended. It returns ENOTFOUND for an unknown
 // conversation, or a prompt the conversation never had or that ended
 // before the last conv.MaxEndedPrompts that did.
-func (e *Engine) PromptStatus(ctx context.Context, conversationID, promptID string) (*conv.PromptStatus, error) {
+func (e *Engine) PromptStatus(ctx context.Context, conversationID, promptID string) (*parley.PromptStatus, error) {
 	st, _, err := e.promptStatus(ctx, conversationID, promptID)
 	return st, err
 }
 
 // promptStatus is PromptStatus, with the position of the state it read.
-func (e *Engine) promptStatus(ctx context.Context, id, promptID string) (*conv.PromptStatus, parley.Position, error) {
+func (e *Engine) promptStatus(ctx context.Context, id, promptID string) (*parley.PromptStatus, parley.Position, error) {
 	var pos parley.Position
 	if !parley.ValidID(promptID) {
 		return nil, pos, parley.Errorf(parley.EINVALIDVALUE, "prompt id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", promptID)
@@ -31,7 +31,7 @@ func (e *Engine) promptStatus(ctx context.Context, id, promptID string) (*conv.P
 	if err != nil {
 		return nil, pos, err
 	}
-	var st *conv.PromptStatus
+	var st *parley.PromptStatus
 	err = e.readConsistent(ctx, c, id, func(s conv.State) error {
 		var ok bool
 		st, ok = s.PromptStatus(promptID, e.explain(c))
@@ -58,8 +58,8 @@ func (e *Engine) promptStatus(ctx context.Context, id, promptID string) (*conv.P
 				break
 			}
 		}
-		if st.MessageID != "" && st.State == conv.PromptDispatched {
-			st.State = conv.PromptAnswering
+		if st.MessageID != "" && st.State == parley.PromptStateDispatched {
+			st.State = parley.PromptStateAnswering
 		}
 	}
 	return st, pos, nil
@@ -76,7 +76,7 @@ func isPromptEnd(ev *parley.Event) bool {
 // returns the status as it is then. It returns ctx's error when ctx
 // ends, and the error that ends the feed (the conversation deleted, a
 // shutdown).
-func (e *Engine) WaitPrompt(ctx context.Context, conversationID, promptID string, wait time.Duration) (*conv.PromptStatus, error) {
+func (e *Engine) WaitPrompt(ctx context.Context, conversationID, promptID string, wait time.Duration) (*parley.PromptStatus, error) {
 	st, pos, err := e.promptStatus(ctx, conversationID, promptID)
 	if err != nil || st.Ended() || wait <= 0 {
 		return st, err

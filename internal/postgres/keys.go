@@ -17,9 +17,7 @@ const (
 
 // MessageKey implements store.Store.
 func (db *DB) MessageKey(ctx context.Context, conversationID, messageID string) (*store.MessageKey, error) {
-	var k store.MessageKey
-	err := db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID).
-		Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth)
+	k, err := store.ReadMessageKey(db.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM messages WHERE conversation_id = $1 AND id = $2`, conversationID, messageID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.NoMessage(conversationID, messageID)
 	}
@@ -37,13 +35,5 @@ func (db *DB) ListMessageKeys(ctx context.Context, p store.ListMessagesParams) (
 		return nil, err
 	}
 	defer rows.Close()
-	var keys []store.MessageKey
-	for rows.Next() {
-		var k store.MessageKey
-		if err := rows.Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return store.Collect(rows, store.ReadMessageKey)
 }

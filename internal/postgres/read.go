@@ -137,26 +137,10 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 		return nil, "", err
 	}
 	defer rows.Close()
-	var recs []*store.ConversationRecord
-	size, full := 0, false
 	var lastAt time.Time
 	var lastID string
-	for rows.Next() {
-		var data []byte
-		rec := &store.ConversationRecord{}
-		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue, &lastAt, &lastID); err != nil {
-			return nil, "", err
-		}
-		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
-			return nil, "", err
-		}
-		recs = append(recs, rec)
-		size += len(data) + len(rec.State) + len(rec.Queue)
-		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
-			break // the rest waits for the next page
-		}
-	}
-	if err := rows.Err(); err != nil {
+	recs, full, err := store.ReadConversations(rows, limit, p.MaxBytes, &lastAt, &lastID)
+	if err != nil {
 		return nil, "", err
 	}
 	next := ""
@@ -184,27 +168,8 @@ func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]pa
 		return nil, err
 	}
 	defer rows.Close()
-	page := store.NewEventPage(p, limit)
-	for rows.Next() {
-		e := parley.Event{ConversationID: p.ConversationID}
-		var fin string
-		var ts *time.Time
-		var data, row []byte
-		var ref *string
-		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data, &ref, &row); err != nil {
-			return nil, err
-		}
-		if ref != nil {
-			if data, err = store.RefData(e.Seq, *ref, row); err != nil {
-				return nil, err
-			}
-		}
-		e.Finality, e.Time, e.Data = parley.Finality(fin), fromTS(ts), data
-		if page.Add(e) {
-			break // the rest of the page waits for the next read
-		}
-	}
-	return page.Events, rows.Err()
+	at := func(ts *time.Time) (parley.Time, error) { return fromTS(ts), nil }
+	return store.ReadEvents(rows, store.NewEventPage(p, limit), p.ConversationID, at)
 }
 
 // GetMessage implements store.Reader.
@@ -229,63 +194,29 @@ func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams
 	return store.RawRows(rd.scanRows(ctx, p))
 }
 
-// scanRows reads the rows ListMessages reads for p, until their sizes
-// reach p.MaxBytes.
+// scanRows reads the rows ListMessages reads for p (see
+// store.EachMessageRow).
 func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
-}
-
-// eachRow hands each row ListMessages reads for p to each (see
-// store.RowScan).
-func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q, args := listQuery(p, "data, seq", "data, seq")
-	rows, err := rd.q.Query(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	size := 0
-	for rows.Next() {
-		var data []byte
-		var seq int64
-		if err := rows.Scan(&data, &seq); err != nil {
-			return err
-		}
-		n, err := each(data, seq)
+	return func(visit func(data []byte, seq int64) (int, error)) error {
+		q, args := listQuery(p, "data, seq", "data, seq")
+		rows, err := rd.q.Query(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		if size += n; p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
-			break // the rest of the page waits for the next read
-		}
+		defer rows.Close()
+		return store.EachMessageRow(rows, p, visit)
 	}
-	return rows.Err()
 }
 
+// queryMessages reads the messages of the rows of one column q reads,
+// up to maxBytes (see store.ReadMessages).
 func (rd reader) queryMessages(ctx context.Context, maxBytes int, q string, args ...any) ([]*parley.Message, error) {
 	rows, err := rd.q.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*parley.Message
-	size := 0
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		m := &parley.Message{}
-		n, err := store.DecodeRow(data, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-		if size += n; maxBytes > 0 && size >= maxBytes {
-			break // the rest waits for the next read
-		}
-	}
-	return out, rows.Err()
+	return store.ReadMessages(rows, maxBytes)
 }
 
 // listQuery is the query of ListMessages for p, reading columns (named
@@ -340,16 +271,8 @@ func (db *DB) IDTaken(ctx context.Context, conversationID, id string) (bool, err
 
 const tokenColumns = `id, kind, agent_id, name, hash, created_at, revoked_at`
 
-func scanToken(row pgx.Row) (*parley.Token, error) {
-	t := &parley.Token{}
-	var kind string
-	var created time.Time
-	var revoked *time.Time
-	if err := row.Scan(&t.ID, &kind, &t.AgentID, &t.Name, &t.Hash, &created, &revoked); err != nil {
-		return nil, err
-	}
-	t.Kind, t.CreatedAt, t.RevokedAt = parley.TokenKind(kind), parley.NewTime(created), fromTS(revoked)
-	return t, nil
+func scanToken(row store.Scanner) (*parley.Token, error) {
+	return store.ReadToken(row, func(t *time.Time) (parley.Time, error) { return fromTS(t), nil })
 }
 
 // TokenByHash implements store.Store.
@@ -368,15 +291,7 @@ func (db *DB) ListTokens(ctx context.Context) ([]*parley.Token, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*parley.Token
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, scanToken)
 }
 
 // CountTokens implements store.Store.

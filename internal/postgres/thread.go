@@ -10,7 +10,7 @@ import (
 // The thread's reads walk replyTo over the indexes and read no row on the
 // way: a walk gives each message's id, seq and row size (octet_length of
 // a stored value reads its header), sorted without the rows; the rows are
-// read after, as store.AncestorRows and store.DescendantRows choose, by
+// read after, as store.Ancestors and store.Descendants choose, by
 // id. plan_test.go checks that each step is an index probe.
 const (
 	// repliesQuery reads the direct replies to $2 after seq $3, at most $4.
@@ -44,20 +44,14 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 
 // Ancestors implements store.Store.
 func (db *DB) Ancestors(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.AncestorRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return store.Ancestors(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // Descendants implements store.Store.
 func (db *DB) Descendants(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.DescendantRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	return store.Descendants(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // walk runs the walk of a thread q.
@@ -68,15 +62,7 @@ func (db *DB) walk(ctx context.Context, q string, args ...any) store.WalkScan {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var level int
-			var r store.RowRef
-			if err := rows.Scan(&level, &r.ID, &r.Seq, &r.Size); err != nil {
-				return err
-			}
-			visit(level, r)
-		}
-		return rows.Err()
+		return store.EachWalked(rows, visit)
 	}
 }
 
@@ -88,16 +74,6 @@ func (db *DB) rowsByID(ctx context.Context, id string) store.RowReader {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var mid string
-			var data []byte
-			if err := rows.Scan(&mid, &data); err != nil {
-				return err
-			}
-			if err := each(mid, data); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return store.EachRowByID(rows, each)
 	}
 }

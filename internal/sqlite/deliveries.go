@@ -14,7 +14,6 @@ import (
 func (db *DB) TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) ([]*parley.Delivery, error) {
 	var out []*parley.Delivery
 	err := db.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		out = out[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE outbox SET next_attempt_at = ? WHERE id IN (
 			SELECT id FROM outbox WHERE delivered = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?)
 			RETURNING data`, formatTime(p.Until), formatTime(p.Now), clampLimit(p.Limit))
@@ -22,18 +21,8 @@ func (db *DB) TakeDeliveries(ctx context.Context, p store.TakeDeliveriesParams) 
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var data []byte
-			if err := rows.Scan(&data); err != nil {
-				return err
-			}
-			d, err := store.DecodeDelivery(data)
-			if err != nil {
-				return err
-			}
-			out = append(out, d)
-		}
-		return rows.Err()
+		out, err = store.ReadDeliveries(rows, 0)
+		return err
 	})
 	if err != nil {
 		return nil, err

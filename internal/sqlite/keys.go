@@ -18,9 +18,7 @@ const (
 
 // MessageKey implements store.Store.
 func (db *DB) MessageKey(ctx context.Context, conversationID, messageID string) (*store.MessageKey, error) {
-	var k store.MessageKey
-	err := db.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID).
-		Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth)
+	k, err := store.ReadMessageKey(db.r.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM messages WHERE conversation_id = ? AND id = ?`, conversationID, messageID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.NoMessage(conversationID, messageID)
 	}
@@ -38,13 +36,5 @@ func (db *DB) ListMessageKeys(ctx context.Context, p store.ListMessagesParams) (
 		return nil, err
 	}
 	defer rows.Close()
-	var keys []store.MessageKey
-	for rows.Next() {
-		var k store.MessageKey
-		if err := rows.Scan(&k.ID, &k.Seq, &k.TurnID, &k.AgentID, &k.ReplyTo, &k.Depth); err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return store.Collect(rows, store.ReadMessageKey)
 }

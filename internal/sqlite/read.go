@@ -160,25 +160,9 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 		return nil, "", err
 	}
 	defer rows.Close()
-	var recs []*store.ConversationRecord
-	size, full := 0, false
 	var lastAt, lastID string
-	for rows.Next() {
-		var data []byte
-		rec := &store.ConversationRecord{}
-		if err := rows.Scan(&data, &rec.LastSeq, &rec.State, &rec.Queue, &lastAt, &lastID); err != nil {
-			return nil, "", err
-		}
-		if err := json.Unmarshal(data, &rec.Conversation); err != nil {
-			return nil, "", err
-		}
-		recs = append(recs, rec)
-		size += len(data) + len(rec.State) + len(rec.Queue)
-		if full = store.PageFull(len(recs), limit, size, p.MaxBytes); full {
-			break // the rest waits for the next page
-		}
-	}
-	if err := rows.Err(); err != nil {
+	recs, full, err := store.ReadConversations(rows, limit, p.MaxBytes, &lastAt, &lastID)
+	if err != nil {
 		return nil, "", err
 	}
 	next := ""
@@ -200,29 +184,7 @@ func (rd reader) ReadEvents(ctx context.Context, p store.ReadEventsParams) ([]pa
 		return nil, err
 	}
 	defer rows.Close()
-	page := store.NewEventPage(p, limit)
-	for rows.Next() {
-		e := parley.Event{ConversationID: p.ConversationID}
-		var fin, ts string
-		var data, row []byte
-		var ref sql.NullString
-		if err := rows.Scan(&e.Seq, &e.Type, &e.Turn, &e.TurnID, &e.AgentID, &fin, &ts, &data, &ref, &row); err != nil {
-			return nil, err
-		}
-		if ref.Valid {
-			if data, err = store.RefData(e.Seq, ref.String, row); err != nil {
-				return nil, err
-			}
-		}
-		e.Finality, e.Data = parley.Finality(fin), data
-		if e.Time, err = parseTime(ts); err != nil {
-			return nil, err
-		}
-		if page.Add(e) {
-			break // the rest of the page waits for the next read
-		}
-	}
-	return page.Events, rows.Err()
+	return store.ReadEvents(rows, store.NewEventPage(p, limit), p.ConversationID, parseTime)
 }
 
 // GetMessage implements store.Reader.
@@ -250,37 +212,18 @@ func (rd reader) ListMessagesRaw(ctx context.Context, p store.ListMessagesParams
 	return store.RawRows(rd.scanRows(ctx, p))
 }
 
-// scanRows reads the rows ListMessages reads for p, until their sizes
-// reach p.MaxBytes.
+// scanRows reads the rows ListMessages reads for p (see
+// store.EachMessageRow).
 func (rd reader) scanRows(ctx context.Context, p store.ListMessagesParams) store.RowScan {
-	return func(visit func(data []byte, seq int64) (int, error)) error { return rd.eachRow(ctx, p, visit) }
-}
-
-// eachRow hands each row ListMessages reads for p to each (see
-// store.RowScan).
-func (rd reader) eachRow(ctx context.Context, p store.ListMessagesParams, each func(data []byte, seq int64) (int, error)) error {
-	q, args := listQuery(p, "data, seq", "data, seq")
-	rows, err := rd.q.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	size := 0
-	for rows.Next() {
-		var data []byte
-		var seq int64
-		if err := rows.Scan(&data, &seq); err != nil {
-			return err
-		}
-		n, err := each(data, seq)
+	return func(visit func(data []byte, seq int64) (int, error)) error {
+		q, args := listQuery(p, "data, seq", "data, seq")
+		rows, err := rd.q.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
-		if size += n; p.MaxBytes > 0 && !p.Latest && size >= p.MaxBytes {
-			break // the rest of the page waits for the next read
-		}
+		defer rows.Close()
+		return store.EachMessageRow(rows, p, visit)
 	}
-	return rows.Err()
 }
 
 // listQuery is the query of ListMessages for p, reading columns (named

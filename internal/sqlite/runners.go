@@ -33,15 +33,7 @@ func (db *DB) LiveRunners(ctx context.Context, p store.LiveRunnersParams) ([]sto
 		return nil, err
 	}
 	defer rows.Close()
-	var out []store.RunnerLease
-	for rows.Next() {
-		var r store.RunnerLease
-		if err := rows.Scan(&r.Node, &r.ConversationID, &r.AgentID); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, store.ReadRunnerLease)
 }
 
 // QueuedFor implements store.Store.
@@ -54,13 +46,5 @@ func (db *DB) QueuedFor(ctx context.Context, p store.QueuedForParams) ([]string,
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, store.ReadString)
 }

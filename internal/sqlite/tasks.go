@@ -110,19 +110,7 @@ func (db *DB) queryTasks(ctx context.Context, q string, args ...any) ([]*parley.
 // scanTasks reads rows of one column, a task's data, and closes them.
 func scanTasks(rows *sql.Rows) ([]*parley.Task, error) {
 	defer rows.Close()
-	var out []*parley.Task
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		t := &parley.Task{}
-		if err := json.Unmarshal(data, t); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, store.ReadTask)
 }
 
 // advanceTask moves a task's next run within an append, ending the lease

@@ -13,7 +13,7 @@ import (
 // scanning messages) and read no row on the way: a walk gives each
 // message's id, seq and row size (length of a BLOB is read from its
 // record's header), sorted without the rows; the rows are read after, as
-// store.AncestorRows and store.DescendantRows choose, by id, unsorted.
+// store.Ancestors and store.Descendants choose, by id, unsorted.
 // (Sorted with their rows, SQLite would copy every row of the walk into
 // its sorter: 99 ancestors of a MB, 99 MB.) plan_test.go checks each step.
 const (
@@ -49,42 +49,19 @@ func (db *DB) ListReplies(ctx context.Context, p store.ListRepliesParams) ([]*pa
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*parley.Message
-	size := 0
-	for rows.Next() {
-		var data []byte
-		if err := rows.Scan(&data); err != nil {
-			return nil, err
-		}
-		m := &parley.Message{}
-		n, err := store.DecodeRow(data, m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-		if size += n; p.MaxBytes > 0 && size >= p.MaxBytes {
-			break // the rest waits for the next read
-		}
-	}
-	return out, rows.Err()
+	return store.ReadMessages(rows, p.MaxBytes)
 }
 
 // Ancestors implements store.Store.
 func (db *DB) Ancestors(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.AncestorRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, ancestorRefsQuery, p.ConversationID, p.MessageID, clampLimit(p.Limit))
+	return store.Ancestors(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // Descendants implements store.Store.
 func (db *DB) Descendants(ctx context.Context, p store.ThreadParams) ([]*parley.Message, error) {
-	refs, err := store.Walked(p, db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit)))
-	if err != nil {
-		return nil, err
-	}
-	return store.DescendantRows(refs, p, db.rowsByID(ctx, p.ConversationID))
+	walk := db.walk(ctx, descendantRefsQuery, p.ConversationID, p.MessageID, p.After, clampLimit(p.Limit))
+	return store.Descendants(p, walk, db.rowsByID(ctx, p.ConversationID))
 }
 
 // walk runs the walk of a thread q.
@@ -95,15 +72,7 @@ func (db *DB) walk(ctx context.Context, q string, args ...any) store.WalkScan {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var level int
-			var r store.RowRef
-			if err := rows.Scan(&level, &r.ID, &r.Seq, &r.Size); err != nil {
-				return err
-			}
-			visit(level, r)
-		}
-		return rows.Err()
+		return store.EachWalked(rows, visit)
 	}
 }
 
@@ -119,16 +88,6 @@ func (db *DB) rowsByID(ctx context.Context, id string) store.RowReader {
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var mid string
-			var data []byte
-			if err := rows.Scan(&mid, &data); err != nil {
-				return err
-			}
-			if err := each(mid, data); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
+		return store.EachRowByID(rows, each)
 	}
 }

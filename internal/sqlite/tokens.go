@@ -26,19 +26,8 @@ func (db *DB) CreateToken(ctx context.Context, t *parley.Token) error {
 
 const tokenColumns = `id, kind, agent_id, name, hash, created_at, COALESCE(revoked_at, '')`
 
-func scanToken(row interface{ Scan(...any) error }) (*parley.Token, error) {
-	t := &parley.Token{}
-	var kind, created, revoked string
-	if err := row.Scan(&t.ID, &kind, &t.AgentID, &t.Name, &t.Hash, &created, &revoked); err != nil {
-		return nil, err
-	}
-	t.Kind = parley.TokenKind(kind)
-	var err error
-	if t.CreatedAt, err = parseTime(created); err != nil {
-		return nil, err
-	}
-	t.RevokedAt, err = parseTime(revoked)
-	return t, err
+func scanToken(row store.Scanner) (*parley.Token, error) {
+	return store.ReadToken(row, parseTime)
 }
 
 // TokenByHash implements store.Store.
@@ -57,15 +46,7 @@ func (db *DB) ListTokens(ctx context.Context) ([]*parley.Token, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*parley.Token
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return store.Collect(rows, scanToken)
 }
 
 // RevokeToken implements store.Store.

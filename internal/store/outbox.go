@@ -50,14 +50,6 @@ func DeliveryRow(d *parley.Delivery) (status parley.DeliveryStatus, done int, do
 	return parley.DeliveryPending, 0, parley.Time{}
 }
 
-// Rows is what ReadDeliveries reads: a backend's rows of one column, the
-// data (database/sql's and pgx's rows both are).
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-}
-
 // ReadDeliveries reads the outbox rows of a ListDeliveries query, ending
 // after the one that brings their content to maxBytes (0: no bound).
 func ReadDeliveries(rows Rows, maxBytes int) ([]*parley.Delivery, error) {

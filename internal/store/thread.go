@@ -50,12 +50,12 @@ type RowRef struct {
 
 // WalkScan runs the walk of a thread: it hands visit each message it
 // finds, with its level (0: the message walked from). Each backend makes
-// one per walk; Walked reads it.
+// one per walk, for Ancestors or Descendants.
 type WalkScan func(visit func(level int, r RowRef)) error
 
-// Walked runs scan, a walk from p.MessageID, and returns what it found
+// walked runs scan, a walk from p.MessageID, and returns what it found
 // beyond the message itself, or ENOTFOUND if it found no message.
-func Walked(p ThreadParams, scan WalkScan) ([]RowRef, error) {
+func walked(p ThreadParams, scan WalkScan) ([]RowRef, error) {
 	var refs []RowRef
 	found := false
 	err := scan(func(level int, r RowRef) {
@@ -74,17 +74,38 @@ func Walked(p ThreadParams, scan WalkScan) ([]RowRef, error) {
 	return refs, nil
 }
 
+// Ancestors reads the ancestors of p.MessageID (see ancestorRows): walk is
+// the backend's walk up the thread from it, read reads its rows by id.
+func Ancestors(p ThreadParams, walk WalkScan, read RowReader) ([]*parley.Message, error) {
+	refs, err := walked(p, walk)
+	if err != nil {
+		return nil, err
+	}
+	return ancestorRows(refs, p, read)
+}
+
+// Descendants reads the descendants of p.MessageID (see descendantRows):
+// walk is the backend's walk down the thread from it, read reads its rows
+// by id.
+func Descendants(p ThreadParams, walk WalkScan, read RowReader) ([]*parley.Message, error) {
+	refs, err := walked(p, walk)
+	if err != nil {
+		return nil, err
+	}
+	return descendantRows(refs, p, read)
+}
+
 // RowReader reads the stored rows of messages of one conversation by id,
 // handing each row found to each, in any order. Each backend makes one;
-// AncestorRows and DescendantRows read with it.
+// Ancestors and Descendants read with it.
 type RowReader func(ids []string, each func(id string, data []byte) error) error
 
-// DescendantRows reads the rows refs name, in their order (seq), up to
+// descendantRows reads the rows refs name, in their order (seq), up to
 // and with the one that brings their sizes to p.MaxBytes, and returns
 // their messages: up to the one that brings their sizes in JSON to it (a
 // row leaves out its content, which its message's JSON holds). A row gone
 // since the walk is left out.
-func DescendantRows(refs []RowRef, p ThreadParams, read RowReader) ([]*parley.Message, error) {
+func descendantRows(refs []RowRef, p ThreadParams, read RowReader) ([]*parley.Message, error) {
 	size := 0
 	for i, r := range refs {
 		if size += r.Size; p.MaxBytes > 0 && size >= p.MaxBytes {
@@ -111,12 +132,12 @@ func DescendantRows(refs []RowRef, p ThreadParams, read RowReader) ([]*parley.Me
 	return out, nil
 }
 
-// AncestorRows reads the rows refs name, nearest ancestor first, and
+// ancestorRows reads the rows refs name, nearest ancestor first, and
 // returns their messages root first: the nearest whole while their rows
 // are within p.SummarizeOver each and p.MaxBytes together, and so are
 // their messages in JSON; the others summarized, each read by itself. A
 // row gone since the walk is left out.
-func AncestorRows(refs []RowRef, p ThreadParams, read RowReader) ([]*parley.Message, error) {
+func ancestorRows(refs []RowRef, p ThreadParams, read RowReader) ([]*parley.Message, error) {
 	var whole, alone []RowRef
 	left := p.MaxBytes
 	for _, r := range refs {

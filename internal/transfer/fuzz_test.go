@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/transfer"
 )
@@ -61,7 +60,7 @@ func FuzzImport(f *testing.F) {
 			t.Fatalf("an accepted import is at turn %d after %d events", h.LastTurn, h.LastSeq)
 		}
 		queued := 0
-		for _, p := range must[[]conv.QueuedPrompt](t)(eng.Prompts(ctxT(t), id)) {
+		for _, p := range must[[]parley.QueuedPrompt](t)(eng.Prompts(ctxT(t), id)) {
 			queued += len(p.Parts)
 		}
 		if queued > limits.MaxQueuedPrompts {

@@ -28,7 +28,7 @@ const QueuedVersion = 5
 // one being answered, and its snapshot as a store of QueuedVersion holds it
 // (the queue inside).
 func queuedState(t *testing.T) (conv.State, []byte) {
-	s := conv.State{LastSeq: 4, LastTurn: 1, LastClosedSeq: 3, LastOwner: "human", LastTurnID: "p1", Queue: []conv.QueuedPrompt{
+	s := conv.State{LastSeq: 4, LastTurn: 1, LastClosedSeq: 3, LastOwner: "human", LastTurnID: "p1", Queue: []parley.QueuedPrompt{
 		{ID: "p1", Mode: conv.ModeFollowup, AgentID: "human", Parts: []int64{2}, Runner: "bot", Written: true},
 		{ID: "p2", Mode: conv.ModeCollect, AgentID: "human", To: "bot", Channel: &parley.Channel{Type: "slack", ID: "C1"}, Parts: []int64{4}},
 	}}

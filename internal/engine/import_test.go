@@ -83,13 +83,13 @@ func TestBeginImportOverADeadImport(t *testing.T) {
 }
 
 // TestImportLeaseRenewedWhileBatchesAreSlow: an import that writes nothing
-// for several leases is still alive, because its lease is renewed on a
+// for four leases is still alive, because its lease is renewed on a
 // timer; once ended, nothing renews it.
 func TestImportLeaseRenewedWhileBatchesAreSlow(t *testing.T) {
 	t.Parallel()
-	b := setup(t, engine.Options{ImportLease: 90 * time.Millisecond})
+	b := setup(t, engine.Options{ImportLease: 300 * time.Millisecond})
 	im := beginImport(t, b, b.eng, "slow")
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if n, err := b.eng.SweepImports(b.ctx); err != nil || n != 0 {
 		t.Fatalf("a slow but live import was swept: %d, %v", n, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/postgres"
+	"github.com/parleyhq/parley/internal/protocols"
 	"github.com/parleyhq/parley/internal/retention"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/spool"
@@ -99,8 +100,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 		guards.RunnerConnectRate < 0 || guards.RunnerConnectBurst < 1 {
 		return fmt.Errorf("limits must be positive (-create-rate, -runner-connect-rate and -max-token-connections may be 0: no bound), and -max-claim-ttl at least -claim-ttl")
 	}
-	if guards.MaxBodyMemory < api.MaxChatBodyBytes {
-		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", guards.MaxBodyMemory, api.MaxChatBodyBytes)
+	if guards.MaxBodyMemory < protocols.MaxChatBodyBytes {
+		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", guards.MaxBodyMemory, protocols.MaxChatBodyBytes)
 	}
 	if *maxConnsPerAddr == 0 {
 		*maxConnsPerAddr = max(1, *maxConns/2)

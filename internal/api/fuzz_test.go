@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/transport"
 )
 
 // bodyDecoders are the checks of every request body the API decodes, one
@@ -160,7 +161,7 @@ func FuzzPosition(f *testing.F) {
 		if lastEventID != "" {
 			r.Header["Last-Event-Id"] = []string{lastEventID}
 		}
-		pos, err := position(r)
+		pos, err := transport.Position(r)
 		switch {
 		case err != nil:
 			if parley.ErrorCode(err) != parley.EINVALID {

@@ -13,6 +13,7 @@ import (
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/sqlite"
 )
@@ -35,8 +36,8 @@ func serve(t *testing.T, eopts engine.Options, aopts api.Options) (*engine.Engin
 		t.Fatal(err)
 	}
 	eng := engine.New(db, eopts)
-	rn := runners.New(eng, runners.Options{})
-	srv := httptest.NewServer(api.New(eng, rn, aopts))
+	rn := runners.New(eng, db, runners.Options{})
+	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), aopts))
 	t.Cleanup(func() { srv.Close(); rn.Close(); eng.Close(); db.Close() })
 	return eng, srv.URL, ctx
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/parleyhq/parley/client"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/sqlite"
 )
@@ -62,8 +63,8 @@ func startServer() string {
 		log.Fatal(err)
 	}
 	eng := engine.New(db, engine.Options{})
-	rn := runners.New(eng, runners.Options{})
-	srv := httptest.NewServer(api.New(eng, rn, api.Options{Open: true}))
+	rn := runners.New(eng, db, runners.Options{})
+	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), api.Options{Open: true}))
 	stopServer = append(stopServer, func() { srv.Close(); rn.Close(); eng.Close(); db.Close(); os.RemoveAll(dir) })
 	return srv.URL
 }

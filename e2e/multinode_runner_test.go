@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // TestRunnerAcrossNodes: three nodes on one database. A prompt posted
@@ -24,23 +22,12 @@ import (
 // the same message, and C's subscriber gets every event once, in order.
 func TestRunnerAcrossNodes(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Schema(t)
-	unused := filepath.Join(t.TempDir(), "unused.db")
-	args := []string{"-postgres", url, "-runner-grace", "1s", "-runner-lease", "600ms"}
-	na, nb, nc := startServer(t, unused, args...), startServer(t, unused, args...), startServer(t, unused, args...)
-	a, b, c := client.New(na.url, ""), client.New(nb.url, ""), client.New(nc.url, "")
+	nodes := startNodes(t, 3, "-runner-grace", "1s", "-runner-lease", "600ms")
+	na, nb := nodes[0], nodes[1]
+	a, b, c := na.client(), nb.client(), nodes[2].client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	v, err := b.CreateConversation(ctx, client.NewConversation{Participants: []string{"assistant"}, Members: []string{"human"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.Conversation.ID
-	run, err := a.ConnectRunner(ctx, id, "assistant")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
+	id, run := assistantAnswersThrough(ctx, t, b, a)
 
 	// answer streams an answer to the next prompt through run, pausing
 	// past the grace period between its deltas; mid is called after the
@@ -223,11 +210,10 @@ func TestEveryAppendIsHeardOnOtherNodes(t *testing.T) {
 // event once, in order, byte for byte.
 func TestSubscribersOfAKilledNodeResume(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Schema(t)
-	unused := filepath.Join(t.TempDir(), "unused.db")
-	na, nb := startServer(t, unused, "-postgres", url), startServer(t, unused, "-postgres", url)
+	nodes := startNodes(t, 2)
+	na, nb := nodes[0], nodes[1]
 	addrs := []string{strings.TrimPrefix(na.url, "http://"), strings.TrimPrefix(nb.url, "http://")}
-	b := client.New(nb.url, "")
+	b := nb.client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	v, err := b.CreateConversation(ctx, client.NewConversation{Participants: []string{"alice"}, TurnPolicy: parley.PolicyFree})

@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
-	"github.com/parleyhq/parley/internal/postgres/pgtest"
 )
 
 // TestAskAndWaitAcrossNodes: two nodes of the binary on one PostgreSQL
@@ -19,23 +17,11 @@ import (
 // leases), and names none once it left.
 func TestAskAndWaitAcrossNodes(t *testing.T) {
 	t.Parallel()
-	url := pgtest.Schema(t)
-	unused := filepath.Join(t.TempDir(), "unused.db")
-	args := []string{"-postgres", url, "-runner-lease", "600ms"}
-	na, nb := startServer(t, unused, args...), startServer(t, unused, args...)
-	a, b := client.New(na.url, ""), client.New(nb.url, "")
+	nodes := startNodes(t, 2, "-runner-lease", "600ms")
+	a, b := nodes[0].client(), nodes[1].client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	v, err := b.CreateConversation(ctx, client.NewConversation{Participants: []string{"assistant"}, Members: []string{"human"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := v.Conversation.ID
-	run, err := a.ConnectRunner(ctx, id, "assistant")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
+	id, run := assistantAnswersThrough(ctx, t, b, a)
 	for {
 		v, err := b.Conversation(ctx, id)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley/internal/feed"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/protocols"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/retention"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/spool"
@@ -180,7 +181,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	defer eng.Close()
 	// The runners: their connections, the prompts dispatched to them, and
 	// the grace period of a runner gone while its message streams.
-	rn := runners.New(eng, runners.Options{Grace: *grace, PresenceLease: *runnerLease, Logger: log})
+	rn := runners.New(eng, db, runners.Options{Grace: *grace, PresenceLease: *runnerLease, Logger: log})
 	defer rn.Close()
 	// Imports that a crash cut short are removed before anything is served,
 	// so that their ids can be imported again at once.
@@ -212,7 +213,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer, onReady func(ct
 	if r := time.Duration(chunkRetention); r > 0 {
 		go retention.New(db, retention.Options{Retention: r, Logger: log}).Run(ctx)
 	}
-	handler := api.New(eng, rn, api.Options{
+	handler := api.New(eng, rn, reads.New(db, eng), api.Options{
 		Open:           open,
 		Logger:         log,
 		Gatherer:       reg,

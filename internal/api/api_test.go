@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/store"
@@ -107,8 +108,8 @@ func (b *bundle) agentToken(agent string) string {
 func serveStore(t testing.TB, db store.Store, eopts engine.Options, dopts runners.Options, aopts api.Options) (*httptest.Server, *engine.Engine, *api.Server) {
 	t.Helper()
 	eng := engine.New(db, eopts)
-	rn := runners.New(eng, dopts)
-	handler := api.New(eng, rn, aopts)
+	rn := runners.New(eng, db, dopts)
+	handler := api.New(eng, rn, reads.New(db, eng), aopts)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() { srv.Close(); rn.Close(); eng.Close(); db.Close() })
 	return srv, eng, handler

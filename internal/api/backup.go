@@ -9,7 +9,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/spool"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // BackupContentType is the media type of a backup: an SQLite database.
@@ -24,7 +23,7 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, who parley.Ident
 		writeErr(w, s.log, parley.Errorf(parley.EFORBIDDEN, "only an admin token may back up the server"))
 		return
 	}
-	b, ok := s.eng.Store().(store.Backuper)
+	b, ok := s.rd.Backuper()
 	if !ok {
 		writeErr(w, s.log, parley.Errorf(parley.ENOTFOUND, "this server stores in PostgreSQL, which it does not back up itself: use pg_dump or point-in-time recovery (see docs/operations.md)"))
 		return

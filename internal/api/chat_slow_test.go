@@ -16,6 +16,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/sqlite"
 	dto "github.com/prometheus/client_model/go"
@@ -109,8 +110,8 @@ func setupListening(t *testing.T, eopts engine.Options, aopts api.Options, liste
 		t.Fatal(err)
 	}
 	eng := engine.New(db, eopts)
-	rn := runners.New(eng, runners.Options{})
-	srv := httptest.NewUnstartedServer(api.New(eng, rn, aopts))
+	rn := runners.New(eng, db, runners.Options{})
+	srv := httptest.NewUnstartedServer(api.New(eng, rn, reads.New(db, eng), aopts))
 	srv.Listener.Close()
 	srv.Listener = listen()
 	srv.Start()

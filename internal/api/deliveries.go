@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -33,14 +34,14 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, who parl
 	}
 	var ds []*parley.Delivery
 	if err == nil {
-		ds, err = s.eng.Store().ListDeliveries(r.Context(), store.ListDeliveriesParams{Status: status, After: cursor, Limit: limit, MaxBytes: s.opts.PageBytes})
+		ds, err = s.rd.Deliveries(r.Context(), store.ListDeliveriesParams{Status: status, After: cursor, Limit: limit, MaxBytes: s.opts.PageBytes})
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
 	body := map[string]any{"deliveries": ds}
-	if len(ds) > 0 && (len(ds) == limit || sizeOf(ds) >= s.opts.PageBytes) {
+	if len(ds) > 0 && (len(ds) == limit || reads.Size(ds) >= s.opts.PageBytes) {
 		body["nextCursor"] = ds[len(ds)-1].ID
 	}
 	writeJSON(w, http.StatusOK, body)

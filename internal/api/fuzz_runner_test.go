@@ -92,7 +92,7 @@ func FuzzRunnerFrame(f *testing.F) {
 	limits.MaxMessageBytes, limits.MaxTextBytes, limits.MaxStreaming = 2048, 1024, 2
 	eng := engine.New(db, engine.Options{Limits: limits})
 	defer eng.Close()
-	rn := runners.New(eng, runners.Options{Grace: time.Hour})
+	rn := runners.New(eng, db, runners.Options{Grace: time.Hour})
 	defer rn.Close()
 	alice := conv.Actor{AgentID: "alice"}
 

@@ -1,13 +1,12 @@
 package api
 
 import (
-	"encoding/json"
 	"math"
 	"net/http"
-	"slices"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -107,26 +106,10 @@ func writePage[T any](w http.ResponseWriter, key string, items []T, limit, budge
 		items = []T{}
 	}
 	body := map[string]any{key: items}
-	if len(items) > 0 && (len(items) == limit || sizeOf(items) >= budget) {
+	if len(items) > 0 && (len(items) == limit || reads.Size(items) >= budget) {
 		body["nextAfter"] = seqOf(items[len(items)-1])
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-// sizeOf is about what items take in JSON, as the store counts a page
-// (an event's data; a message row); it errs on the large side, so that a
-// page is never mistaken for the last.
-func sizeOf[T any](items []T) int {
-	n := 0
-	for _, it := range items {
-		if e, ok := any(it).(parley.Event); ok {
-			n += len(e.Data)
-			continue
-		}
-		b, _ := json.Marshal(it)
-		n += len(b)
-	}
-	return n
 }
 
 func messageSeq(m *parley.Message) int64 { return m.Seq }
@@ -141,12 +124,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, who parley
 		return
 	}
 	q := r.URL.Query()
-	ms, err := s.eng.Store().ListMessages(r.Context(), store.ListMessagesParams{
+	ms, err := s.rd.Messages(r.Context(), store.ListMessagesParams{
 		ConversationID: r.PathValue("id"), After: after, Limit: limit, TurnID: q.Get("turnId"), AgentID: q.Get("agentId"), MaxBytes: s.opts.PageBytes,
 	})
-	if err == nil {
-		err = s.eng.Readable(r.Context(), r.PathValue("id"), ms)
-	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -159,7 +139,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, who parley.I
 	err := s.readable(r, who)
 	var m *parley.Message
 	if err == nil {
-		m, err = s.eng.StreamingMessage(r.Context(), r.PathValue("id"), r.PathValue("mid"))
+		m, err = s.rd.Message(r.Context(), r.PathValue("id"), r.PathValue("mid"))
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -173,18 +153,11 @@ func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, who parley.
 	if err == nil {
 		err = s.readable(r, who) // an import in progress has rows, and is not known
 	}
+	var ms []*parley.Message
 	if err == nil {
-		_, err = s.eng.Store().MessageKey(r.Context(), r.PathValue("id"), r.PathValue("mid")) // not its row
-	}
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	ms, err := s.eng.Store().ListReplies(r.Context(), store.ListRepliesParams{
-		ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes,
-	})
-	if err == nil {
-		err = s.eng.Readable(r.Context(), r.PathValue("id"), ms)
+		ms, err = s.rd.Replies(r.Context(), store.ListRepliesParams{
+			ConversationID: r.PathValue("id"), MessageID: r.PathValue("mid"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes,
+		})
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
@@ -193,84 +166,26 @@ func (s *Server) listReplies(w http.ResponseWriter, r *http.Request, who parley.
 	writePage(w, "messages", ms, limit, s.opts.PageBytes, messageSeq)
 }
 
-// maxThread bounds the ancestors and the descendants a thread view
-// returns (a page of descendants).
-const maxThread = 1000
-
-// maxSummarized is how many ancestors of a thread view may be shown whole
-// at the most size each: one over PageBytes/maxSummarized is summarized.
-const maxSummarized = 64
-
-// anc0 is a thread's root: its first ancestor, or the message itself.
-func anc0(anc []*parley.Message, m *parley.Message) *parley.Message {
-	if len(anc) > 0 {
-		return anc[0]
-	}
-	return m
-}
-
 // getThread serves a message with its ancestors and a page of its
-// descendants (?after=SEQ for the next), each bounded in bytes before it
-// is read from the store: the nearest ancestors whole while they hold
-// about PageBytes, each at most PageBytes/maxSummarized, the others
-// summarized; descendants up to about PageBytes, then nextAfter.
+// descendants (?after=SEQ for the next), each bounded in bytes
+// (reads.Reader.Thread).
 func (s *Server) getThread(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	ctx, id, mid := r.Context(), r.PathValue("id"), r.PathValue("mid")
 	after, err := queryInt(r.URL.Query(), "after", 0, 0, math.MaxInt64)
 	if err == nil {
 		err = s.readable(r, who)
 	}
-	var m *parley.Message
+	var t *reads.Thread
 	if err == nil {
-		m, err = s.eng.Store().GetMessage(ctx, id, mid)
+		t, err = s.rd.Thread(r.Context(), r.PathValue("id"), r.PathValue("mid"), after, s.opts.PageBytes)
 	}
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
 	}
-	whole := s.opts.PageBytes / maxSummarized
-	anc, err := s.eng.Store().Ancestors(ctx, store.ThreadParams{ConversationID: id, MessageID: mid, Limit: maxThread + 1, MaxBytes: s.opts.PageBytes, SummarizeOver: whole})
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
+	body := map[string]any{"root": t.Root, "ancestors": t.Ancestors, "message": t.Message, "descendants": t.Descendants, "truncated": t.Truncated}
+	if t.NextAfter != 0 {
+		body["nextAfter"] = t.NextAfter
 	}
-	truncated := len(anc) > maxThread // the furthest are left out: ask for the thread of the first shown
-	if truncated {
-		anc = anc[1:]
-	}
-	desc, err := s.eng.Store().Descendants(ctx, store.ThreadParams{ConversationID: id, MessageID: mid, After: after, Limit: maxThread + 1, MaxBytes: s.opts.PageBytes})
-	if err == nil {
-		// Streaming messages are shown assembled, wherever they stand (a
-		// summary says to fetch the message, which assembles it).
-		all := append(append([]*parley.Message{m}, anc...), desc...)
-		shown := slices.DeleteFunc(slices.Clone(all), func(m *parley.Message) bool { return m.Summarized != nil })
-		err = s.eng.Readable(ctx, id, shown)
-		for i, j := 0, 0; i < len(all); i++ {
-			if all[i].Summarized == nil {
-				all[i], j = shown[j], j+1
-			}
-		}
-		m, anc, desc = all[0], all[1:1+len(anc)], all[1+len(anc):]
-	}
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	// An ancestor assembled from its chunks may have grown past the bound.
-	for i, a := range anc {
-		if a.Summarized == nil && a.Status == parley.StatusStreaming {
-			if n := sizeOf([]*parley.Message{a}); n > whole {
-				anc[i] = a.Summarize(n)
-			}
-		}
-	}
-	body := map[string]any{"root": anc0(anc, m), "ancestors": anc, "message": m}
-	if len(desc) > maxThread || len(desc) > 0 && sizeOf(desc) >= s.opts.PageBytes {
-		desc = desc[:min(len(desc), maxThread)]
-		body["nextAfter"] = desc[len(desc)-1].Seq
-		truncated = true
-	}
-	body["descendants"], body["truncated"] = desc, truncated
 	writeJSON(w, http.StatusOK, body)
 }
 
@@ -283,7 +198,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, who parley.I
 		writeErr(w, s.log, err)
 		return
 	}
-	es, err := s.eng.Store().ReadEvents(r.Context(), store.ReadEventsParams{ConversationID: r.PathValue("id"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes})
+	es, err := s.rd.Events(r.Context(), store.ReadEventsParams{ConversationID: r.PathValue("id"), After: after, Limit: limit, MaxBytes: s.opts.PageBytes})
 	if err != nil {
 		writeErr(w, s.log, err)
 		return

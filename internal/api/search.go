@@ -76,7 +76,7 @@ func (s *Server) searchPage(r *http.Request, who parley.Identity) ([]parley.Sear
 	case who.Kind == parley.TokenAgent:
 		p.Member = who.AgentID
 	}
-	hits, err := s.eng.Store().Search(r.Context(), p)
+	hits, err := s.rd.Search(r.Context(), p)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,7 +1,7 @@
 // Package api serves Parley over HTTP: JSON endpoints, the conversations'
 // streams (written by package transport), the protocol adapters of package
 // protocols (the AI SDK's chat, AG-UI), and the web UI (package webui)
-// beside them. It reads through the engine's store and writes only
+// beside them. It reads through the read side (package reads) and writes only
 // through the engine. Errors map to HTTP statuses in one place (errors.go).
 package api
 
@@ -17,6 +17,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/protocols"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/spool"
 	"github.com/parleyhq/parley/internal/transport"
@@ -76,6 +77,7 @@ type Options struct {
 type Server struct {
 	eng     *engine.Engine
 	runners *runners.Dispatcher
+	rd      *reads.Reader // what the handlers read
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -96,8 +98,8 @@ type Server struct {
 	exportReads chan struct{}
 }
 
-// New returns the API over eng and its runners.
-func New(eng *engine.Engine, rn *runners.Dispatcher, opts Options) *Server {
+// New returns the API over eng, its runners and the read side of its store.
+func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
@@ -123,7 +125,7 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, opts Options) *Server {
 		opts.Spool = spool.New("", spool.Limits{})
 	}
 	opts.Guards.setDefaults()
-	s := &Server{eng: eng, runners: rn, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
+	s := &Server{eng: eng, runners: rn, rd: rd, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
 		creates:     newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
 		connects:    newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
 		bodies:      &bodyBudget{max: opts.MaxBodyMemory},

@@ -58,7 +58,7 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request, who parley.I
 	}
 	// A task is its agent's: it, the conversation's owner or an admin removes it.
 	act := conv.Actor{AgentID: who.AgentID, Admin: who.CanManage()}
-	t, err := s.eng.Store().GetTask(r.Context(), r.PathValue("id"))
+	t, err := s.rd.Task(r.Context(), r.PathValue("id"))
 	if err == nil {
 		err = s.eng.Require(r.Context(), t.ConversationID, func(st conv.State) error {
 			if !st.CanManage(act, t.AgentID) {

@@ -64,7 +64,7 @@ func (s *Server) spoolExport(ctx context.Context, id string, f transfer.Format) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := transfer.Export(ctx, s.eng, id, f, file); err != nil {
+	if _, err := transfer.Export(ctx, s.rd, id, f, file); err != nil {
 		file.Close()
 		return nil, err
 	}

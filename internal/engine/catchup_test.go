@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -286,7 +287,7 @@ func TestSnapshotIsAsOfItsPosition(t *testing.T) {
 	if got != want {
 		t.Fatalf("B's snapshot at seq %d shows %q; the log up to it has %q", sub.Init.Position.Seq, got, want)
 	}
-	m, err := b.StreamingMessage(a.ctx, id, "m")
+	m, err := reads.New(a.db, b).Message(a.ctx, id, "m")
 	if err != nil || textOf(m) != "one two three" {
 		t.Fatalf("B assembles %q (%v), want %q", textOf(m), err, "one two three")
 	}

@@ -129,6 +129,12 @@ func (im *Import) LastSeq() int64 { return im.state.LastSeq }
 // State is the conversation's state as of LastSeq.
 func (im *Import) State() conv.State { return im.state }
 
+// Message returns a message row this import has written. It returns
+// ENOTFOUND if it has written none with that id.
+func (im *Import) Message(ctx context.Context, id string) (*parley.Message, error) {
+	return im.e.store.GetMessage(ctx, im.id, id)
+}
+
 // Check checks event e, the one after the last one checked, against the
 // bounds every live write is held to (conv.Replay.Add: it returns the
 // error a live write would get, and may make e.Data what the server

@@ -12,6 +12,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -92,7 +93,7 @@ func TestFailedAppendFailsItsFollowers(t *testing.T) {
 	if v, err := eng.Conversation(ctx, id); err != nil || v.Head.LastSeq != head || head != before {
 		t.Fatalf("head %+v (%v), the log's %d, before the deltas %d", v, err, head, before)
 	}
-	if m, err := eng.StreamingMessage(ctx, id, "m"); err != nil || len(m.Parts) != 0 {
+	if m, err := reads.New(g, eng).Message(ctx, id, "m"); err != nil || len(m.Parts) != 0 {
 		t.Fatalf("the message after the failed deltas: %+v, %v", m, err)
 	}
 	r, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "m", Delta: "five"})
@@ -240,7 +241,7 @@ func TestSnapshotEverySoOften(t *testing.T) {
 	if err != nil || v.Head.LastSeq != 12 {
 		t.Fatalf("a new engine's head: %+v, %v", v, err)
 	}
-	if m, err := next.StreamingMessage(b.ctx, id, "m"); err != nil || textOf(m) != "0123456789" {
+	if m, err := reads.New(b.db, next).Message(b.ctx, id, "m"); err != nil || textOf(m) != "0123456789" {
 		t.Fatalf("a new engine's message: %v, %v", m, err)
 	}
 	views, _, err := next.ListConversations(b.ctx, store.ListConversationsParams{Limit: 10})

@@ -9,6 +9,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 )
 
 // TestSnapshotIsBoundedInBytes: a snapshot summarizes every message over
@@ -50,7 +51,7 @@ func TestSnapshotIsBoundedInBytes(t *testing.T) {
 	var got []string
 	whole := 0
 	for _, m := range sub.Init.Messages {
-		full, err := b.eng.StreamingMessage(b.ctx, id, m.ID)
+		full, err := reads.New(b.db, b.eng).Message(b.ctx, id, m.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,31 +214,21 @@ func (c *conversation) remember(m *parley.Message) {
 	c.streams[m.ID] = m
 }
 
-// StreamingMessage returns a message as readers should see it: a streaming
-// one assembled from its row and the chunks after it, any other as stored.
-// It returns ENOTFOUND.
-func (e *Engine) StreamingMessage(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
-	return e.streamingMessage(ctx, conversationID, messageID, e.readConsistent)
-}
-
-// MessageState is StreamingMessage for the runner of the message, which
-// continues it from what this returns: with other nodes writing, it reads
-// holding the conversation's lock in the store, which waits for any
-// append still under way there (a node that died with a commit in flight,
-// say), so that nothing the runner sent before becomes durable after the
-// answer, to be sent again.
+// MessageState returns a message as its runner continues it: a streaming
+// one assembled from its row and the chunks after it, any other as
+// stored. With other nodes writing, it reads holding the conversation's
+// lock in the store, which waits for any append still under way there (a
+// node that died with a commit in flight, say), so that nothing the runner
+// sent before becomes durable after the answer, to be sent again. It
+// returns ENOTFOUND.
 func (e *Engine) MessageState(ctx context.Context, conversationID, messageID string) (*parley.Message, error) {
-	return e.streamingMessage(ctx, conversationID, messageID, e.readFenced)
-}
-
-func (e *Engine) streamingMessage(ctx context.Context, conversationID, messageID string, consistent func(context.Context, *conversation, string, func(conv.State) error) error) (*parley.Message, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
 	var m *parley.Message
-	err = consistent(ctx, c, conversationID, func(s conv.State) error {
+	err = e.readFenced(ctx, c, conversationID, func(s conv.State) error {
 		a, err := e.assembled(ctx, conversationID, messageID, s)
 		if a != nil {
 			m = forReaders(a, s.LastSeq)
@@ -255,50 +245,14 @@ func (e *Engine) streamingMessage(ctx context.Context, conversationID, messageID
 	return m, nil
 }
 
-// Readable makes a list of messages read from the store show what readers
-// should see: each message that was streaming when it was read is replaced
-// by its assembly (or, if it has ended since, by its row as it is now), so
-// that no message is ever shown behind its own chunks. ms is changed in place.
-func (e *Engine) Readable(ctx context.Context, conversationID string, ms []*parley.Message) error {
-	if !slices.ContainsFunc(ms, func(m *parley.Message) bool { return m.Status == parley.StatusStreaming }) {
-		return nil
-	}
-	c, err := e.lockLoaded(ctx, conversationID)
-	if err != nil {
-		return err
-	}
-	defer c.mu.Unlock()
-	read := slices.Clone(ms)
-	return e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
-		for i, m := range read {
-			if m.Status != parley.StatusStreaming {
-				continue
-			}
-			a, err := e.assembled(ctx, conversationID, m.ID, s)
-			switch {
-			case err != nil:
-				return err
-			case a != nil:
-				ms[i] = forReaders(a, s.LastSeq)
-				continue
-			}
-			now, err := e.store.GetMessage(ctx, conversationID, m.ID)
-			switch parley.ErrorCode(err) {
-			case "":
-				ms[i] = now
-			case parley.ENOTFOUND: // reverted since: the row read is all there is
-			default:
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// StreamingOf returns the streaming messages of agentID in a conversation,
-// assembled so far, oldest first. It returns ENOTFOUND for an unknown
-// conversation.
-func (e *Engine) StreamingOf(ctx context.Context, conversationID, agentID string) ([]*parley.Message, error) {
+// Streaming returns the messages of a conversation that stream now and
+// that want chooses (by id and author), assembled so far, oldest first:
+// each a copy for readers, complete as of the seq the conversation is at
+// (its UpdatedSeq), so that a client applies only the chunks after it.
+// What streams is read as of one state of the conversation, which the
+// rows read from the store agree with, on one node or many. It returns
+// ENOTFOUND for an unknown conversation.
+func (e *Engine) Streaming(ctx context.Context, conversationID string, want func(messageID, agentID string) bool) ([]*parley.Message, error) {
 	c, err := e.lockLoaded(ctx, conversationID)
 	if err != nil {
 		return nil, err
@@ -308,7 +262,7 @@ func (e *Engine) StreamingOf(ctx context.Context, conversationID, agentID string
 	err = e.readConsistent(ctx, c, conversationID, func(s conv.State) error {
 		out = out[:0]
 		for id, st := range s.Streams.All() {
-			if st.AgentID != agentID {
+			if !want(id, st.AgentID) {
 				continue
 			}
 			m, err := e.assembled(ctx, conversationID, id, s)

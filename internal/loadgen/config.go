@@ -12,6 +12,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +102,7 @@ type Config struct {
 	Progress io.Writer
 }
 
+// setDefaults fills what the config leaves zero, then checks it.
 func (c *Config) setDefaults() error {
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -112,21 +114,25 @@ func (c *Config) setDefaults() error {
 	def(&c.MessageDeltas, 200)
 	def(&c.Window, 64)
 	def(&c.Nodes, 1)
+	defDuration := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defDuration(&c.Duration, 10*time.Second)
+	defDuration(&c.Warmup, 2*time.Second)
+	defDuration(&c.CeilingDuration, 2*time.Second)
 	if c.Transport == "" {
 		c.Transport = TransportWS
 	}
 	if c.SQLiteSync == "" {
 		c.SQLiteSync = "full"
 	}
-	if c.Duration == 0 {
-		c.Duration = 10 * time.Second
-	}
-	if c.Warmup == 0 {
-		c.Warmup = 2 * time.Second
-	}
-	if c.CeilingDuration == 0 {
-		c.CeilingDuration = 2 * time.Second
-	}
+	return cmp.Or(c.checkShape(), c.checkStreams(), c.checkServer())
+}
+
+// checkShape checks how many conversations, subscribers and nodes the run has.
+func (c *Config) checkShape() error {
 	switch {
 	case c.Conversations < 1 || c.Conversations > 100000:
 		return errors.New("conversations must be 1..100000")
@@ -134,6 +140,17 @@ func (c *Config) setDefaults() error {
 		return errors.New("subscribers must be 0..1000 per conversation")
 	case c.Conversations*max(c.Subscribers, 1) > 200000:
 		return errors.New("conversations × subscribers must be at most 200000")
+	case c.Nodes < 1 || c.Nodes > 8:
+		return errors.New("nodes must be 1..8")
+	case c.Nodes > 1 && (c.Postgres == "" || c.Server != ""):
+		return errors.New("several nodes need -postgres, and start their own servers (no -server)")
+	}
+	return nil
+}
+
+// checkStreams checks what each conversation streams, and for how long.
+func (c *Config) checkStreams() error {
+	switch {
 	case c.Transport != TransportWS && c.Transport != TransportSSE:
 		return fmt.Errorf("transport must be %q or %q, not %q", TransportWS, TransportSSE, c.Transport)
 	case c.SQLiteSync != "full" && c.SQLiteSync != "normal":
@@ -146,11 +163,13 @@ func (c *Config) setDefaults() error {
 		return errors.New("tool-every must be ≥ 0, message deltas ≥ 1 and window 1..4096")
 	case c.Duration < 0 || c.Warmup < 0 || c.CeilingDuration < 0:
 		return errors.New("durations must not be negative")
-	case c.Nodes < 1 || c.Nodes > 8:
-		return errors.New("nodes must be 1..8")
-	case c.Nodes > 1 && (c.Postgres == "" || c.Server != ""):
-		return errors.New("several nodes need -postgres, and start their own servers (no -server)")
 	}
+	return nil
+}
+
+// checkServer checks the server the run measures, or how it starts one,
+// and the PostgreSQL URL.
+func (c *Config) checkServer() error {
 	if c.Server != "" {
 		u, err := url.Parse(c.Server)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

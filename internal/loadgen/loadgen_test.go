@@ -21,6 +21,7 @@ import (
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/postgres"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/sqlite/sqlitemetrics"
@@ -74,12 +75,12 @@ func testServe(args []string) error {
 	}
 	defer db.Close()
 	eng := engine.New(db, engine.Options{})
-	rn := runners.New(eng, runners.Options{})
+	rn := runners.New(eng, db, runners.Options{})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(eng, rn, api.Options{Open: true, Gatherer: reg})}
+	srv := &http.Server{Handler: api.New(eng, rn, reads.New(db, eng), api.Options{Open: true, Gatherer: reg})}
 	go srv.Serve(ln)
 	<-ctx.Done()
 	rn.Close()
@@ -184,11 +185,11 @@ func TestRunAgainstServer(t *testing.T) {
 	defer db.Close()
 	eng := engine.New(db, engine.Options{})
 	defer eng.Close()
-	rn := runners.New(eng, runners.Options{})
+	rn := runners.New(eng, db, runners.Options{})
 	defer rn.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(sqlitemetrics.Collectors(db)...)
-	srv := httptest.NewServer(api.New(eng, rn, api.Options{Open: true, Gatherer: reg}))
+	srv := httptest.NewServer(api.New(eng, rn, reads.New(db, eng), api.Options{Open: true, Gatherer: reg}))
 	defer srv.Close()
 
 	cfg := smallConfig(TransportWS)

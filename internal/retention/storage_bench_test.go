@@ -20,6 +20,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/retention"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/store"
@@ -172,7 +173,7 @@ func BenchmarkCompactedStorage(b *testing.B) {
 	id, text := streamMessages(b, ctx, eng, n, deltas)
 	b.Logf("streamed %d messages of %d deltas (%d bytes of text) in %s", n, deltas, text, time.Since(start).Round(time.Millisecond))
 	var export bytes.Buffer
-	if _, err := transfer.Export(ctx, eng, id, transfer.JSONL, &export); err != nil {
+	if _, err := transfer.Export(ctx, reads.New(lite, eng), id, transfer.JSONL, &export); err != nil {
 		b.Fatal(err)
 	}
 	eng.Close()

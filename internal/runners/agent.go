@@ -114,7 +114,7 @@ func (d *Dispatcher) dispatchWaiting(agentID string) {
 		}
 	}()
 	for after := ""; ctx.Err() == nil; {
-		ids, err := d.eng.Store().QueuedFor(ctx, store.QueuedForParams{AgentID: agentID, After: after, Limit: 500})
+		ids, err := d.store.QueuedFor(ctx, store.QueuedForParams{AgentID: agentID, After: after, Limit: 500})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.opts.Logger.Warn("reading an agent's waiting prompts failed", slog.String("agent", agentID), slog.Any("err", err))

@@ -24,8 +24,9 @@ func BenchmarkAgentRunnerConnect(b *testing.B) {
 	for _, n := range []int{0, 1000, 20000} {
 		b.Run(fmt.Sprintf("cached=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			eng := engine.New(teststore.Open(b), engine.Options{})
-			rn := runners.New(eng, runners.Options{})
+			db := teststore.Open(b)
+			eng := engine.New(db, engine.Options{})
+			rn := runners.New(eng, db, runners.Options{})
 			b.Cleanup(func() { rn.Close(); eng.Close() })
 			cacheConversations(b, ctx, eng, n)
 			ghost := conv.Actor{AgentID: "ghost"}

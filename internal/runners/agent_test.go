@@ -176,8 +176,9 @@ func TestAgentWideRunnerGuidesItsConversationsOnly(t *testing.T) {
 	// Not parallel: testing.AllocsPerRun counts the whole process's.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	eng := engine.New(teststore.Open(t), engine.Options{CollectWindow: time.Hour})
-	rn := runners.New(eng, runners.Options{})
+	db := teststore.Open(t)
+	eng := engine.New(db, engine.Options{CollectWindow: time.Hour})
+	rn := runners.New(eng, db, runners.Options{})
 	t.Cleanup(func() { rn.Close(); eng.Close() })
 	b := &bundle{eng: eng, runners: rn, ctx: ctx}
 	id := b.conversationOf(t, "bot")

@@ -9,6 +9,7 @@ package runners
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
 	"maps"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/store"
 )
 
 // Options configure a Dispatcher. Zero values take the defaults.
@@ -52,11 +54,21 @@ func (o *Options) setDefaults() {
 	}
 }
 
+// Store is what a Dispatcher keeps in the store itself (store.Store is
+// one): this node's runner leases and the others', and the conversations
+// whose prompts wait for an agent.
+type Store interface {
+	RenewRunners(ctx context.Context, p store.RenewRunnersParams) error
+	LiveRunners(ctx context.Context, p store.LiveRunnersParams) ([]store.RunnerLease, error)
+	QueuedFor(ctx context.Context, p store.QueuedForParams) ([]string, error)
+}
+
 // Dispatcher holds the runners of one node. It is safe for concurrent use.
 type Dispatcher struct {
-	eng  *engine.Engine
-	opts Options
-	node string // this node's id in the store's runner leases
+	eng   *engine.Engine
+	store Store
+	opts  Options
+	node  string // this node's id in the store's runner leases
 
 	mu      sync.Mutex
 	runners map[string]map[string][]*handle // conversation runners: by conversation and agent
@@ -122,11 +134,12 @@ func (h *handle) frameConversation(conversationID string) string {
 	return ""
 }
 
-// New returns the Dispatcher of eng's runners and makes the engine tell it
-// of every change (engine.SetRunners). Call it before the engine is used.
-func New(eng *engine.Engine, opts Options) *Dispatcher {
+// New returns the Dispatcher of eng's runners, which keeps its leases in
+// st (eng's store), and makes the engine tell it of every change
+// (engine.SetRunners). Call it before the engine is used.
+func New(eng *engine.Engine, st Store, opts Options) *Dispatcher {
 	opts.setDefaults()
-	d := &Dispatcher{eng: eng, opts: opts, node: engine.NewID(), runners: make(map[string]map[string][]*handle),
+	d := &Dispatcher{eng: eng, store: st, opts: opts, node: engine.NewID(), runners: make(map[string]map[string][]*handle),
 		wide: make(map[string][]*handle), remoteWide: map[string]bool{}, heldBy: make(map[string]*handle), wideConvs: make(map[string]int),
 		orphans: make(map[string]*time.Timer), wrote: make(map[string]time.Time), collect: make(map[string]*time.Timer), presenceKick: make(chan struct{}, 1), done: make(chan struct{})}
 	eng.SetRunners(d)

@@ -30,7 +30,7 @@ func setup(t *testing.T, opts runners.Options) *bundle {
 	t.Cleanup(cancel)
 	db := teststore.Open(t)
 	eng := engine.New(db, engine.Options{})
-	rn := runners.New(eng, opts)
+	rn := runners.New(eng, db, opts)
 	t.Cleanup(func() { rn.Close(); eng.Close() })
 	return &bundle{db: db, eng: eng, runners: rn, ctx: ctx}
 }
@@ -129,7 +129,7 @@ func TestRecoverStreamsAfterRestart(t *testing.T) {
 
 	next := engine.New(b.db, engine.Options{})
 	defer next.Close()
-	defer runners.New(next, runners.Options{Grace: 50 * time.Millisecond}).Close()
+	defer runners.New(next, b.db, runners.Options{Grace: 50 * time.Millisecond}).Close()
 	sub, err := next.Subscribe(b.ctx, id, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestCollectPromptFromAnotherNode(t *testing.T) {
 	id := b.conversation(t)
 	other := engine.New(b.db, engine.Options{Shared: true})
 	defer other.Close()
-	otherRunners := runners.New(other, runners.Options{})
+	otherRunners := runners.New(other, b.db, runners.Options{})
 	defer otherRunners.Close()
 	got := make(chan string, 4)
 	defer otherRunners.Attach(id, "bot", func(f []byte) {
@@ -254,7 +254,7 @@ func TestStreamingRunnerWithoutItsLeaseIsNotOrphaned(t *testing.T) {
 	defer a.Close()
 	other := engine.New(b.db, engine.Options{Shared: true})
 	defer other.Close()
-	defer runners.New(other, runners.Options{Grace: 20 * time.Millisecond, PresenceLease: 2 * time.Second}).Close()
+	defer runners.New(other, b.db, runners.Options{Grace: 20 * time.Millisecond, PresenceLease: 2 * time.Second}).Close()
 	sub, err := other.Subscribe(b.ctx, id, nil)
 	if err != nil {
 		t.Fatal(err)

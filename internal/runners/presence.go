@@ -63,7 +63,7 @@ func (d *Dispatcher) KeepPresence(ctx context.Context) {
 // new guidance.
 func (d *Dispatcher) renewPresence(ctx context.Context) error {
 	now := d.opts.Now()
-	st := d.eng.Store()
+	st := d.store
 	d.mu.Lock()
 	var mine []store.RunnerLease
 	for id, byAgent := range d.runners {
@@ -141,7 +141,7 @@ func (d *Dispatcher) elsewhere(ctx context.Context, conversationID, agentID stri
 	if !d.eng.Shared() {
 		return false, nil
 	}
-	live, err := d.eng.Store().LiveRunners(ctx, store.LiveRunnersParams{ConversationID: conversationID, Now: parley.NewTime(d.opts.Now())})
+	live, err := d.store.LiveRunners(ctx, store.LiveRunnersParams{ConversationID: conversationID, Now: parley.NewTime(d.opts.Now())})
 	if err != nil {
 		return false, err
 	}

@@ -111,7 +111,7 @@ func (rs *Session) toolV1(ctx context.Context, f *Frame) (*engine.MessageResult,
 // FinalityNone they end as part of the turn; with FinalityTurn the last
 // closes the turn.
 func (rs *Session) settleV1(ctx context.Context, fin parley.Finality, keep string, all bool) error {
-	ms, err := rs.eng.StreamingOf(ctx, rs.conv, rs.act.AgentID)
+	ms, err := rs.eng.Streaming(ctx, rs.conv, func(_, agent string) bool { return agent == rs.act.AgentID })
 	if err != nil {
 		return err
 	}

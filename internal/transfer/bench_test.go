@@ -54,7 +54,7 @@ func BenchmarkExport(b *testing.B) {
 			var size int64
 			for b.Loop() {
 				cw := &countWriter{}
-				if _, err := transfer.Export(ctxT(b), eng, c.id, c.f, cw); err != nil {
+				if _, err := transfer.Export(ctxT(b), readerOf(eng), c.id, c.f, cw); err != nil {
 					b.Fatal(err)
 				}
 				size = cw.n

@@ -15,7 +15,7 @@ import (
 // passed, with a day of retention.
 func compactAll(t testing.TB, eng *engine.Engine) int64 {
 	t.Helper()
-	sw := retention.New(eng.Store(), retention.Options{Retention: 24 * time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
+	sw := retention.New(storeOf(eng), retention.Options{Retention: 24 * time.Hour, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }})
 	var n int64
 	for range 100 {
 		st, err := sw.Pass(ctxT(t))

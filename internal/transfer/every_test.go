@@ -89,7 +89,7 @@ func readLog(t testing.TB, eng *engine.Engine, id string) []parley.Event {
 	t.Helper()
 	var all []parley.Event
 	for {
-		page := must[[]parley.Event](t)(eng.Store().ReadEvents(ctxT(t), store.ReadEventsParams{ConversationID: id, After: int64(len(all)), Limit: 500}))
+		page := must[[]parley.Event](t)(storeOf(eng).ReadEvents(ctxT(t), store.ReadEventsParams{ConversationID: id, After: int64(len(all)), Limit: 500}))
 		if len(page) == 0 {
 			return all
 		}
@@ -147,7 +147,7 @@ func everyEventConversation(t testing.TB, eng *engine.Engine) string {
 	// dispatched, completed.
 	detach := attach(eng, id, "a")
 	must[*engine.PromptResult](t)(eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: actor("alice"), ID: "p1", Content: "question", To: "a"}))
-	waitFor(t, func() bool { _, err := eng.Store().GetMessage(ctx, id, "p1"); return err == nil })
+	waitFor(t, func() bool { _, err := storeOf(eng).GetMessage(ctx, id, "p1"); return err == nil })
 	post(t, eng, id, conv.PostMessage{Actor: actor("a"), ID: "r1", Streaming: true, Parts: []parley.Part{}})
 	must[*engine.MessageResult](t)(eng.StreamText(ctx, id, conv.StreamText{Actor: actor("a"), MessageID: "r1", Delta: "looking "}))
 	must[*engine.MessageResult](t)(eng.StreamTool(ctx, id, conv.StreamTool{Actor: actor("a"), MessageID: "r1",

@@ -14,11 +14,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
-	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -110,23 +109,23 @@ type Stats struct {
 }
 
 // Export writes conversation id to w in format f, as it is at one moment:
-// it reads a snapshot of the store (engine.ReadAt), which no writer waits
-// for, a page at a time. The snapshot is held until Export returns, so w
+// it reads a snapshot of the store (reads.Reader.At), which no writer
+// waits for, a page at a time. The snapshot is held until Export returns, so w
 // should take what it is given at once (the API spools it to a file). It
 // returns ENOTFOUND for an unknown conversation.
-func Export(ctx context.Context, eng *engine.Engine, id string, f Format, w io.Writer) (Stats, error) {
+func Export(ctx context.Context, rd *reads.Reader, id string, f Format, w io.Writer) (Stats, error) {
 	// A write that fails (a spool past its bound) ends the reading too.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := &stopOnError{w: w, stop: cancel}
 	var st Stats
-	err := eng.ReadAt(ctx, id, func(r store.Reader, s conv.State) error {
+	err := rd.At(ctx, id, func(snap *reads.Snapshot) error {
 		bw := bufio.NewWriterSize(out, 256<<10)
 		var err error
 		if f == Markdown {
-			st, err = writeMarkdown(ctx, r, s, bw)
+			st, err = writeMarkdown(ctx, snap, bw)
 		} else {
-			st, err = writeJSON(ctx, r, s, f, bw)
+			st, err = writeJSON(ctx, snap.Store, snap.State, f, bw)
 		}
 		if err != nil {
 			return err
@@ -178,7 +177,8 @@ func writeJSON(ctx context.Context, st store.Reader, s conv.State, f Format, w *
 	}
 	id := s.Conversation.ID
 	// Events and rows are written as they are stored, without decoding and
-	// encoding them again: appendEvent writes what json.Marshal would.
+	// encoding them again: parley.Event.AppendJSON writes what
+	// json.Marshal would.
 	var buf []byte
 	put := func(kind string, n int64, raw []byte) {
 		if f == JSONL {
@@ -192,7 +192,7 @@ func writeJSON(ctx context.Context, st store.Reader, s conv.State, f Format, w *
 		}
 	}
 	err = eachEvent(ctx, st, id, s.LastSeq, func(e *parley.Event) error {
-		buf = appendEvent(buf[:0], e)
+		buf = e.AppendJSON(buf[:0])
 		put("event", stats.Events, buf)
 		stats.Events++
 		return nil
@@ -277,53 +277,6 @@ func (l *events) next(ctx context.Context) (*parley.Event, error) {
 	return e, nil
 }
 
-// appendEvent appends e as json.Marshal writes it (the tests hold it to
-// that), copying its data as stored instead of compacting it again.
-func appendEvent(b []byte, e *parley.Event) []byte {
-	b = append(b, `{"conversationId":`...)
-	b = appendString(b, e.ConversationID)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"type":`...)
-	b = appendString(b, e.Type)
-	b = append(b, `,"turn":`...)
-	b = strconv.AppendInt(b, int64(e.Turn), 10)
-	if e.TurnID != "" {
-		b = append(b, `,"turnId":`...)
-		b = appendString(b, e.TurnID)
-	}
-	if e.AgentID != "" {
-		b = append(b, `,"agentId":`...)
-		b = appendString(b, e.AgentID)
-	}
-	b = append(b, `,"finality":`...)
-	b = appendString(b, string(e.Finality))
-	b = append(b, `,"ts":`...)
-	ts, _ := e.Time.MarshalJSON()
-	b = append(b, ts...)
-	b = append(b, `,"data":`...)
-	if len(e.Data) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, e.Data...)
-	}
-	return append(b, '}')
-}
-
-// appendString appends s as a JSON string: directly when it needs no
-// escaping (ids and names), else through encoding/json.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
 // eachHead calls fn with the head of every message row of conversation
 // id, in seq order: the message without its parts, content, metadata and
 // legacy marks (store.ReadRowHead), which a row gives without its text
@@ -344,23 +297,6 @@ func eachHead(ctx context.Context, st store.Reader, id string, fn func(*parley.M
 				return err
 			}
 			rows[i].Data = nil // done: let it go
-		}
-	}
-}
-
-// eachMessage calls fn for every message row of conversation id, in seq order.
-func eachMessage(ctx context.Context, st store.Reader, id string, fn func(*parley.Message) error) error {
-	for after := int64(0); ; {
-		ms, err := st.ListMessages(ctx, store.ListMessagesParams{ConversationID: id, After: after, Limit: page, MaxBytes: pageBytes})
-		if err != nil || len(ms) == 0 {
-			return err
-		}
-		after = ms[len(ms)-1].Seq
-		for i, m := range ms {
-			if err := fn(m); err != nil {
-				return err
-			}
-			ms[i] = nil // done: let it go
 		}
 	}
 }

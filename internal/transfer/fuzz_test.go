@@ -69,7 +69,7 @@ func FuzzImport(f *testing.F) {
 		}
 		for _, format := range []transfer.Format{transfer.JSONL, transfer.Markdown} {
 			var out bytes.Buffer
-			if _, err := transfer.Export(ctxT(t), eng, id, format, &out); err != nil {
+			if _, err := transfer.Export(ctxT(t), readerOf(eng), id, format, &out); err != nil {
 				t.Fatalf("export of an accepted import: %v", err)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/postgres/pgtest"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/store"
@@ -45,20 +46,37 @@ func postgresEngine(t testing.TB) *engine.Engine {
 func newEngine(t testing.TB, db store.Store) *engine.Engine {
 	eng := engine.New(db, engine.Options{})
 	// A long grace: no message ends canceled behind the test's back.
-	r := runners.New(eng, runners.Options{Grace: time.Hour})
-	byEngine.Store(eng, r)
+	r := runners.New(eng, db, runners.Options{Grace: time.Hour})
+	byEngine.Store(eng, &node{db: db, runners: r, reads: reads.New(db, eng)})
 	t.Cleanup(func() { r.Close(); eng.Close(); db.Close(); byEngine.Delete(eng) })
 	return eng
 }
 
-// byEngine holds the runners of each engine newEngine made.
-var byEngine sync.Map // *engine.Engine → *runners.Dispatcher
+// node is what newEngine made beside an engine.
+type node struct {
+	db      store.Store
+	runners *runners.Dispatcher
+	reads   *reads.Reader
+}
+
+// byEngine holds what newEngine made beside each engine.
+var byEngine sync.Map // *engine.Engine → *node
+
+func nodeOf(eng *engine.Engine) *node {
+	n, _ := byEngine.Load(eng)
+	return n.(*node)
+}
+
+// storeOf is the store of an engine newEngine made.
+func storeOf(eng *engine.Engine) store.Store { return nodeOf(eng).db }
+
+// readerOf is the read side of an engine newEngine made.
+func readerOf(eng *engine.Engine) *reads.Reader { return nodeOf(eng).reads }
 
 // attach attaches a runner of agent to a conversation of eng, which sends
 // nothing; call the function returned to detach it.
 func attach(eng *engine.Engine, id, agent string) func() {
-	r, _ := byEngine.Load(eng)
-	return r.(*runners.Dispatcher).Attach(id, agent, func([]byte) {})
+	return nodeOf(eng).runners.Attach(id, agent, func([]byte) {})
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -107,7 +125,7 @@ func richConversation(t testing.TB, eng *engine.Engine) string {
 	detach := attach(eng, id, "a")
 	must[*engine.PromptResult](t)(eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: actor("alice"), ID: "q1", Content: "What is 6 x 7?"}))
 	waitFor(t, func() bool {
-		_, err := eng.Store().GetMessage(ctx, id, "q1")
+		_, err := storeOf(eng).GetMessage(ctx, id, "q1")
 		return err == nil
 	})
 	post(t, eng, id, conv.PostMessage{Actor: actor("a"), ID: "r1", Streaming: true, Parts: []parley.Part{}})
@@ -169,7 +187,7 @@ func waitFor(t testing.TB, ok func() bool) {
 func export(t testing.TB, eng *engine.Engine, id string, f transfer.Format) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	must[transfer.Stats](t)(transfer.Export(ctxT(t), eng, id, f, &b))
+	must[transfer.Stats](t)(transfer.Export(ctxT(t), readerOf(eng), id, f, &b))
 	return b.Bytes()
 }
 

@@ -242,7 +242,7 @@ func (imp *importer) lookup(ctx context.Context, id string) (*parley.Message, er
 	if m, ok := imp.batch[id]; ok {
 		return m, nil
 	}
-	m, err := imp.eng.Store().GetMessage(ctx, imp.im.Conversation().ID, id)
+	m, err := imp.im.Message(ctx, id)
 	if parley.ErrorCode(err) == parley.ENOTFOUND {
 		return nil, nil
 	}

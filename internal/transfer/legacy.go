@@ -396,7 +396,7 @@ func (imp *importer) findLegacy(ctx context.Context, ls *legacyState, id string)
 			return ls.ops[i].m, false, nil
 		}
 	}
-	m, err = imp.eng.Store().GetMessage(ctx, imp.im.Conversation().ID, id)
+	m, err = imp.im.Message(ctx, id)
 	if parley.ErrorCode(err) == parley.ENOTFOUND {
 		return nil, false, nil
 	}

@@ -48,19 +48,19 @@ func TestLegacyImport(t *testing.T) {
 				t.Fatalf("result: %+v", res)
 			}
 			ctx := ctxT(t)
-			m1 := must[*parley.Message](t)(eng.Store().GetMessage(ctx, "old", "msg-1"))
+			m1 := must[*parley.Message](t)(storeOf(eng).GetMessage(ctx, "old", "msg-1"))
 			if m1.AgentID != "HUMAN" || m1.Role != parley.RoleUser || strings.Join(m1.Legacy.SeenBy, ",") != "a1,a2" {
 				t.Fatalf("msg-1: %+v %+v", m1, m1.Legacy)
 			}
-			m2 := must[*parley.Message](t)(eng.Store().GetMessage(ctx, "old", "msg-2"))
+			m2 := must[*parley.Message](t)(storeOf(eng).GetMessage(ctx, "old", "msg-2"))
 			if m2.Role != parley.RoleAssistant || m2.ReplyTo != "msg-1" || m2.Depth != 1 || m2.TurnID != "msg-1" {
 				t.Fatalf("msg-2: %+v", m2)
 			}
-			m9 := must[*parley.Message](t)(eng.Store().GetMessage(ctx, "old", "msg-9"))
+			m9 := must[*parley.Message](t)(storeOf(eng).GetMessage(ctx, "old", "msg-9"))
 			if m9.ReplyTo != "msg-lost" || m9.Depth != 0 {
 				t.Fatalf("msg-9 keeps its missing parent: %+v", m9)
 			}
-			if m10 := must[*parley.Message](t)(eng.Store().GetMessage(ctx, "old", "msg-10")); m10.ReplyTo != "" || m10.Turn != m9.Turn {
+			if m10 := must[*parley.Message](t)(storeOf(eng).GetMessage(ctx, "old", "msg-10")); m10.ReplyTo != "" || m10.Turn != m9.Turn {
 				t.Fatalf("msg-10 continues a1's turn without its self reply: %+v", m10)
 			}
 
@@ -115,7 +115,7 @@ func TestLegacyCopyAfterABatch(t *testing.T) {
 	if res.Messages != 1501+1 || res.Events != 1+1501+1 {
 		t.Fatalf("result: %+v", res.ImportStats)
 	}
-	first := must[*parley.Message](t)(eng.Store().GetMessage(ctxT(t), "big", "first"))
+	first := must[*parley.Message](t)(storeOf(eng).GetMessage(ctxT(t), "big", "first"))
 	if strings.Join(first.Legacy.SeenBy, ",") != "a1,a2" {
 		t.Fatalf("seenBy = %v", first.Legacy.SeenBy)
 	}
@@ -146,7 +146,7 @@ func TestLegacyThreadTooDeep(t *testing.T) {
 		t.Fatalf("%d too-deep warnings, want 2: %v", n, res.Warnings)
 	}
 	for i := range 2*limit + 1 {
-		m := must[*parley.Message](t)(eng.Store().GetMessage(ctxT(t), "deep", fmt.Sprintf("m%d", i)))
+		m := must[*parley.Message](t)(storeOf(eng).GetMessage(ctxT(t), "deep", fmt.Sprintf("m%d", i)))
 		if want := i % limit; m.Depth != want || (m.ReplyTo == "") != (want == 0) {
 			t.Fatalf("m%d has depth %d, replyTo %q; want depth %d", i, m.Depth, m.ReplyTo, want)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
-	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/store"
 )
 
@@ -208,8 +208,9 @@ func (th *thread) hasReply(m *parley.Message, to []string) bool {
 }
 
 // writeMarkdown renders the conversation for people (the second pass).
-func writeMarkdown(ctx context.Context, st store.Reader, s conv.State, w *bufio.Writer) (Stats, error) {
+func writeMarkdown(ctx context.Context, snap *reads.Snapshot, w *bufio.Writer) (Stats, error) {
 	var stats Stats
+	st, s := snap.Store, snap.State
 	th, err := learn(ctx, st, s)
 	if err != nil {
 		return stats, err
@@ -235,18 +236,12 @@ func writeMarkdown(ctx context.Context, st store.Reader, s conv.State, w *bufio.
 	r := &renderer{w: w, th: th, turn: -1}
 	log := &events{r: st, id: c.ID, last: s.LastSeq}
 	next, err := nextNotable(ctx, log)
-	err = eachMessage(ctx, st, c.ID, func(m *parley.Message) error {
+	err = snap.EachMessage(ctx, func(m *parley.Message) error {
 		for ; err == nil && next != nil && next.Seq < m.Seq; next, err = nextNotable(ctx, log) {
 			r.event(next)
 		}
 		if err != nil {
 			return err
-		}
-		if m.Status == parley.StatusStreaming {
-			// Its row is behind its chunks: show all its text so far.
-			if err := engine.AssembleMessage(ctx, st, m, s.LastSeq); err != nil {
-				return err
-			}
 		}
 		r.message(m)
 		stats.Messages++

@@ -62,17 +62,17 @@ func sameViews(t *testing.T, a, b *engine.Engine, id string) {
 		t.Fatalf("views differ:\n%s\n%s", ja, jb)
 	}
 	for _, eng := range []*engine.Engine{a, b} {
-		anc := must[[]*parley.Message](t)(eng.Store().Ancestors(ctx, store.ThreadParams{ConversationID: id, MessageID: "c1"}))
+		anc := must[[]*parley.Message](t)(storeOf(eng).Ancestors(ctx, store.ThreadParams{ConversationID: id, MessageID: "c1"}))
 		if len(anc) != 3 || anc[0].ID != "q1" || anc[1].ID != "r1" || anc[2].ID != "b1" {
 			t.Fatalf("ancestors of c1: %v", ids(anc))
 		}
-		replies := must[[]*parley.Message](t)(eng.Store().ListReplies(ctx, store.ListRepliesParams{ConversationID: id, MessageID: "q1", Limit: 10}))
+		replies := must[[]*parley.Message](t)(storeOf(eng).ListReplies(ctx, store.ListRepliesParams{ConversationID: id, MessageID: "q1", Limit: 10}))
 		if got := ids(replies); got != "r1 a2" {
 			t.Fatalf("replies to q1: %s", got)
 		}
 	}
-	sa := must[*parley.Message](t)(a.StreamingMessage(ctx, id, "a4"))
-	sb := must[*parley.Message](t)(b.StreamingMessage(ctx, id, "a4"))
+	sa := must[*parley.Message](t)(readerOf(a).Message(ctx, id, "a4"))
+	sb := must[*parley.Message](t)(readerOf(b).Message(ctx, id, "a4"))
 	if sa.Status != parley.StatusStreaming || jsonOf(t, sa) != jsonOf(t, sb) {
 		t.Fatalf("the streaming message differs:\n%s\n%s", jsonOf(t, sa), jsonOf(t, sb))
 	}
@@ -112,8 +112,8 @@ func TestImportedConversationGoesOn(t *testing.T) {
 			t.Fatalf("%s: finalized a4: %+v", cid, done.Message)
 		}
 	}
-	a := must[*parley.Message](t)(src.Store().GetMessage(ctx, id, "a4"))
-	b := must[*parley.Message](t)(dst.Store().GetMessage(ctx, "copy", "a4"))
+	a := must[*parley.Message](t)(storeOf(src).GetMessage(ctx, id, "a4"))
+	b := must[*parley.Message](t)(storeOf(dst).GetMessage(ctx, "copy", "a4"))
 	a.ConversationID, b.ConversationID = "", ""
 	a.UpdatedAt, b.UpdatedAt = parley.Time{}, parley.Time{} // finalized a moment apart
 	if jsonOf(t, a) != jsonOf(t, b) {

@@ -141,7 +141,7 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 				return false, status() // guidance: a runner may have come or gone
 			}
 			if ctx.Err() != nil {
-				return true, transport.ErrClientGone // ended by the server (see cutOff) or the client
+				return true, transport.ErrClientGone // ended by the server (see transport.CutOff) or the client
 			}
 			steps = a.apply(*ev, steps[:0])
 			from.Seq = ev.Seq

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
+	"github.com/parleyhq/parley/internal/protocols"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
@@ -213,8 +214,8 @@ func (f *serveFlags) checkGuards() error {
 	); err != nil {
 		return err
 	}
-	if g.MaxBodyMemory < api.MaxChatBodyBytes {
-		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", g.MaxBodyMemory, api.MaxChatBodyBytes)
+	if g.MaxBodyMemory < protocols.MaxChatBodyBytes {
+		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", g.MaxBodyMemory, protocols.MaxChatBodyBytes)
 	}
 	return nil
 }

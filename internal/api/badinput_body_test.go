@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/protocols"
 )
 
 // rawConn is a client that writes a request by hand over TCP, so that it
@@ -227,7 +228,7 @@ func paddedChat(n int) []byte {
 func TestBodiesAreReservedBeforeReading(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{MaxBodyMemory: 40 << 20, MaxConnsPerToken: 45}})
-	size := api.MaxChatBodyBytes
+	size := protocols.MaxChatBodyBytes
 	cl := fmt.Sprintf("Content-Length: %d\n", size)
 	var read []*rawConn
 	refused := 0

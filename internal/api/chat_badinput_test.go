@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/parleyhq/parley/internal/api"
 )
 
 // TestBadChatRequests: the chat endpoints (POST /v1/chat, GET
@@ -98,5 +96,4 @@ func TestChatInOpenMode(t *testing.T) {
 		{"AG-UI text/plain", "POST", "/v1/ag-ui", "none", agui, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", "application/json"},
 		{"AG-UI cross-site", "POST", "/v1/ag-ui", "none", agui, []string{"Sec-Fetch-Site", "cross-site"}, 403, "forbidden", "cross-site"},
 	})
-	_ = api.MaxChatBodyBytes
 }

@@ -3,32 +3,19 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
 
-	"github.com/gobwas/ws"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/tick"
-	"github.com/parleyhq/parley/internal/wsconn"
+	"github.com/parleyhq/parley/internal/transport"
+	"github.com/parleyhq/parley/internal/transport/wsconn"
 )
 
 // Every stream and runner connection is recorded under its token
 // (tokens.Keeper.Connect), so that revoking the token ends it, and so that
 // one token's connections are bounded (Guards.MaxConnsPerToken).
-
-// statusUnauthorized closes the streams and runner connections whose token
-// was revoked, or that an open server let in once it requires tokens: a
-// close code of the range for applications, 4000 plus the HTTP status the
-// same request now gets, 401. Reconnecting with the same token cannot help.
-const statusUnauthorized ws.StatusCode = 4401
-
-// statusForbidden closes the streams whose right to read ended while they
-// were open (a delegate's, when its turn ends): 4000 plus the HTTP status
-// the same request now gets, 403. Reconnecting with the same token cannot
-// help.
-const statusForbidden ws.StatusCode = 4403
 
 // errOpenEnded ends the connections an open server let in once it requires
 // tokens.
@@ -96,16 +83,6 @@ func (s *Server) connectReader(w http.ResponseWriter, r *http.Request, who parle
 	return release, true
 }
 
-// cutOff returns why ctx ended if the server ended it (a *parley.Error
-// cause: the token was revoked), else err.
-func cutOff(ctx context.Context, err error) error {
-	var e *parley.Error
-	if errors.As(context.Cause(ctx), &e) {
-		return e
-	}
-	return err
-}
-
 // WatchTokens reads the tokens every TokenRecheck until ctx ends: the live
 // connections of a token revoked elsewhere (parley token revoke on the
 // file, another node) end, and an open server stops being open once a
@@ -145,5 +122,5 @@ func (s *Server) closeCut(c *wsconn.Conn, why error) {
 		c.CloseNow()
 		return
 	}
-	c.Close(statusUnauthorized, "unauthorized")
+	c.Close(transport.StatusUnauthorized, "unauthorized")
 }

@@ -66,6 +66,9 @@ func errorBody(err error) map[string]any {
 	return map[string]any{"error": body}
 }
 
+// errorObject is errorBody's error object: {code, message, head?, ...details}.
+func errorObject(err error) map[string]any { return errorBody(err)["error"].(map[string]any) }
+
 // statusClientClosed is the status recorded (in logs and metrics) for a
 // request whose client left before the answer; nginx's 499.
 const statusClientClosed = 499

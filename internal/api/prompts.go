@@ -10,6 +10,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/transport"
 )
 
 // promptRequest is the body of a prompt.
@@ -193,7 +194,7 @@ func (s *Server) getPrompt(w http.ResponseWriter, r *http.Request, who parley.Id
 	defer release()
 	st, err := s.eng.WaitPrompt(ctx, id, pid, wait)
 	if err != nil {
-		writeErr(w, s.log, cutOff(ctx, err))
+		writeErr(w, s.log, transport.CutOff(ctx, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, st)

@@ -11,7 +11,8 @@ import (
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/runners"
-	"github.com/parleyhq/parley/internal/wsconn"
+	"github.com/parleyhq/parley/internal/transport"
+	"github.com/parleyhq/parley/internal/transport/wsconn"
 )
 
 // maxRunnerFrame bounds one frame from a runner.
@@ -156,7 +157,7 @@ func (s *Server) writeRunner(c *wsconn.Conn, q *runnerQueue, cut *cutoff) {
 				q.answered()
 			} else if frame == nil {
 				q.end()
-				c.Close(statusDeleted, "conversation deleted")
+				c.Close(transport.StatusDeleted, "conversation deleted")
 				c.CloseNow()
 				return
 			}

@@ -1,5 +1,7 @@
-// Package api serves Parley over HTTP: JSON endpoints, Server-Sent Events and
-// WebSocket streams, and the web UI (package webui) beside them. It reads through the read side (package reads) and writes only
+// Package api serves Parley over HTTP: JSON endpoints, the conversations'
+// streams (written by package transport), the protocol adapters of package
+// protocols (the AI SDK's chat, AG-UI), and the web UI (package webui)
+// beside them. It reads through the read side (package reads) and writes only
 // through the engine. Errors map to HTTP statuses in one place (errors.go).
 package api
 
@@ -14,11 +16,13 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/protocols"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
 	"github.com/parleyhq/parley/internal/tokens"
+	"github.com/parleyhq/parley/internal/transport"
 	"github.com/parleyhq/parley/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -82,8 +86,12 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *httpMetrics
-	open    atomic.Bool
-	creates *rateLimiter // conversations and tasks made (nil: no bound)
+	// streams writes conversations' streams (SSE, WebSocket).
+	streams *transport.Streams
+	// protocols serves the AI SDK's chat and AG-UI.
+	protocols *protocols.Server
+	open      atomic.Bool
+	creates   *rateLimiter // conversations and tasks made (nil: no bound)
 	// connects counts runner connections opened (nil: no bound).
 	connects *rateLimiter
 	// bodies bounds the request bodies read at once (see reserveBody).
@@ -128,6 +136,9 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, tk *token
 		connects:    newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
 		bodies:      &bodyBudget{max: opts.MaxBodyMemory},
 		exportReads: make(chan struct{}, maxExportReads)}
+	s.streams = transport.New(transport.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout,
+		OriginPatterns: opts.OriginPatterns, ErrorBody: errorObject, Logger: opts.Logger})
+	s.protocols = protocols.New(eng, rn, s.streams, protocolHost{s}, protocols.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout})
 	s.open.Store(opts.Open)
 	s.routes()
 	return s
@@ -181,9 +192,9 @@ func (s *Server) apiRoutes() []route {
 
 		{"GET", "/v1/search", s.authed(s.search)},
 
-		{"POST", "/v1/chat", s.authed(s.postChat)},
-		{"GET", "/v1/chat/{id}/stream", s.authed(s.resumeChat)},
-		{"POST", "/v1/ag-ui", s.authed(s.postAGUI)},
+		{"POST", "/v1/chat", s.authed(s.protocols.Chat)},
+		{"GET", "/v1/chat/{id}/stream", s.authed(s.protocols.ResumeChat)},
+		{"POST", "/v1/ag-ui", s.authed(s.protocols.AGUI)},
 
 		{"POST", "/v1/tasks", s.authed(s.limited(s.creates, s.createTask))},
 		{"GET", "/v1/tasks", s.authed(s.listTasks)},

@@ -1,7 +1,6 @@
-package api
+package protocols
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
-	"github.com/parleyhq/parley/internal/store"
 )
 
 // The Vercel AI SDK's chat (useChat with DefaultChatTransport): POST
@@ -21,11 +19,6 @@ import (
 // package lists are sent (5.0's first releases refuse any other), and the
 // answer is built from the conversation's log (answer.go), so a resumed
 // stream holds exactly what the first held.
-
-// MaxChatBodyBytes bounds the body of POST /v1/chat and POST /v1/ag-ui:
-// it carries the whole chat's messages, of which only the last is kept
-// (and bounded as every prompt is).
-const MaxChatBodyBytes = 16 << 20
 
 // chatRequest is what DefaultChatTransport posts: the chat's id, its
 // messages, why it posts (trigger, messageId), and the caller's own body
@@ -56,30 +49,11 @@ type uiMessage struct {
 	} `json:"parts"`
 }
 
-// lastMessage decodes a JSON array of UI messages one at a time, keeping
-// only the last: a long chat sends every message each time, and only the
-// last is asked.
-type lastMessage struct {
-	last  *uiMessage
-	count int
-}
+// lastMessage is the last of a chat's UI messages (see lastOf).
+type lastMessage struct{ lastOf[uiMessage] }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (l *lastMessage) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data)) // no copy: the body is large
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return parley.Errorf(parley.EINVALID, "messages must be an array of UI messages")
-	}
-	for dec.More() {
-		var m uiMessage
-		if err := dec.Decode(&m); err != nil {
-			return parley.Errorf(parley.EINVALID, "messages[%d] is not a UI message {id, role, parts}: %s", l.count, strings.TrimPrefix(err.Error(), "json: "))
-		}
-		l.last = &m
-		l.count++
-	}
-	return nil
-}
+// about names UI messages in the errors of lastOf.
+func (uiMessage) about() (plural, one string) { return "UI messages", "a UI message {id, role, parts}" }
 
 // promptText is the text of the last message, which must be the user's,
 // with text parts only.
@@ -106,26 +80,26 @@ func (l *lastMessage) promptText() (id, text string, err error) {
 	return m.ID, b.String(), nil
 }
 
-// postChat asks the chat's conversation (made on first use) the last user
+// Chat serves POST /v1/chat: it asks the chat's conversation (made on first use) the last user
 // message, as the caller, and streams the answer.
-func (s *Server) postChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+func (s *Server) Chat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	if !who.CanWrite() {
-		s.refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot ask", who.Kind))
+		s.host.Refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot ask", who.Kind))
 		return
 	}
 	// The answer is a stream, a connection of the token: its bound is
 	// checked before the body (up to 16 MiB) is read.
-	ctx, done, ok := s.connectStream(w, r, who)
+	ctx, done, ok := s.host.ConnectStream(w, r, who)
 	if !ok {
 		return
 	}
 	defer done()
 	var req chatRequest
-	if err := s.decodeBody(w, r, MaxChatBodyBytes, &req); err != nil {
-		writeErr(w, s.log, err)
+	if err := s.readBody(w, r, &req); err != nil {
+		s.host.WriteError(w, err)
 		return
 	}
-	act, err := actor(who, req.AgentID)
+	act, err := s.host.Actor(who, req.AgentID)
 	if err == nil {
 		err = checkChat(&req)
 	}
@@ -137,23 +111,23 @@ func (s *Server) postChat(w http.ResponseWriter, r *http.Request, who parley.Ide
 		err = s.checkPromptSize(text)
 	}
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	if err := s.ensureConversation(r.Context(), who, act, req.ID, req.To); err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	again := req.Trigger == triggerRegenerate || req.MessageID != ""
 	if again {
 		if err := s.revertExchange(r.Context(), req.ID, act, req.MessageID); err != nil {
-			writeErr(w, s.log, err)
+			s.host.WriteError(w, err)
 			return
 		}
 	}
 	a, from, err := s.ask(r.Context(), req.ID, act, userID, text, req.To, !again)
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	s.streamChat(ctx, w, req.ID, a, from)
@@ -194,7 +168,7 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 	if parley.ErrorCode(err) != parley.ENOTFOUND {
 		return err
 	}
-	if err := s.creates.allow(who); err != nil {
+	if err := s.host.AllowCreate(who); err != nil {
 		return err
 	}
 	c := parley.Conversation{ID: id, CreatedBy: who.AgentID, Participants: []string{}}
@@ -214,47 +188,15 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 	return err
 }
 
-// revertExchange removes the exchange a regenerate or an edit replaces:
-// from the message named (an answer: from the question it answers), else
-// from the asker's latest question. Nothing to remove is no error.
+// revertExchange removes the exchange a regenerate or an edit replaces
+// (engine.Engine.ExchangeStart says from where). Nothing to remove is no
+// error.
 func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, messageID string) error {
-	st := s.eng.Store()
-	target := ""
-	if messageID != "" {
-		m, err := st.GetMessage(ctx, id, messageID)
-		switch {
-		case parley.ErrorCode(err) == parley.ENOTFOUND:
-		case err != nil:
-			return err
-		case m.Role == parley.RoleUser:
-			target = m.ID
-		default:
-			target = m.ID
-			if q, err := st.GetMessage(ctx, id, m.ReplyTo); m.ReplyTo != "" && err == nil && q.Role == parley.RoleUser {
-				target = q.ID
-			}
-		}
+	target, err := s.eng.ExchangeStart(ctx, id, act.AgentID, messageID)
+	if err != nil || target == "" {
+		return err
 	}
-	// Else the asker's latest question, among its last 20 messages, each
-	// read by itself and only its head looked at: their text may be large.
-	for n, before := 0, int64(0); target == "" && n < 20; n++ {
-		rows, err := st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: id, AgentID: act.AgentID, Latest: true, Limit: 1, Before: before})
-		if err != nil || len(rows) == 0 {
-			return err
-		}
-		m, _, err := store.ReadRowHead(rows[0].Data)
-		if err != nil {
-			return err
-		}
-		if m.Role == parley.RoleUser {
-			target = m.ID
-		}
-		before = rows[0].Seq
-	}
-	if target == "" {
-		return nil
-	}
-	_, err := s.runners.Revert(ctx, id, act, target)
+	_, err = s.runners.Revert(ctx, id, act, target)
 	return err
 }
 
@@ -266,7 +208,7 @@ func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, 
 // is taken (by another's prompt or message, or by one removed since: ids
 // are never reused) gets a new one.
 func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptID, text, to string, same bool) (*answerState, parley.Position, error) {
-	if from, ok, err := s.askedBefore(ctx, convID, promptID, act.AgentID); err != nil || ok {
+	if from, ok, err := s.eng.AskedBefore(ctx, convID, promptID, act.AgentID); err != nil || ok {
 		if err == nil && !same {
 			return s.ask(ctx, convID, act, engine.NewID(), text, to, false)
 		}
@@ -275,7 +217,7 @@ func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptI
 	res, err := s.eng.EnqueuePrompt(ctx, convID, conv.EnqueuePrompt{Actor: act, ID: promptID, Content: text, To: to})
 	if parley.ErrorCode(err) == parley.EBUSY {
 		// Queued meanwhile by the same request sent twice?
-		if from, ok, qerr := s.askedBefore(ctx, convID, promptID, act.AgentID); qerr == nil && ok && same {
+		if from, ok, qerr := s.eng.AskedBefore(ctx, convID, promptID, act.AgentID); qerr == nil && ok && same {
 			return newAnswer(promptID), from, nil
 		}
 		if takenID(err) == promptID {
@@ -298,45 +240,15 @@ func takenID(err error) string {
 	return ""
 }
 
-// askedBefore finds prompt id, asked by asker, in the conversation: in the
-// queue, or as its message. It returns the position its answer is to be
-// followed from: after its prompt.queued event, or just before its
-// message. A prompt or message of that id by another is not found: it is
-// not the asker's question.
-func (s *Server) askedBefore(ctx context.Context, convID, id, asker string) (parley.Position, bool, error) {
-	var from parley.Position
-	found, queued := false, false
-	err := s.eng.Require(ctx, convID, func(st conv.State) error {
-		for _, p := range st.Queue {
-			if p.ID == id && len(p.Parts) > 0 {
-				queued = true
-				from, found = parley.Position{Seq: p.Parts[0], Epoch: st.Conversation.Epoch}, p.AgentID == asker
-			}
-		}
-		return nil
-	})
-	if err != nil || queued {
-		return from, found, err
-	}
-	m, err := s.eng.Store().MessageKey(ctx, convID, id) // its seq: not its row
-	switch {
-	case parley.ErrorCode(err) == parley.ENOTFOUND:
-		return from, false, nil
-	case err != nil:
-		return from, false, err
-	}
-	return parley.Position{Seq: m.Seq - 1}, m.AgentID == asker, nil
-}
-
-// resumeChat serves GET /v1/chat/{id}/stream, what the AI SDK's
+// ResumeChat serves GET /v1/chat/{id}/stream, what the AI SDK's
 // reconnectToStream asks: 204 when no answer is under way, otherwise the
 // answer under way from its start, then live. A chat not made yet has
 // none: useChat with resume asks as a new chat's page loads, before its
 // first question makes the conversation. (Whether a conversation exists is
 // no secret: one the caller may not read is 403.)
-func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+func (s *Server) ResumeChat(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	id := r.PathValue("id")
-	err := s.readable(r, who)
+	err := s.host.Readable(r, who)
 	var (
 		a    *answerState
 		from parley.Position
@@ -348,7 +260,7 @@ func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 		err, a = nil, nil
 	}
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	if a == nil {
@@ -357,7 +269,7 @@ func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 	}
 	ctx, cut := context.WithCancelCause(r.Context())
 	defer cut(nil)
-	release, ok := s.connectReader(w, r, who, cut) // the right to read again, now held
+	release, ok := s.host.ConnectReader(w, r, who, cut) // the right to read again, now held
 	if !ok {
 		return
 	}
@@ -365,49 +277,18 @@ func (s *Server) resumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 	s.streamChat(ctx, w, id, a, from)
 }
 
-// answerUnderWay finds the answer a chat's client should see streaming:
-// the answer to the prompt being answered, else to the first prompt
-// waiting, else the latest message still streaming. It returns nil when
-// there is none.
+// answerUnderWay finds the answer a chat's client should see streaming
+// (engine.Engine.AnswerUnderWay), and the position to follow it from. It
+// returns nil when there is none.
 func (s *Server) answerUnderWay(ctx context.Context, id string) (*answerState, parley.Position, error) {
-	var (
-		prompt  *conv.QueuedPrompt
-		streams []string
-		epoch   string
-	)
-	err := s.eng.Require(ctx, id, func(st conv.State) error {
-		epoch = st.Conversation.Epoch
-		if prompt = st.Active(); prompt == nil && len(st.Queue) > 0 {
-			prompt = &st.Queue[0]
-		}
-		for mid := range st.Streams.All() {
-			streams = append(streams, mid)
-		}
-		return nil
-	})
-	if err != nil {
+	u, err := s.eng.AnswerUnderWay(ctx, id)
+	switch {
+	case err != nil || u == nil:
 		return nil, parley.Position{}, err
+	case u.PromptID != "":
+		return newAnswer(u.PromptID), u.From, nil
 	}
-	if prompt != nil && len(prompt.Parts) > 0 {
-		return newAnswer(prompt.ID), parley.Position{Seq: prompt.Parts[0], Epoch: epoch}, nil
-	}
-	var latest *parley.Message
-	for _, mid := range streams {
-		m, err := s.eng.Store().GetMessage(ctx, id, mid)
-		if parley.ErrorCode(err) == parley.ENOTFOUND {
-			continue
-		}
-		if err != nil {
-			return nil, parley.Position{}, err
-		}
-		if m.Role != parley.RoleUser && (latest == nil || m.Seq > latest.Seq) {
-			latest = m
-		}
-	}
-	if latest == nil {
-		return nil, parley.Position{}, nil
-	}
-	return answerOfMessage(latest.ID), parley.Position{Seq: latest.Seq - 1, Epoch: epoch}, nil
+	return answerOfMessage(u.MessageID), u.From, nil
 }
 
 // streamChat answers with the UI message stream of answer a, followed from
@@ -443,14 +324,17 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, id strin
 // ok is false when it did not (the answer ended, or the client left). An
 // internal error is logged and told as "internal error".
 func (s *Server) endText(id string, end error) (text string, ok bool) {
-	frame := s.endFrame(id, end)
+	frame := s.streams.EndFrame(id, end)
 	if end == nil || frame == nil {
 		return "", false
 	}
-	var f errorFrame
+	var f struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
 	_ = json.Unmarshal(frame, &f)
-	text, _ = f.Error["message"].(string)
-	return text, true
+	return f.Error.Message, true
 }
 
 // uiChunk is a step as a UI message stream chunk, or nil for a step that

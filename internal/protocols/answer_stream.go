@@ -1,4 +1,4 @@
-package api
+package protocols
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/feed"
+	"github.com/parleyhq/parley/internal/transport"
 )
 
 // sseOut writes the data-only Server-Sent Events of the chat protocols
@@ -98,7 +99,7 @@ var errRestartRun = errors.New("the answer's events before the position were com
 // emit, then flushes each batch of events once; it pings out after
 // HeartbeatInterval of silence. A subscription dropped for falling behind
 // is taken up again from the last event read, so that a slow client loses
-// nothing. It returns nil once the answer ended, errClientGone when the
+// nothing. It returns nil once the answer ended, transport.ErrClientGone when the
 // client left, or why the server ended it (the token was revoked, the
 // conversation deleted or replaced, the server shutting down).
 func (s *Server) followAnswer(ctx context.Context, id string, from parley.Position, a *answerState, out *sseOut, emit func([]step, int64) error) error {
@@ -107,14 +108,14 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 	// them, whether its question waits for a runner.
 	steps := s.statusSteps(ctx, id, a, nil)
 	if len(steps) > 0 && emit(steps, from.Seq) != nil || out.flush() != nil {
-		return errClientGone
+		return transport.ErrClientGone
 	}
-	t := time.NewTicker(s.opts.HeartbeatInterval)
+	t := time.NewTicker(s.opts.Heartbeat)
 	defer t.Stop()
 	for {
 		sub, err := s.eng.Subscribe(ctx, id, &from)
 		if err != nil {
-			return cutOff(ctx, err)
+			return transport.CutOff(ctx, err)
 		}
 		if !sub.Init.Recovered {
 			sub.Close()
@@ -125,7 +126,7 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 		// waits for a runner (answer_status.go).
 		status := func() error {
 			if steps = s.statusSteps(ctx, id, a, steps[:0]); len(steps) > 0 && (emit(steps, from.Seq) != nil || out.flush() != nil) {
-				return errClientGone
+				return transport.ErrClientGone
 			}
 			return nil
 		}
@@ -140,14 +141,14 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 				return false, status() // guidance: a runner may have come or gone
 			}
 			if ctx.Err() != nil {
-				return true, errClientGone // ended by the server (see cutOff) or the client
+				return true, transport.ErrClientGone // ended by the server (see transport.CutOff) or the client
 			}
 			steps = a.apply(*ev, steps[:0])
 			from.Seq = ev.Seq
 			if err := emit(steps, ev.Seq); errors.Is(err, errRestartRun) {
 				return true, err
 			} else if err != nil {
-				return true, errClientGone
+				return true, transport.ErrClientGone
 			}
 			return a.ended(), nil
 		}
@@ -159,7 +160,7 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 					// This item, then every item already waiting, then one flush.
 					for more := true; more; {
 						if !ok {
-							return flushed(out, subEnd(sub))
+							return flushed(out, transport.SubEnd(sub))
 						}
 						sub.Took(it)
 						stop, err := read(it)
@@ -176,29 +177,29 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 						}
 					}
 					if out.flush() != nil {
-						return errClientGone
+						return transport.ErrClientGone
 					}
-					t.Reset(s.opts.HeartbeatInterval)
+					t.Reset(s.opts.Heartbeat)
 				case <-t.C:
 					if out.ping() != nil || out.flush() != nil {
-						return errClientGone
+						return transport.ErrClientGone
 					}
 				case <-ctx.Done():
-					return errClientGone
+					return transport.ErrClientGone
 				}
 			}
 		}()
 		if parley.ErrorCode(end) == parley.EBUSY {
 			continue // dropped for falling behind: take it up again from the last event read
 		}
-		return cutOff(ctx, end)
+		return transport.CutOff(ctx, end)
 	}
 }
 
 // flushed flushes what was written before an end, and returns why it ended.
 func flushed(out *sseOut, end error) error {
 	if out.flush() != nil {
-		return errClientGone
+		return transport.ErrClientGone
 	}
 	return end
 }

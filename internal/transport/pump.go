@@ -1,4 +1,4 @@
-package api
+package transport
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // lets the goroutine go (to the pool of package gopool, which keeps it a
 // moment for other work), so that an idle stream holds none. Once the
 // stream ends, finish is called once, on the pump's goroutine, with why:
-// errClientGone when the client left or stopped reading, else the
+// ErrClientGone when the client left or stopped reading, else the
 // server's reason (the subscriber was too slow, the server shuts down,
 // the token was revoked).
 type streamPump struct {
@@ -43,12 +43,12 @@ type streamPump struct {
 	due     bool // the heartbeat timer fired
 }
 
-// pumpStream starts pumping f's items to a transport (see streamPump) and
+// pump starts pumping f's items to a transport (see streamPump) and
 // returns at once.
-func (s *Server) pumpStream(ctx context.Context, f *engine.Follower, write func(feed.Item) error, flush, ping func() error, finish func(end error)) {
+func (t *Streams) pump(ctx context.Context, f *engine.Follower, write func(feed.Item) error, flush, ping func() error, finish func(end error)) {
 	// It starts as running: a kick before the first run only asks it to
 	// look again.
-	p := &streamPump{ctx: ctx, f: f, write: write, flush: flush, ping: ping, finish: finish, every: s.opts.HeartbeatInterval, quietSince: time.Now(), running: true}
+	p := &streamPump{ctx: ctx, f: f, write: write, flush: flush, ping: ping, finish: finish, every: t.opts.Heartbeat, quietSince: time.Now(), running: true}
 	p.beat = time.AfterFunc(p.every, p.heartbeat)
 	p.stopCtx = context.AfterFunc(ctx, p.kick)
 	f.Notify(p.kick)
@@ -109,8 +109,8 @@ func (p *streamPump) step(due bool) (end error, over bool) {
 		// the stream (a delegate's turn closed before the next write): the
 		// context is looked at before each item is written.
 		if p.ctx.Err() != nil {
-			end = cutOff(p.ctx, errClientGone)
-			if wrote && !errors.Is(end, errClientGone) {
+			end = CutOff(p.ctx, ErrClientGone)
+			if wrote && !errors.Is(end, ErrClientGone) {
 				_ = p.flush() // what came before it, then the error frame
 			}
 			return end, true
@@ -123,10 +123,10 @@ func (p *streamPump) step(due bool) (end error, over bool) {
 			if wrote {
 				_ = p.flush()
 			}
-			return cutOff(p.ctx, streamEnd(p.ctx, err)), true
+			return CutOff(p.ctx, streamEnd(p.ctx, err)), true
 		}
 		if p.write(it) != nil {
-			return errClientGone, true
+			return ErrClientGone, true
 		}
 		wrote = true
 	}
@@ -135,12 +135,12 @@ func (p *streamPump) step(due bool) (end error, over bool) {
 	switch {
 	case wrote:
 		if p.flush() != nil {
-			return errClientGone, true
+			return ErrClientGone, true
 		}
 		p.quietSince, quiet = now, 0
 	case due && quiet >= p.every:
 		if p.ping() != nil || p.flush() != nil {
-			return errClientGone, true
+			return ErrClientGone, true
 		}
 		p.quietSince, quiet = now, 0
 	}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
-	"github.com/parleyhq/parley/internal/wsconn"
+	"github.com/parleyhq/parley/internal/transport/wsconn"
 )
 
 // served is one connection Serve reads in a test: what it handed over,

@@ -1,4 +1,4 @@
-package api
+package transport
 
 import (
 	"context"
@@ -101,37 +101,48 @@ func writeInit(f *engine.Follower, write func() error, abort func()) error {
 	return err
 }
 
-// errClientGone ends a stream whose client left or stopped reading.
-var errClientGone = errors.New("client went away")
+// ErrClientGone ends a stream whose client left or stopped reading.
+var ErrClientGone = errors.New("client went away")
 
-// endFrame is the error frame sent when the server ends a stream, or nil
-// when the client ended it. Internal errors are logged and sent as
-// "internal error", as for every other answer.
-func (s *Server) endFrame(conversationID string, err error) []byte {
-	if err == nil || errors.Is(err, errClientGone) {
+// EndFrame is the error frame sent when the server ends a stream, or nil
+// when the client ended it. Its error is Options.ErrorBody's: an internal
+// error is logged and sent as "internal error", as for every other answer.
+func (t *Streams) EndFrame(conversationID string, err error) []byte {
+	if err == nil || errors.Is(err, ErrClientGone) {
 		return nil
 	}
-	if statusOf(parley.ErrorCode(err)) >= 500 && parley.ErrorCode(err) != parley.EUNAVAILABLE {
-		s.log.Error("stream ended by an internal error", slog.String("conversation", conversationID), slog.Any("err", err))
+	body := t.opts.ErrorBody(err)
+	if body["code"] == parley.EINTERNAL {
+		t.opts.Logger.Error("stream ended by an internal error", slog.String("conversation", conversationID), slog.Any("err", err))
 	}
-	b, _ := json.Marshal(errorFrame{Type: "error", Error: errorBody(err)["error"].(map[string]any)})
+	b, _ := json.Marshal(errorFrame{Type: "error", Error: body})
 	return b
 }
 
-// streamEnd says why a follower ended: the client's context ending is
-// errClientGone, anything else is the server's reason.
-func streamEnd(ctx context.Context, err error) error {
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errClientGone
+// CutOff returns why ctx ended if the server ended it (a *parley.Error
+// cause: the token was revoked), else err.
+func CutOff(ctx context.Context, err error) error {
+	var e *parley.Error
+	if errors.As(context.Cause(ctx), &e) {
+		return e
 	}
 	return err
 }
 
-// subEnd says why a subscription's channel closed: the client's context
-// ending is errClientGone, anything else is the server's reason.
-func subEnd(sub *engine.Subscription) error {
+// streamEnd says why a follower ended: the client's context ending is
+// ErrClientGone, anything else is the server's reason.
+func streamEnd(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return ErrClientGone
+	}
+	return err
+}
+
+// SubEnd says why a subscription's channel closed: the client's context
+// ending is ErrClientGone, anything else is the server's reason.
+func SubEnd(sub *engine.Subscription) error {
 	if err := sub.Err(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return errClientGone
+	return ErrClientGone
 }

@@ -1,4 +1,4 @@
-package api
+package transport
 
 import (
 	"bufio"
@@ -11,51 +11,33 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/feed"
-	"github.com/parleyhq/parley/internal/netpoll"
+	"github.com/parleyhq/parley/internal/transport/netpoll"
 )
 
-// streamSSE serves a conversation as Server-Sent Events. Each event's id is
-// "epoch:seq", so a browser's EventSource resumes by itself with
-// Last-Event-ID; guidance frames have no id and do not move it.
+// SSE writes conversation id's stream from follower sub as Server-Sent
+// Events. Each event's id is "epoch:seq", so a browser's EventSource
+// resumes by itself with Last-Event-ID; guidance frames have no id and do
+// not move it. ctx is the stream's own (the server ends the stream by
+// ending it, with a *parley.Error cause that the error frame tells), leave
+// is called once the client left, and done once the stream ended. If no
+// init frame can be made, nothing is written: sub is closed, done called,
+// and the error returned for the caller to answer.
 //
 // Over HTTP/1.1 the stream takes the connection over from net/http (the
-// response ends with the connection), and the handler returns: the stream
-// is written by a goroutine that runs only while there is something to
-// write (see streamPump), and the client's leaving (it sends nothing else)
-// is seen as it happens, and ends the stream. Where the connection cannot
-// be taken over, the handler waits until the stream ends (and net/http
-// says when the client leaves).
-func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Identity) {
-	from, err := position(r)
-	if err != nil {
-		writeErr(w, s.log, err)
-		return
-	}
-	id := r.PathValue("id")
-	// The stream has its own context, which revoking the token (or the end
-	// of a delegate's turn) ends, with an error frame.
-	ctx, cut := context.WithCancelCause(context.Background())
-	release, ok := s.connectReader(w, r, who, cut)
-	if !ok {
-		cut(nil)
-		return
-	}
-	done := func() { cut(nil); release() }
-	sub, err := s.eng.Follow(r.Context(), id, from)
-	if err != nil {
-		done()
-		writeErr(w, s.log, err)
-		return
-	}
+// response ends with the connection), and SSE returns: the stream is
+// written by a goroutine that runs only while there is something to write
+// (see streamPump), and the client's leaving (it sends nothing else) is
+// seen as it happens, and ends the stream. Where the connection cannot be
+// taken over, SSE waits until the stream ends (and net/http says when the
+// client leaves).
+func (t *Streams) SSE(ctx context.Context, w http.ResponseWriter, r *http.Request, id string, sub *engine.Follower, leave, done func()) error {
 	init, epoch, err := startInit(sub)
 	if err != nil {
 		sub.Close()
 		done()
-		writeErr(w, s.log, err)
-		return
+		return err
 	}
 	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
 		"X-Accel-Buffering: no\r\nConnection: close\r\n\r\n" // no proxy buffering; the stream ends with the connection
@@ -65,12 +47,12 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 			// seen with no goroutine waiting for it where it can be.
 			watch, polled := netpoll.Watch(conn, func() bool {
 				if readPast(conn) != nil {
-					cut(nil)
+					leave()
 					return false
 				}
 				return true
 			})
-			out := &sseWriter{s: s, w: conn, deadline: conn.SetWriteDeadline}
+			out := &sseWriter{t: t, w: conn, deadline: conn.SetWriteDeadline}
 			finished := func() {
 				watch.Stop() // before the close
 				conn.Close()
@@ -86,10 +68,10 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 				go func() {
 					for readPast(conn) == nil {
 					}
-					cut(nil)
+					leave()
 				}()
 			}
-			return
+			return nil
 		}
 	}
 	defer done()
@@ -102,11 +84,12 @@ func (s *Server) streamSSE(w http.ResponseWriter, r *http.Request, who parley.Id
 	sctx, stop := context.WithCancelCause(r.Context())
 	defer stop(nil)
 	context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
-	out := &sseWriter{s: s, w: w, deadline: rc.SetWriteDeadline, flushDst: rc.Flush}
+	out := &sseWriter{t: t, w: w, deadline: rc.SetWriteDeadline, flushDst: rc.Flush}
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	finished := make(chan struct{})
 	out.stream(sctx, id, epoch, sub, init, func() { close(finished) })
 	<-finished // net/http ends the response when the handler returns
+	return nil
 }
 
 // readPast reads a taken-over connection, whose client sends nothing after
@@ -122,7 +105,7 @@ func readPast(conn net.Conn) error {
 // for the batch and given back at the flush (an idle stream holds none),
 // one write deadline per batch (a client that stops reading is cut off).
 type sseWriter struct {
-	s        *Server
+	t        *Streams
 	w        io.Writer
 	deadline func(time.Time) error
 	flushDst func() error // after the buffer is flushed (net/http's own buffer); nil if none
@@ -133,7 +116,7 @@ type sseWriter struct {
 
 func (o *sseWriter) arm() {
 	if !o.armed {
-		_ = o.deadline(time.Now().Add(o.s.opts.WriteTimeout))
+		_ = o.deadline(time.Now().Add(o.t.opts.WriteTimeout))
 		o.armed = true
 		if o.aborted.Load() {
 			_ = o.deadline(time.Now())
@@ -209,7 +192,7 @@ func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Fo
 		finished()
 		return
 	}
-	o.s.pumpStream(ctx, sub, func(it feed.Item) error {
+	o.t.pump(ctx, sub, func(it feed.Item) error {
 		name, data, err := encodeItem(id, it)
 		if err != nil {
 			return err
@@ -225,7 +208,7 @@ func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Fo
 	}, func(end error) {
 		defer finished()
 		defer sub.Close()
-		if data := o.s.endFrame(id, end); data != nil {
+		if data := o.t.EndFrame(id, end); data != nil {
 			if o.frame("", "error", data) == nil {
 				_ = o.flush()
 			}

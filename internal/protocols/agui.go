@@ -1,7 +1,6 @@
-package api
+package protocols
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/transport"
 )
 
 // AG-UI (the Agent User Interaction protocol of CopilotKit and others):
@@ -47,27 +47,12 @@ type aguiMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
-// lastAGUIMessage decodes the messages one at a time, keeping the last.
-type lastAGUIMessage struct {
-	last  *aguiMessage
-	count int
-}
+// lastAGUIMessage is the last of a run's AG-UI messages (see lastOf).
+type lastAGUIMessage struct{ lastOf[aguiMessage] }
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (l *lastAGUIMessage) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data)) // no copy: the body is large
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return parley.Errorf(parley.EINVALID, "messages must be an array of AG-UI messages")
-	}
-	for dec.More() {
-		var m aguiMessage
-		if err := dec.Decode(&m); err != nil {
-			return parley.Errorf(parley.EINVALID, "messages[%d] is not an AG-UI message {id, role, content}: %s", l.count, strings.TrimPrefix(err.Error(), "json: "))
-		}
-		l.last = &m
-		l.count++
-	}
-	return nil
+// about names AG-UI messages in the errors of lastOf.
+func (aguiMessage) about() (plural, one string) {
+	return "AG-UI messages", "an AG-UI message {id, role, content}"
 }
 
 // promptText is the text of the last message, which must be the user's:
@@ -134,13 +119,13 @@ func aguiLastEventID(r *http.Request) (*aguiPosition, error) {
 	if len(f) < 2 || len(f) > 3 || !engine.ValidEpoch(f[0]) {
 		return nil, bad
 	}
-	seq, ok := parseSeq(f[1])
+	seq, ok := transport.ParseSeq(f[1])
 	if !ok {
 		return nil, bad
 	}
 	p := &aguiPosition{epoch: f[0], seq: seq, frames: -1}
 	if len(f) == 3 {
-		k, ok := parseSeq(f[2])
+		k, ok := transport.ParseSeq(f[2])
 		if !ok || k > 1<<20 {
 			return nil, bad
 		}
@@ -163,39 +148,39 @@ func checkRun(in *runAgentInput, to string) error {
 	return nil
 }
 
-// postAGUI runs the agent for the last user message of a RunAgentInput:
+// AGUI serves POST /v1/ag-ui: it runs the agent for the last user message of a RunAgentInput:
 // the prompt is queued as the caller (once per runId), and its answer
 // streamed as AG-UI events.
-func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+func (s *Server) AGUI(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	if !who.CanWrite() {
-		s.refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot run an agent", who.Kind))
+		s.host.Refuse(w, r, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot run an agent", who.Kind))
 		return
 	}
 	resume, err := aguiLastEventID(r)
 	if err != nil {
-		s.refuse(w, r, err)
+		s.host.Refuse(w, r, err)
 		return
 	}
 	// The run is a stream, a connection of the token: its bound is checked
 	// before the body (up to 16 MiB) is read.
-	ctx, done, ok := s.connectStream(w, r, who)
+	ctx, done, ok := s.host.ConnectStream(w, r, who)
 	if !ok {
 		return
 	}
 	defer done()
 	var in runAgentInput
-	if err := s.decodeBody(w, r, MaxChatBodyBytes, &in); err != nil {
-		writeErr(w, s.log, err)
+	if err := s.readBody(w, r, &in); err != nil {
+		s.host.WriteError(w, err)
 		return
 	}
 	var fp forwardedProps
 	if len(in.ForwardedProps) > 0 && string(in.ForwardedProps) != "null" {
 		if err := json.Unmarshal(in.ForwardedProps, &fp); err != nil {
-			writeErr(w, s.log, parley.Errorf(parley.EINVALID, "forwardedProps must be an object whose to and agentId are strings"))
+			s.host.WriteError(w, parley.Errorf(parley.EINVALID, "forwardedProps must be an object whose to and agentId are strings"))
 			return
 		}
 	}
-	act, err := actor(who, fp.AgentID)
+	act, err := s.host.Actor(who, fp.AgentID)
 	var text string
 	if err == nil {
 		err = checkRun(&in, fp.To)
@@ -207,7 +192,7 @@ func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Ide
 		err = s.checkPromptSize(text)
 	}
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	if resume != nil {
@@ -217,12 +202,12 @@ func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Ide
 		err = s.ensureConversation(r.Context(), who, act, in.ThreadID, fp.To)
 	}
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	view, err := s.eng.Conversation(r.Context(), in.ThreadID)
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	epoch := view.Conversation.Epoch
@@ -232,7 +217,7 @@ func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Ide
 	)
 	if resume != nil && resume.epoch == epoch {
 		var found bool
-		from, found, err = s.askedBefore(r.Context(), in.ThreadID, in.RunID, act.AgentID)
+		from, found, err = s.eng.AskedBefore(r.Context(), in.ThreadID, in.RunID, act.AgentID)
 		if err == nil && !found {
 			err = parley.Errorf(parley.ENOTFOUND, "run %s is not in thread %s: it cannot be resumed", in.RunID, in.ThreadID)
 		}
@@ -242,7 +227,7 @@ func (s *Server) postAGUI(w http.ResponseWriter, r *http.Request, who parley.Ide
 		a, from, err = s.ask(r.Context(), in.ThreadID, act, in.RunID, text, fp.To, true)
 	}
 	if err != nil {
-		writeErr(w, s.log, err)
+		s.host.WriteError(w, err)
 		return
 	}
 	from.Epoch = epoch

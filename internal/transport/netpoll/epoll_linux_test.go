@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/netpoll"
+	"github.com/parleyhq/parley/internal/transport/netpoll"
 )
 
 // pairs returns n connected TCP pairs over loopback: the accepted ends

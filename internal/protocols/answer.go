@@ -1,4 +1,4 @@
-package api
+package protocols
 
 import (
 	"encoding/json"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/gobwas/ws"
 	"github.com/gobwas/ws/wsutil"
-	"github.com/parleyhq/parley/internal/netpoll"
-	"github.com/parleyhq/parley/internal/wsconn"
+	"github.com/parleyhq/parley/internal/transport/netpoll"
+	"github.com/parleyhq/parley/internal/transport/wsconn"
 )
 
 // TestWatchHoldsNoGoroutine: connections that Watch drains hold no

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/parleyhq/parley/internal/wsconn"
+	"github.com/parleyhq/parley/internal/transport/wsconn"
 )
 
 // serve runs handle on each upgraded connection of a test server.

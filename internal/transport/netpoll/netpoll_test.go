@@ -4,7 +4,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/parleyhq/parley/internal/netpoll"
+	"github.com/parleyhq/parley/internal/transport/netpoll"
 )
 
 // TestNotASocket: a connection with no socket of its own is not watched,

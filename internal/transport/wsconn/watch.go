@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"sync"
 
-	"github.com/parleyhq/parley/internal/netpoll"
+	"github.com/parleyhq/parley/internal/transport/netpoll"
 )
 
 // Serve reads the data messages the peer sends as they arrive and gives

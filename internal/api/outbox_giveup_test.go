@@ -111,7 +111,7 @@ func TestUndeliverableRepliesAreGivenUp(t *testing.T) {
 	secret := hook.URL + "/services/T0/SECRETPATH?token=SECRETQUERY"
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": secret}, Poll: 2 * time.Millisecond,
+	go deliveries.New(b.db, deliveries.Options{Webhooks: map[string]string{"slack": secret}, Poll: 2 * time.Millisecond,
 		Backoff: time.Second, MaxBackoff: 8 * time.Second, GiveUp: giveUp, Lease: 30 * time.Second, Retention: time.Hour,
 		Now: clock.Now, Logger: logger, Metrics: deliveries.NewMetrics(reg)}).Deliver(ctx)
 	channelReplies(t, b, "slack/C1", "slack/C2", "slack/C3", "slack/C4", "slack/C5")
@@ -183,7 +183,7 @@ func TestPermanentFailuresAreGivenUpAtOnce(t *testing.T) {
 	hook := newHook(t, http.StatusNotFound)
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 5 * time.Millisecond, Backoff: 10 * time.Millisecond}).Deliver(ctx)
+	go deliveries.New(b.db, deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 5 * time.Millisecond, Backoff: 10 * time.Millisecond}).Deliver(ctx)
 	channelReplies(t, b, "slack/C1", "telegram/42")
 	var failed []any
 	waitFor(t, func() bool {

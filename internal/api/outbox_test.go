@@ -43,7 +43,7 @@ func TestChannelAutoReply(t *testing.T) {
 	b := setup(t, engine.Options{}, api.Options{})
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	go deliveries.New(b.eng.Store(), deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}).Deliver(ctx)
+	go deliveries.New(b.db, deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}).Deliver(ctx)
 
 	id := b.conversation()
 	run := b.runnerConn(id, b.alice)

@@ -21,7 +21,7 @@ func (s State) Asked(id string) (asker string, from parley.Position, ok bool) {
 // PromptUnderWay is the prompt whose answer a chat's client should see
 // coming: the prompt being answered, else the first one waiting; nil when
 // the queue is empty.
-func (s State) PromptUnderWay() *QueuedPrompt {
+func (s State) PromptUnderWay() *parley.QueuedPrompt {
 	p := s.Active()
 	if p == nil && len(s.Queue) > 0 {
 		p = &s.Queue[0]

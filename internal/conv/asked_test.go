@@ -15,7 +15,7 @@ func TestAskedAndPromptUnderWay(t *testing.T) {
 	if p := st.PromptUnderWay(); p != nil {
 		t.Fatalf("empty queue: %+v under way", p)
 	}
-	st.Queue = []QueuedPrompt{{ID: "p1", AgentID: "alice", Parts: []int64{4, 5}}, {ID: "p2", AgentID: "bob", Parts: []int64{7}}, {ID: "p3", AgentID: "bob"}}
+	st.Queue = []parley.QueuedPrompt{{ID: "p1", AgentID: "alice", Parts: []int64{4, 5}}, {ID: "p2", AgentID: "bob", Parts: []int64{7}}, {ID: "p3", AgentID: "bob"}}
 	if asker, from, ok := st.Asked("p2"); !ok || asker != "bob" || from != (parley.Position{Seq: 7, Epoch: "e"}) {
 		t.Fatalf("p2: %q %+v %v", asker, from, ok)
 	}

@@ -221,9 +221,6 @@ func New(s store.Store, opts Options) *Engine {
 	return e
 }
 
-// Store returns the engine's store, for reads. Writes must go through the engine.
-func (e *Engine) Store() store.Store { return e.store }
-
 // Limits returns the limits the engine applies.
 func (e *Engine) Limits() conv.Limits { return e.opts.Limits }
 

@@ -58,7 +58,7 @@ type AnswerUnderWay struct {
 // none.
 func (e *Engine) AnswerUnderWay(ctx context.Context, id string) (*AnswerUnderWay, error) {
 	var (
-		prompt  *conv.QueuedPrompt
+		prompt  *parley.QueuedPrompt
 		streams []string
 		epoch   string
 	)

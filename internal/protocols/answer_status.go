@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 )
 
@@ -20,16 +21,16 @@ import (
 // answerStatus is what a status step carries: the prompt's state, and
 // what it waits on.
 type answerStatus struct {
-	PromptID  string          `json:"promptId"`
-	State     string          `json:"state"`
-	WaitingOn *conv.WaitingOn `json:"waitingOn,omitempty"`
-	Runner    string          `json:"runner,omitempty"`
+	PromptID  string            `json:"promptId"`
+	State     string            `json:"state"`
+	WaitingOn *parley.WaitingOn `json:"waitingOn,omitempty"`
+	Runner    string            `json:"runner,omitempty"`
 }
 
 // promptWaitsForRunner reports whether a status is of a prompt that waits
 // for a runner.
-func promptWaitsForRunner(st *conv.PromptStatus) bool {
-	return st.State == conv.PromptQueued && st.WaitingOn != nil && st.WaitingOn.Reason == conv.WaitRunner
+func promptWaitsForRunner(st *parley.PromptStatus) bool {
+	return st.State == parley.PromptStateQueued && st.WaitingOn != nil && st.WaitingOn.Reason == conv.WaitRunner
 }
 
 // statusSteps appends to out a status step for a's prompt if its status
@@ -47,7 +48,7 @@ func (s *Server) statusSteps(ctx context.Context, id string, a *answerState, out
 	if a.status == "" && !promptWaitsForRunner(st) {
 		return out
 	}
-	if st.State == conv.PromptQueued && st.WaitingOn == nil {
+	if st.State == parley.PromptStateQueued && st.WaitingOn == nil {
 		return out // a runner takes it at once: "dispatched" follows
 	}
 	body := answerStatus{PromptID: st.ID, State: st.State, WaitingOn: st.WaitingOn, Runner: st.Runner}

@@ -183,7 +183,7 @@ func everyEventConversation(t testing.TB, eng *engine.Engine) string {
 	must[*engine.RevertResult](t)(eng.Revert(ctx, id, conv.Actor{Admin: true}, "x1"))
 
 	// A scheduled task's run (every second: the first is due a second on).
-	tasks := schedule.New(eng.Store(), eng, schedule.Options{})
+	tasks := schedule.New(nodeOf(eng).db, eng, schedule.Options{})
 	task := must[*parley.Task](t)(tasks.CreateTask(ctx, parley.Task{ConversationID: id, AgentID: "alice", Prompt: "tick", EveryMs: 1000}))
 	waitFor(t, func() bool {
 		if err := eng.FireDueTasks(ctx); err != nil {

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -9,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parleyhq/parley/internal/api"
-	"github.com/parleyhq/parley/internal/deliveries"
-	"github.com/parleyhq/parley/internal/engine"
 )
 
 // TestChannelHearsEveryEnd: a channel's auto-reply is posted however its
@@ -31,13 +27,8 @@ func TestChannelHearsEveryEnd(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	b := setup(t, engine.Options{}, api.Options{})
-	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
-	go deliveries.New(b.db, deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond}).Deliver(ctx)
-	id := b.conversation("alice")
+	b, id, run := slackConversation(t, hook.URL)
 	base := "/v1/conversations/" + id
-	run := b.runnerConn(id, b.alice)
 	ask := func(pid string) {
 		b.want(b.do("POST", base+"/prompts", b.admin, map[string]any{"agentId": "human", "id": pid, "content": "from slack",
 			"channel": map[string]any{"type": "slack", "id": "C42"}}), 201, "")

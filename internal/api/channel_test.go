@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/coder/websocket"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,13 +38,8 @@ func TestRepliesGoOnlyToTheirPromptsChannel(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	b := setup(t, engine.Options{}, api.Options{})
-	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
-	go deliveries.New(b.db, deliveries.Options{Webhooks: map[string]string{"slack": hook.URL}, Poll: 10 * time.Millisecond}).Deliver(ctx)
-	id := b.conversation("alice")
+	b, id, run := slackConversation(t, hook.URL)
 	base := "/v1/conversations/" + id
-	run := b.runnerConn(id, b.alice)
 
 	// Members may not say where a prompt or message came from.
 	before := b.snapshot()
@@ -98,4 +94,16 @@ func TestRepliesGoOnlyToTheirPromptsChannel(t *testing.T) {
 	if parts[0] != "C42" || parts[2] != "r2" || !strings.HasPrefix(parts[1], "dl_") {
 		t.Fatalf("the webhook got %q: want channel C42, message r2, a key of the server's", posted[0])
 	}
+}
+
+// slackConversation serves a test's API whose channel replies of type
+// slack are posted to hook, with a conversation of alice's and alice's
+// runner attached to it.
+func slackConversation(t *testing.T, hook string) (*bundle, string, *websocket.Conn) {
+	b := setup(t, engine.Options{}, api.Options{})
+	ctx, cancel := context.WithCancel(b.ctx)
+	t.Cleanup(cancel)
+	go deliveries.New(b.db, deliveries.Options{Webhooks: map[string]string{"slack": hook}, Poll: 10 * time.Millisecond}).Deliver(ctx)
+	id := b.conversation("alice")
+	return b, id, b.runnerConn(id, b.alice)
 }

@@ -78,22 +78,8 @@ type queuedStream struct {
 func (e *Engine) streamAsync(ctx context.Context, convID string, q *queuedStream, message bool) *Ack {
 	q.p.ctx, q.p.stream, q.p.lean = ctx, &q.cmd, !message
 	q.ack.p = &q.p
-	e.enqueue(convID, &q.p)
+	e.commands.enqueue(convID, &q.p)
 	return &q.ack
-}
-
-// streamBuild returns the build function of a streaming command decided
-// on its own, as a caller's command is (a run retried one by one).
-func (e *Engine) streamBuild(ctx context.Context, convID string, cmd *streamCmd) func(conv.State) (conv.Command, error) {
-	return func(s conv.State) (conv.Command, error) {
-		m, err := e.assembled(ctx, convID, cmd.messageID, s)
-		if cmd.text != nil {
-			t := *cmd.text
-			t.Known = conv.StreamLookups{Message: m}
-			return t, err
-		}
-		return cmd.with(conv.StreamLookups{Message: m}), err
-	}
 }
 
 // FinalizeMessage ends a streaming message.

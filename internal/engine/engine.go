@@ -141,7 +141,8 @@ type Engine struct {
 	opts    Options
 	hub     *feed.Hub
 	runners Runners // see SetRunners
-	workers workers
+	// commands gives each conversation's commands their turn (queue.go).
+	commands commandQueue
 
 	cache *cache // the conversations loaded here
 	conns conns  // live streams: see ConnectReader
@@ -217,7 +218,8 @@ func New(s store.Store, opts Options) *Engine {
 		runners: noRunners{}, conns: conns{counted: opts.Connections}, done: make(chan struct{}), owner: NewID()}
 	e.cache = newCache(opts.MaxCached, func(id string) bool { return e.runners.Here(id) || e.hub.Follows(id) })
 	opts.Metrics.subscriberBytes.Store(e.hub)
-	e.workers.start(workerCount())
+	e.commands = commandQueue{e: e, store: s, metrics: opts.Metrics, shared: opts.Shared}
+	e.commands.workers.start(workerCount())
 	return e
 }
 
@@ -241,7 +243,7 @@ func (e *Engine) Close() {
 	}
 	e.hub.EndAll(errClosed)
 	e.wg.Wait() // the appends under way too: their outcomes come to the workers
-	e.workers.stop()
+	e.commands.workers.stop()
 }
 
 func (e *Engine) isClosed() bool {
@@ -274,14 +276,14 @@ func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 // idempotent retries (nil when the command takes no client request id).
 func (e *Engine) decide(ctx context.Context, id string, build func(conv.State) (conv.Command, error), respond func(conv.Decision) (*store.Idempotency, error)) (conv.Decision, conv.State, error) {
 	p := &pending{ctx: ctx, build: build, respond: respond, turn: make(chan struct{})}
-	q := e.enqueue(id, p)
+	q := e.commands.enqueue(id, p)
 	if q == nil {
 		p.wait() // the engine is closed
 		return conv.Decision{}, conv.State{}, p.err
 	}
 	<-p.turn
-	o := e.decideOne(id, p)
-	e.next(id, q)
+	o := e.commands.decideOne(id, p)
+	e.commands.next(id, q)
 	return o.d, o.s, o.err
 }
 

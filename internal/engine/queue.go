@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +31,20 @@ import (
 // for it (Store.AppendAsync); its outcome comes back to a worker, which
 // answers the run and passes the turn on. So no goroutine waits on the
 // disk for a runner, and none exists per conversation.
+
+// commandQueue gives the commands of each conversation their turn, as
+// above: it keeps the queues (conversation.queue), decides the runs of
+// streaming commands on its workers and hands their appends to the store.
+// What a command is decided on (a conversation's state, under its lock)
+// and what follows a durable append (the state evolved, the events
+// published) are the engine's.
+type commandQueue struct {
+	e       *Engine
+	store   store.Store
+	metrics *Metrics
+	shared  bool // other nodes write into the store too (Options.Shared)
+	workers workers
+}
 
 // pending is a command waiting for its turn.
 type pending struct {
@@ -133,22 +145,22 @@ const maxStreamBatch = 256
 // enqueue queues p behind the conversation's other commands, and gives it
 // the turn at once if the conversation has none under way. It returns the
 // conversation its queue is on.
-func (e *Engine) enqueue(id string, p *pending) *conversation {
-	if e.isClosed() {
+func (cq *commandQueue) enqueue(id string, p *pending) *conversation {
+	if cq.e.isClosed() {
 		p.answer(outcome{err: errClosed})
 		if p.turn != nil {
 			close(p.turn)
 		}
 		return nil
 	}
-	c := e.entry(id)
+	c := cq.e.entry(id)
 	c.qmu.Lock()
 	c.queue = append(c.queue, p)
 	idle := !c.driving
 	c.driving = true
 	c.qmu.Unlock()
 	if idle {
-		e.start(id, c)
+		cq.start(id, c)
 	}
 	return c
 }
@@ -158,7 +170,7 @@ func (e *Engine) enqueue(id string, p *pending) *conversation {
 // which it decides itself (it waits on nothing: the append goes to the
 // store without waiting). With nothing queued, the conversation has no
 // turn under way.
-func (e *Engine) next(id string, q *conversation) {
+func (cq *commandQueue) next(id string, q *conversation) {
 	q.qmu.Lock()
 	if len(q.queue) == 0 {
 		q.driving = false
@@ -179,22 +191,22 @@ func (e *Engine) next(id string, q *conversation) {
 	batch := q.queue[:n:n]
 	q.queue = q.queue[n:]
 	q.qmu.Unlock()
-	e.decideStreams(id, q, batch, 0)
+	cq.decideStreams(id, q, batch, 0)
 }
 
 // start gives the turn of an idle conversation to the head of its queue:
 // a run of streaming commands goes to a worker rather than being decided
 // on the goroutine that queued it (a runner's reader), so that the frames
 // read meanwhile join it.
-func (e *Engine) start(id string, q *conversation) {
+func (cq *commandQueue) start(id string, q *conversation) {
 	q.qmu.Lock()
 	stream := len(q.queue) > 0 && q.queue[0].stream != nil
 	q.qmu.Unlock()
 	if stream {
-		e.workers.add(func() { e.next(id, q) })
+		cq.workers.add(func() { cq.next(id, q) })
 		return
 	}
-	e.next(id, q)
+	cq.next(id, q)
 }
 
 // decideOne decides a command that is not streaming, on its caller's
@@ -202,25 +214,39 @@ func (e *Engine) start(id string, q *conversation) {
 // found gone while it is decided (deleted on another node, and perhaps
 // made again under its id) is decided once more on what the store holds
 // now: ENOTFOUND, or the conversation made again.
-func (e *Engine) decideOne(id string, p *pending) outcome {
+func (cq *commandQueue) decideOne(id string, p *pending) outcome {
 	for again := true; ; again = false {
 		if err := p.ctx.Err(); err != nil {
 			return outcome{err: err}
 		}
-		c, err := e.lockLoaded(p.ctx, id)
+		c, err := cq.e.lockLoaded(p.ctx, id)
 		if err != nil {
 			return outcome{err: err}
 		}
 		build := p.build
 		if build == nil {
-			build = e.streamBuild(p.ctx, id, p.stream)
+			build = cq.streamBuild(p.ctx, id, p.stream)
 		}
-		d, s, err := e.decideLocked(p.ctx, c, id, build, p.respond)
+		d, s, err := cq.e.decideLocked(p.ctx, c, id, build, p.respond)
 		dropped := c.dropped
 		c.mu.Unlock()
 		if !dropped || !again {
 			return outcome{d, s, err}
 		}
+	}
+}
+
+// streamBuild returns the build function of a streaming command decided
+// on its own, as a caller's command is (a run retried one by one).
+func (cq *commandQueue) streamBuild(ctx context.Context, convID string, cmd *streamCmd) func(conv.State) (conv.Command, error) {
+	return func(s conv.State) (conv.Command, error) {
+		m, err := cq.e.assembled(ctx, convID, cmd.messageID, s)
+		if cmd.text != nil {
+			t := *cmd.text
+			t.Known = conv.StreamLookups{Message: m}
+			return t, err
+		}
+		return cmd.with(conv.StreamLookups{Message: m}), err
 	}
 }
 
@@ -230,7 +256,7 @@ func (e *Engine) decideOne(id string, p *pending) outcome {
 // text deltas of one message (by one writer) are decided as one, their
 // text joined: one chunk event. A refused command writes nothing and is
 // answered at once; the others go on. It runs on a worker.
-func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, attempt int) {
+func (cq *commandQueue) decideStreams(id string, q *conversation, batch []*pending, attempt int) {
 	var live []*pending
 	for _, p := range batch {
 		if err := p.ctx.Err(); err != nil {
@@ -240,29 +266,29 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 		live = append(live, p)
 	}
 	if len(live) == 0 {
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := e.lockLoaded(ctx, id)
+	c, err := cq.e.lockLoaded(ctx, id)
 	if err != nil {
 		for _, p := range live {
 			p.answer(outcome{err: err})
 		}
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
-	r := e.decideRun(ctx, c, id, live)
+	r := cq.decideRun(ctx, c, id, live)
 	if r.stale != nil {
 		c.mu.Unlock()
-		e.retryStreams(id, q, live, attempt, r.stale)
+		cq.retryStreams(id, q, live, attempt, r.stale)
 		return
 	}
 	if len(r.d.Events) == 0 {
 		r.answer(nil) // refused, or wrote nothing
 		c.mu.Unlock()
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
 	p, snapshot, err := c.appendParams(c.state, r.next, r.d, nil)
@@ -270,22 +296,22 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 		r.answer(err)
 		c.mu.Unlock()
 		q.failStreams(err)
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
-	if !e.track() { // Close waits for the outcome
+	if !cq.e.track() { // Close waits for the outcome
 		r.answer(errClosed)
 		c.mu.Unlock()
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
 	c.mu.Unlock()
 	start := time.Now()
-	e.store.AppendAsync(p, func(err error) {
-		e.opts.Metrics.observeAppend(len(r.d.Events), time.Since(start), err)
-		e.workers.add(func() {
-			defer e.wg.Done()
-			e.writeDone(id, q, c, r, snapshot, live, attempt, err)
+	cq.store.AppendAsync(p, func(err error) {
+		cq.metrics.observeAppend(len(r.d.Events), time.Since(start), err)
+		cq.workers.add(func() {
+			defer cq.e.wg.Done()
+			cq.writeDone(id, q, c, r, snapshot, live, attempt, err)
 		})
 	})
 }
@@ -295,13 +321,13 @@ func (e *Engine) decideStreams(id string, q *conversation, batch []*pending, att
 // commands answered; on failure its commands, and the streaming commands
 // queued behind it, fail with the error. Then the turn passes on. It runs
 // on a worker.
-func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, snapshot bool, live []*pending, attempt int, err error) {
+func (cq *commandQueue) writeDone(id string, q *conversation, c *conversation, r *run, snapshot bool, live []*pending, attempt int, err error) {
 	c.mu.Lock()
 	switch {
 	case err == nil && c.dropped:
 		err = errDeleted(id) // deleted while the append was written: none of it is the store's now
 	case parley.ErrorCode(err) == parley.ENOTFOUND && !c.dropped:
-		e.drop(c, id) // deleted on another node
+		cq.e.drop(c, id) // deleted on another node
 	}
 	if err == nil {
 		if snapshot {
@@ -310,52 +336,52 @@ func (e *Engine) writeDone(id string, q *conversation, c *conversation, r *run, 
 		for _, m := range r.streams {
 			c.remember(m) // the run's assemblies, durable now
 		}
-		e.applied(c, id, r.next, r.d)
+		cq.e.applied(c, id, r.next, r.d)
 		r.answer(nil)
 		c.mu.Unlock()
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
 	if parley.ErrorCode(err) == parley.ECONFLICT {
 		c.mu.Unlock()
-		e.retryStreams(id, q, live, attempt, err) // another node wrote first
+		cq.retryStreams(id, q, live, attempt, err) // another node wrote first
 		return
 	}
 	if parley.ErrorCode(err) == parley.EINTERNAL {
-		e.resync(c, id)
+		cq.e.resync(c, id)
 	}
 	r.answer(err)
 	c.mu.Unlock()
 	q.failStreams(err)
-	e.next(id, q)
+	cq.next(id, q)
 }
 
 // retryStreams decides a run again that met a newer log (another node
 // wrote): once more as a run, after catching up; then command by command,
 // as decide does it.
-func (e *Engine) retryStreams(id string, q *conversation, live []*pending, attempt int, cause error) {
-	if attempt == 0 && e.opts.Shared {
+func (cq *commandQueue) retryStreams(id string, q *conversation, live []*pending, attempt int, cause error) {
+	if attempt == 0 && cq.shared {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		c, err := e.lockLoaded(ctx, id) // catches up to the log's head
+		c, err := cq.e.lockLoaded(ctx, id) // catches up to the log's head
 		if err == nil {
 			c.mu.Unlock()
 		}
 		cancel()
-		e.decideStreams(id, q, live, 1)
+		cq.decideStreams(id, q, live, 1)
 		return
 	}
-	if !e.opts.Shared {
+	if !cq.shared {
 		for _, p := range live {
 			p.answer(outcome{err: cause})
 		}
 		q.failStreams(cause)
-		e.next(id, q)
+		cq.next(id, q)
 		return
 	}
 	for _, p := range live {
-		p.answer(e.decideOne(id, p))
+		p.answer(cq.decideOne(id, p))
 	}
-	e.next(id, q)
+	cq.next(id, q)
 }
 
 // failStreams fails the streaming commands queued on q with err: they were
@@ -425,178 +451,4 @@ func (a *Ack) Wait() (*MessageResult, error) {
 		}
 	}
 	return a.res, a.err
-}
-
-// run is a run of streaming commands decided together.
-type run struct {
-	// next is the state after the run. The one before it is the
-	// conversation's, which stays as it is until the run is durable.
-	next conv.State
-	d    conv.Decision // what they all write: events, message rows, deliveries
-	// streams holds the assemblies of the messages the run changed, as of
-	// next, one per message: the conversation's own (as of its state) are
-	// left alone until the run is durable, for readers. A run nearly always
-	// changes one message, so a list, not a map.
-	streams []*parley.Message
-	// results holds the outcome of each command of order.
-	results []runResult
-	order   []*pending
-	// stale is set when a row read was newer than the state (another node
-	// wrote): the run must be decided again.
-	stale error
-}
-
-// runResult is what one command of a run came to: only what its Ack
-// tells, not the events nor the state.
-type runResult struct {
-	res   conv.Result
-	err   error
-	wrote bool // its decision has events in the run's append
-	// message is the id of the message its decision wrote, whose
-	// assembly as the run left it (r.streams) is its outcome's message.
-	message string
-}
-
-// answer sends each command its outcome: those whose decision writes the
-// run's err, if not nil, else their own.
-func (r *run) answer(err error) {
-	for i, p := range r.order {
-		o := r.results[i]
-		if err != nil && o.err == nil && o.wrote {
-			o = runResult{err: err}
-		}
-		id := o.message
-		if m := o.res.Message; m != nil {
-			id = m.ID // a message the command left as it was
-		}
-		if id != "" {
-			if last := r.stream(id); last != nil {
-				o.res.Message = last // as the run left it (see decideRun)
-			}
-		}
-		p.settle(o.res, o.err)
-	}
-}
-
-// stream returns the run's assembly of message id, or nil if the run did
-// not change it.
-func (r *run) stream(id string) *parley.Message {
-	for _, m := range r.streams {
-		if m.ID == id {
-			return m
-		}
-	}
-	return nil
-}
-
-// setStream makes m the run's assembly of its message.
-func (r *run) setStream(m *parley.Message) {
-	for i, old := range r.streams {
-		if old.ID == m.ID {
-			r.streams[i] = m
-			return
-		}
-	}
-	r.streams = append(r.streams, m)
-}
-
-// decideRun decides the commands of a run on c's state, each on what the
-// ones before it leave. c.mu must be held.
-func (e *Engine) decideRun(ctx context.Context, c *conversation, id string, ps []*pending) *run {
-	r := &run{next: c.state, results: make([]runResult, len(ps)), order: ps}
-	env := e.env()
-	for i := 0; i < len(ps); {
-		p := ps[i]
-		j := i + 1
-		cmd := p.stream
-		var delta string
-		if cmd.text != nil {
-			// Join the text deltas of this message that follow (a delta
-			// alone is its own text, copied nowhere).
-			delta = cmd.text.Delta
-			n := len(delta)
-			for j < len(ps) && ps[j].stream.text != nil && ps[j].stream.messageID == cmd.messageID && ps[j].stream.text.Actor == cmd.text.Actor {
-				n += len(ps[j].stream.text.Delta)
-				j++
-			}
-			if j > i+1 {
-				var b strings.Builder
-				b.Grow(n)
-				for _, q := range ps[i:j] {
-					b.WriteString(q.stream.text.Delta)
-				}
-				delta = b.String()
-			}
-		}
-		d, err := e.decideStream(ctx, r, &c.state, id, cmd, delta, env)
-		if err != nil && j > i+1 && parley.ErrorCode(err) == parley.ETOOLARGE {
-			j = i + 1 // joined, the text is too large: decide the first alone, the rest after it
-			d, err = e.decideStream(ctx, r, &c.state, id, cmd, cmd.text.Delta, env)
-		}
-		if errors.Is(err, errStale) {
-			r.stale = err
-			return r
-		}
-		if err == nil && len(d.Events) > 0 {
-			r.next = conv.Evolve(r.next, d.Events...)
-			r.d.Events = append(r.d.Events, d.Events...)
-			r.d.Deliveries = append(r.d.Deliveries, d.Deliveries...)
-			for _, m := range d.Messages { // a later row of a message replaces an earlier
-				if at := slices.IndexFunc(r.d.Messages, func(o *parley.Message) bool { return o.ID == m.ID }); at >= 0 {
-					r.d.Messages[at] = m
-				} else {
-					r.d.Messages = append(r.d.Messages, m)
-				}
-			}
-			if m := d.Result.Message; m != nil {
-				r.setStream(m) // the next command's assembly
-			}
-			r.d.Result = d.Result
-		}
-		// A command's outcome keeps none of its message but its id: each
-		// decision makes the message anew, and a run holds none but the
-		// last of each (r.streams) until it is answered, with that one.
-		wrote := err == nil && len(d.Events) > 0
-		var message string
-		if m := d.Result.Message; m != nil && wrote {
-			message, d.Result.Message = m.ID, nil
-		} else if m != nil { // nothing written: its head, as the run may not change it
-			head := *m
-			head.Parts, head.Content = nil, ""
-			d.Result.Message = &head
-		}
-		for k := i; k < j; k++ {
-			r.results[k] = runResult{res: d.Result, err: err, wrote: wrote, message: message}
-		}
-		i = j
-	}
-	return r
-}
-
-// decideStream decides one streaming command (a text delta with text
-// delta, if joined) on the run's state; start is the conversation's, as the
-// run found it. The conversation's lock must be held.
-func (e *Engine) decideStream(ctx context.Context, r *run, start *conv.State, id string, cmd *streamCmd, delta string, env conv.Env) (conv.Decision, error) {
-	s := r.next
-	m := r.stream(cmd.messageID)
-	if m == nil {
-		// Not changed by the run yet: as the conversation holds it, which
-		// is as of the state the run started from.
-		var err error
-		if m, err = e.assembled(ctx, id, cmd.messageID, *start); err != nil {
-			return conv.Decision{}, err
-		}
-	}
-	var command conv.Command
-	if cmd.text != nil {
-		t := *cmd.text
-		t.Delta, t.Known = delta, conv.StreamLookups{Message: m}
-		command = t
-	} else {
-		command = cmd.with(conv.StreamLookups{Message: m})
-	}
-	if err := conv.Authorize(s, command); err != nil {
-		return conv.Decision{}, err
-	}
-	return conv.Decide(s, command, env)
 }

@@ -21,7 +21,7 @@ import (
 // StreamText appends a text delta to a streaming message. It returns the
 // errors of conv.Decide and ENOTFOUND for an unknown conversation.
 func (e *Engine) StreamText(ctx context.Context, conversationID string, c conv.StreamText) (*MessageResult, error) {
-	return e.streamTextAsync(ctx, conversationID, c, true).Wait()
+	return e.commands.enqueueStream(ctx, conversationID, textStream(c), true).Wait()
 }
 
 // StreamTextAsync is StreamText that returns once the delta is queued,
@@ -31,33 +31,18 @@ func (e *Engine) StreamText(ctx context.Context, conversationID string, c conv.S
 // conversation's last append is being written are written together, as
 // one event (see queue.go).
 func (e *Engine) StreamTextAsync(ctx context.Context, conversationID string, c conv.StreamText) *Ack {
-	return e.streamTextAsync(ctx, conversationID, c, false)
-}
-
-// streamTextAsync queues a text delta, whose outcome tells the message if
-// message is set.
-func (e *Engine) streamTextAsync(ctx context.Context, convID string, c conv.StreamText, message bool) *Ack {
-	q := &queuedStream{text: c}
-	q.cmd = streamCmd{messageID: c.MessageID, text: &q.text}
-	return e.streamAsync(ctx, convID, q, message)
+	return e.commands.enqueueStream(ctx, conversationID, textStream(c), false)
 }
 
 // StreamTool adds or updates a tool call of a streaming message.
 func (e *Engine) StreamTool(ctx context.Context, conversationID string, c conv.StreamTool) (*MessageResult, error) {
-	return e.streamToolAsync(ctx, conversationID, c, true).Wait()
+	return e.commands.enqueueStream(ctx, conversationID, toolStream(c), true).Wait()
 }
 
 // StreamToolAsync is StreamTool that returns once the update is queued,
 // as StreamTextAsync does (its outcome without the message).
 func (e *Engine) StreamToolAsync(ctx context.Context, conversationID string, c conv.StreamTool) *Ack {
-	return e.streamToolAsync(ctx, conversationID, c, false)
-}
-
-// streamToolAsync queues a tool update, whose outcome tells the message if
-// message is set.
-func (e *Engine) streamToolAsync(ctx context.Context, convID string, c conv.StreamTool, message bool) *Ack {
-	q := &queuedStream{cmd: streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }}}
-	return e.streamAsync(ctx, convID, q, message)
+	return e.commands.enqueueStream(ctx, conversationID, toolStream(c), false)
 }
 
 // queuedStream is a streaming command as it waits in its conversation's
@@ -71,29 +56,27 @@ type queuedStream struct {
 	ack  Ack
 }
 
-// streamAsync queues a streaming command, whose outcome tells the message
-// if message is set. It needs no build function: a run decides its
-// commands from their streamCmd (decideRun), and a command decided alone
-// makes one then (decideOne, streamBuild).
-func (e *Engine) streamAsync(ctx context.Context, convID string, q *queuedStream, message bool) *Ack {
-	q.p.ctx, q.p.stream, q.p.lean = ctx, &q.cmd, !message
-	q.ack.p = &q.p
-	e.enqueue(convID, &q.p)
-	return &q.ack
+// textStream makes a text delta ready to queue.
+func textStream(c conv.StreamText) *queuedStream {
+	q := &queuedStream{text: c}
+	q.cmd = streamCmd{messageID: c.MessageID, text: &q.text}
+	return q
 }
 
-// streamBuild returns the build function of a streaming command decided
-// on its own, as a caller's command is (a run retried one by one).
-func (e *Engine) streamBuild(ctx context.Context, convID string, cmd *streamCmd) func(conv.State) (conv.Command, error) {
-	return func(s conv.State) (conv.Command, error) {
-		m, err := e.assembled(ctx, convID, cmd.messageID, s)
-		if cmd.text != nil {
-			t := *cmd.text
-			t.Known = conv.StreamLookups{Message: m}
-			return t, err
-		}
-		return cmd.with(conv.StreamLookups{Message: m}), err
-	}
+// toolStream makes a tool update ready to queue.
+func toolStream(c conv.StreamTool) *queuedStream {
+	return &queuedStream{cmd: streamCmd{messageID: c.MessageID, with: func(k conv.StreamLookups) conv.Command { c.Known = k; return c }}}
+}
+
+// enqueueStream queues a streaming command, whose outcome tells the
+// message if message is set. It needs no build function: a run decides
+// its commands from their streamCmd (decideRun), and a command decided
+// alone makes one then (decideOne, streamBuild).
+func (cq *commandQueue) enqueueStream(ctx context.Context, convID string, q *queuedStream, message bool) *Ack {
+	q.p.ctx, q.p.stream, q.p.lean = ctx, &q.cmd, !message
+	q.ack.p = &q.p
+	cq.enqueue(convID, &q.p)
+	return &q.ack
 }
 
 // FinalizeMessage ends a streaming message.

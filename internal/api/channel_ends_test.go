@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // TestChannelHearsEveryEnd: a channel's auto-reply is posted however its

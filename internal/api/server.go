@@ -138,7 +138,7 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, tk *token
 		exportReads: make(chan struct{}, maxExportReads)}
 	s.streams = transport.New(transport.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout,
 		OriginPatterns: opts.OriginPatterns, ErrorBody: errorObject, Logger: opts.Logger})
-	s.protocols = protocols.New(eng, rn, s.streams, protocolHost{s}, protocols.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout})
+	s.protocols = protocols.New(eng, rd, rn, s.streams, protocolHost{s}, protocols.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout})
 	s.open.Store(opts.Open)
 	s.routes()
 	return s

@@ -217,7 +217,7 @@ func (s *Server) AGUI(w http.ResponseWriter, r *http.Request, who parley.Identit
 	)
 	if resume != nil && resume.epoch == epoch {
 		var found bool
-		from, found, err = s.eng.AskedBefore(r.Context(), in.ThreadID, in.RunID, act.AgentID)
+		from, found, err = s.rd.AskedBefore(r.Context(), in.ThreadID, in.RunID, act.AgentID)
 		if err == nil && !found {
 			err = parley.Errorf(parley.ENOTFOUND, "run %s is not in thread %s: it cannot be resumed", in.RunID, in.ThreadID)
 		}

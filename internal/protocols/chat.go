@@ -189,10 +189,10 @@ func (s *Server) ensureConversation(ctx context.Context, who parley.Identity, ac
 }
 
 // revertExchange removes the exchange a regenerate or an edit replaces
-// (engine.Engine.ExchangeStart says from where). Nothing to remove is no
+// (reads.Reader.ExchangeStart says from where). Nothing to remove is no
 // error.
 func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, messageID string) error {
-	target, err := s.eng.ExchangeStart(ctx, id, act.AgentID, messageID)
+	target, err := s.rd.ExchangeStart(ctx, id, act.AgentID, messageID)
 	if err != nil || target == "" {
 		return err
 	}
@@ -208,7 +208,7 @@ func (s *Server) revertExchange(ctx context.Context, id string, act conv.Actor, 
 // is taken (by another's prompt or message, or by one removed since: ids
 // are never reused) gets a new one.
 func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptID, text, to string, same bool) (*answerState, parley.Position, error) {
-	if from, ok, err := s.eng.AskedBefore(ctx, convID, promptID, act.AgentID); err != nil || ok {
+	if from, ok, err := s.rd.AskedBefore(ctx, convID, promptID, act.AgentID); err != nil || ok {
 		if err == nil && !same {
 			return s.ask(ctx, convID, act, engine.NewID(), text, to, false)
 		}
@@ -217,7 +217,7 @@ func (s *Server) ask(ctx context.Context, convID string, act conv.Actor, promptI
 	res, err := s.eng.EnqueuePrompt(ctx, convID, conv.EnqueuePrompt{Actor: act, ID: promptID, Content: text, To: to})
 	if parley.ErrorCode(err) == parley.EBUSY {
 		// Queued meanwhile by the same request sent twice?
-		if from, ok, qerr := s.eng.AskedBefore(ctx, convID, promptID, act.AgentID); qerr == nil && ok && same {
+		if from, ok, qerr := s.rd.AskedBefore(ctx, convID, promptID, act.AgentID); qerr == nil && ok && same {
 			return newAnswer(promptID), from, nil
 		}
 		if takenID(err) == promptID {
@@ -278,10 +278,10 @@ func (s *Server) ResumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 }
 
 // answerUnderWay finds the answer a chat's client should see streaming
-// (engine.Engine.AnswerUnderWay), and the position to follow it from. It
+// (reads.Reader.AnswerUnderWay), and the position to follow it from. It
 // returns nil when there is none.
 func (s *Server) answerUnderWay(ctx context.Context, id string) (*answerState, parley.Position, error) {
-	u, err := s.eng.AnswerUnderWay(ctx, id)
+	u, err := s.rd.AnswerUnderWay(ctx, id)
 	switch {
 	case err != nil || u == nil:
 		return nil, parley.Position{}, err

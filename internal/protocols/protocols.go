@@ -5,8 +5,8 @@
 // conversation made on first use, a prompt queued, an exchange reverted),
 // and the answer, read from the conversation's log (answer.go), into the
 // protocol's stream. The rules (who may ask, which exchange a regenerate
-// removes, where a question stands) are the engine's and package conv's;
-// this package decides none.
+// removes, where a question stands) are package conv's, found through the
+// engine and the read side (package reads); this package decides none.
 //
 // The adapters are mounted by the HTTP API (package api), which
 // authenticates each request and lends them its plumbing through Host:
@@ -22,6 +22,7 @@ import (
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/transport"
 )
@@ -69,20 +70,21 @@ type Options struct {
 // HTTP API, behind its authentication.
 type Server struct {
 	eng     *engine.Engine
+	rd      *reads.Reader
 	runners *runners.Dispatcher
 	streams *transport.Streams // for the error frame of a stream the server ends
 	host    Host
 	opts    Options
 }
 
-// New returns the protocols' adapters over eng and its runners, mounted by
-// host.
-func New(eng *engine.Engine, rn *runners.Dispatcher, streams *transport.Streams, host Host, opts Options) *Server {
+// New returns the protocols' adapters over eng, the read side and the
+// runners, mounted by host.
+func New(eng *engine.Engine, rd *reads.Reader, rn *runners.Dispatcher, streams *transport.Streams, host Host, opts Options) *Server {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 15 * time.Second
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second
 	}
-	return &Server{eng: eng, runners: rn, streams: streams, host: host, opts: opts}
+	return &Server{eng: eng, rd: rd, runners: rn, streams: streams, host: host, opts: opts}
 }

@@ -43,6 +43,9 @@ type Streams interface {
 	// ReadAt calls fn with a reader of the store at one moment and the
 	// conversation's state as of then.
 	ReadAt(ctx context.Context, conversationID string, fn func(r store.Reader, state conv.State) error) error
+	// Require applies rule to the conversation's current state. It
+	// returns ENOTFOUND for an unknown conversation, or rule's error.
+	Require(ctx context.Context, conversationID string, rule func(conv.State) error) error
 }
 
 // Reader answers reads. It is safe for concurrent use.

@@ -1,4 +1,4 @@
-package engine
+package reads
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 // be followed from: after its prompt.queued event, or just before its
 // message. A prompt or message of that id by another is not found: it is
 // not the asker's question.
-func (e *Engine) AskedBefore(ctx context.Context, convID, id, asker string) (parley.Position, bool, error) {
+func (r *Reader) AskedBefore(ctx context.Context, convID, id, asker string) (parley.Position, bool, error) {
 	var (
 		from          parley.Position
 		found, queued bool
 	)
-	err := e.Require(ctx, convID, func(st conv.State) error {
+	err := r.streams.Require(ctx, convID, func(st conv.State) error {
 		var by string
 		by, from, queued = st.Asked(id)
 		found = queued && by == asker
@@ -31,7 +31,7 @@ func (e *Engine) AskedBefore(ctx context.Context, convID, id, asker string) (par
 	if err != nil || queued {
 		return from, found, err
 	}
-	m, err := e.store.MessageKey(ctx, convID, id) // its seq: not its row
+	m, err := r.st.MessageKey(ctx, convID, id) // its seq: not its row
 	switch {
 	case parley.ErrorCode(err) == parley.ENOTFOUND:
 		return from, false, nil
@@ -56,13 +56,13 @@ type AnswerUnderWay struct {
 // conversation id: the answer to the prompt under way, else the latest
 // message (not a user's) still streaming. It returns nil when there is
 // none.
-func (e *Engine) AnswerUnderWay(ctx context.Context, id string) (*AnswerUnderWay, error) {
+func (r *Reader) AnswerUnderWay(ctx context.Context, id string) (*AnswerUnderWay, error) {
 	var (
 		prompt  *parley.QueuedPrompt
 		streams []string
 		epoch   string
 	)
-	err := e.Require(ctx, id, func(st conv.State) error {
+	err := r.streams.Require(ctx, id, func(st conv.State) error {
 		epoch = st.Conversation.Epoch
 		prompt = st.PromptUnderWay()
 		for mid := range st.Streams.All() {
@@ -78,7 +78,7 @@ func (e *Engine) AnswerUnderWay(ctx context.Context, id string) (*AnswerUnderWay
 	}
 	var latest *parley.Message
 	for _, mid := range streams {
-		m, err := e.store.GetMessage(ctx, id, mid)
+		m, err := r.st.GetMessage(ctx, id, mid)
 		if parley.ErrorCode(err) == parley.ENOTFOUND {
 			continue
 		}
@@ -99,10 +99,10 @@ func (e *Engine) AnswerUnderWay(ctx context.Context, id string) (*AnswerUnderWay
 // asker removes the exchange it replaces: the message named by messageID
 // (an answer: the question it answers), else the asker's latest question,
 // among its last 20 messages. "" when there is none: nothing to remove.
-func (e *Engine) ExchangeStart(ctx context.Context, convID, asker, messageID string) (string, error) {
+func (r *Reader) ExchangeStart(ctx context.Context, convID, asker, messageID string) (string, error) {
 	target := ""
 	if messageID != "" {
-		m, err := e.store.GetMessage(ctx, convID, messageID)
+		m, err := r.st.GetMessage(ctx, convID, messageID)
 		switch {
 		case parley.ErrorCode(err) == parley.ENOTFOUND:
 		case err != nil:
@@ -111,7 +111,7 @@ func (e *Engine) ExchangeStart(ctx context.Context, convID, asker, messageID str
 			target = m.ID
 		default:
 			target = m.ID
-			if q, err := e.store.GetMessage(ctx, convID, m.ReplyTo); m.ReplyTo != "" && err == nil && q.Role == parley.RoleUser {
+			if q, err := r.st.GetMessage(ctx, convID, m.ReplyTo); m.ReplyTo != "" && err == nil && q.Role == parley.RoleUser {
 				target = q.ID
 			}
 		}
@@ -119,7 +119,7 @@ func (e *Engine) ExchangeStart(ctx context.Context, convID, asker, messageID str
 	// Else the asker's latest question, each message read by itself and
 	// only its head looked at: their text may be large.
 	for n, before := 0, int64(0); target == "" && n < 20; n++ {
-		rows, err := e.store.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: convID, AgentID: asker, Latest: true, Limit: 1, Before: before})
+		rows, err := r.st.ListMessagesRaw(ctx, store.ListMessagesParams{ConversationID: convID, AgentID: asker, Latest: true, Limit: 1, Before: before})
 		if err != nil || len(rows) == 0 {
 			return "", err
 		}

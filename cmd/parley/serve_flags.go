@@ -9,8 +9,8 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
-	"github.com/parleyhq/parley/internal/protocols"
 	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/protocols"
 	"github.com/parleyhq/parley/internal/schedule"
 	"github.com/parleyhq/parley/internal/spool"
 	"github.com/parleyhq/parley/internal/sqlite"

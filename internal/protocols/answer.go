@@ -138,28 +138,7 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 		// there.
 		a.tombstone = ev.Seq
 	case parley.EventMessage, parley.EventMessageUpdated:
-		var m parley.Message
-		if json.Unmarshal(ev.Data, &m) != nil {
-			return out
-		}
-		switch {
-		case a.m == nil:
-			if !a.answers(&m) {
-				return out
-			}
-			out = append(out, step{kind: stepStart, id: m.ID})
-		case m.ID == a.m.ID:
-		case a.failed != nil && (m.RetryOf == a.m.ID || a.answers(&m)):
-			// The attempt that failed is retried: the answer goes on in
-			// the retry, whose parts are new ones.
-			a.attempt++
-			a.failed, a.sent, a.tools = nil, map[int]*textSent{}, map[string]*toolSent{}
-			out = append(out, step{kind: stepStart, id: m.ID, retry: true})
-		default:
-			return out
-		}
-		a.m = &m
-		return a.diff(out)
+		return a.applyMessage(ev, out)
 	case parley.EventChunk:
 		var ch parley.Chunk
 		if a.m != nil && json.Unmarshal(ev.Data, &ch) == nil && ch.MessageID == a.m.ID {
@@ -181,27 +160,60 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 			return a.finish(out, endCanceled, "")
 		}
 	case parley.EventPromptCompleted, parley.EventPromptCanceled:
-		// A prompt that ends before its answer begins has none; one whose
-		// answer streams on is followed to the answer's end.
-		var p struct {
-			ID string `json:"id"`
-		}
-		if a.prompt == "" || json.Unmarshal(ev.Data, &p) != nil || p.ID != a.prompt {
+		return a.applyPromptEnd(ev, out)
+	}
+	return out
+}
+
+// applyMessage folds a message or message.updated event: the answer's
+// start, its next state, or its retry.
+func (a *answerState) applyMessage(ev parley.Event, out []step) []step {
+	var m parley.Message
+	if json.Unmarshal(ev.Data, &m) != nil {
+		return out
+	}
+	switch {
+	case a.m == nil:
+		if !a.answers(&m) {
 			return out
 		}
-		a.promptEnded = true
-		switch {
-		case a.failed != nil:
-			// No retry came: the answer ends with its attempt's error.
-			return a.finish(out, endError, *a.failed)
-		case a.m == nil:
-			out = append(out, step{kind: stepStart})
-			end := endComplete
-			if ev.Type == parley.EventPromptCanceled {
-				end = endCanceled
-			}
-			return a.finish(out, end, "")
+		out = append(out, step{kind: stepStart, id: m.ID})
+	case m.ID == a.m.ID:
+	case a.failed != nil && (m.RetryOf == a.m.ID || a.answers(&m)):
+		// The attempt that failed is retried: the answer goes on in the
+		// retry, whose parts are new ones.
+		a.attempt++
+		a.failed, a.sent, a.tools = nil, map[int]*textSent{}, map[string]*toolSent{}
+		out = append(out, step{kind: stepStart, id: m.ID, retry: true})
+	default:
+		return out
+	}
+	a.m = &m
+	return a.diff(out)
+}
+
+// applyPromptEnd folds the end of the prompt followed: a prompt that ends
+// before its answer begins has none; one whose answer streams on is
+// followed to the answer's end.
+func (a *answerState) applyPromptEnd(ev parley.Event, out []step) []step {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if a.prompt == "" || json.Unmarshal(ev.Data, &p) != nil || p.ID != a.prompt {
+		return out
+	}
+	a.promptEnded = true
+	switch {
+	case a.failed != nil:
+		// No retry came: the answer ends with its attempt's error.
+		return a.finish(out, endError, *a.failed)
+	case a.m == nil:
+		out = append(out, step{kind: stepStart})
+		end := endComplete
+		if ev.Type == parley.EventPromptCanceled {
+			end = endCanceled
 		}
+		return a.finish(out, end, "")
 	}
 	return out
 }

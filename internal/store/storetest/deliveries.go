@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,5 +165,138 @@ func UpgradeKeepsDeliveries(t *testing.T, raw *sql.DB, open func() store.Store) 
 	// Done when it was delivered (not when its lease ended).
 	if n, err := s.PruneDeliveries(ctx(t), store.PruneDeliveriesParams{Before: parley.NewTime(time.Date(2026, 1, 1, 0, 0, 31, 0, time.UTC)), Limit: 10}); err != nil || n != 1 || len(list("")) != 1 {
 		t.Fatalf("pruned %d (%v), want the delivered row", n, err)
+	}
+}
+
+func testDeliveries(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	later := parley.NewTime(t0.Add(time.Hour))
+	due := &parley.Delivery{ID: uuid.NewString(), ConversationID: id, MessageID: "m1", Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "hi", NextAttemptAt: t0, CreatedAt: t0}
+	notYet := &parley.Delivery{ID: uuid.NewString(), ConversationID: id, MessageID: "m2", Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "later", NextAttemptAt: later, CreatedAt: t0}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: []*parley.Delivery{due, notYet}, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// take leases what is due at now until until, and returns this
+	// conversation's rows of it.
+	take := func(now, until parley.Time) []*parley.Delivery {
+		ds, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: now, Until: until, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.DeleteFunc(ds, func(d *parley.Delivery) bool { return d.ConversationID != id })
+	}
+	ids := func(ds []*parley.Delivery) string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.MessageID)
+		}
+		return fmt.Sprint(out)
+	}
+	lease := parley.NewTime(t0.Add(time.Minute))
+	got := take(t0, lease)
+	if ids(got) != "[m1]" || !got[0].NextAttemptAt.Equal(lease.Time) {
+		t.Fatalf("taken at t0 = %s, want [m1] leased until %s", ids(got), lease)
+	}
+	if got := take(t0, lease); len(got) != 0 {
+		t.Fatalf("a leased row was taken again within its lease: %s", ids(got))
+	}
+	// Once the lease is over (its node died), both are due: oldest first.
+	if got := take(later, parley.NewTime(later.Add(time.Minute))); ids(got) != "[m1 m2]" {
+		t.Fatalf("taken later = %s, want [m1 m2]", ids(got))
+	}
+	due.Attempts, due.NextAttemptAt, due.LastError = 1, later, "HTTP 500"
+	if err := s.UpdateDelivery(ctx(t), due); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(t0, lease); len(got) != 0 {
+		t.Fatalf("a failed delivery is due again at once: %s", ids(got))
+	}
+	due.DeliveredAt = later
+	if err := s.UpdateDelivery(ctx(t), due); err != nil {
+		t.Fatal(err)
+	}
+	end := parley.NewTime(later.Add(24 * time.Hour))
+	for _, d := range take(end, end) {
+		if d.ID == due.ID {
+			t.Fatal("a delivered row is still due")
+		}
+		if d.ID == notYet.ID && (d.Content != "later" || d.Channel.ID != "C1") {
+			t.Fatalf("delivery did not round-trip: %+v", d)
+		}
+	}
+	wantCode(t, s.UpdateDelivery(ctx(t), &parley.Delivery{ID: uuid.NewString()}), parley.ENOTFOUND)
+}
+
+// testTakeDeliveriesOnce: takers racing over the same due rows (nodes
+// polling one database) take each row once between them.
+func testTakeDeliveriesOnce(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	const n = 60
+	var ds []*parley.Delivery
+	for i := range n {
+		ds = append(ds, &parley.Delivery{ID: uuid.NewString(), ConversationID: id, MessageID: fmt.Sprintf("m%d", i),
+			Channel: parley.Channel{Type: "slack", ID: "C1"}, Content: "hi", NextAttemptAt: t0, CreatedAt: t0})
+	}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Deliveries: ds, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	taken := takeAtOnce(t, func() ([]string, error) {
+		got, err := s.TakeDeliveries(ctx(t), store.TakeDeliveriesParams{Now: t0, Until: parley.NewTime(t0.Add(time.Hour)), Limit: 7})
+		var mine []string
+		for _, d := range got {
+			if d.ConversationID == id {
+				mine = append(mine, d.MessageID)
+			}
+		}
+		return mine, err
+	})
+	if len(taken) != n {
+		t.Fatalf("%d of %d rows taken", len(taken), n)
+	}
+	for m, k := range taken {
+		if k != 1 {
+			t.Fatalf("row %s taken %d times", m, k)
+		}
+	}
+}
+
+// takeAtOnce runs four takers at once, as nodes polling one database do,
+// each calling take ten times, then calls take alone until a call takes
+// nothing, and counts how often each id came.
+func takeAtOnce(t *testing.T, take func() ([]string, error)) map[string]int {
+	var mu sync.Mutex
+	taken := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				got, err := take()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, id := range got {
+					taken[id]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	// A round may find every row it chose locked by another's round and
+	// take nothing: what is left is taken by the rounds after, here one
+	// at a time, as a scheduler's next round would.
+	for {
+		got, err := take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			return taken
+		}
+		for _, id := range got {
+			taken[id]++
+		}
 	}
 }

@@ -176,3 +176,71 @@ func testTakeDueTasksOnce(t *testing.T, s store.Store) {
 		}
 	}
 }
+
+func testTasks(t *testing.T, s store.Store) {
+	id := newConversation(t, s)
+	task := &parley.Task{ID: uuid.NewString(), ConversationID: id, AgentID: "a", Prompt: "report", EveryMs: 60000, NextRunAt: t0, CreatedAt: t0}
+	if err := s.CreateTask(ctx(t), store.CreateTaskParams{Task: task}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.CreateTask(ctx(t), store.CreateTaskParams{Task: task}), parley.EBUSY)
+	got, err := s.GetTask(ctx(t), task.ID)
+	if err != nil || got.Prompt != "report" || !got.NextRunAt.Equal(t0.Time) {
+		t.Fatalf("task = %+v, %v", got, err)
+	}
+	// A round takes it, and holds it until its lease ends.
+	taken := func(now, until time.Time) bool {
+		t.Helper()
+		due, err := s.TakeDueTasks(ctx(t), store.TakeDueTasksParams{Now: parley.NewTime(now), Until: parley.NewTime(until), Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(due, func(x *parley.Task) bool { return x.ID == task.ID })
+	}
+	if !taken(t0.Time, t0.Add(time.Hour)) {
+		t.Fatal("a task due at t0 is not taken at t0")
+	}
+	if taken(t0.Time, t0.Time) {
+		t.Fatal("a task another round holds is taken again")
+	}
+	// A firing moves the task on with its events; a second firing of the same run fails whole.
+	next := parley.NewTime(t0.Add(time.Minute))
+	adv := &parley.TaskAdvance{TaskID: task.ID, From: t0, To: next}
+	if err := s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{event(id, 2, "a")}, Task: adv, State: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 2, Events: []parley.Event{event(id, 3, "a")}, Task: adv, State: []byte(`{}`)})
+	wantCode(t, err, parley.ECONFLICT)
+	if events, _ := s.ReadEvents(ctx(t), store.ReadEventsParams{ConversationID: id, Limit: 10}); len(events) != 2 {
+		t.Fatalf("a repeated firing wrote events: %d", len(events))
+	}
+	got, _ = s.GetTask(ctx(t), task.ID)
+	if !got.NextRunAt.Equal(next.Time) {
+		t.Fatalf("next run %v, want %v", got.NextRunAt, next)
+	}
+	if taken(t0.Time, t0.Time) {
+		t.Fatal("a task that fired is still due")
+	}
+	// The firing ended the lease: at its next run it is taken again, well
+	// before the lease would have ended. Held by a round that never fires
+	// it (its node died), it is taken again once that lease ends.
+	if !taken(next.Time, next.Add(time.Minute)) {
+		t.Fatal("a task that fired is not taken at its next run")
+	}
+	if taken(next.Add(30*time.Second), next.Add(30*time.Second)) {
+		t.Fatal("a task is taken while a round holds it")
+	}
+	if !taken(next.Add(time.Minute), next.Add(time.Minute)) {
+		t.Fatal("a task whose lease ended is not taken again")
+	}
+	all, err := s.ListTasks(ctx(t))
+	if err != nil || !slices.ContainsFunc(all, func(x *parley.Task) bool { return x.ID == task.ID }) {
+		t.Fatalf("ListTasks misses the task: %v", err)
+	}
+	if err := s.DeleteTask(ctx(t), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.DeleteTask(ctx(t), task.ID), parley.ENOTFOUND)
+	_, err = s.GetTask(ctx(t), task.ID)
+	wantCode(t, err, parley.ENOTFOUND)
+}

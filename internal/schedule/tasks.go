@@ -166,11 +166,25 @@ func parseCron(spec string) (cron.Schedule, error) {
 	if len(spec) > maxCronLen || len(strings.Fields(spec)) != 5 || strings.ContainsAny(spec, "@=") {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "cron %.300q is not five fields (minute hour day-of-month month day-of-week, in UTC, at most %d bytes); descriptors such as @every and @daily and TZ= or CRON_TZ= prefixes are not accepted", spec, maxCronLen)
 	}
+	if i := strings.IndexFunc(spec, notCron); i >= 0 {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "cron %q holds %q, which no cron field has (digits, names, * , - / ?)", spec, spec[i:i+1])
+	}
 	s, err := taskCron.Parse(spec)
 	if err != nil {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "cron %q: %v", spec, err)
 	}
 	return s, nil
+}
+
+// notCron reports whether r is a character no cron field has: the parser
+// reads some others (bytes that are not UTF-8 among them) as part of a
+// range, and a task's text must be UTF-8.
+func notCron(r rune) bool {
+	switch {
+	case r >= '0' && r <= '9', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		return false
+	}
+	return !strings.ContainsRune(" \t*,-/?", r)
 }
 
 // NextRun returns a task's first run after now. An interval counts from

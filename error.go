@@ -18,6 +18,7 @@ const (
 	ECLOSED        = "conversation_closed"  // 409: the conversation is closed
 	EBUSY          = "busy"                 // 409: the resource is busy or already exists
 	ENOTANSWERING  = "not_answering"        // 409: a stop names a prompt that is not being answered
+	EINPUTENDED    = "input_ended"          // 409: an input request answered otherwise, expired or canceled
 	ETOOLARGE      = "too_large"            // 413: a body or a value over its bound
 	EINVALIDTHREAD = "invalid_thread"       // 422: replyTo breaks the threading rules
 	EIDEMPOTENCY   = "idempotency_mismatch" // 422: a reused clientRequestId with another body

@@ -79,6 +79,7 @@ var eventTypes = []string{
 	EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled,
 	EventPromptRequeued, EventPromptPromoted, EventPromptAborted,
 	EventTaskRun,
+	EventInputAnswered, EventInputAcked,
 }
 
 // knownEventTypes is eventTypes as a set.

@@ -62,6 +62,10 @@ const (
 //	tool-call: CallID, ToolName, Status, Args, Result, Error
 //	finish:    Reason (end_turn | error | canceled)
 //	error:     Message
+//	input-request: RequestID, Kind, Title, Status and, as set, ToolCallID,
+//	           ToolName, Args, Detail, Schema, Options, Multiple, ExpiresAt,
+//	           Answerers; once ended Answer, AnsweredBy, AnsweredAt, Reason
+//	           (see InputRequest)
 type Part struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -74,6 +78,21 @@ type Part struct {
 	Error     string          `json:"error,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
 	Message   string          `json:"message,omitempty"`
+
+	// The fields of an input-request part (see InputRequest).
+	RequestID  string          `json:"requestId,omitempty"`
+	Kind       string          `json:"kind,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	Title      string          `json:"title,omitempty"`
+	Detail     string          `json:"detail,omitempty"`
+	Schema     json.RawMessage `json:"schema,omitempty"`
+	Options    []InputOption   `json:"options,omitempty"`
+	Multiple   bool            `json:"multiple,omitempty"`
+	ExpiresAt  Time            `json:"expiresAt,omitzero"`
+	Answerers  []string        `json:"answerers,omitempty"`
+	Answer     json.RawMessage `json:"answer,omitempty"`
+	AnsweredBy string          `json:"answeredBy,omitempty"`
+	AnsweredAt Time            `json:"answeredAt,omitzero"`
 }
 
 // Channel names where a message came from outside Parley (a chat platform).
@@ -88,27 +107,31 @@ type Channel struct {
 // streams, its stored row is complete as of UpdatedSeq: the chunk events
 // after that seq hold the rest of its text.
 type Message struct {
-	ID             string          `json:"id"`
-	ConversationID string          `json:"conversationId"`
-	Seq            int64           `json:"seq"`
-	Role           Role            `json:"role"`
-	AgentID        string          `json:"agentId"`
-	Parts          []Part          `json:"parts"`
-	Content        string          `json:"content"`
-	Status         MessageStatus   `json:"status"`
-	Turn           int             `json:"turn"`
-	TurnID         string          `json:"turnId"`
-	ReplyTo        string          `json:"replyTo,omitempty"`
-	Depth          int             `json:"depth"`
-	Finality       Finality        `json:"finality"`
-	Next           string          `json:"next,omitempty"`
-	RetryOf        string          `json:"retryOf,omitempty"`
-	Channel        *Channel        `json:"channel,omitempty"`
-	Metadata       json.RawMessage `json:"metadata,omitempty"`
-	UpdatedSeq     int64           `json:"updatedSeq,omitempty"`
-	Legacy         *Legacy         `json:"legacy,omitempty"`
-	CreatedAt      Time            `json:"createdAt"`
-	UpdatedAt      Time            `json:"updatedAt"`
+	ID             string        `json:"id"`
+	ConversationID string        `json:"conversationId"`
+	Seq            int64         `json:"seq"`
+	Role           Role          `json:"role"`
+	AgentID        string        `json:"agentId"`
+	Parts          []Part        `json:"parts"`
+	Content        string        `json:"content"`
+	Status         MessageStatus `json:"status"`
+	// AwaitingInput is true while an input request of the message is
+	// pending: the message stays open (status streaming), waiting for a
+	// person.
+	AwaitingInput bool            `json:"awaitingInput,omitempty"`
+	Turn          int             `json:"turn"`
+	TurnID        string          `json:"turnId"`
+	ReplyTo       string          `json:"replyTo,omitempty"`
+	Depth         int             `json:"depth"`
+	Finality      Finality        `json:"finality"`
+	Next          string          `json:"next,omitempty"`
+	RetryOf       string          `json:"retryOf,omitempty"`
+	Channel       *Channel        `json:"channel,omitempty"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	UpdatedSeq    int64           `json:"updatedSeq,omitempty"`
+	Legacy        *Legacy         `json:"legacy,omitempty"`
+	CreatedAt     Time            `json:"createdAt"`
+	UpdatedAt     Time            `json:"updatedAt"`
 	// Summarized is set on a copy of a message that leaves out its parts,
 	// content, metadata and legacy marks because the message is large (a
 	// stream's snapshot does so): fetch the whole message with
@@ -233,9 +256,17 @@ func (m *Message) Size() int {
 }
 
 // PartBytes is what a part adds to its message's Size besides text: its
-// args, result, error and message.
+// args, result, error and message, and an input request's title, detail,
+// schema, options and answer.
 func PartBytes(p Part) int {
-	return len(p.Args) + len(p.Result) + len(p.Error) + len(p.Message)
+	n := len(p.Args) + len(p.Result) + len(p.Error) + len(p.Message)
+	if p.Type == PartInputRequest {
+		n += len(p.Title) + len(p.Detail) + len(p.Schema) + len(p.Answer)
+		for _, o := range p.Options {
+			n += len(o.Label) + len(o.Description)
+		}
+	}
+	return n
 }
 
 // TextContent returns the plain text of parts: its text parts, concatenated.

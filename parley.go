@@ -110,6 +110,9 @@ type Head struct {
 	// LastEventAt is when the last event was written: the conversation's
 	// last activity.
 	LastEventAt Time `json:"lastEventAt"`
+	// PendingInputs are the input requests that agents wait on a person
+	// to answer, oldest first.
+	PendingInputs []PendingInput `json:"pendingInputs,omitempty"`
 }
 
 // GuidanceKind says whether the named agent should start a new turn or

@@ -152,3 +152,24 @@ type CreateTokenRequest struct {
 	// Name is a label for people (which machine, which job).
 	Name string `json:"name,omitempty"`
 }
+
+// AnswerInputRequest is the body of POST …/inputs/{requestId}: the answer
+// to an input request (an approval's is {"approved", "reason"?}; a
+// question's fits its schema).
+type AnswerInputRequest struct {
+	AgentID string          `json:"agentId,omitempty"`
+	Answer  json.RawMessage `json:"answer"`
+}
+
+// AnswerInputResult is the answer to POST …/inputs/{requestId}: the
+// request as it now is, and the seq of the event that ended it (the first
+// answer's, when the same answer came again).
+type AnswerInputResult struct {
+	Input Input `json:"input"`
+	Seq   int64 `json:"seq"`
+}
+
+// InputList is the answer to GET …/inputs.
+type InputList struct {
+	Inputs []Input `json:"inputs"`
+}

@@ -84,6 +84,8 @@ func (a *Accumulator) Add(ctx context.Context, f Frame) (Update, error) {
 			id, grows = d.MessageID, true
 		case *PartUpdated:
 			id, grows = d.MessageID, true
+		case *InputAnswered:
+			id, grows = d.MessageID, true
 		case *MessagesRemoved:
 			u.Removed = d.MessageIDs
 		}

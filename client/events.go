@@ -14,7 +14,8 @@ import (
 //	switch d := data.(type) {
 //	case *client.MessageEvent:    // message: d.Message is the whole message
 //	case *client.Chunk:           // chunk: d.MessageID grows by d.Content
-//	case *client.PartUpdated:     // part.updated: a tool call of d.MessageID changed
+//	case *client.PartUpdated:     // part.updated: a tool call of d.MessageID changed, or an input request opened
+//	case *client.InputAnswered:   // input.answered: an input request of d.MessageID ended
 //	case *client.MessageUpdated:  // message.updated: d.Message as it ended
 //	case *client.PromptQueued:    // and so on, one type per event type
 //	case *client.UnknownEvent:    // a type this SDK does not know (a newer server's)
@@ -54,8 +55,18 @@ type MessageUpdated struct{ parley.Message }
 type Chunk struct{ parley.Chunk }
 
 // PartUpdated is the data of part.updated: a tool call of a streaming
-// message was added or changed (apply it with parley.Message.ApplyTool).
+// message was added or changed, or an input request opened (apply it with
+// parley.Message.ApplyPart).
 type PartUpdated struct{ parley.PartUpdate }
+
+// InputAnswered is the data of input.answered: an input request ended,
+// answered, expired or canceled (apply it with
+// parley.Message.ApplyInputAnswered).
+type InputAnswered struct{ parley.InputAnswered }
+
+// InputAcked is the data of input.acked: the runner that asked has the
+// outcome of an input request.
+type InputAcked struct{ parley.InputAcked }
 
 // MessagesRemoved is the data of messages.removed: a revert removed these
 // messages.
@@ -144,6 +155,12 @@ func (*PartUpdated) EventType() string { return parley.EventPartUpdated }
 func (*MessagesRemoved) EventType() string { return parley.EventMessagesRemoved }
 
 // EventType implements EventData.
+func (*InputAnswered) EventType() string { return parley.EventInputAnswered }
+
+// EventType implements EventData.
+func (*InputAcked) EventType() string { return parley.EventInputAcked }
+
+// EventType implements EventData.
 func (*Trace) EventType() string { return parley.EventTrace }
 
 // EventType implements EventData.
@@ -184,6 +201,10 @@ func newEventData(typ string) EventData {
 		return &Chunk{}
 	case parley.EventPartUpdated:
 		return &PartUpdated{}
+	case parley.EventInputAnswered:
+		return &InputAnswered{}
+	case parley.EventInputAcked:
+		return &InputAcked{}
 	case parley.EventMessagesRemoved:
 		return &MessagesRemoved{}
 	case parley.EventTrace:

@@ -28,7 +28,7 @@ import (
 //     the chunk's seq. Otherwise ignore it: the message already has it, or
 //     its fetched copy will.
 //   - part.updated: the same, but apply the event's tool-call part to the
-//     message with parley.Message.ApplyTool (change the call with its
+//     message with parley.Message.ApplyPart (change the call with its
 //     callId, or add it, which ends the streaming text part).
 //   - messages.removed: drop the messages named.
 //   - every other frame leaves the messages as they are.
@@ -81,7 +81,7 @@ func (f *Fold) Apply(fr Frame) error {
 // returns it).
 func (f *Fold) ApplyEvent(e parley.Event) error {
 	switch e.Type {
-	case parley.EventMessage, parley.EventMessageUpdated, parley.EventChunk, parley.EventPartUpdated, parley.EventMessagesRemoved:
+	case parley.EventMessage, parley.EventMessageUpdated, parley.EventChunk, parley.EventPartUpdated, parley.EventInputAnswered, parley.EventMessagesRemoved:
 	default:
 		f.applyStreaming(&e, nil) // it changes no message: not worth decoding
 		return nil
@@ -110,7 +110,12 @@ func (f *Fold) applyData(e *parley.Event, d EventData) {
 		}
 	case *PartUpdated:
 		if m := f.growing(d.MessageID, seq); m != nil {
-			m.ApplyTool(d.Part)
+			m.ApplyPart(d.Part)
+			m.UpdatedSeq = seq
+		}
+	case *InputAnswered:
+		if m := f.growing(d.MessageID, seq); m != nil {
+			m.ApplyInputAnswered(d.InputAnswered)
 			m.UpdatedSeq = seq
 		}
 	case *MessagesRemoved:

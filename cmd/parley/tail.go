@@ -116,8 +116,24 @@ func formatEvent(e *parley.Event) string {
 			return prefix + " " + c.MessageID + " += " + oneLine(c.Content, 200)
 		}
 	}
+	if e.Type == parley.EventInputAnswered {
+		var a parley.InputAnswered
+		if json.Unmarshal(e.Data, &a) == nil {
+			line := prefix + " " + a.MessageID + " asks " + a.RequestID + ": " + a.Status
+			if len(a.Answer) > 0 {
+				line += " " + oneLine(string(a.Answer), 200)
+			}
+			if a.Reason != "" {
+				line += " (" + a.Reason + ")"
+			}
+			return line
+		}
+	}
 	if e.Type == parley.EventPartUpdated {
 		var u parley.PartUpdate
+		if json.Unmarshal(e.Data, &u) == nil && u.Part.Type == parley.PartInputRequest {
+			return prefix + " " + u.MessageID + " asks " + u.Part.RequestID + " (" + u.Part.Kind + "): " + oneLine(u.Part.Title, 200)
+		}
 		if json.Unmarshal(e.Data, &u) == nil {
 			p := u.Part
 			line := prefix + " " + u.MessageID + " tool " + p.CallID

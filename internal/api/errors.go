@@ -29,7 +29,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case codeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY, parley.ENOTANSWERING:
+	case parley.ETURNCONFLICT, parley.EPRECONDITION, parley.ECLAIMCONFLICT, parley.ECLOSED, parley.EBUSY, parley.ENOTANSWERING, parley.EINPUTENDED:
 		return http.StatusConflict
 	case parley.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge

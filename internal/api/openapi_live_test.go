@@ -235,11 +235,13 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	c.call("DELETE", cp, ad, nil, 204)
 	c.call("GET", cp, c.viewer, nil, 404)
 
-	// Every route but the streams (TestOpenAPIStreamFrames) and stop (which
-	// needs a runner: there too) answered with success here.
+	// Every route but the streams (TestOpenAPIStreamFrames), and stop and
+	// the input requests (which need a runner: there too) answered with
+	// success here.
 	streams := map[string]bool{"GET /v1/conversations/{id}/stream": true, "GET /v1/conversations/{id}/ws": true,
 		"GET /v1/conversations/{id}/runner": true, "GET /v1/agents/{agentId}/runner": true, "POST /v1/chat": true,
-		"GET /v1/chat/{id}/stream": true, "POST /v1/ag-ui": true, "POST /v1/conversations/{id}/abort": true}
+		"GET /v1/chat/{id}/stream": true, "POST /v1/ag-ui": true, "POST /v1/conversations/{id}/abort": true,
+		"GET /v1/conversations/{id}/inputs": true, "POST /v1/conversations/{id}/inputs/{rid}": true}
 	for _, route := range api.Routes(c.srv) {
 		ok := streams[route]
 		for _, status := range []int{200, 201, 202, 204} {

@@ -55,7 +55,8 @@ func (r *specRunner) run() {
 			return
 		}
 		r.c.frame("RunnerServerFrame", data)
-		var f struct{ Type, ConversationID, MessageID, Content string }
+		var f struct{ Type, ConversationID, MessageID, Content, TurnID string }
+		asked := map[string]string{} // the prompt each message that asks answers
 		_ = json.Unmarshal(data, &f)
 		r.mu.Lock()
 		r.seen[f.Type]++
@@ -64,6 +65,16 @@ func (r *specRunner) run() {
 			r.c.t.Errorf("an agent-wide runner was sent a frame without its conversation: %s", data)
 		}
 		switch {
+		case f.Type == "prompt" && f.Content == "ask":
+			m := fmt.Sprintf("r%d", n)
+			asked[m] = f.MessageID
+			r.send(f.ConversationID, map[string]any{"type": "message.create", "turnId": m})
+			r.send(f.ConversationID, map[string]any{"type": "message.part.input-request", "turnId": m, "requestId": "ask-" + m, "kind": "approval",
+				"toolCallId": "c9", "toolName": "deploy", "args": map[string]any{"env": "prod"}, "title": "Deploy to prod?"})
+		case f.Type == "input.answered":
+			r.send(f.ConversationID, map[string]any{"type": "input.ack", "requestId": "ask-" + f.TurnID})
+			r.send(f.ConversationID, map[string]any{"type": "message.finalize", "turnId": f.TurnID, "reason": "end_turn"})
+			r.send(f.ConversationID, map[string]any{"type": "complete", "messageId": asked[f.TurnID]})
 		case f.Type == "prompt" && f.Content != "hold":
 			m := fmt.Sprintf("r%d", n)
 			r.send(f.ConversationID, map[string]any{"type": "message.create", "turnId": m, "opencodeSessionId": "ses_1"})
@@ -148,6 +159,22 @@ func TestOpenAPIStreamFrames(t *testing.T) {
 	c.call("POST", cp+"/abort", c.admin, nil, 202)
 	waitFor(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.seen["abort"] > 0 })
 	waitFor(t, func() bool { return c.promptsEmpty(cp) })
+
+	// An input request: the runner asks, a person answers, the runner goes on.
+	c.call("POST", cp+"/prompts", c.admin, map[string]any{"agentId": "human", "content": "ask"}, 201)
+	waitFor(t, func() bool {
+		res := c.call("GET", cp+"/inputs", c.viewer, nil, 200)
+		return len(res.body["inputs"].([]any)) == 1
+	})
+	in := c.call("GET", cp+"/inputs?status=open", c.viewer, nil, 200).body["inputs"].([]any)[0].(map[string]any)
+	rid := in["requestId"].(string)
+	c.call("POST", cp+"/inputs/"+rid, c.alice, map[string]any{"answer": map[string]any{"approved": true}}, 403) // the asker itself
+	c.call("POST", cp+"/inputs/"+rid, c.admin, map[string]any{"agentId": "human", "answer": map[string]any{"approved": "yes"}}, 422)
+	c.call("POST", cp+"/inputs/"+rid, c.admin, map[string]any{"agentId": "human", "answer": map[string]any{"approved": true}}, 200)
+	c.call("POST", cp+"/inputs/"+rid, c.admin, map[string]any{"agentId": "human", "answer": map[string]any{"approved": true}}, 200)
+	c.call("POST", cp+"/inputs/"+rid, c.admin, map[string]any{"agentId": "human", "answer": map[string]any{"approved": false}}, 409)
+	c.call("POST", cp+"/inputs/nope", c.admin, map[string]any{"agentId": "human", "answer": map[string]any{"approved": true}}, 404)
+	waitFor(t, func() bool { return c.promptsEmpty(cp) })
 	last := c.lastSeq(id)
 
 	seq := func(data []byte) float64 {
@@ -162,7 +189,7 @@ func TestOpenAPIStreamFrames(t *testing.T) {
 		types[h.Type]++
 	}
 	for _, want := range []string{"init", "guidance", "message", "chunk", "part.updated", "message.updated", "prompt.queued",
-		"prompt.dispatched", "prompt.completed", "prompt.aborted", "prompt.canceled"} {
+		"prompt.dispatched", "prompt.completed", "prompt.aborted", "prompt.canceled", "input.answered", "input.acked"} {
 		if types[want] == 0 {
 			t.Errorf("the SSE stream had no %s frame to check: %v", want, types)
 		}

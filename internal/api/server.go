@@ -189,6 +189,8 @@ func (s *Server) apiRoutes() []route {
 		{"POST", "/v1/conversations/{id}/prompts/{pid}/promote", s.authed(s.promptCommand(promote))},
 		{"POST", "/v1/conversations/{id}/abort", s.authed(s.abortResponse)},
 		{"POST", "/v1/conversations/{id}/revert", s.authed(s.revert)},
+		{"GET", "/v1/conversations/{id}/inputs", s.authed(s.listInputs)},
+		{"POST", "/v1/conversations/{id}/inputs/{rid}", s.authed(s.answerInput)},
 
 		{"GET", "/v1/search", s.authed(s.search)},
 

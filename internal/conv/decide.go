@@ -45,7 +45,9 @@ func checkNUL(events []parley.Event) error {
 			case parley.EventChunk:
 				what = "the text"
 			case parley.EventPartUpdated:
-				what = "the tool call"
+				what = "the tool call or input request"
+			case parley.EventInputAnswered:
+				what = "the answer"
 			case parley.EventTrace:
 				what = "the trace"
 			case parley.EventPromptQueued:
@@ -331,6 +333,7 @@ func (d *decider) abort(c AbortTurn) error {
 	if open.Owner != c.AgentID && !c.Admin {
 		return d.conflict(parley.ETURNCONFLICT, "turn %d is owned by %s; only its owner may abort it", open.Turn, open.Owner)
 	}
+	d.cancelInputs(nil, open.Owner, open.Turn, nil, c.AgentID, ReasonTurnAborted)
 	e := d.emit(parley.EventTurnAborted, open.Turn, open.TurnID, c.AgentID, parley.FinalityTurn, parley.TurnRef{Turn: open.Turn, Reason: c.Reason})
 	d.out.Result = Result{Turn: open.Turn, Seq: e.Seq}
 	d.abortOwnersPrompt(open.Owner, c.AgentID)

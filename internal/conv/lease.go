@@ -77,6 +77,7 @@ func (d *decider) expireTurn(c ExpireTurn) error {
 		d.env.Now.Before(d.s.TurnLapse(c.Lease, c.Since)) {
 		return nil
 	}
+	d.cancelInputs(nil, open.Owner, open.Turn, nil, "", ReasonTimeout)
 	e := d.emit(parley.EventTurnAborted, open.Turn, open.TurnID, open.Owner, parley.FinalityTurn, parley.TurnRef{Turn: open.Turn, Reason: ReasonTimeout})
 	d.out.Result = Result{Turn: open.Turn, Seq: e.Seq}
 	return nil

@@ -42,6 +42,12 @@ func Names(s State, events []parley.Event) []string {
 				tracking && !slices.Contains(queued, id) {
 				names = append(names, id)
 			}
+		case e.Type == parley.EventPartUpdated:
+			// An input request takes its id (under a name no message or
+			// prompt id can have: see InputName).
+			if id := openedInput(e); id != "" {
+				names = append(names, InputName(id))
+			}
 		case queueEvents[e.Type]:
 			if !tracking {
 				tracking = true

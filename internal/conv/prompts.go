@@ -281,6 +281,8 @@ func (d *decider) abortActive(agent, reason string) bool {
 	}
 	if !a.Aborted {
 		d.emit(parley.EventPromptAborted, 0, "", agent, parley.FinalityNone, parley.PromptAborted{ID: a.ID, Runner: a.Runner, Reason: reason})
+		// The answer stops: what it asked a person is asked no more.
+		d.cancelInputs(nil, a.Runner, 0, nil, agent, reason)
 	}
 	return true
 }

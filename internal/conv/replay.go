@@ -205,6 +205,17 @@ func (r *Replay) checkData(e *parley.Event) ([]byte, error) {
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "taskId %q and runId %q are not both valid ids", t.TaskID, t.RunID)
 		}
 		return encode(map[string]string{"taskId": t.TaskID, "runId": t.RunID}, nil)
+	case parley.EventInputAnswered:
+		return r.inputAnswered(e)
+	case parley.EventInputAcked:
+		var a parley.InputAcked
+		if err := decode(e, &a); err != nil {
+			return nil, err
+		}
+		if in, ok := r.s.Inputs[a.RequestID]; !ok || in.Status == parley.InputStatusPending || in.MessageID != a.MessageID {
+			return nil, parley.Errorf(parley.EINVALIDVALUE, "input request %q has no outcome to acknowledge in message %q", a.RequestID, a.MessageID)
+		}
+		return encode(a, nil)
 	case parley.EventCompacted:
 		if string(e.Data) != "{}" {
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "a compacted event's data is {}")
@@ -276,12 +287,16 @@ func (r *Replay) toolUpdate(e *parley.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkToolUpdate(m, u.Part, r.env.Limits); err != nil {
+	if u.Part.Type == parley.PartInputRequest {
+		if err := r.inputRequest(m, u.Part); err != nil {
+			return nil, err
+		}
+	} else if err := checkToolUpdate(m, u.Part, r.env.Limits); err != nil {
 		return nil, err
 	}
 	grown := *m
 	grown.Parts = slices.Clone(m.Parts)
-	grown.ApplyTool(u.Part)
+	grown.ApplyPart(u.Part)
 	return encode(u, checkSize(m.ID, grown.Size(), r.env.Limits))
 }
 
@@ -393,7 +408,13 @@ func (r *Replay) track(e *parley.Event) {
 		var u parley.PartUpdate
 		_ = json.Unmarshal(e.Data, &u)
 		if m, ok := r.streams[u.MessageID]; ok {
-			m.ApplyTool(u.Part)
+			m.ApplyPart(u.Part)
+		}
+	case parley.EventInputAnswered:
+		var a parley.InputAnswered
+		_ = json.Unmarshal(e.Data, &a)
+		if m, ok := r.streams[a.MessageID]; ok {
+			m.ApplyInputAnswered(a)
 		}
 	}
 	maps.DeleteFunc(r.streams, func(id string, _ *parley.Message) bool {
@@ -437,4 +458,52 @@ func bound(err error) error {
 		return parley.Errorf(parley.ETOOLARGE, "%s", pe.Message)
 	}
 	return err
+}
+
+// inputRequest checks an input request that a part.updated event opens in
+// streaming message m: as a runner's would be (but for its expiry, which
+// may have passed since), pending, with an id the conversation never had.
+func (r *Replay) inputRequest(m *parley.Message, p parley.Part) error {
+	req := parley.InputRequest{RequestID: p.RequestID, Kind: p.Kind, ToolCallID: p.ToolCallID, ToolName: p.ToolName, Args: p.Args,
+		Title: p.Title, Detail: p.Detail, Schema: p.Schema, Options: p.Options, Multiple: p.Multiple, Answerers: p.Answerers}
+	if err := CheckInputRequest(req, time.Time{}); err != nil {
+		return err
+	}
+	switch _, _, known := r.s.InputOf(p.RequestID); {
+	case p.Status != parley.InputStatusPending || len(p.Answer) > 0 || p.AnsweredBy != "" || !p.AnsweredAt.IsZero() || p.Reason != "":
+		return parley.Errorf(parley.EINVALIDVALUE, "input request %s opens pending, with no answer", p.RequestID)
+	case known:
+		return parley.Errorf(parley.EINVALIDVALUE, "input request %s is opened twice", p.RequestID)
+	case len(m.Parts) >= r.env.Limits.MaxParts:
+		return parley.Errorf(parley.ETOOLARGE, "message %s has %d parts; the limit is %d", m.ID, len(m.Parts), r.env.Limits.MaxParts)
+	}
+	return nil
+}
+
+// inputAnswered checks an input.answered event: it ends a pending request
+// of a streaming message, answered with JSON of at most
+// MaxInputAnswerBytes, or expired or canceled with no answer.
+func (r *Replay) inputAnswered(e *parley.Event) ([]byte, error) {
+	var a parley.InputAnswered
+	if err := decode(e, &a); err != nil {
+		return nil, err
+	}
+	in, ok := r.s.Inputs[a.RequestID]
+	switch {
+	case !ok || in.Status != parley.InputStatusPending || in.MessageID != a.MessageID:
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "input request %q is not pending in message %q", a.RequestID, a.MessageID)
+	case r.streams[a.MessageID] == nil:
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "message %q is not streaming", a.MessageID)
+	case a.Status == parley.InputStatusAnswered && (len(a.Answer) == 0 || len(a.Answer) > MaxInputAnswerBytes || !json.Valid(a.Answer)):
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "the answer to input request %s is not JSON of at most %d bytes", a.RequestID, MaxInputAnswerBytes)
+	case a.Status == parley.InputStatusAnswered && !parley.ValidID(a.AnsweredBy):
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "an answer names who answered (answeredBy)")
+	case (a.Status == parley.InputStatusExpired || a.Status == parley.InputStatusCanceled) && (len(a.Answer) > 0 || a.AnsweredBy != ""):
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "a request that %s has no answer", a.Status)
+	case a.Status != parley.InputStatusAnswered && a.Status != parley.InputStatusExpired && a.Status != parley.InputStatusCanceled:
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "status %q is not one of answered, expired, canceled", a.Status)
+	case len(a.Reason) > MaxReasonBytes:
+		return nil, parley.Errorf(parley.ETOOLARGE, "reason is at most %d bytes", MaxReasonBytes)
+	}
+	return encode(a, nil)
 }

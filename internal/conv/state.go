@@ -51,6 +51,12 @@ type State struct {
 	// Ended are the last prompts that ended, newest last (at most
 	// MaxEndedPrompts): what PromptStatus says of a prompt no longer queued.
 	Ended []EndedPrompt `json:"ended,omitempty"`
+	// Inputs are the input requests open, or ended and not yet
+	// acknowledged by the runner that asked, by request id.
+	Inputs map[string]InputState `json:"inputs,omitempty"`
+	// InputsEnded are the last input requests that left Inputs, newest
+	// last (at most maxInputsEnded).
+	InputsEnded []EndedInput `json:"inputsEnded,omitempty"`
 }
 
 // AbortMark records who aborted which turn at which seq.
@@ -84,6 +90,7 @@ func apply(s State, e parley.Event) State {
 			head = readHead(e.Data) // once: it is the costly part of Evolve
 		}
 		s = applyStream(s, e, head)
+		s = noteInput(s, e, head)
 		if e.Turn > 0 {
 			s = enterTurn(s, e)
 		}
@@ -118,6 +125,13 @@ func apply(s State, e parley.Event) State {
 		s.LastAbort = &AbortMark{AgentID: e.AgentID, Turn: e.Turn, Seq: e.Seq}
 	case parley.EventMessagesRemoved:
 		s = applyStream(s, e, messageHead{})
+		if len(s.Inputs) > 0 {
+			var r parley.MessagesRemoved
+			_ = json.Unmarshal(e.Data, &r)
+			s = dropInputs(s, r.MessageIDs...)
+		}
+	case parley.EventInputAnswered, parley.EventInputAcked:
+		s = applyInput(s, e)
 	case parley.EventDelegation:
 		var d parley.Delegation
 		_ = json.Unmarshal(e.Data, &d)
@@ -240,6 +254,7 @@ func (s State) Head(now time.Time) parley.Head {
 		Closed:        s.Closed,
 		LastClosedSeq: s.LastClosedSeq,
 		LastEventAt:   s.LastAt,
+		PendingInputs: s.Pending(),
 	}
 	if s.Open != nil {
 		open := *s.Open

@@ -260,6 +260,9 @@ func (d *decider) finalize(c FinalizeMessage) error {
 			return err
 		}
 	}
+	// A message that ends waits for nothing: its pending requests end
+	// canceled, before the message does.
+	d.cancelInputs(m, "", 0, []string{m.ID}, c.AgentID, ReasonFinalized)
 	Finalize(m, c.Reason, c.Error, c.FinalText)
 	m.Finality = fin
 	d.rewrite(st, m, fin, c.AgentID)
@@ -314,7 +317,7 @@ func applyStream(s State, e parley.Event, m messageHead) State {
 		var r parley.MessagesRemoved
 		_ = json.Unmarshal(e.Data, &r)
 		s.Streams = s.Streams.Without(r.MessageIDs...)
-	case parley.EventChunk, parley.EventPartUpdated:
+	case parley.EventChunk, parley.EventPartUpdated, parley.EventInputAnswered:
 		id, bytes, checkpoint := streamDelta(e)
 		if id == "" && e.Type == parley.EventChunk {
 			return growText(s, e, bytes) // text no message holds yet (v1)
@@ -342,6 +345,11 @@ func streamDelta(e parley.Event) (id string, bytes int, checkpoint bool) {
 	if e.Type == parley.EventChunk {
 		c, _ := parley.ParseChunk(e.Data)
 		return c.MessageID, len(c.Content), c.Checkpoint
+	}
+	if e.Type == parley.EventInputAnswered {
+		var a parley.InputAnswered
+		_ = json.Unmarshal(e.Data, &a)
+		return a.MessageID, len(a.Answer), a.Checkpoint
 	}
 	var u parley.PartUpdate
 	_ = json.Unmarshal(e.Data, &u)
@@ -373,6 +381,7 @@ func (d *decider) revert(c Revert) error {
 			removed = append(removed, st)
 		}
 	}
+	d.cancelInputs(nil, "", 0, c.Known, c.AgentID, ReasonReverted)
 	e := d.emit(parley.EventMessagesRemoved, 0, "", c.AgentID, parley.FinalityNone, parley.MessagesRemoved{MessageIDs: c.Known})
 	d.out.Removed = c.Known
 	d.out.Result = Result{Seq: e.Seq}

@@ -35,7 +35,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 // for the caller that found the conversation gone. c.mu must be held.
 func (e *Engine) drop(c *conversation, id string) error {
 	c.stopTimers()
-	c.timer, c.turnTimer = nil, nil
+	c.timer, c.turnTimer, c.inputTimer = nil, nil, nil
 	c.loaded, c.dropped, c.streams, c.guided, c.published = false, true, nil, nil, 0
 	// Its runners and subscribers are ended while it is still the cache's
 	// entry: one that joins meanwhile waits for it, and then joins what

@@ -173,9 +173,13 @@ type conversation struct {
 	// when last looked at.
 	turnTimer *time.Timer
 	armedTurn int // the turn turnTimer was armed for
-	leaseTurn int
-	ownerSeen time.Time
-	ownerHad  bool
+	// inputTimer fires when the first pending input request with an
+	// expiry expires, at inputAt (see inputs.go).
+	inputTimer *time.Timer
+	inputAt    time.Time
+	leaseTurn  int
+	ownerSeen  time.Time
+	ownerHad   bool
 	// streams holds the streaming messages assembled so far, by id.
 	streams map[string]*parley.Message
 	// guided is the guidance last published: a new one is published only
@@ -382,6 +386,17 @@ func (e *Engine) applied(c *conversation, id string, next conv.State, d conv.Dec
 	prev := c.state
 	c.state = next
 	c.remember(d.Result.Message)
+	for _, ev := range d.Events {
+		// An input request ended in a message the decision did not write
+		// (a stop, a revert, an expiry): its assembly here follows.
+		if ev.Type == parley.EventInputAnswered {
+			for _, m := range c.streams {
+				if ApplyStreamEvent(m, ev) {
+					break
+				}
+			}
+		}
+	}
 	for _, removed := range d.Removed {
 		delete(c.streams, removed)
 	}
@@ -495,7 +510,7 @@ func snapshotDue(snapshot int64, next conv.State, events []parley.Event) bool {
 	}
 	for _, ev := range events {
 		if ev.Type != parley.EventChunk && ev.Type != parley.EventPartUpdated {
-			return true
+			return true // (an input request's events change the state: they count)
 		}
 	}
 	return false

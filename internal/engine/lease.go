@@ -128,6 +128,7 @@ func (e *Engine) expireTurn(id string) {
 func (e *Engine) schedule(c *conversation, id string) {
 	e.scheduleClaimExpiry(c, id)
 	e.scheduleTurnLapse(c, id)
+	e.scheduleInputExpiry(c, id)
 }
 
 // stopTimers stops a conversation's timers; c.mu must be held.
@@ -137,5 +138,8 @@ func (c *conversation) stopTimers() {
 	}
 	if c.turnTimer != nil {
 		c.turnTimer.Stop()
+	}
+	if c.inputTimer != nil {
+		c.inputTimer.Stop()
 	}
 }

@@ -152,8 +152,9 @@ func eachEvent(ctx context.Context, st store.Reader, conversationID string, afte
 	return nil
 }
 
-// ApplyStreamEvent applies a chunk or part.updated event to the streaming
-// message m if the event is of m: its text, or its change of a tool call.
+// ApplyStreamEvent applies a chunk, part.updated or input.answered event to
+// the streaming message m if the event is of m: its text, its change of a
+// tool call or input request, or the end of an input request.
 // It reports whether it changed m. Other events change nothing.
 func ApplyStreamEvent(m *parley.Message, ev parley.Event) bool {
 	switch ev.Type {
@@ -165,8 +166,13 @@ func ApplyStreamEvent(m *parley.Message, ev parley.Event) bool {
 	case parley.EventPartUpdated:
 		var u parley.PartUpdate
 		if json.Unmarshal(ev.Data, &u) == nil && u.MessageID == m.ID {
-			m.ApplyTool(u.Part)
+			m.ApplyPart(u.Part)
 			return true
+		}
+	case parley.EventInputAnswered:
+		var a parley.InputAnswered
+		if json.Unmarshal(ev.Data, &a) == nil && a.MessageID == m.ID {
+			return m.ApplyInputAnswered(a)
 		}
 	}
 	return false

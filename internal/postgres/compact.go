@@ -211,10 +211,11 @@ func unrefRows(ctx context.Context, tx pgx.Tx, convID string, ids []string) erro
 func logRows(ctx context.Context, tx pgx.Tx, id string, after int64, limit int) ([]store.LogRow, bool, error) {
 	// The id of a message or message.updated event is at the start of its
 	// data ({"id":"…"), in the characters of an id.
-	rows, err := tx.Query(ctx, `SELECT seq, type, ts, CASE WHEN type IN ($4, $5, $6) THEN data END,
+	rows, err := tx.Query(ctx, `SELECT seq, type, ts, CASE WHEN type IN ($4, $5, $6, $9, $10) THEN data END,
 			CASE WHEN type IN ($7, $8) AND ref IS NULL THEN substring(encode(substring(data FROM 1 FOR 160), 'escape') FROM '^\{"id":"([A-Za-z0-9._:-]+)"') END
 		FROM events WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		id, after, limit, parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, parley.EventMessage, parley.EventMessageUpdated)
+		id, after, limit, parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, parley.EventMessage, parley.EventMessageUpdated,
+		parley.EventInputAnswered, parley.EventInputAcked)
 	if err != nil {
 		return nil, false, err
 	}

@@ -200,6 +200,7 @@ func (d *Dispatcher) Attach(conversationID, agentID string, push func(frame []by
 	d.kickPresence()
 	d.kick(conversationID)
 	d.eng.Reguide(conversationID)
+	d.redeliverInputs(conversationID, h)
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -305,6 +306,7 @@ func (d *Dispatcher) Changed(c engine.Change) {
 			}
 		}
 	}
+	d.pushAnswers(id, c.State, c.Events)
 	if len(c.State.Queue) > 0 && c.State.Active() == nil {
 		d.kickWhenReady(c.State)
 	}

@@ -90,6 +90,20 @@ type Frame struct {
 	// MessageID names a prompt (the messageId of the prompt and abort frames
 	// the server sends), so that complete and aborted end exactly it.
 	MessageID string `json:"messageId,omitempty"`
+
+	// The fields of message.part.input-request (see parley.InputRequest;
+	// toolName, args, status and reason are above), and requestId of
+	// input.ack.
+	RequestID  string               `json:"requestId,omitempty"`
+	Kind       string               `json:"kind,omitempty"`
+	ToolCallID string               `json:"toolCallId,omitempty"`
+	Title      string               `json:"title,omitempty"`
+	Detail     string               `json:"detail,omitempty"`
+	Schema     json.RawMessage      `json:"schema,omitempty"`
+	Options    []parley.InputOption `json:"options,omitempty"`
+	Multiple   bool                 `json:"multiple,omitempty"`
+	ExpiresAt  parley.Time          `json:"expiresAt,omitzero"`
+	Answerers  []string             `json:"answerers,omitempty"`
 }
 
 // Session is one runner connection's side of the protocol: who it is, which
@@ -202,6 +216,10 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		return rs.finalize(ctx, rs.target(f), parley.FinishError, msg, "", f.Finality, false)
 	case "message.state":
 		return rs.state(ctx, f.TurnID)
+	case "message.part.input-request":
+		return rs.askInput(ctx, f)
+	case "input.ack":
+		return rs.ackInput(ctx, f)
 	case "reverted":
 		// Not sent back to the runners: it came from one.
 		res, err := eng.Revert(ctx, id, rs.act, f.MessageIDs...)
@@ -228,7 +246,7 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 	if f.Type == "stream" || f.Type == "result" || f.Type == "tool" {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "%s frames are for conversations made with messageFormat v1; this one is %s (message.create, message.part.text-delta, message.part.tool-update, message.finalize)", f.Type, rs.format)
 	}
-	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, aborted, error, complete, reverted, message.state; and in v1 conversations stream, result, tool)", f.Type)
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, message.part.input-request, input.ack, aborted, error, complete, reverted, message.state; and in v1 conversations stream, result, tool)", f.Type)
 }
 
 // target is the message aborted and error apply to: the one named, else the

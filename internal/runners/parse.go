@@ -50,6 +50,8 @@ func ParseFrame(data []byte) (f Frame, ok bool) {
 			f.RetryOf = v
 		case "messageId":
 			f.MessageID = v
+		case "requestId":
+			f.RequestID = v
 		default:
 			return false
 		}

@@ -96,6 +96,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, conversationID string) error 
 			return nil
 		}
 		h.push(PromptFrame(h.frameConversation(conversationID), p))
+		d.redeliverInputs(conversationID, h) // what it asked before it (re)connected
 		return nil
 	}
 	return nil

@@ -171,10 +171,11 @@ func unrefRows(ctx context.Context, tx *sql.Tx, convID string, ids []string) err
 // logRows reads up to limit stored rows of a log after seq after, and says
 // whether they reach its end.
 func (db *DB) logRows(ctx context.Context, id string, after int64, limit int) ([]store.LogRow, bool, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, ts, CASE WHEN type IN (?, ?, ?) THEN data END,
+	rows, err := db.r.QueryContext(ctx, `SELECT seq, type, ts, CASE WHEN type IN (?, ?, ?, ?, ?) THEN data END,
 			CASE WHEN type IN (?, ?) AND ref IS NULL THEN json_extract(CAST(data AS TEXT), '$.id') END FROM events
 		WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, parley.EventMessage, parley.EventMessageUpdated, id, after, limit)
+		parley.EventChunk, parley.EventPartUpdated, parley.EventCompacted, parley.EventInputAnswered, parley.EventInputAcked,
+		parley.EventMessage, parley.EventMessageUpdated, id, after, limit)
 	if err != nil {
 		return nil, false, err
 	}

@@ -201,7 +201,7 @@ func ReadLogRow(seq int64, typ string, ts parley.Time, data []byte, messageID st
 	case parley.EventChunk:
 		c, _ := parley.ParseChunk(data)
 		r.MessageID = c.MessageID
-	case parley.EventPartUpdated:
+	case parley.EventPartUpdated, parley.EventInputAnswered, parley.EventInputAcked:
 		var u struct {
 			MessageID string `json:"messageId"`
 		}
@@ -328,7 +328,7 @@ func PlanCompaction(rows []LogRow, ends map[string]MessageEnd, through int64, co
 				hold(r)
 			}
 		}
-		if (r.Type == parley.EventChunk || r.Type == parley.EventPartUpdated) && r.MessageID != "" {
+		if streamEvent(r.Type) && r.MessageID != "" {
 			switch end := ends[r.MessageID]; {
 			case !end.Found:
 				compactable = r.Time.Before(p.Before.Time)
@@ -480,4 +480,16 @@ func Unref(row []byte) (data []byte, seqs []int64, err error) {
 	}
 	data, err = WireRow(row)
 	return data, []int64{head.Seq, max(head.UpdatedSeq, head.Seq)}, err
+}
+
+// streamEvent reports whether events of type typ carry a piece of a
+// streaming message that its row holds once it ends (text, a tool call's
+// change, an input request opened, ended or taken): those compaction
+// replaces.
+func streamEvent(typ string) bool {
+	switch typ {
+	case parley.EventChunk, parley.EventPartUpdated, parley.EventInputAnswered, parley.EventInputAcked:
+		return true
+	}
+	return false
 }

@@ -20,7 +20,8 @@ import (
 // TestEveryEventTypeRoundTrips builds, through the engine, a conversation
 // holding every event type a server writes (parley.EventTypes: every
 // prompt.*, turn.*, claim.*, a delegation, a task run, a revert, a trace,
-// streamed text and tool updates, compaction tombstones) and one made with
+// streamed text and tool updates, an input request answered and
+// acknowledged, compaction tombstones) and one made with
 // messageFormat v1; exports each in every machine format, imports it into
 // an empty store and under a new id into its own store, and checks that
 // each imported log is the original's (but for the conversation's id and
@@ -201,6 +202,15 @@ func everyEventConversation(t testing.TB, eng *engine.Engine) string {
 	must[*engine.MessageResult](t)(eng.StreamText(ctx, id, conv.StreamText{Actor: actor("c"), MessageID: "s1", Delta: "thinking"}))
 	must[*engine.MessageResult](t)(eng.StreamTool(ctx, id, conv.StreamTool{Actor: actor("c"), MessageID: "s1",
 		Tool: conv.ToolUpdate{CallID: "call-2", ToolName: "calc", Status: parley.ToolRunning, Args: json.RawMessage(`{"x":1}`)}}))
+	// It asks for approval twice; alice (a member the requests name)
+	// answers one, and its runner takes the answer; the other waits.
+	for _, rid := range []string{"ok-1", "ok-2"} {
+		must[*engine.MessageResult](t)(eng.AskInput(ctx, id, conv.AskInput{Actor: actor("c"), MessageID: "s1", Request: parley.InputRequest{
+			RequestID: rid, Kind: parley.InputApproval, ToolCallID: "call-2", ToolName: "calc", Args: json.RawMessage(`{"x":1}`), Title: "Calculate?",
+			Answerers: []string{"alice"}}}))
+	}
+	must[*engine.InputResult](t)(eng.AnswerInput(ctx, id, conv.AnswerInput{Actor: actor("alice"), RequestID: "ok-1", Answer: json.RawMessage(`{"approved": true}`)}))
+	must[int64](t)(eng.AckInput(ctx, id, conv.AckInput{Actor: actor("c"), RequestID: "ok-1"}))
 	if n := compactAll(t, eng); n == 0 {
 		t.Fatal("nothing was compacted")
 	}

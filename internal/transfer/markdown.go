@@ -339,6 +339,8 @@ func (r *renderer) part(p parley.Part) {
 		}
 	case parley.PartError:
 		fmt.Fprintf(r.w, "\n   - **error:** %s\n", oneLine(p.Message))
+	case parley.PartInputRequest:
+		r.inputRequest(p)
 	default:
 		fmt.Fprintf(r.w, "\n   - part `%s`\n", p.Type)
 	}
@@ -432,4 +434,26 @@ func oneLine(s string) string {
 	}
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
+}
+
+// inputRequest writes what an agent asked a person and how it ended.
+func (r *renderer) inputRequest(p parley.Part) {
+	fmt.Fprintf(r.w, "\n   - asks (%s `%s`): %s · %s\n", p.Kind, p.RequestID, oneLine(p.Title), p.Status)
+	if p.ToolName != "" {
+		fmt.Fprintf(r.w, "     - tool `%s`\n", p.ToolName)
+	}
+	r.jsonItem("args", p.Args)
+	if p.Detail != "" {
+		fmt.Fprintf(r.w, "     - detail: %s\n", oneLine(p.Detail))
+	}
+	for _, o := range p.Options {
+		fmt.Fprintf(r.w, "     - option: %s\n", oneLine(o.Label))
+	}
+	switch {
+	case p.Status == parley.InputStatusAnswered:
+		fmt.Fprintf(r.w, "     - answered by %s at %s\n", p.AnsweredBy, p.AnsweredAt.Format(time.RFC3339))
+		r.jsonItem("answer", p.Answer)
+	case p.Reason != "":
+		fmt.Fprintf(r.w, "     - %s (%s)\n", p.Status, p.Reason)
+	}
 }

@@ -13,6 +13,7 @@ export type ErrorCode =
   | "conversation_closed"
   | "busy"
   | "not_answering"
+  | "input_ended"
   | "too_large"
   | "unsupported_media_type"
   | "invalid_thread"

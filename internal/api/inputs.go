@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 
@@ -23,7 +24,7 @@ func (s *Server) AnswerInput(ctx context.Context, id, requestID string, answer [
 	if !parley.ValidID(requestID) {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "requestId %q is not a valid id", requestID)
 	}
-	if len(answer) == 0 {
+	if len(bytes.TrimSpace(answer)) == 0 || string(bytes.TrimSpace(answer)) == "null" {
 		return nil, parley.Errorf(parley.EINVALID, "the body needs an answer: {\"answer\": …}")
 	}
 	res, err := s.eng.AnswerInput(ctx, id, conv.AnswerInput{Actor: act, RequestID: requestID, Answer: answer})

@@ -159,6 +159,19 @@ func (sc *script) resolve(cmd conv.Command) conv.Command {
 			c.Known.Message = sc.live[c.MessageID]
 		}
 		return c
+	case conv.AskInput:
+		if c.Known.Message == nil {
+			c.Known.Message = sc.live[c.MessageID]
+		}
+		if !c.IDTaken {
+			c.IDTaken = sc.names[conv.InputName(c.Request.RequestID)]
+		}
+		return c
+	case conv.AnswerInput:
+		if in, _, ok := sc.s.InputOf(c.RequestID); ok && c.Known.Message == nil {
+			c.Known.Message = sc.live[in.MessageID]
+		}
+		return c
 	case conv.Revert:
 		if c.Known == nil {
 			if i := slices.Index(sc.order, c.MessageID); i >= 0 {
@@ -319,6 +332,21 @@ func (sc *script) project(d conv.Decision) {
 			sc.live[m.ID] = m
 		} else {
 			delete(sc.live, m.ID)
+		}
+	}
+	for _, e := range d.Events {
+		// An input request that ended in a message the decision did not
+		// write (a stop, a revert, an expiry), as the engine follows it.
+		if e.Type != parley.EventInputAnswered {
+			continue
+		}
+		var a parley.InputAnswered
+		_ = json.Unmarshal(e.Data, &a)
+		if m, ok := sc.live[a.MessageID]; ok && m != d.Result.Message {
+			c := *m
+			c.Parts = slices.Clone(m.Parts)
+			c.ApplyInputAnswered(a)
+			sc.live[a.MessageID] = &c
 		}
 	}
 	for _, id := range d.Removed {

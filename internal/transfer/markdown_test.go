@@ -165,3 +165,25 @@ func TestMarkdownStoppedAndError(t *testing.T) {
 		t.Fatal("a normal finish is shown")
 	}
 }
+
+// TestMarkdownInputRequests shows what an agent asked a person, who
+// answered what, and what is still pending.
+func TestMarkdownInputRequests(t *testing.T) {
+	t.Parallel()
+	eng := sqliteEngine(t)
+	ctx := ctxT(t)
+	id := everyEventConversation(t, eng) // s1 asked ok-1 (answered by alice) and ok-2 (pending)
+	must[*engine.MessageResult](t)(eng.AskInput(ctx, id, conv.AskInput{Actor: actor("c"), MessageID: "s1", Request: parley.InputRequest{
+		RequestID: "pick", Kind: parley.InputQuestion, Title: "Which region?", Options: []parley.InputOption{{Label: "eu"}, {Label: "us"}}}}))
+	md := string(export(t, eng, id, transfer.Markdown))
+	for _, want := range []string{
+		"- asks (approval `ok-1`): Calculate? · answered\n     - tool `calc`\n     - args: `{\"x\":1}`\n     - answered by alice at ",
+		"     - answer: `{\"approved\":true}`",
+		"- asks (approval `ok-2`): Calculate? · pending",
+		"- asks (question `pick`): Which region? · pending\n     - option: eu\n     - option: us",
+	} {
+		if !strings.Contains(md, want) {
+			t.Fatalf("the export lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -23,7 +23,7 @@ import type {
 import { ParleyError, responseError } from "./errors.js";
 import type { ClientOptions, FetchLike, WebSocketLike } from "./options.js";
 import { Subscription, type SubscribeOptions } from "./stream.js";
-import type { Message, ParleyEvent, PromptStatus, QueuedPrompt, SearchHit, Task, Token, View, WhoAmI } from "./types.js";
+import type { Input, Message, ParleyEvent, PromptStatus, QueuedPrompt, SearchHit, Task, Token, View, WhoAmI } from "./types.js";
 
 type Query = Record<string, string | number | undefined>;
 
@@ -292,6 +292,29 @@ export class ParleyClient {
   /** Removes a message and every message after it. */
   revert(id: string, body: { messageId: string; agentId?: string }): Promise<{ removed: string[]; seq: number }> {
     return this.send("POST", conv(id, "/revert"), body);
+  }
+
+  // Input requests.
+
+  /**
+   * The input requests of a conversation that agents made of people
+   * (approvals of tool calls, questions): those still pending (the
+   * default), or all of them.
+   */
+  async inputs(id: string, status: "pending" | "all" = "pending"): Promise<Input[]> {
+    const r = await this.get<{ inputs: Input[] }>(conv(id, "/inputs"), { status });
+    return r.inputs;
+  }
+
+  /**
+   * Answers an input request: an approval with `{approved, reason?}`, a
+   * question with JSON fitting its schema, `{choices: [label…]}` or
+   * `{text}`. The same answer again resolves with the first result; another
+   * answer after it, or one to a request that expired or was canceled, is
+   * 409 `conflict`; one that does not fit is 422 `invalid_value`.
+   */
+  answerInput(id: string, requestId: string, answer: unknown): Promise<{ input: Input; seq: number }> {
+    return this.send("POST", conv(id, "/inputs/" + enc(requestId)), { answer });
   }
 
   // Export and import.

@@ -6,7 +6,7 @@
 // change keeps its identity, so that a UI compares by reference.
 
 import { isRecord } from "./errors.js";
-import type { Frame, Message, ParleyEvent, Part, TextPart, ToolCallPart } from "./types.js";
+import type { Frame, InputAnsweredData, InputRequestPart, Message, ParleyEvent, Part, TextPart, ToolCallPart } from "./types.js";
 
 /** The messages a client shows, in seq order. */
 export type Messages = readonly Message[];
@@ -46,7 +46,11 @@ export function foldMessages(ms: Messages, frame: Frame): Messages {
  *   Otherwise nothing: the message already has that text, or its copy read
  *   whole will.
  * - `part.updated`: under the same condition, apply the tool-call part
- *   ({@link applyTool}).
+ *   ({@link applyTool}), or the input-request part ({@link applyInputRequest}).
+ * - `input.answered`: end the input request it names in its message, if
+ *   held whole ({@link applyInputAnswered}); it happens after the message
+ *   ends too (a request canceled by the finalize), so it does not look at
+ *   `updatedSeq`: applying it twice changes nothing.
  * - `messages.removed`: drop the messages named.
  * - every other event leaves the messages as they are.
  *
@@ -68,10 +72,26 @@ export function applyEvent(ms: Messages, e: ParleyEvent): Messages {
     }
     case "part.updated": {
       const d = e.data as unknown;
-      if (!isRecord(d) || typeof d["messageId"] !== "string" || !isRecord(d["part"]) || typeof d["part"]["callId"] !== "string") throw badData(e);
+      if (!isRecord(d) || typeof d["messageId"] !== "string" || !isRecord(d["part"])) throw badData(e);
+      const p = d["part"];
+      if (p["type"] === "input-request") {
+        if (typeof p["requestId"] !== "string") throw badData(e);
+        const i = growing(ms, d["messageId"], e.seq);
+        if (i < 0) return ms;
+        return replaceAt(ms, i, { ...applyInputRequest(ms[i]!, p as unknown as InputRequestPart), updatedSeq: e.seq });
+      }
+      if (typeof p["callId"] !== "string") throw badData(e);
       const i = growing(ms, d["messageId"], e.seq);
       if (i < 0) return ms;
-      return replaceAt(ms, i, { ...applyTool(ms[i]!, d["part"] as unknown as ToolCallPart), updatedSeq: e.seq });
+      return replaceAt(ms, i, { ...applyTool(ms[i]!, p as unknown as ToolCallPart), updatedSeq: e.seq });
+    }
+    case "input.answered": {
+      const d = e.data as unknown;
+      if (!isRecord(d) || typeof d["messageId"] !== "string" || typeof d["requestId"] !== "string" || typeof d["status"] !== "string") throw badData(e);
+      const i = indexOf(ms, d["messageId"]);
+      if (i < 0 || ms[i]!.summarized !== undefined) return ms;
+      const m = applyInputAnswered(ms[i]!, d as unknown as InputAnsweredData);
+      return m === ms[i] ? ms : replaceAt(ms, i, m);
     }
     case "messages.removed": {
       const d = e.data as unknown;
@@ -153,6 +173,62 @@ export function applyTool(m: Message, p: ToolCallPart): Message {
   const { streaming: _ignored, ...rest } = p as ToolCallPart & { streaming?: boolean };
   parts.push({ ...rest, type: "tool-call" });
   return { ...m, parts };
+}
+
+/**
+ * Applies an input request to a message: p names it by `requestId`. If the
+ * message has that request, p replaces it (a request that has ended stays
+ * ended: a late copy of it pending changes nothing); otherwise p is added
+ * as a new part, which ends every streaming text part, as a tool call
+ * does. `awaitingInput` is then recomputed. (parley.Message.ApplyPart.)
+ */
+export function applyInputRequest(m: Message, p: InputRequestPart): Message {
+  const i = m.parts.findIndex((q) => q.type === "input-request" && q.requestId === p.requestId);
+  let parts: Part[];
+  if (i >= 0) {
+    const q = m.parts[i] as InputRequestPart;
+    if (q.status !== "pending" && p.status === "pending") return m;
+    parts = [...m.parts];
+    parts[i] = { ...q, ...p, type: "input-request" };
+  } else {
+    parts = m.parts.map((q) => (q.type === "text" && q.streaming !== undefined ? endText(q) : q));
+    parts.push({ ...p, type: "input-request", status: p.status || "pending" });
+  }
+  return withAwaiting({ ...m, parts });
+}
+
+/**
+ * Ends an input request of a message as an `input.answered` event says:
+ * its status, answer, answerer, time and reason become the event's; then
+ * `awaitingInput` is recomputed. A message without that request, or one
+ * where it has ended already the same way, is returned as it is.
+ * (parley.Message.ApplyInputAnswered.)
+ */
+export function applyInputAnswered(m: Message, d: InputAnsweredData): Message {
+  const i = m.parts.findIndex((q) => q.type === "input-request" && q.requestId === d.requestId);
+  if (i < 0) return m;
+  const q = m.parts[i] as InputRequestPart;
+  if (q.status === d.status && q.status !== "pending") return m;
+  const { answer: _a, answeredBy: _b, answeredAt: _t, reason: _r, ...rest } = q;
+  const next: InputRequestPart = { ...rest, status: d.status };
+  if (d.answer !== undefined) next.answer = d.answer;
+  if (d.answeredBy) next.answeredBy = d.answeredBy;
+  if (d.answeredAt) next.answeredAt = d.answeredAt;
+  if (d.reason) next.reason = d.reason;
+  const parts = [...m.parts];
+  parts[i] = next;
+  return withAwaiting({ ...m, parts });
+}
+
+/** The input requests of a message still pending. */
+export function pendingRequests(m: Message): InputRequestPart[] {
+  return m.parts.filter((p): p is InputRequestPart => p.type === "input-request" && p.status === "pending");
+}
+
+/** m with `awaitingInput` set while it has a pending input request, and left out otherwise. */
+function withAwaiting(m: Message): Message {
+  const { awaitingInput: _w, ...rest } = m;
+  return pendingRequests(m).length > 0 ? { ...rest, awaitingInput: true } : rest;
 }
 
 /** A copy of a summarized message that holds no text, whatever it came with. */

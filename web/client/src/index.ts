@@ -37,10 +37,11 @@ export {
 } from "./stream.js";
 export { SSEParser, FrameTooLargeError, type SSEMessage } from "./sse.js";
 export { BufferFullError, WSNotOpened } from "./transport.js";
-export { appendText, applyEvent as applyEventToMessages, applyTool, foldMessages, hold, missing as missingMessages, noMessages, summarize, type Messages } from "./fold.js";
+export { appendText, applyEvent as applyEventToMessages, applyInputAnswered, applyInputRequest, applyTool, foldMessages, pendingRequests, hold, missing as missingMessages, noMessages, summarize, type Messages } from "./fold.js";
 export { applyEventToStreamingTexts, foldStreamingTexts, noStreamingTexts, type StreamingText, type StreamingTexts } from "./streamed.js";
 export {
   applyEvent,
+  applyPendingInput,
   applyPrompt,
   emptyState,
   foldFrame,
@@ -55,12 +56,15 @@ export { ConversationFold, LiveConversation, follow, type FollowOptions, type Li
 export { nextFrame, type Schedule } from "./batch.js";
 export { groupRetries, type Attempt } from "./retries.js";
 export {
+  InputNotAnsweredError,
   Reply,
   Runner,
   agentRunner,
   conversationRunner,
   type CreateOptions,
   type FinalizeOptions,
+  type InputOutcome,
+  type InputRequest,
   type RunnerHandler,
   type RunnerOptions,
   type RunnerPush,

@@ -7,11 +7,16 @@ import { WSNotOpened } from "./transport.js";
 import { backoffDelay, sleep, wsURL } from "./stream.js";
 import type { ParleyClient } from "./client.js";
 import type { WebSocketLike } from "./options.js";
-import type { Channel, Finality, FinishReason, Message, ToolStatus } from "./types.js";
+import type { Approval, Channel, Finality, FinishReason, InputKind, InputOption, InputStatus, Message, ToolStatus } from "./types.js";
 
-/** A frame the server sends a runner (`error`: on an agent-wide runner, its work in `conversationId` ended). */
+/**
+ * A frame the server sends a runner (`error`: on an agent-wide runner, its
+ * work in `conversationId` ended; `input.answered`: an input request the
+ * runner made ended, and `input.pending`: one is still pending, both
+ * handled by `Reply.askApproval` and `Reply.askQuestion`).
+ */
 export interface RunnerPush {
-  type: "prompt" | "abort" | "revert" | "error";
+  type: "prompt" | "abort" | "revert" | "error" | "input.answered" | "input.pending";
   /** The prompt's id (its user message's), or the message concerned. */
   messageId: string;
   content?: string;
@@ -22,6 +27,58 @@ export interface RunnerPush {
   /** The conversation: always on an agent-wide runner, never on a conversation's own. */
   conversationId?: string;
   error?: { code: string; message: string };
+  /** On `input.answered` and `input.pending`: the request, and the message that asked (`turnId`). */
+  requestId?: string;
+  turnId?: string;
+  status?: InputStatus | (string & {});
+  answer?: unknown;
+  answeredBy?: string;
+  reason?: string;
+}
+
+/** What an agent asks a person (`Reply.askApproval`, `Reply.askQuestion`). */
+export interface InputRequest {
+  /** Unique in the conversation, for ever (default: a new random one). */
+  requestId?: string;
+  /** Set by askApproval and askQuestion. */
+  kind?: InputKind;
+  /** The tool call an approval is about, its tool and arguments (shown to the person). */
+  toolCallId?: string;
+  toolName?: string;
+  args?: unknown;
+  title?: string;
+  /** Longer text, in Markdown. */
+  detail?: string;
+  /** A JSON Schema the answer to a question must fit. */
+  schema?: unknown;
+  /** Choices of a question: the answer is `{choices: [label…]}` (or `{text}`). */
+  options?: InputOption[];
+  multiple?: boolean;
+  /** When it expires unanswered (an expired approval is a denial). */
+  expiresAt?: Date | string;
+  /** Members who may answer besides the asker of the prompt, the conversation's owner and admins. */
+  answerers?: string[];
+}
+
+/** How an input request ended, as the server tells the runner. */
+export interface InputOutcome {
+  requestId: string;
+  status: InputStatus | (string & {});
+  answer?: unknown;
+  answeredBy?: string;
+  reason?: string;
+}
+
+/** A question that ended unanswered: it expired, or was canceled (`reason` says why: `stopped`, `steered`, …). */
+export class InputNotAnsweredError extends Error {
+  override readonly name = "InputNotAnsweredError";
+  constructor(
+    readonly requestId: string,
+    readonly status: string,
+    readonly reason: string | undefined,
+  ) {
+    super(`input request ${requestId} ${status}${reason ? ` (${reason})` : ""}`);
+  }
 }
 
 /** One change of a tool call. */
@@ -207,6 +264,12 @@ export class Runner {
   private dialing: Promise<RunnerConn> | undefined;
   private readonly lanes = new Map<string, Lane>();
   private readonly ended = new Map<string, string>();
+  /** Those who wait for input requests to end, by conversation and request id. */
+  private readonly asking = new Map<string, (o: InputOutcome) => void>();
+  /** Outcomes nobody waited for yet (an ask may come after them), the newest MAX_ENDED. */
+  private readonly outcomes = new Map<string, InputOutcome>();
+  /** Requests whose outcome was taken and acknowledged. */
+  private readonly taken = new Set<string>();
   private readonly stopper = new AbortController();
   private handler: RunnerHandler | undefined;
   private failure: ((err: unknown) => void) | undefined;
@@ -373,10 +436,75 @@ export class Runner {
     if (!l.job && l.waiting.length === 0) this.lanes.delete(conv);
   }
 
+  /**
+   * @internal Sends an input request and waits for it to end: resolves
+   * with the outcome once taken (and acknowledged to the server), rejects
+   * with the signal's reason when it aborts.
+   */
+  async ask(conv: string, frame: Frame, msg: string, signal: AbortSignal): Promise<InputOutcome> {
+    const id = frame["requestId"] as string;
+    const key = conv + "\n" + id;
+    if (this.asking.has(key)) throw new Error(`input request ${id} is asked already`);
+    let resolve!: (o: InputOutcome) => void;
+    const got = new Promise<InputOutcome>((r) => (resolve = r));
+    this.asking.set(key, resolve);
+    const abort = new Promise<never>((_, reject) => {
+      const stop = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error("the input request was abandoned"));
+      if (signal.aborted) stop();
+      else signal.addEventListener("abort", stop, { once: true });
+    });
+    abort.catch(() => {});
+    try {
+      const early = this.outcomes.get(key);
+      if (early) {
+        this.outcomes.delete(key);
+      } else {
+        const applied = (m: Message | undefined): boolean => (m?.parts ?? []).some((x) => x.type === "input-request" && x.requestId === id);
+        await Promise.race([this.deliver(conv, frame, msg, applied), abort]);
+      }
+      const o = early ?? (await Promise.race([got, abort]));
+      await this.ackInput(conv, id);
+      return o;
+    } finally {
+      this.asking.delete(key);
+    }
+  }
+
+  private async ackInput(conv: string, id: string): Promise<void> {
+    const key = conv + "\n" + id;
+    this.taken.add(key);
+    if (this.taken.size > MAX_ENDED) this.taken.delete(this.taken.values().next().value!);
+    try {
+      await this.deliver(conv, { type: "input.ack", requestId: id }, "");
+    } catch (err) {
+      if (!(err instanceof ParleyError && err.status === 0)) throw err;
+    }
+  }
+
+  /** An input request ended: its asker takes the outcome, or it is kept for an ask to come. */
+  private answered(conv: string, p: RunnerPush): void {
+    const id = p.requestId ?? "";
+    const key = conv + "\n" + id;
+    const o: InputOutcome = { requestId: id, status: p.status ?? "canceled" };
+    if (p.answer !== undefined) o.answer = p.answer;
+    if (p.answeredBy) o.answeredBy = p.answeredBy;
+    if (p.reason) o.reason = p.reason;
+    const waiter = this.asking.get(key);
+    if (waiter) return waiter(o);
+    if (this.taken.has(key)) {
+      void this.ackInput(conv, id).catch((err: unknown) => this.fail(err)); // told again before the ack landed
+      return;
+    }
+    this.outcomes.set(key, o);
+    if (this.outcomes.size > MAX_ENDED) this.outcomes.delete(this.outcomes.keys().next().value!);
+  }
+
   /** Acts on a frame the server sent. */
   private take(p: RunnerPush): void {
     if (this.stopper.signal.aborted) return;
     const conv = p.conversationId ?? "";
+    if (p.type === "input.answered") return this.answered(conv, p);
+    if (p.type === "input.pending") return; // a request this runner asked before it restarted: its handler asks again
     const l = this.lane(conv);
     const key = conv + "\n" + p.messageId;
     switch (p.type) {
@@ -540,6 +668,52 @@ export class Reply {
       await this.end({ type: "error", turnId: failed, error: reason, finality: "none" });
       this.retry = failed;
     });
+  }
+
+  /**
+   * Asks a person to approve something (a tool call: give its `toolCallId`,
+   * `toolName` and `args`), in the answer's message, and waits for the
+   * answer: the message stays streaming, its turn held, until someone
+   * answers. A request that expires, or is canceled (the answer stopped,
+   * steered, reverted), is a denial whose `reason` says so (`expired`,
+   * `stopped`, …). Rejects when `signal` (or the answer's own) aborts.
+   */
+  async askApproval(req: InputRequest, opts: { signal?: AbortSignal } = {}): Promise<Approval> {
+    const o = await this.ask({ ...req, kind: "approval" }, opts.signal);
+    if (o.status === "answered" && isRecord(o.answer)) {
+      const a: Approval = { approved: o.answer["approved"] === true };
+      if (typeof o.answer["reason"] === "string" && o.answer["reason"]) a.reason = o.answer["reason"];
+      return a;
+    }
+    return { approved: false, reason: o.status === "expired" ? "expired" : (o.reason ?? o.status) };
+  }
+
+  /**
+   * Asks a person a question (with `options` to choose from, a JSON
+   * `schema` the answer fits, or neither: free text) in the answer's
+   * message, and resolves with the answer: `{choices: [label…]}` or
+   * `{text}` for options, JSON valid against the schema, or `{text}`.
+   * Rejects with an {@link InputNotAnsweredError} when it expires or is
+   * canceled, and when `signal` (or the answer's own) aborts.
+   */
+  async askQuestion(req: InputRequest, opts: { signal?: AbortSignal } = {}): Promise<unknown> {
+    const o = await this.ask({ ...req, kind: "question" }, opts.signal);
+    if (o.status !== "answered") throw new InputNotAnsweredError(o.requestId, o.status, o.reason);
+    return o.answer;
+  }
+
+  /** Sends an input request in the answer's message and waits for its outcome. */
+  private async ask(req: InputRequest, signal: AbortSignal | undefined): Promise<InputOutcome> {
+    const id = req.requestId || "req_" + crypto.randomUUID();
+    const { expiresAt, ...rest } = req;
+    const signals = signal ? AbortSignal.any([this.signal, signal]) : this.signal;
+    let frame: Frame | undefined;
+    await this.serial(async () => {
+      await this.open();
+      frame = { type: "message.part.input-request", turnId: this.msg, ...rest, requestId: id };
+      if (expiresAt !== undefined) frame["expiresAt"] = expiresAt instanceof Date ? expiresAt.toISOString() : expiresAt;
+    });
+    return this.runner.ask(this.conv, frame!, frame!["turnId"] as string, signals);
   }
 
   /** @internal Ends the answer with an error part, in a message of its own if none is open. */

@@ -11,7 +11,9 @@ import type {
   Frame,
   Guidance,
   Head,
+  InputRequestPart,
   Message,
+  PendingInput,
   ParleyEvent,
   Position,
   PromptEventData,
@@ -91,6 +93,8 @@ export const emptyState: ConversationState = Object.freeze({
   queue: unknownQueue,
 });
 
+const noPending: readonly PendingInput[] = Object.freeze([]);
+
 /** Event types that change nothing of the head but its lastSeq. */
 const headless = new Set<string>([
   "chunk",
@@ -105,6 +109,8 @@ const headless = new Set<string>([
   "prompt.canceled",
   "prompt.requeued",
   "prompt.promoted",
+  "input.answered",
+  "input.acked",
 ]);
 
 /**
@@ -118,7 +124,9 @@ const headless = new Set<string>([
  * - guidance: taken unless older than the guidance held.
  * - event: the position moves to it; the messages, the streaming texts and
  *   the prompt queue fold it; a message that closes the conversation ends the guidance; an event
- *   after the head that may change it makes the head stale.
+ *   after the head that may change it makes the head stale; the head's
+ *   pending input requests follow the requests opened and ended after it
+ *   ({@link applyPendingInput}).
  */
 export function foldFrame(s: ConversationState, frame: Frame): ConversationState {
   switch (frame.type) {
@@ -153,6 +161,14 @@ export function applyEvent(s: ConversationState, e: ParleyEvent): ConversationSt
     messages: fold.applyEvent(s.messages, e),
     streaming: applyEventToStreamingTexts(s.streaming, e),
   };
+  if (s.head !== null && e.seq > s.head.lastSeq) {
+    const held = s.head.pendingInputs ?? noPending;
+    const pending = applyPendingInput(held, e);
+    if (pending !== held) {
+      const { pendingInputs: _p, ...head } = s.head;
+      next.head = pending.length > 0 ? { ...head, pendingInputs: [...pending] } : head;
+    }
+  }
   if (e.type === "conversation.created") {
     next.conversation = e.data;
     next.queue = { known: true, asOf: e.seq, prompts: [] };
@@ -168,6 +184,29 @@ export function applyEvent(s: ConversationState, e: ParleyEvent): ConversationSt
     next.headStale = s.head === null || e.seq > s.head.lastSeq;
   }
   return next;
+}
+
+/**
+ * Folds an event into a head's list of pending input requests: a
+ * `part.updated` that opens a request adds it (at the end: the list is
+ * oldest first) unless it is listed; an `input.answered` removes the
+ * request it ends. Any other event returns the very list it was given.
+ */
+export function applyPendingInput(list: readonly PendingInput[], e: ParleyEvent): readonly PendingInput[] {
+  if (e.type === "part.updated") {
+    const p = e.data.part as InputRequestPart;
+    if (p.type !== "input-request" || (p.status && p.status !== "pending")) return list;
+    if (list.some((x) => x.requestId === p.requestId)) return list;
+    const add: PendingInput = { requestId: p.requestId, messageId: e.data.messageId, agentId: e.agentId ?? "", kind: p.kind };
+    if (p.title) add.title = p.title;
+    if (p.expiresAt) add.expiresAt = p.expiresAt;
+    return [...list, add];
+  }
+  if (e.type === "input.answered") {
+    const out = list.filter((x) => x.requestId !== e.data.requestId);
+    return out.length === list.length ? list : out;
+  }
+  return list;
 }
 
 /**

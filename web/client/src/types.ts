@@ -51,8 +51,58 @@ export interface ErrorPart {
   message?: string;
 }
 
+/** What an input request asks: a yes or no on a tool call, or a question. */
+export type InputKind = "approval" | "question";
+
+/** Where an input request stands. */
+export type InputStatus = "pending" | "answered" | "expired" | "canceled";
+
+/** One choice of a question. */
+export interface InputOption {
+  label: string;
+  description?: string;
+}
+
+/** The answer to an approval. */
+export interface Approval {
+  approved: boolean;
+  reason?: string;
+}
+
+/**
+ * An agent's request for a person's input: an approval of a tool call, or
+ * a question (with `options` to choose from, a JSON Schema the answer must
+ * fit, or free text). While it is `pending` its message waits
+ * (`awaitingInput`). An approval's answer is an {@link Approval}; a
+ * question's is JSON valid against `schema`, or `{choices: [label…]}` for
+ * `options`, or `{text}`.
+ */
+export interface InputRequestPart {
+  type: "input-request";
+  requestId: string;
+  kind: InputKind | (string & {});
+  /** The tool call an approval is about. */
+  toolCallId?: string;
+  title?: string;
+  /** Longer text, in Markdown. */
+  detail?: string;
+  toolName?: string;
+  args?: unknown;
+  schema?: unknown;
+  options?: InputOption[];
+  /** Whether several options may be chosen. */
+  multiple?: boolean;
+  expiresAt?: string | null;
+  status: InputStatus | (string & {});
+  answer?: unknown;
+  answeredBy?: string;
+  answeredAt?: string | null;
+  /** Why it was canceled or expired (`stopped`, `steered`, `reverted`, `aborted`, `finalized`, `expired`). */
+  reason?: string;
+}
+
 /** One typed piece of a message. */
-export type Part = TextPart | ToolCallPart | FinishPart | ErrorPart;
+export type Part = TextPart | ToolCallPart | FinishPart | ErrorPart | InputRequestPart;
 
 /** Where a message came from outside Parley (a chat platform). */
 export interface Channel {
@@ -100,6 +150,8 @@ export interface Message {
   /** Left out when 0. */
   updatedSeq?: number;
   legacy?: Legacy;
+  /** True while the message has a pending input request: it stays `streaming`, its turn held. */
+  awaitingInput?: boolean;
   createdAt: string | null;
   updatedAt: string | null;
   summarized?: Summary;
@@ -157,6 +209,29 @@ export interface Head {
   lastClosedSeq: number;
   /** When the last event was written (RFC 3339); absent on data written before servers kept it. */
   lastEventAt?: string;
+  /** The input requests still pending, oldest first (left out when none is). */
+  pendingInputs?: PendingInput[];
+}
+
+/** An input request still pending, as a head lists it. */
+export interface PendingInput {
+  requestId: string;
+  messageId: string;
+  /** The agent that asked. */
+  agentId: string;
+  kind: InputKind | (string & {});
+  title?: string;
+  expiresAt?: string | null;
+}
+
+/**
+ * An input request as `GET …/inputs` lists it: the part's fields, with
+ * where it is and who asked.
+ */
+export interface Input extends Omit<InputRequestPart, "type"> {
+  messageId: string;
+  agentId: string;
+  conversationId: string;
 }
 
 /** Who should act next. An empty `nextAgentId` means anyone may start. */
@@ -287,11 +362,28 @@ export interface ChunkData {
   checkpoint?: boolean;
 }
 
-/** The data of a `part.updated` event: a tool call was added or changed. */
+/** The data of a `part.updated` event: a tool call was added or changed, or an input request opened. */
 export interface PartUpdateData {
   messageId: string;
-  part: ToolCallPart;
+  part: ToolCallPart | InputRequestPart;
   checkpoint?: boolean;
+}
+
+/** The data of `input.answered`: an input request ended (the event's `agentId` answered it, or stopped it; empty for an expiry). */
+export interface InputAnsweredData {
+  messageId: string;
+  requestId: string;
+  status: Exclude<InputStatus, "pending"> | (string & {});
+  answer?: unknown;
+  answeredBy?: string;
+  answeredAt?: string | null;
+  reason?: string;
+}
+
+/** The data of `input.acked`: the asking runner has the outcome. */
+export interface InputAckedData {
+  messageId: string;
+  requestId: string;
 }
 
 /** The data of a `messages.removed` event (a revert). */
@@ -370,6 +462,8 @@ export interface EventDataMap {
   "prompt.canceled": PromptEventData;
   "prompt.requeued": PromptEventData;
   "prompt.promoted": PromptEventData;
+  "input.answered": InputAnsweredData;
+  "input.acked": InputAckedData;
 }
 
 /** An event type of the log. */
@@ -401,6 +495,8 @@ export const EVENT_TYPES = [
   "prompt.canceled",
   "prompt.requeued",
   "prompt.promoted",
+  "input.answered",
+  "input.acked",
 ] as const satisfies readonly EventType[];
 
 // A key of EventDataMap left out of EVENT_TYPES fails to compile here.

@@ -312,9 +312,10 @@ export class ParleyClient {
    * `{text}`. The same answer again resolves with the first result; another
    * answer after it, or one to a request that expired or was canceled, is
    * 409 `conflict`; one that does not fit is 422 `invalid_value`.
+   * `agentId` names who answers for an admin token (or an open server).
    */
-  answerInput(id: string, requestId: string, answer: unknown): Promise<{ input: Input; seq: number }> {
-    return this.send("POST", conv(id, "/inputs/" + enc(requestId)), { answer });
+  answerInput(id: string, requestId: string, answer: unknown, opts: { agentId?: string } = {}): Promise<{ input: Input; seq: number }> {
+    return this.send("POST", conv(id, "/inputs/" + enc(requestId)), opts.agentId ? { answer, agentId: opts.agentId } : { answer });
   }
 
   // Export and import.

@@ -1,5 +1,6 @@
 import { memo } from "react";
-import type { Conversation, Guidance, Head, StreamStatus } from "@parleyhq/client";
+import type { Conversation, Guidance, Head, PendingInput, StreamStatus } from "@parleyhq/client";
+import { requestTitle } from "../lib/inputs";
 import { shortTime } from "../lib/format";
 import { runnersOf } from "../lib/presence";
 
@@ -11,7 +12,11 @@ export interface HeadProps {
   stopped: string | null;
   /** The seq of the last event folded. */
   lastSeq: number;
+  /** Shows a pending input request where it stands. */
+  onJumpInput: (p: PendingInput) => void;
 }
+
+const noPending: readonly PendingInput[] = [];
 
 function statusText(s: StreamStatus): { text: string; cls: string } {
   switch (s.state) {
@@ -28,7 +33,30 @@ function statusText(s: StreamStatus): { text: string; cls: string } {
   }
 }
 
-/** Whose turn it is, the open turn and its claim, what the guidance says, whose runners are connected, who takes part, and the connection. */
+/** The input requests agents wait on, oldest first: each a button that shows it where it stands in its message. */
+const PendingInputs = memo(function PendingInputs({ pending, onJump }: { pending: readonly PendingInput[]; onJump: (p: PendingInput) => void }) {
+  if (pending.length === 0) return null;
+  const n = pending.length;
+  return (
+    <nav className="pending-inputs" aria-label="Requests waiting for an answer">
+      <strong className="pending-count" role="status">
+        {n === 1 ? "1 request waits for an answer" : `${n} requests wait for an answer`}
+      </strong>
+      <ul>
+        {pending.map((p) => (
+          <li key={p.requestId}>
+            <button type="button" className="linkish" onClick={() => onJump(p)}>
+              <span className="pending-kind">{p.kind === "approval" ? "Approval" : "Question"}</span> from {p.agentId || "an agent"}: {requestTitle(p)}
+            </button>
+            {p.expiresAt && <span className="muted"> until {shortTime(p.expiresAt)}</span>}
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+});
+
+/** Whose turn it is, the open turn and its claim, what the guidance says, whose runners are connected, who takes part, the connection, and the input requests agents wait on. */
 export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
   const c = p.conversation;
   const h = p.head;
@@ -101,6 +129,7 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
           </div>
         )}
       </dl>
+      <PendingInputs pending={h?.pendingInputs ?? noPending} onJump={p.onJumpInput} />
     </section>
   );
 });

@@ -3,12 +3,13 @@ import { memo, useCallback, useEffect, useImperativeHandle, useLayoutEffect, use
 import type { Message } from "@parleyhq/client";
 import { firstLine } from "../lib/format";
 import type { ExchangeRow, Row, TurnRow } from "../lib/turns";
+import type { AnswerInput } from "./InputCard";
 import { MessageView } from "./MessageView";
 
 /** What the page can ask of the list. */
 export interface MessageListHandle {
-  /** Scrolls to a row and moves the keyboard's focus to its message. */
-  scrollToRow(index: number): void;
+  /** Scrolls to a row and moves the keyboard's focus to its message (or to the input request of it named). */
+  scrollToRow(index: number, requestId?: string): void;
 }
 
 export interface MessageListProps {
@@ -19,6 +20,11 @@ export interface MessageListProps {
   authors: ReadonlyMap<string, string>;
   highlighted: string | null;
   canRevert: boolean;
+  /** Whether the page's identity may answer input requests at all. */
+  canAnswer: boolean;
+  /** The agent the page's identity writes as, if it is one (it cannot answer its own requests). */
+  me: string | undefined;
+  onAnswer: AnswerInput;
   olderLoading: boolean;
   olderDone: boolean;
   onLoadOlder: () => void;
@@ -34,7 +40,7 @@ function estimate(r: Row | undefined): number {
   if (r.kind === "exchange") return 40;
   if (r.kind === "turn") return 28;
   const m = r.message;
-  return 64 + Math.min(600, Math.ceil(m.content.length / 90) * 22) + m.parts.filter((p) => p.type === "tool-call").length * 40;
+  return 64 + Math.min(600, Math.ceil(m.content.length / 90) * 22) + m.parts.filter((p) => p.type === "tool-call").length * 40 + m.parts.filter((p) => p.type === "input-request").length * 180;
 }
 
 /**
@@ -69,7 +75,7 @@ export function MessageList(p: MessageListProps) {
   useImperativeHandle(
     p.ref,
     () => ({
-      scrollToRow(index: number) {
+      scrollToRow(index: number, requestId?: string) {
         stick.current = false;
         quietUntil.current = performance.now() + 1500; // no older page may push it away meanwhile
         setTimeout(() => checkRef.current(), 1600);
@@ -82,7 +88,14 @@ export function MessageList(p: MessageListProps) {
           const at = v.getOffsetForIndex(index, "center");
           if (el && at) el.scrollTop = at[0];
           if (++n < 4) requestAnimationFrame(aim);
-          else el?.querySelector<HTMLElement>(`[data-index="${index}"] article`)?.focus({ preventScroll: true });
+          else {
+            const row = el?.querySelector<HTMLElement>(`[data-index="${index}"]`);
+            const card = requestId ? row?.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(requestId)}"]`) : null;
+            if (card) {
+              card.scrollIntoView({ block: "nearest" });
+              card.focus({ preventScroll: true });
+            } else row?.querySelector<HTMLElement>("article")?.focus({ preventScroll: true });
+          }
         };
         aim();
       },
@@ -171,6 +184,8 @@ export function MessageList(p: MessageListProps) {
                   retryAuthor={r.message.retryOf ? p.authors.get(r.message.retryOf) : undefined}
                   highlighted={p.highlighted === r.message.id}
                   canRevert={p.canRevert}
+                  canAnswer={p.canAnswer && p.me !== r.message.agentId}
+                  onAnswer={p.onAnswer}
                   onJump={p.onJump}
                   onRevert={p.onRevert}
                   onFetch={p.onFetch}

@@ -2,6 +2,7 @@ import { memo, useEffect } from "react";
 import type { Message } from "@parleyhq/client";
 import { bytes, shortTime } from "../lib/format";
 import { NO_REPLY } from "../lib/noreply";
+import { InputCard, type AnswerInput } from "./InputCard";
 import { Markdown } from "./Markdown";
 import { ToolCard } from "./ToolCard";
 
@@ -20,6 +21,9 @@ export interface MessageProps {
   retryAuthor: string | undefined;
   highlighted: boolean;
   canRevert: boolean;
+  /** Whether the page's identity may answer its input requests. */
+  canAnswer: boolean;
+  onAnswer: AnswerInput;
   onJump: (id: string) => void;
   onRevert: (m: Message) => void;
   onFetch: (id: string) => void;
@@ -27,7 +31,8 @@ export interface MessageProps {
 
 /**
  * One message, part by part: markdown text (with a cursor while it
- * streams), a tool card per tool call, the error banner of an error part,
+ * streams), a tool card per tool call, an input card per input request
+ * (answered where it stands), the error banner of an error part,
  * and its marks (stopped, retried, a retry, no reply). Memoized: it renders
  * again only when its message (by reference) or a mark changed.
  */
@@ -56,7 +61,7 @@ export const MessageView = memo(function MessageView(p: MessageProps) {
         <span className="who">{m.agentId || "unknown"}</span>
         {m.role !== "assistant" && <span className="role">{m.role}</span>}
         {p.nested && <span className="mark mark-delegate">worker of {p.owner}</span>}
-        {streaming && <span className="mark mark-streaming">streaming</span>}
+        {m.awaitingInput ? <span className="mark mark-awaiting">waiting for input</span> : streaming && <span className="mark mark-streaming">streaming</span>}
         {stopped && <span className="mark mark-stopped">stopped</span>}
         {p.retried && <span className="mark mark-retried" title="this attempt failed and was tried again">retried</span>}
         {m.retryOf && (
@@ -103,6 +108,8 @@ export const MessageView = memo(function MessageView(p: MessageProps) {
                 return part.text || part.streaming ? <Markdown key={i} text={part.text ?? ""} streaming={part.streaming === true && streaming} /> : null;
               case "tool-call":
                 return <ToolCard key={part.callId || i} part={part} openKey={m.id + "\u0000" + (part.callId || i)} />;
+              case "input-request":
+                return <InputCard key={"input:" + part.requestId} part={part} messageId={m.id} asker={m.agentId} canAnswer={p.canAnswer} onAnswer={p.onAnswer} />;
               case "error":
                 return (
                   <div key={i} className="error-banner" role="note">
@@ -114,7 +121,7 @@ export const MessageView = memo(function MessageView(p: MessageProps) {
             }
           })
         )}
-        {streaming && !summarized && !m.parts.some((x) => x.type === "text" && x.streaming) && <span className="cursor" aria-hidden="true" />}
+        {streaming && !m.awaitingInput && !summarized && !m.parts.some((x) => x.type === "text" && x.streaming) && <span className="cursor" aria-hidden="true" />}
         {failed && !m.parts.some((x) => x.type === "error") && (
           <div className="error-banner" role="note">
             <strong>Error:</strong> the answer failed

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
-import { ParleyError, type ExportFormat, type LiveConversation, type LiveSnapshot, type Message, type PromptMode, type QueuedPrompt } from "@parleyhq/client";
+import { ParleyError, type ExportFormat, type LiveConversation, type LiveSnapshot, type Message, type PendingInput, type PromptMode, type QueuedPrompt } from "@parleyhq/client";
 import { Composer } from "../components/Composer";
 import { ConfirmDialog } from "../components/ConfirmDialog";
 import { ConversationHead } from "../components/ConversationHead";
@@ -76,9 +76,9 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   }, [title]);
 
   // Jumps: to a message held, or read older messages until it is, then scroll to it.
-  const [target, setTarget] = useState<{ id: string } | null>(null);
+  const [target, setTarget] = useState<{ id: string; requestId?: string } | null>(null);
   const jump = useCallback(
-    async (mid: string) => {
+    async (mid: string, requestId?: string) => {
       if (!live) return;
       setHighlighted(mid);
       const held = live.getSnapshot().state.messages.find((m) => m.id === mid);
@@ -97,16 +97,16 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
         return;
       }
       setCollapsed((c) => (c.has(m.turnId) ? new Set([...c].filter((t) => t !== m.turnId)) : c));
-      setTarget({ id: mid });
+      setTarget(requestId ? { id: mid, requestId } : { id: mid });
     },
     [live, auth.client, id],
   );
-  const reached = useRef<{ id: string } | null>(null);
+  const reached = useRef<{ id: string; requestId?: string } | null>(null);
   useEffect(() => {
     if (!target || reached.current === target) return;
     const i = rowOf(rows, target.id);
     if (i >= 0) {
-      list.current?.scrollToRow(i);
+      list.current?.scrollToRow(i, target.requestId);
       reached.current = target;
     }
   }, [rows, target]);
@@ -141,6 +141,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const onRevert = useCallback((m: Message) => setReverting(m), []);
   const onJump = useCallback((mid: string) => void jump(mid), [jump]);
   const onEarlier = useCallback(() => void flow?.loadEarlier(), [flow]);
+  const onJumpInput = useCallback((pi: PendingInput) => void jump(pi.messageId, pi.requestId), [jump]);
 
   const writer = writerId(auth);
   const queue = state?.queue;
@@ -166,6 +167,14 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const onPromote = useCallback((pid: string) => void act(() => auth.client.promotePrompt(id, pid, writer ? { agentId: writer } : {})), [auth.client, id, writer]);
   const me = auth.identity.kind === "agent" ? auth.identity.agentId : writer;
   const admin = auth.identity.kind === "open" || auth.identity.kind === "admin";
+  // An answer is sent as the page's person on an open server or with an admin token (as prompts are);
+  // the fold shows it once the server wrote it (input.answered).
+  const onAnswer = useCallback(
+    async (_mid: string, rid: string, answer: unknown) => {
+      await auth.client.answerInput(id, rid, answer, writer ? { agentId: writer } : {});
+    },
+    [auth.client, id, writer],
+  );
   const canChange = useCallback((q: QueuedPrompt) => admin || q.agentId === me, [admin, me]);
 
   const doRevert = async (m: Message) => {
@@ -253,7 +262,15 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
           </button>
         </div>
       </div>
-      <ConversationHead conversation={conversation} head={state?.head ?? null} guidance={state?.guidance ?? null} status={snap?.status ?? { state: "connecting", attempt: 0 }} stopped={stopped} lastSeq={state?.position?.seq ?? 0} />
+      <ConversationHead
+        conversation={conversation}
+        head={state?.head ?? null}
+        guidance={state?.guidance ?? null}
+        status={snap?.status ?? { state: "connecting", attempt: 0 }}
+        stopped={stopped}
+        lastSeq={state?.position?.seq ?? 0}
+        onJumpInput={onJumpInput}
+      />
       {notice && (
         <div className="notice" role="alert">
           <span>{notice}</span>
@@ -273,6 +290,9 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
             authors={authors}
             highlighted={highlighted}
             canRevert={writable}
+            canAnswer={canWrite(auth) && !halted}
+            me={auth.identity.kind === "agent" ? auth.identity.agentId : undefined}
+            onAnswer={onAnswer}
             olderLoading={snap?.older.loading ?? false}
             olderDone={snap?.older.done ?? false}
             onLoadOlder={onLoadOlder}

@@ -123,7 +123,7 @@ describe("a person answers what an agent asks", () => {
     });
   }
 
-  it("shows a request that expired, and one canceled by a stop, as such, with nothing to answer", async () => {
+  it("shows a request that expired as such, with nothing to answer", async () => {
     const id = (await api.createConversation({ title: "Inputs ended", participants: ["ops"], members: ["you"] })).conversation.id;
     const r = await Runner.connect(server.url, id, "ops");
     await r.create("m1");

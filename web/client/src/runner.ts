@@ -502,7 +502,7 @@ export class Runner {
   /** Acts on a frame the server sent. */
   private take(p: RunnerPush): void {
     if (this.stopper.signal.aborted) return;
-    const conv = p.conversationId ?? "";
+    const conv = this.wide ? (p.conversationId ?? "") : ""; // a conversation's own runner has one: ""
     if (p.type === "input.answered") return this.answered(conv, p);
     if (p.type === "input.pending") return; // a request this runner asked before it restarted: its handler asks again
     const l = this.lane(conv);

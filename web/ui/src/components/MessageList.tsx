@@ -92,7 +92,7 @@ export function MessageList(p: MessageListProps) {
             const row = el?.querySelector<HTMLElement>(`[data-index="${index}"]`);
             const card = requestId ? row?.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(requestId)}"]`) : null;
             if (card) {
-              card.scrollIntoView({ block: "nearest" });
+              card.scrollIntoView({ block: "start" });
               card.focus({ preventScroll: true });
             } else row?.querySelector<HTMLElement>("article")?.focus({ preventScroll: true });
           }

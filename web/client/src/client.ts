@@ -298,10 +298,12 @@ export class ParleyClient {
 
   /**
    * The input requests of a conversation that agents made of people
-   * (approvals of tool calls, questions): those still pending (the
-   * default), or all of them.
+   * (approvals of tool calls, questions), oldest first: those still
+   * pending (the default), or with `open` also those that ended but whose
+   * outcome the asking runner has not taken yet. Requests that ended long
+   * ago are in their messages.
    */
-  async inputs(id: string, status: "pending" | "all" = "pending"): Promise<Input[]> {
+  async inputs(id: string, status: "pending" | "open" = "pending"): Promise<Input[]> {
     const r = await this.get<{ inputs: Input[] }>(conv(id, "/inputs"), { status });
     return r.inputs;
   }
@@ -311,7 +313,7 @@ export class ParleyClient {
    * question with JSON fitting its schema, `{choices: [label…]}` or
    * `{text}`. The same answer again resolves with the first result; another
    * answer after it, or one to a request that expired or was canceled, is
-   * 409 `conflict`; one that does not fit is 422 `invalid_value`.
+   * 409 `input_ended`; one that does not fit is 422 `invalid_value`.
    * `agentId` names who answers for an admin token (or an open server).
    */
   answerInput(id: string, requestId: string, answer: unknown, opts: { agentId?: string } = {}): Promise<{ input: Input; seq: number }> {

@@ -47,10 +47,8 @@ export function foldMessages(ms: Messages, frame: Frame): Messages {
  *   whole will.
  * - `part.updated`: under the same condition, apply the tool-call part
  *   ({@link applyTool}), or the input-request part ({@link applyInputRequest}).
- * - `input.answered`: end the input request it names in its message, if
- *   held whole ({@link applyInputAnswered}); it happens after the message
- *   ends too (a request canceled by the finalize), so it does not look at
- *   `updatedSeq`: applying it twice changes nothing.
+ * - `input.answered`: under the same condition, end the input request it
+ *   names ({@link applyInputAnswered}).
  * - `messages.removed`: drop the messages named.
  * - every other event leaves the messages as they are.
  *
@@ -88,10 +86,9 @@ export function applyEvent(ms: Messages, e: ParleyEvent): Messages {
     case "input.answered": {
       const d = e.data as unknown;
       if (!isRecord(d) || typeof d["messageId"] !== "string" || typeof d["requestId"] !== "string" || typeof d["status"] !== "string") throw badData(e);
-      const i = indexOf(ms, d["messageId"]);
-      if (i < 0 || ms[i]!.summarized !== undefined) return ms;
-      const m = applyInputAnswered(ms[i]!, d as unknown as InputAnsweredData);
-      return m === ms[i] ? ms : replaceAt(ms, i, m);
+      const i = growing(ms, d["messageId"], e.seq);
+      if (i < 0) return ms;
+      return replaceAt(ms, i, { ...applyInputAnswered(ms[i]!, d as unknown as InputAnsweredData), updatedSeq: e.seq });
     }
     case "messages.removed": {
       const d = e.data as unknown;

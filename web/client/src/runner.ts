@@ -46,7 +46,8 @@ export interface InputRequest {
   toolCallId?: string;
   toolName?: string;
   args?: unknown;
-  title?: string;
+  /** What is asked (1 to 1024 bytes). */
+  title: string;
   /** Longer text, in Markdown. */
   detail?: string;
   /** A JSON Schema the answer to a question must fit. */

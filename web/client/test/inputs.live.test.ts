@@ -4,7 +4,7 @@
 // answered, in its message and in the head.
 
 import { describe, expect, inject, it } from "vitest";
-import { ConversationFold, InputNotAnsweredError, ParleyClient, ParleyError, conversationRunner, type InputRequestPart, type Reply } from "../src/index.js";
+import { ConversationFold, InputNotAnsweredError, ParleyClient, conversationRunner, type InputRequestPart, type Reply } from "../src/index.js";
 import { NodeWebSocket, until } from "./helpers.js";
 
 function client(): ParleyClient {
@@ -58,15 +58,15 @@ describe("input requests", () => {
     expect(waiting.status).toBe("streaming");
     expect(waiting.parts.map((p) => p.type)).toEqual(["text", "tool-call", "input-request"]);
 
-    const answered = await c.answerInput(id, `appr-${id}`, { approved: true, reason: "go" });
+    const answered = await c.answerInput(id, `appr-${id}`, { approved: true, reason: "go" }, { agentId: "human" });
     expect(answered.input).toMatchObject({ status: "answered", answer: { approved: true, reason: "go" } });
     // The same answer again is the first result; another one is a conflict.
-    expect((await c.answerInput(id, `appr-${id}`, { approved: true, reason: "go" })).seq).toBe(answered.seq);
-    await expect(c.answerInput(id, `appr-${id}`, { approved: false })).rejects.toMatchObject({ status: 409 });
+    expect((await c.answerInput(id, `appr-${id}`, { approved: true, reason: "go" }, { agentId: "human" })).seq).toBe(answered.seq);
+    await expect(c.answerInput(id, `appr-${id}`, { approved: false }, { agentId: "human" })).rejects.toMatchObject({ status: 409, code: "input_ended" });
 
     await until(async () => (await c.inputs(id)).some((x) => x.requestId === `q-${id}`), "the question to be pending");
-    await expect(c.answerInput(id, `q-${id}`, { choices: ["mars"] })).rejects.toBeInstanceOf(ParleyError);
-    await c.answerInput(id, `q-${id}`, { choices: ["us"] });
+    await expect(c.answerInput(id, `q-${id}`, { choices: ["mars"] }, { agentId: "human" })).rejects.toMatchObject({ status: 422, code: "invalid_value" });
+    await c.answerInput(id, `q-${id}`, { choices: ["us"] }, { agentId: "human" });
 
     await until(() => got.length === 2, "the runner to take both answers");
     expect(got).toEqual([{ approved: true, reason: "go" }, { choices: ["us"] }]);
@@ -79,11 +79,12 @@ describe("input requests", () => {
       [`q-${id}`, "answered", { choices: ["us"] }],
     ]);
     expect(reqs[0]!.answeredAt).toBeTruthy();
+    expect(reqs[0]!.answeredBy).toBe("human");
     expect(w.fold.state.head?.pendingInputs ?? []).toEqual([]);
     expect(await c.inputs(id)).toEqual([]);
-    expect((await c.inputs(id, "all")).map((x) => x.status)).toEqual(["answered", "answered"]);
-    // The runner acknowledged both outcomes.
+    // The runner acknowledged both outcomes: none is left open.
     await until(async () => (await c.events(id, { limit: 1000 })).events.filter((e) => e.type === "input.acked").length === 2, "both acks");
+    expect(await c.inputs(id, "open")).toEqual([]);
     w.stop();
     ctl.abort();
     await serving;
@@ -97,7 +98,7 @@ describe("input requests", () => {
     const soon = () => new Date(Date.now() + 1500);
     const serving = conversationRunner(c, id, { agentId: "slow" }).serve(
       async (reply) => {
-        got.push(await reply.askApproval({ toolName: "rm", args: { path: "/" }, expiresAt: soon() }));
+        got.push(await reply.askApproval({ title: "Remove everything?", toolName: "rm", args: { path: "/" }, expiresAt: soon() }));
         got.push(await reply.askQuestion({ title: "Why?", expiresAt: soon() }).catch((e: unknown) => e));
       },
       { signal: ctl.signal },
@@ -107,7 +108,8 @@ describe("input requests", () => {
     expect(got[0]).toEqual({ approved: false, reason: "expired" });
     expect(got[1]).toBeInstanceOf(InputNotAnsweredError);
     expect(got[1]).toMatchObject({ status: "expired" });
-    expect((await c.inputs(id, "all")).map((x) => x.status)).toEqual(["expired", "expired"]);
+    const m = (await c.messages(id)).messages.find((x) => x.agentId === "slow")!;
+    expect(m.parts.filter((p): p is InputRequestPart => p.type === "input-request").map((p) => p.status)).toEqual(["expired", "expired"]);
     ctl.abort();
     await serving;
   });
@@ -119,7 +121,7 @@ describe("input requests", () => {
     const ctl = new AbortController();
     const serving = conversationRunner(c, id, { agentId: "stopme" }).serve(
       async (reply, signal) => {
-        outcome = await reply.askApproval({ requestId: `s-${id}`, toolName: "deploy" }, { signal }).catch((e: unknown) => e);
+        outcome = await reply.askApproval({ requestId: `s-${id}`, title: "Deploy?", toolName: "deploy" }, { signal }).catch((e: unknown) => e);
       },
       { signal: ctl.signal },
     );
@@ -128,7 +130,7 @@ describe("input requests", () => {
     await c.stop(id);
     await until(() => outcome !== undefined, "the ask to end");
     if (!(outcome instanceof Error)) expect(outcome).toMatchObject({ approved: false });
-    await until(async () => (await c.inputs(id, "all"))[0]?.status === "canceled", "the request to be canceled");
+    await until(async () => (await c.events(id, { limit: 1000 })).events.some((e) => e.type === "input.answered" && e.data.status === "canceled"), "the request to be canceled");
     ctl.abort();
     await serving;
   });

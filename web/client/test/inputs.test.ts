@@ -93,16 +93,18 @@ describe("input requests in messages", () => {
     expect((ms[0]!.parts[1] as InputRequestPart).answer).toBeUndefined();
   });
 
-  it("input.answered applies to a message that has ended, and twice is once", () => {
-    const m = { ...applyInputRequest(msg("m1", 1), approval("r1")), status: "canceled" as const, updatedSeq: 9 };
+  it("input.answered applies to a message that has ended after it, and not again (the message has it as of its updatedSeq)", () => {
+    const m = { ...applyInputRequest(msg("m1", 1), approval("r1")), status: "canceled" as const, updatedSeq: 7 };
     const once = applyEventToMessages([m], answered(8, "m1", "r1", { status: "canceled", answer: undefined, reason: "stopped" }));
     expect(once[0]!.parts[0]).toMatchObject({ status: "canceled", reason: "stopped" });
+    expect(once[0]!.updatedSeq).toBe(8);
     expect(applyEventToMessages(once, answered(8, "m1", "r1", { status: "canceled", answer: undefined, reason: "stopped" }))).toBe(once);
+    expect(applyInputAnswered(once[0]!, { messageId: "m1", requestId: "r1", status: "canceled", reason: "stopped" })).toBe(once[0]);
   });
 
   it("input.answered for a request or message not held changes nothing", () => {
     const ms = applyEventToMessages([msg("m1", 1)], opened(2, "m1", approval("r1")));
-    expect(applyEventToMessages(ms, answered(3, "m1", "nope"))).toBe(ms);
+    expect(applyEventToMessages(ms, answered(3, "m1", "nope"))[0]!.parts).toBe(ms[0]!.parts);
     expect(applyEventToMessages(ms, answered(3, "m2", "r1"))).toBe(ms);
   });
 

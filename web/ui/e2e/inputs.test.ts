@@ -127,12 +127,13 @@ describe("a person answers what an agent asks", () => {
     const id = (await api.createConversation({ title: "Inputs ended", participants: ["ops"], members: ["you"] })).conversation.id;
     const r = await Runner.connect(server.url, id, "ops");
     await r.create("m1");
-    await r.send({ type: "message.part.input-request", turnId: "m1", requestId: "late", kind: "approval", toolName: "deploy", expiresAt: new Date(Date.now() + 1500).toISOString() });
+    await r.send({ type: "message.part.input-request", turnId: "m1", requestId: "late", kind: "approval", title: "Deploy it?", toolName: "deploy", expiresAt: new Date(Date.now() + 1500).toISOString() });
     const { page } = await browser.open();
     await page.goto(`${server.url}/c/${id}`);
     await page.getByRole("status", { name: "Connection: live" }).waitFor();
-    const card = page.getByRole("group", { name: "Approve deploy?" });
+    const card = page.getByRole("group", { name: "Deploy it?" });
     await card.getByText("Expired unanswered").waitFor({ timeout: 20_000 });
+    expect(await page.locator('[aria-label="Requests waiting for an answer"]').count()).toBe(0);
     expect(await card.getByRole("button").count()).toBe(0);
     await r.finalize("m1");
     r.close();

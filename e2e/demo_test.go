@@ -132,7 +132,7 @@ func TestDemoShowsEveryFeature(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d := startDemo(t, ctx, "-every", "300ms", "-task-every", "2s")
+	d := startDemo(t, ctx, "-every", "300ms", "-task-every", "2s", "-approval-wait", "1s")
 	if d.ui != d.url+"/c/"+d.id || !strings.HasSuffix(d.tail, " tail -server "+d.url+" "+d.id) {
 		t.Fatalf("the demo prints ui %q and tail %q for %s on %s", d.ui, d.tail, d.id, d.url)
 	}
@@ -249,7 +249,7 @@ func TestDemoAnswersAPersonAndSurvivesStops(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d := startDemo(t, ctx, "-every", "1s")
+	d := startDemo(t, ctx, "-every", "1s", "-approve-every", "0")
 	ask := func(content, mode string) string {
 		t.Helper()
 		id, err := d.c.Ask(ctx, d.id, "you", content, mode)

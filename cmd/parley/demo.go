@@ -33,13 +33,20 @@ const (
 type demoOptions struct {
 	every     time.Duration // how often the scripted person asks
 	taskEvery time.Duration // the scheduled task's interval; a minute is cron "* * * * *"
+	// approveEvery is how often an answer asks a person for approval
+	// before it deploys (every so many answers; 0: never), and
+	// approvalWait how long it waits for one before taking it as a no.
+	approveEvery int
+	approvalWait time.Duration
 }
 
 // runDemo serves with a scripted multi-agent scene in one conversation: a
 // supervisor streams answers with a tool call and delegates to a worker,
 // a reviewer replies in a thread (now and then claiming its turn first),
-// some attempts fail over (the supervisor resets its turn and retries), a
-// task asks every minute, and a message waits unanswered; so that a
+// some attempts fail over (the supervisor resets its turn and retries),
+// now and then the supervisor asks a person to approve a deploy (taking
+// no answer within a minute as a no), a task asks every minute, and a
+// message waits unanswered; so that a
 // newcomer sees every feature live in the web UI or in `parley tail`, with
 // no setup.
 func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
@@ -49,6 +56,8 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	var o demoOptions
 	fs.DurationVar(&o.every, "every", 8*time.Second, "how often the scripted person asks (when no prompt is waiting)")
 	fs.DurationVar(&o.taskEvery, "task-every", time.Minute, "how often the scheduled task asks: 1m is cron '* * * * *', anything else an interval of at least 1s")
+	fs.IntVar(&o.approveEvery, "approve-every", 3, "every how many answers the supervisor asks a person to approve a deploy first (0: never)")
+	fs.DurationVar(&o.approvalWait, "approval-wait", time.Minute, "how long the supervisor waits for that approval before taking it as a no")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +66,9 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if o.every <= 0 || o.taskEvery < time.Second {
 		return fmt.Errorf("-every must be positive and -task-every at least 1s")
+	}
+	if o.approveEvery < 0 || o.approvalWait < time.Second {
+		return fmt.Errorf("-approve-every must be 0 or more and -approval-wait at least 1s")
 	}
 	return serve(ctx, []string{"-db", *dbPath, "-addr", *addr}, stderr, func(ctx context.Context, url string, log *slog.Logger) {
 		if err := demo(ctx, url, o, log); err != nil && ctx.Err() == nil {
@@ -71,6 +83,9 @@ type scene struct {
 	id      string
 	log     *slog.Logger
 	answers int // prompts answered or stopped, for what happens now and then
+	// approveEvery and approvalWait are demoOptions'.
+	approveEvery int
+	approvalWait time.Duration
 }
 
 func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) error {
@@ -83,7 +98,7 @@ func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	s := &scene{c: c, id: v.Conversation.ID, log: log}
+	s := &scene{c: c, id: v.Conversation.ID, log: log, approveEvery: o.approveEvery, approvalWait: o.approvalWait}
 	if err := s.schedule(ctx, o.taskEvery); err != nil {
 		return err
 	}

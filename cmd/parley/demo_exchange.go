@@ -73,8 +73,9 @@ func (x *exchange) answer(ctx context.Context) error {
 // script is one answer: now and then a failed attempt first, after which
 // the supervisor resets its turn and tries again; then text streamed word
 // by word, a search tool call (running, then completed), the worker's part
-// in the same turn, the conclusion; then the reviewer's reply in a thread
-// under it, now and then after claiming the turn for it.
+// in the same turn, the conclusion, now and then a deploy a person must
+// approve first; then the reviewer's reply in a thread under it, now and
+// then after claiming the turn for it.
 func (x *exchange) script(ctx context.Context) error {
 	question, answer := x.prompt.Content, demoAnswerFor(x.prompt.Content)
 	retryOf := ""
@@ -116,6 +117,11 @@ func (x *exchange) script(ctx context.Context) error {
 	x.work(ctx, answer)
 	if err := x.say(ctx, id, "The answer is "+answer+"."); err != nil {
 		return err
+	}
+	if asker, ok := x.approves(); ok {
+		if err := x.approve(ctx, asker, id, answer); err != nil {
+			return err
+		}
 	}
 	if err := x.check(x.r.Finalize(ctx, id, parley.FinishEndTurn, "")); err != nil {
 		return err

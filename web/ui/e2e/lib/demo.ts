@@ -16,11 +16,12 @@ export interface Demo {
 /**
  * Starts `parley demo` with the scripted person asking once at the start
  * and the scheduled task not firing within a test run (both every hour),
- * so that the questions are the tests', and returns once the demo has
+ * and no answer waiting for an approval, so that the questions are the
+ * tests' and answered at once, and returns once the demo has
  * logged that it runs, with its conversation's id.
  */
 export async function startDemo(binary: string, ms = 30_000): Promise<Demo> {
-  const server = await startServer(binary, { command: "demo", args: ["-every", "1h", "-task-every", "1h"] });
+  const server = await startServer(binary, { command: "demo", args: ["-every", "1h", "-task-every", "1h", "-approve-every", "0"] });
   const end = Date.now() + ms;
   for (;;) {
     const m = /msg="demo running[^"]*" conversation=(\S+)/.exec(server.output());

@@ -38,7 +38,12 @@ export interface RunnerPush {
 
 /** What an agent asks a person (`Reply.askApproval`, `Reply.askQuestion`). */
 export interface InputRequest {
-  /** Unique in the conversation, for ever (default: a new random one). */
+  /**
+   * Unique in the conversation, for ever (default: a new random one). A
+   * handler that gives its own can ask again after its runner restarted:
+   * a request the server still holds pending is then waited for, and one
+   * that ended meanwhile resolves with its outcome.
+   */
   requestId?: string;
   /** Set by askApproval and askQuestion. */
   kind?: InputKind;
@@ -271,6 +276,8 @@ export class Runner {
   private readonly outcomes = new Map<string, InputOutcome>();
   /** Requests whose outcome was taken and acknowledged. */
   private readonly taken = new Set<string>();
+  /** Requests the server says are pending (`input.pending`, after a reconnect or a restart): asked again, they are waited for, not sent. */
+  private readonly asked = new Set<string>();
   private readonly stopper = new AbortController();
   private handler: RunnerHandler | undefined;
   private failure: ((err: unknown) => void) | undefined;
@@ -459,16 +466,29 @@ export class Runner {
       const early = this.outcomes.get(key);
       if (early) {
         this.outcomes.delete(key);
-      } else {
+      } else if (!this.asked.has(key)) {
         const applied = (m: Message | undefined): boolean => (m?.parts ?? []).some((x) => x.type === "input-request" && x.requestId === id);
-        await Promise.race([this.deliver(conv, frame, msg, applied), abort]);
+        await Promise.race([this.deliver(conv, frame, msg, applied).catch((err: unknown) => this.askedBefore(conv, id, err)), abort]);
       }
       const o = early ?? (await Promise.race([got, abort]));
       await this.ackInput(conv, id);
       return o;
     } finally {
       this.asking.delete(key);
+      this.asked.delete(key);
     }
+  }
+
+  /**
+   * A request refused as `busy` may be one asked before (by this agent's
+   * runner before it restarted, its input.pending not come yet): if the
+   * server holds it, its outcome is waited for; otherwise err stands.
+   */
+  private async askedBefore(conv: string, id: string, err: unknown): Promise<void> {
+    if (!(err instanceof ParleyError && err.code === "busy")) throw err;
+    const c = this.wide ? conv : decodeURIComponent(this.path.split("/")[3]!);
+    const open = await this.client.inputs(c, "open");
+    if (!open.some((x) => x.requestId === id)) throw err;
   }
 
   private async ackInput(conv: string, id: string): Promise<void> {
@@ -505,7 +525,15 @@ export class Runner {
     if (this.stopper.signal.aborted) return;
     const conv = this.wide ? (p.conversationId ?? "") : ""; // a conversation's own runner has one: ""
     if (p.type === "input.answered") return this.answered(conv, p);
-    if (p.type === "input.pending") return; // a request this runner asked before it restarted: its handler asks again
+    if (p.type === "input.pending") {
+      // A request of this agent still pending (told after a reconnect, or
+      // to a runner that restarted): a handler that asks it again, by its
+      // id, waits for it rather than asking twice.
+      const key = conv + "\n" + (p.requestId ?? "");
+      this.asked.add(key);
+      if (this.asked.size > MAX_ENDED) this.asked.delete(this.asked.values().next().value!);
+      return;
+    }
     const l = this.lane(conv);
     const key = conv + "\n" + p.messageId;
     switch (p.type) {

@@ -134,4 +134,41 @@ describe("input requests", () => {
     ctl.abort();
     await serving;
   });
+
+  it("a runner that restarted while its request was pending asks it again by its id and gets the answer, without asking twice", async () => {
+    const c = client();
+    const id = await chat(c, "phoenix");
+    const rid = `again-${id}`;
+    let asked = 0;
+    const first = new AbortController();
+    const serving1 = conversationRunner(c, id, { agentId: "phoenix" }).serve(
+      async (reply, signal) => {
+        asked++;
+        await reply.askApproval({ requestId: rid, title: "Restart the world?" }, { signal }).catch(() => undefined);
+      },
+      { signal: first.signal },
+    );
+    await c.prompt(id, { agentId: "human", content: "restart" });
+    await until(async () => (await c.inputs(id)).length === 1, "the request to be pending");
+    first.abort(); // the runner goes away while it waits
+    await serving1;
+
+    let got: unknown;
+    const second = new AbortController();
+    const serving2 = conversationRunner(c, id, { agentId: "phoenix" }).serve(
+      async (reply) => {
+        asked++;
+        got = await reply.askApproval({ requestId: rid, title: "Restart the world?" });
+      },
+      { signal: second.signal },
+    );
+    await until(() => asked === 2, "the prompt to come to the new runner");
+    await c.answerInput(id, rid, { approved: true }, { agentId: "human" });
+    await until(() => got !== undefined, "the new runner to take the answer");
+    expect(got).toEqual({ approved: true });
+    const { events } = await c.events(id, { limit: 1000 });
+    expect(events.filter((e) => e.type === "part.updated" && (e.data.part as InputRequestPart).requestId === rid)).toHaveLength(1);
+    second.abort();
+    await serving2;
+  });
 });

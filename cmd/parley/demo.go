@@ -86,9 +86,18 @@ type scene struct {
 	// approveEvery and approvalWait are demoOptions'.
 	approveEvery int
 	approvalWait time.Duration
+	// askerOf makes what asks a person for approval of the runner that
+	// answers (nil: the answer asks nobody).
+	askerOf func(*client.Runner) approvalAsker
 }
 
 func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) error {
+	return demoWith(ctx, base, o, log, runnerAsker)
+}
+
+// demoWith is demo, with the supervisor asking for approvals through what
+// askerOf makes of its runner (nothing: it does not ask).
+func demoWith(ctx context.Context, base string, o demoOptions, log *slog.Logger, askerOf func(*client.Runner) approvalAsker) error {
 	c := client.New(base, "")
 	v, err := c.CreateConversation(ctx, client.NewConversation{
 		Title:        "Parley demo: a supervisor, a worker and a reviewer",
@@ -98,7 +107,7 @@ func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	s := &scene{c: c, id: v.Conversation.ID, log: log, approveEvery: o.approveEvery, approvalWait: o.approvalWait}
+	s := &scene{c: c, id: v.Conversation.ID, log: log, approveEvery: o.approveEvery, approvalWait: o.approvalWait, askerOf: askerOf}
 	if err := s.schedule(ctx, o.taskEvery); err != nil {
 		return err
 	}

@@ -17,14 +17,23 @@ type approvalAsker interface {
 	AskApproval(ctx context.Context, messageID string, req parley.InputRequest) (parley.Approval, error)
 }
 
-// approves reports whether this answer asks for approval before it
-// deploys: every approveEvery-th answer does, when the runner can ask.
+// runnerAsker is the runner itself, once the Go SDK's runner can ask
+// (Runner.AskApproval); nil before.
+func runnerAsker(r *client.Runner) approvalAsker {
+	if a, ok := any(r).(approvalAsker); ok {
+		return a
+	}
+	return nil
+}
+
+// approves returns what asks for approval if this answer asks before it
+// deploys: every approveEvery-th answer does, when its runner can ask.
 func (x *exchange) approves() (approvalAsker, bool) {
-	if x.approveEvery <= 0 || x.answers%x.approveEvery != 0 {
+	if x.approveEvery <= 0 || x.answers%x.approveEvery != 0 || x.askerOf == nil {
 		return nil, false
 	}
-	a, ok := any(x.r).(approvalAsker)
-	return a, ok
+	a := x.askerOf(x.r)
+	return a, a != nil
 }
 
 // approve asks a person, before the demo's deploy tool call runs, whether

@@ -1,6 +1,7 @@
 // An agent waits on a person, in Chromium against `parley serve`: a runner
 // (raw runner frames) asks for approval of a tool call and asks a
-// question; the page lists both in the head, jumps to each, and a person
+// question; the list of conversations says the conversation waits, its
+// page lists both in the head, jumps to each, and a person
 // approves (or denies, with a reason) and answers (choosing an option, or
 // filling a form drawn from a JSON Schema) with the page's controls. The
 // runner gets the answers, and the page shows who answered. At desktop
@@ -65,6 +66,9 @@ describe("a person answers what an agent asks", () => {
       await r.send({ type: "message.part.input-request", turnId: msg, requestId: q, kind: "question", ...question });
 
       const { page } = await browser.open({ viewport: size.viewport });
+      // The list of conversations says that this one waits on a person.
+      await page.goto(`${server.url}/`);
+      await page.getByRole("link", { name: new RegExp(`^Inputs ${size.name}.*2 requests wait for an answer`) }).waitFor();
       await page.goto(`${server.url}/c/${id}`);
       await page.getByRole("status", { name: "Connection: live" }).waitFor();
 

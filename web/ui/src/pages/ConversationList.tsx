@@ -204,6 +204,7 @@ const ConversationRow = memo(function ConversationRow({ view, client }: { view: 
   const g = view.guidance;
   const last = useLastActivity(client, c.id, view.head.lastSeq, view.head.lastEventAt);
   const href = conversationPath(c.id);
+  const waiting = view.head.pendingInputs?.length ?? 0;
   const whose = view.head.closed ? "closed" : !g ? "" : g.nextAgentId ? `${g.kind === "continue_turn" ? "continuing" : "next"}: ${g.nextAgentId}` : "anyone may start";
   return (
     <a
@@ -219,6 +220,7 @@ const ConversationRow = memo(function ConversationRow({ view, client }: { view: 
       <span className="conv-row-meta">
         <span className="conv-row-who">{[...c.participants, ...(c.members ?? [])].join(", ") || "no participants"}</span>
         <span className="conv-row-turn">{whose}</span>
+        {waiting > 0 && <span className="conv-row-waiting">{waiting === 1 ? "1 request waits for an answer" : `${waiting} requests wait for an answer`}</span>}
         <span className="conv-row-when" title={last ?? undefined}>
           {last ? ago(last) : `${view.head.lastSeq} events`}
         </span>

@@ -4,13 +4,10 @@
 
 import { createServer, connect, type Server as NetServer, type Socket } from "node:net";
 import { inject } from "vitest";
-import WebSocket from "ws";
-import { ParleyClient, type WebSocketLike } from "../src/index.js";
+import { ParleyClient } from "../src/index.js";
 
 export { Runner } from "./runner.js";
-
-/** The ws package's WebSocket, as the client takes one. */
-export const NodeWebSocket = WebSocket as unknown as WebSocketLike;
+export { NodeWebSocket } from "./ws.js";
 
 /** A client of the shared server. */
 export function shared(): ParleyClient {

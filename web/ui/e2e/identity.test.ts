@@ -2,15 +2,17 @@
 // keeps it for the tab, says what it may do, acts as the token's agent,
 // and asks again when the token is revoked.
 
-import { ParleyClient } from "@parleyhq/client";
+import { ParleyClient, conversationRunner } from "@parleyhq/client";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { NodeWebSocket } from "../../client/test/ws.js";
 import { startServer, type Server } from "../../client/test/server.js";
 import { screenshot, browserPerFile } from "./lib/browser.js";
 
 let server: Server;
 const browser = browserPerFile();
 let admin: ParleyClient;
+let adminToken: string;
 let tokens: { alice: string; viewer: string; aliceId: string };
 let ours: string; // alice's and bob's conversation
 let theirs: string; // carol's and dave's
@@ -18,7 +20,7 @@ let theirs: string; // carol's and dave's
 beforeAll(async () => {
   server = await startServer(inject("parleyBinary"));
   // The first token ends open mode; the admin token makes the others.
-  const adminToken = (await new ParleyClient({ baseUrl: server.url }).createToken({ kind: "admin" })).token!;
+  adminToken = (await new ParleyClient({ baseUrl: server.url }).createToken({ kind: "admin" })).token!;
   admin = new ParleyClient({ baseUrl: server.url, token: adminToken });
   const alice = await admin.createToken({ kind: "agent", agentId: "alice" });
   const viewer = await admin.createToken({ kind: "viewer" });
@@ -62,6 +64,28 @@ describe("a server that requires tokens", () => {
     expect(page.url()).not.toContain(tokens.viewer);
     await page.getByRole("button", { name: "Forget token" }).click();
     await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
+  });
+
+  it("shows a viewer an agent's request for approval, with nothing to answer it with", async () => {
+    const asks = (await admin.createConversation({ title: "bob asks", participants: ["bob"], members: ["alice"] })).conversation.id;
+    const bob = new ParleyClient({ baseUrl: server.url, token: adminToken, WebSocket: NodeWebSocket });
+    const ctl = new AbortController();
+    const serving = conversationRunner(bob, asks, { agentId: "bob" }).serve(
+      async (reply, signal) => {
+        await reply.askApproval({ title: "Delete the branch?", toolName: "git", args: { branch: "old" } }, { signal }).catch(() => undefined);
+      },
+      { signal: ctl.signal },
+    );
+    await admin.prompt(asks, { agentId: "alice", content: "Clean up, please." });
+    const { page } = await browser.open();
+    await page.goto(server.url + "/c/" + asks);
+    await useToken(page, tokens.viewer);
+    const card = page.getByRole("group", { name: "Delete the branch?" });
+    await card.getByText("You cannot answer it with this identity.").waitFor();
+    expect(await card.getByRole("button").count()).toBe(0);
+    await page.getByRole("button", { name: "Approval from bob: Delete the branch?" }).waitFor();
+    ctl.abort();
+    await serving;
   });
 
   it("acts as an agent token's agent, lists only its conversations, and asks again once it is revoked", async () => {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,15 @@ func checkDeploy(t *testing.T, m *parley.Message, call, req, says string) {
 	}
 	if gotCall != call || gotReq != req || !strings.Contains(m.Content, says) || m.Status != parley.StatusComplete {
 		t.Fatalf("answer %s (%s): deploy %q, request %q, text %q; want deploy %q, request %q, text with %q", m.ID, m.Status, gotCall, gotReq, m.Content, call, req, says)
+	}
+}
+
+// TestDemoAsksThroughTheSDKsRunner: once the Go SDK's runner has an
+// AskApproval, it is the demo's asker; one the demo's approvalAsker does
+// not match (another signature) would leave the demo asking nobody.
+func TestDemoAsksThroughTheSDKsRunner(t *testing.T) {
+	r := &client.Runner{}
+	if _, has := reflect.TypeOf(r).MethodByName("AskApproval"); has && runnerAsker(r) == nil {
+		t.Fatalf("client.Runner.AskApproval is %v, which is not the demo's approvalAsker", reflect.ValueOf(r).MethodByName("AskApproval").Type())
 	}
 }

@@ -55,18 +55,6 @@ export {
 export { ConversationFold, LiveConversation, follow, type FollowOptions, type LiveSnapshot, type OlderState } from "./live.js";
 export { nextFrame, type Schedule } from "./batch.js";
 export { groupRetries, type Attempt } from "./retries.js";
-export {
-  InputNotAnsweredError,
-  Reply,
-  Runner,
-  agentRunner,
-  conversationRunner,
-  type CreateOptions,
-  type FinalizeOptions,
-  type InputOutcome,
-  type InputRequest,
-  type RunnerHandler,
-  type RunnerOptions,
-  type RunnerPush,
-  type ToolUpdate,
-} from "./runner.js";
+export { Runner, agentRunner, conversationRunner, type RunnerHandler, type RunnerOptions, type RunnerPush } from "./runner.js";
+export { Reply, type CreateOptions, type FinalizeOptions, type ToolUpdate } from "./reply.js";
+export { InputNotAnsweredError, type InputOutcome, type InputRequest } from "./asking.js";

@@ -7,7 +7,9 @@ import { WSNotOpened } from "./transport.js";
 import { backoffDelay, sleep, wsURL } from "./stream.js";
 import type { ParleyClient } from "./client.js";
 import type { WebSocketLike } from "./options.js";
-import type { Approval, Channel, Finality, FinishReason, InputKind, InputOption, InputStatus, Message, ToolStatus } from "./types.js";
+import { InputDesk, aborted, type InputOutcome } from "./asking.js";
+import { Reply } from "./reply.js";
+import type { Channel, InputStatus, Message } from "./types.js";
 
 /**
  * A frame the server sends a runner (`error`: on an agent-wide runner, its
@@ -36,90 +38,6 @@ export interface RunnerPush {
   reason?: string;
 }
 
-/** What an agent asks a person (`Reply.askApproval`, `Reply.askQuestion`). */
-export interface InputRequest {
-  /**
-   * Unique in the conversation, for ever (default: a new random one). A
-   * handler that gives its own can ask again after its runner restarted:
-   * a request the server still holds pending is then waited for, and one
-   * that ended meanwhile resolves with its outcome.
-   */
-  requestId?: string;
-  /** Set by askApproval and askQuestion. */
-  kind?: InputKind;
-  /** The tool call an approval is about, its tool and arguments (shown to the person). */
-  toolCallId?: string;
-  toolName?: string;
-  args?: unknown;
-  /** What is asked (1 to 1024 bytes). */
-  title: string;
-  /** Longer text, in Markdown. */
-  detail?: string;
-  /** A JSON Schema the answer to a question must fit. */
-  schema?: unknown;
-  /** Choices of a question: the answer is `{choices: [label…]}` (or `{text}`). */
-  options?: InputOption[];
-  multiple?: boolean;
-  /** When it expires unanswered (an expired approval is a denial). */
-  expiresAt?: Date | string;
-  /** Members who may answer besides the asker of the prompt, the conversation's owner and admins. */
-  answerers?: string[];
-}
-
-/** How an input request ended, as the server tells the runner. */
-export interface InputOutcome {
-  requestId: string;
-  status: InputStatus | (string & {});
-  answer?: unknown;
-  answeredBy?: string;
-  reason?: string;
-}
-
-/** A question that ended unanswered: it expired, or was canceled (`reason` says why: `stopped`, `steered`, …). */
-export class InputNotAnsweredError extends Error {
-  override readonly name = "InputNotAnsweredError";
-  constructor(
-    readonly requestId: string,
-    readonly status: string,
-    readonly reason: string | undefined,
-  ) {
-    super(`input request ${requestId} ${status}${reason ? ` (${reason})` : ""}`);
-  }
-}
-
-/** One change of a tool call. */
-export interface ToolUpdate {
-  callId: string;
-  toolName: string;
-  status: ToolStatus;
-  args?: unknown;
-  result?: unknown;
-  error?: string;
-}
-
-/** What a message may say when it is created, besides its id. */
-export interface CreateOptions {
-  /** The message it answers (default: the prompt). */
-  replyTo?: string;
-  /** The failed message it retries (default: the one a failover ended). */
-  retryOf?: string;
-  /**
-   * Where it goes outside Parley: only the channel of the prompt it
-   * answers (the default); the server refuses any other (forbidden).
-   */
-  channel?: Channel;
-  /** The OpenCode session that wrote it, kept in its metadata. */
-  opencodeSessionId?: string;
-}
-
-/** What a finalize may say. */
-export interface FinalizeOptions {
-  reason?: FinishReason;
-  /** The whole answer: it must start with the text streamed, and the rest is added as text (any other text is refused, `invalid_value`). */
-  finalText?: string;
-  /** What it closes: the runner's turn by default; `none` lets another message follow in the turn. */
-  finality?: Finality;
-}
 
 /**
  * Answers one prompt: `reply.prompt` is the prompt; write the answer with
@@ -140,7 +58,8 @@ export interface RunnerOptions {
   maxBackoffMs?: number;
 }
 
-type Frame = Record<string, unknown>;
+/** @internal A frame of the runner protocol. */
+export type Frame = Record<string, unknown>;
 
 /** The connection was lost before a frame's reply came. */
 class LostError extends Error {
@@ -270,14 +189,8 @@ export class Runner {
   private dialing: Promise<RunnerConn> | undefined;
   private readonly lanes = new Map<string, Lane>();
   private readonly ended = new Map<string, string>();
-  /** Those who wait for input requests to end, by conversation and request id. */
-  private readonly asking = new Map<string, (o: InputOutcome) => void>();
-  /** Outcomes nobody waited for yet (an ask may come after them), the newest MAX_ENDED. */
-  private readonly outcomes = new Map<string, InputOutcome>();
-  /** Requests whose outcome was taken and acknowledged. */
-  private readonly taken = new Set<string>();
-  /** Requests the server says are pending (`input.pending`, after a reconnect or a restart): asked again, they are waited for, not sent. */
-  private readonly asked = new Set<string>();
+  /** The input requests asked, and their outcomes. */
+  private readonly inputs = new InputDesk(MAX_ENDED);
   private readonly stopper = new AbortController();
   private handler: RunnerHandler | undefined;
   private failure: ((err: unknown) => void) | undefined;
@@ -452,21 +365,10 @@ export class Runner {
   async ask(conv: string, frame: Frame, msg: string, signal: AbortSignal): Promise<InputOutcome> {
     const id = frame["requestId"] as string;
     const key = conv + "\n" + id;
-    if (this.asking.has(key)) throw new Error(`input request ${id} is asked already`);
-    let resolve!: (o: InputOutcome) => void;
-    const got = new Promise<InputOutcome>((r) => (resolve = r));
-    this.asking.set(key, resolve);
-    const abort = new Promise<never>((_, reject) => {
-      const stop = (): void => reject(signal.reason instanceof Error ? signal.reason : new Error("the input request was abandoned"));
-      if (signal.aborted) stop();
-      else signal.addEventListener("abort", stop, { once: true });
-    });
-    abort.catch(() => {});
+    const { got, early, known } = this.inputs.wait(key);
+    const abort = aborted(signal);
     try {
-      const early = this.outcomes.get(key);
-      if (early) {
-        this.outcomes.delete(key);
-      } else if (!this.asked.has(key)) {
+      if (!early && !known) {
         const applied = (m: Message | undefined): boolean => (m?.parts ?? []).some((x) => x.type === "input-request" && x.requestId === id);
         await Promise.race([this.deliver(conv, frame, msg, applied).catch((err: unknown) => this.askedBefore(conv, id, err)), abort]);
       }
@@ -474,8 +376,7 @@ export class Runner {
       await this.ackInput(conv, id);
       return o;
     } finally {
-      this.asking.delete(key);
-      this.asked.delete(key);
+      this.inputs.done(key);
     }
   }
 
@@ -492,9 +393,7 @@ export class Runner {
   }
 
   private async ackInput(conv: string, id: string): Promise<void> {
-    const key = conv + "\n" + id;
-    this.taken.add(key);
-    if (this.taken.size > MAX_ENDED) this.taken.delete(this.taken.values().next().value!);
+    this.inputs.took(conv + "\n" + id);
     try {
       await this.deliver(conv, { type: "input.ack", requestId: id }, "");
     } catch (err) {
@@ -505,19 +404,13 @@ export class Runner {
   /** An input request ended: its asker takes the outcome, or it is kept for an ask to come. */
   private answered(conv: string, p: RunnerPush): void {
     const id = p.requestId ?? "";
-    const key = conv + "\n" + id;
     const o: InputOutcome = { requestId: id, status: p.status ?? "canceled" };
     if (p.answer !== undefined) o.answer = p.answer;
     if (p.answeredBy) o.answeredBy = p.answeredBy;
     if (p.reason) o.reason = p.reason;
-    const waiter = this.asking.get(key);
-    if (waiter) return waiter(o);
-    if (this.taken.has(key)) {
+    if (this.inputs.tell(conv + "\n" + id, o) === "again") {
       void this.ackInput(conv, id).catch((err: unknown) => this.fail(err)); // told again before the ack landed
-      return;
     }
-    this.outcomes.set(key, o);
-    if (this.outcomes.size > MAX_ENDED) this.outcomes.delete(this.outcomes.keys().next().value!);
   }
 
   /** Acts on a frame the server sent. */
@@ -529,9 +422,7 @@ export class Runner {
       // A request of this agent still pending (told after a reconnect, or
       // to a runner that restarted): a handler that asks it again, by its
       // id, waits for it rather than asking twice.
-      const key = conv + "\n" + (p.requestId ?? "");
-      this.asked.add(key);
-      if (this.asked.size > MAX_ENDED) this.asked.delete(this.asked.values().next().value!);
+      this.inputs.heldPending(conv + "\n" + (p.requestId ?? ""));
       return;
     }
     const l = this.lane(conv);
@@ -619,176 +510,5 @@ export class Runner {
     } catch (err) {
       if (!(err instanceof ParleyError && err.status === 0)) throw err;
     }
-  }
-}
-
-/**
- * Writes the answer to one prompt: `text`, `tool` and `finalize` write to
- * the answer's message, which the first of them creates (replying to the
- * prompt, to its channel) unless `create` made it already. Each resolves
- * once the server made it durable, across reconnects; once the answer is
- * aborted, each rejects at once and sends nothing.
- */
-export class Reply {
-  private msg: string | undefined;
-  private textBytes = 0;
-  private retry: string | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
-  /** @internal */
-  closed = false;
-  /** @internal Set once a write into the open message was refused with turn_conflict: its turn was aborted under it. */
-  cut = false;
-
-  /** @internal */
-  constructor(
-    private readonly runner: Runner,
-    private readonly conv: string,
-    /** The prompt being answered. */
-    readonly prompt: RunnerPush,
-    private readonly signal: AbortSignal,
-  ) {}
-
-  /** The id of the answer's message open now, if any. */
-  get messageId(): string | undefined {
-    return this.msg;
-  }
-
-  /** Starts a message of the answer as `o` says (a message still open is finalized first, closing nothing). */
-  create(o: CreateOptions = {}): Promise<void> {
-    return this.serial(async () => {
-      if (this.msg) await this.end({ type: "message.finalize", reason: "end_turn", finality: "none" });
-      await this.open(o);
-    });
-  }
-
-  /** Appends a text delta to the answer. */
-  text(delta: string): Promise<void> {
-    return this.serial(async () => {
-      await this.open();
-      const want = this.textBytes + delta.length;
-      await this.runner.deliver(this.conv, { type: "message.part.text-delta", turnId: this.msg, delta }, this.msg!, (m) => !!m && m.content.length >= want);
-      this.textBytes = want;
-    });
-  }
-
-  /** Adds or updates a tool call of the answer. */
-  tool(u: ToolUpdate): Promise<void> {
-    return this.serial(async () => {
-      await this.open();
-      await this.runner.deliver(this.conv, { type: "message.part.tool-update", turnId: this.msg, ...u }, this.msg!, (m) =>
-        (m?.parts ?? []).some((p) => p.type === "tool-call" && p.callId === u.callId && p.status === u.status),
-      );
-    });
-  }
-
-  /** Ends the answer's message as `o` says (`serve` finalizes it when the handler returns). */
-  finalize(o: FinalizeOptions = {}): Promise<void> {
-    return this.serial(async () => {
-      await this.open();
-      await this.end({ type: "message.finalize", reason: o.reason ?? "end_turn", ...o });
-    });
-  }
-
-  /** Ends the answer's message with an error, keeping the turn: the next message retries it. */
-  failover(reason: string): Promise<void> {
-    return this.serial(async () => {
-      await this.open();
-      const failed = this.msg;
-      await this.end({ type: "error", turnId: failed, error: reason, finality: "none" });
-      this.retry = failed;
-    });
-  }
-
-  /**
-   * Asks a person to approve something (a tool call: give its `toolCallId`,
-   * `toolName` and `args`), in the answer's message, and waits for the
-   * answer: the message stays streaming, its turn held, until someone
-   * answers. A request that expires, or is canceled (the answer stopped,
-   * steered, reverted), is a denial whose `reason` says so (`expired`,
-   * `stopped`, …). Rejects when `signal` (or the answer's own) aborts.
-   */
-  async askApproval(req: InputRequest, opts: { signal?: AbortSignal } = {}): Promise<Approval> {
-    const o = await this.ask({ ...req, kind: "approval" }, opts.signal);
-    if (o.status === "answered" && isRecord(o.answer)) {
-      const a: Approval = { approved: o.answer["approved"] === true };
-      if (typeof o.answer["reason"] === "string" && o.answer["reason"]) a.reason = o.answer["reason"];
-      return a;
-    }
-    return { approved: false, reason: o.status === "expired" ? "expired" : (o.reason ?? o.status) };
-  }
-
-  /**
-   * Asks a person a question (with `options` to choose from, a JSON
-   * `schema` the answer fits, or neither: free text) in the answer's
-   * message, and resolves with the answer: `{choices: [label…]}` or
-   * `{text}` for options, JSON valid against the schema, or `{text}`.
-   * Rejects with an {@link InputNotAnsweredError} when it expires or is
-   * canceled, and when `signal` (or the answer's own) aborts.
-   */
-  async askQuestion(req: InputRequest, opts: { signal?: AbortSignal } = {}): Promise<unknown> {
-    const o = await this.ask({ ...req, kind: "question" }, opts.signal);
-    if (o.status !== "answered") throw new InputNotAnsweredError(o.requestId, o.status, o.reason);
-    return o.answer;
-  }
-
-  /** Sends an input request in the answer's message and waits for its outcome. */
-  private async ask(req: InputRequest, signal: AbortSignal | undefined): Promise<InputOutcome> {
-    const id = req.requestId || "req_" + crypto.randomUUID();
-    const { expiresAt, ...rest } = req;
-    const signals = signal ? AbortSignal.any([this.signal, signal]) : this.signal;
-    let frame: Frame | undefined;
-    await this.serial(async () => {
-      await this.open();
-      frame = { type: "message.part.input-request", turnId: this.msg, ...rest, requestId: id };
-      if (expiresAt !== undefined) frame["expiresAt"] = expiresAt instanceof Date ? expiresAt.toISOString() : expiresAt;
-    });
-    return this.runner.ask(this.conv, frame!, frame!["turnId"] as string, signals);
-  }
-
-  /** @internal Ends the answer with an error part, in a message of its own if none is open. */
-  async fail(text: string): Promise<void> {
-    await this.queue.catch(() => {});
-    if (!this.msg) await this.open();
-    await this.end({ type: "error", turnId: this.msg, error: text });
-  }
-
-  /** @internal Sends a frame that ends the open message. */
-  async end(frame: Frame): Promise<void> {
-    await this.runner.deliver(this.conv, { ...frame, turnId: this.msg }, this.msg!, (m) => !!m && m.status !== "streaming");
-    this.msg = undefined;
-    this.textBytes = 0;
-  }
-
-  private async open(o: CreateOptions = {}): Promise<void> {
-    if (this.msg) return;
-    const id = crypto.randomUUID();
-    const replyTo = o.replyTo ?? this.prompt.messageId;
-    const channel = o.channel ?? this.prompt.channel ?? undefined;
-    const retryOf = o.retryOf ?? this.retry;
-    const frame: Frame = { type: "message.create", turnId: id, replyTo };
-    if (retryOf) frame["retryOf"] = retryOf;
-    if (channel) Object.assign(frame, { channelType: channel.type, channelId: channel.id });
-    if (o.opencodeSessionId) frame["opencodeSessionId"] = o.opencodeSessionId;
-    await this.runner.deliver(this.conv, frame, id, (m) => !!m);
-    this.msg = id;
-    this.textBytes = 0;
-    this.retry = undefined;
-  }
-
-  /** Runs calls one after another, unless the answer was aborted or has ended. */
-  private serial(fn: () => Promise<void>): Promise<void> {
-    const run = async (): Promise<void> => {
-      if (this.signal.aborted) throw this.signal.reason instanceof Error ? this.signal.reason : new Error("the answer was aborted");
-      if (this.closed) throw new Error(`the answer to prompt ${this.prompt.messageId} has ended: its handler returned`);
-      try {
-        await fn();
-      } catch (err) {
-        if (this.msg && err instanceof ParleyError && err.code === "turn_conflict") this.cut = true;
-        throw err;
-      }
-    };
-    const p = this.queue.then(run, run);
-    this.queue = p.catch(() => {});
-    return p;
   }
 }

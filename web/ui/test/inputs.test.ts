@@ -74,7 +74,9 @@ describe("how a request is told", () => {
     expect(answerText(denied)).toBe("Denied: not on a Friday");
     expect(answerText(part({ status: "answered", answer: { choices: ["eu", "us"] } }))).toBe("eu, us");
     expect(answerText(part({ status: "answered", answer: { text: "soon" } }))).toBe("soon");
-    expect(answerText(part({ status: "answered", answer: { region: "eu" } }))).toBe('{"region":"eu"}');
+    expect(answerText(part({ status: "answered", answer: { region: "eu", replicas: 3, canary: true } }))).toBe("region: eu · replicas: 3 · canary: yes");
+    expect(answerText(part({ status: "answered", answer: { tags: ["a", "b"] } }))).toBe('{"tags":["a","b"]}');
+    expect(answerText(part({ status: "answered", answer: 42 }))).toBe("42");
   });
 
   it("says that a request expired or was canceled, and why", () => {

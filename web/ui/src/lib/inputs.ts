@@ -121,6 +121,10 @@ export function answerText(p: InputRequestPart): string {
     }
     if (Array.isArray(r["choices"])) return r["choices"].map(valueText).join(", ");
     if (typeof r["text"] === "string" && Object.keys(r).length === 1) return r["text"];
+    const flat = Object.entries(r);
+    if (flat.every(([, v]) => v === null || typeof v !== "object")) {
+      return flat.map(([k, v]) => `${k}: ${v === true ? "yes" : v === false ? "no" : valueText(v)}`).join(" · ");
+    }
   }
   return a === undefined ? "" : valueText(a);
 }

@@ -2,10 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
+	"github.com/parleyhq/parley/internal/protocols"
 )
 
 // protocolHost lends the protocols' adapters (package protocols) the
@@ -48,3 +50,13 @@ func (protocolHost) Actor(who parley.Identity, bodyAgent string) (conv.Actor, er
 
 // AllowCreate implements protocols.Host.
 func (h protocolHost) AllowCreate(who parley.Identity) error { return h.s.creates.allow(who) }
+
+// Inputs implements protocols.Host.
+func (h protocolHost) Inputs(ctx context.Context, id string) ([]protocols.Input, error) {
+	return nil, nil
+}
+
+// AnswerInput implements protocols.Host.
+func (h protocolHost) AnswerInput(ctx context.Context, who parley.Identity, act conv.Actor, id, requestID string, answer json.RawMessage) error {
+	return parley.Errorf(parley.ENOTFOUND, "input request %s is not in conversation %s", requestID, id)
+}

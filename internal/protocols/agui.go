@@ -185,6 +185,16 @@ func (s *Server) AGUI(w http.ResponseWriter, r *http.Request, who parley.Identit
 	if err == nil {
 		err = checkRun(&in, fp.To)
 	}
+	var answers []resumeEntry
+	if err == nil {
+		answers, err = resumeEntries(in.Resume)
+	}
+	if err == nil && len(answers) > 0 {
+		// A run that answers the interrupts of one before it: the answer
+		// goes on.
+		s.aguiResume(ctx, w, r, who, act, &in, answers, resume)
+		return
+	}
 	if err == nil {
 		text, err = in.Messages.promptText()
 	}
@@ -231,12 +241,15 @@ func (s *Server) AGUI(w http.ResponseWriter, r *http.Request, who parley.Identit
 		return
 	}
 	from.Epoch = epoch
-	s.streamAGUI(ctx, w, in.ThreadID, in.RunID, a, from, resume)
+	s.streamAGUI(ctx, w, in.ThreadID, in.RunID, a, from, resume, nil)
 }
 
 // streamAGUI answers with the AG-UI events of run runID's answer a,
-// followed from position from; with resume, only the events after it.
-func (s *Server) streamAGUI(ctx context.Context, w http.ResponseWriter, thread, runID string, a *answerState, from parley.Position, resume *aguiPosition) {
+// followed from position from; with resume, only the events after it. With
+// skip, the run goes on from where one before it was interrupted
+// (agui_input.go). A run is interrupted where the answer waits on input
+// requests still pending.
+func (s *Server) streamAGUI(ctx context.Context, w http.ResponseWriter, thread, runID string, a *answerState, from parley.Position, resume *aguiPosition, skip *skipper) {
 	out := s.startSSE(w)
 	defer out.done()
 	enc := &aguiEncoder{thread: thread, run: runID}
@@ -282,13 +295,20 @@ func (s *Server) streamAGUI(ctx context.Context, w http.ResponseWriter, thread, 
 				}
 				return nil
 			}
-			return write(enc.frames(steps), seq)
+			if skip.active() {
+				steps = skipped(skip, steps)
+			}
+			skip.next()
+			if err := write(enc.frames(steps), seq); err != nil || a.ended() || skip.active() {
+				return err
+			}
+			return s.aguiInterrupt(ctx, thread, runID, a, out)
 		})
 	}
 	end := follow(from.Seq)
 	if errors.Is(end, errRestartRun) {
 		// As for a history replaced: the run is sent whole.
-		resume, a, enc = nil, newAnswer(runID), &aguiEncoder{thread: thread, run: runID}
+		resume, a, enc, skip = nil, a.again(), &aguiEncoder{thread: thread, run: runID}, skip.again()
 		started, _ := json.Marshal(map[string]string{"type": "RUN_STARTED", "threadId": thread, "runId": runID})
 		if write([][]byte{started}, from.Seq) != nil {
 			return

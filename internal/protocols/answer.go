@@ -54,6 +54,14 @@ const (
 	// (step.text is an answerStatus in JSON; see answer_status.go). Not
 	// from the log: it goes out as a transient frame.
 	stepStatus
+	// stepInput: an input request was opened (step.input holds it,
+	// pending; see answer_input.go).
+	stepInput
+	// stepInputEnd: it ended (step.input holds how).
+	stepInputEnd
+	// stepToolDenied: the approval of tool call step.id was denied (or
+	// expired): the call has no outcome.
+	stepToolDenied
 )
 
 // answerEnd is how an answer ended.
@@ -76,6 +84,8 @@ type step struct {
 	end  answerEnd
 	// retry marks the stepStart of a retry: not the answer's first message.
 	retry bool
+	// input is the input request of stepInput and stepInputEnd.
+	input *inputReq
 }
 
 // answerState is one answer, folded from the log. Its zero value is not
@@ -103,6 +113,8 @@ type answerState struct {
 	tombstone int64
 	// status is the last status stepped (stepStatus), "" if none.
 	status string
+	// inputs are the input requests of m, in the order they were opened.
+	inputs []*inputSent
 }
 
 type textSent struct {
@@ -120,6 +132,14 @@ func newAnswer(promptID string) *answerState {
 // answerOfMessage follows message id, an answer that exists already.
 func answerOfMessage(id string) *answerState {
 	return &answerState{want: id, sent: map[int]*textSent{}, tools: map[string]*toolSent{}}
+}
+
+// again returns a new follower of the same answer, from its start.
+func (a *answerState) again() *answerState {
+	if a.prompt != "" {
+		return newAnswer(a.prompt)
+	}
+	return answerOfMessage(a.want)
 }
 
 // ended reports whether the answer has ended (a stepFinish was stepped).
@@ -146,11 +166,9 @@ func (a *answerState) apply(ev parley.Event, out []step) []step {
 			return a.diff(out)
 		}
 	case parley.EventPartUpdated:
-		var u parley.PartUpdate
-		if a.m != nil && json.Unmarshal(ev.Data, &u) == nil && u.MessageID == a.m.ID {
-			a.m.ApplyTool(u.Part)
-			return a.diff(out)
-		}
+		return a.applyPartUpdate(ev.Data, out)
+	case eventInputAnswered:
+		return a.applyInputEnded(ev.Data, out)
 	case parley.EventMessagesRemoved:
 		var r parley.MessagesRemoved
 		if json.Unmarshal(ev.Data, &r) != nil {
@@ -183,13 +201,13 @@ func (a *answerState) applyMessage(ev parley.Event, out []step) []step {
 		// The attempt that failed is retried: the answer goes on in the
 		// retry, whose parts are new ones.
 		a.attempt++
-		a.failed, a.sent, a.tools = nil, map[int]*textSent{}, map[string]*toolSent{}
+		a.failed, a.sent, a.tools, a.inputs = nil, map[int]*textSent{}, map[string]*toolSent{}, nil
 		out = append(out, step{kind: stepStart, id: m.ID, retry: true})
 	default:
 		return out
 	}
 	a.m = &m
-	return a.diff(out)
+	return a.diff(a.applyMessageInputs(ev.Data, out))
 }
 
 // applyPromptEnd folds the end of the prompt followed: a prompt that ends

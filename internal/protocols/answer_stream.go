@@ -94,12 +94,18 @@ var errReplaced = parley.Errorf(parley.ENOTFOUND, "the conversation's history wa
 // was sent: the caller sends the answer again from its start.
 var errRestartRun = errors.New("the answer's events before the position were compacted")
 
+// errPaused is what an emit returns to end a stream that paused: the
+// answer waits for an input request its protocol asks the client to
+// answer in a request of its own (an approval for the AI SDK, an
+// interrupt for AG-UI). The stream ends well formed; the answer goes on.
+var errPaused = errors.New("the answer waits for input")
+
 // followAnswer reads conversation id's log after position from, folds every
 // event into a, and hands each event's steps (with the event's seq) to
 // emit, then flushes each batch of events once; it pings out after
 // HeartbeatInterval of silence. A subscription dropped for falling behind
 // is taken up again from the last event read, so that a slow client loses
-// nothing. It returns nil once the answer ended, transport.ErrClientGone when the
+// nothing. It returns nil once the answer ended or paused (errPaused), transport.ErrClientGone when the
 // client left, or why the server ended it (the token was revoked, the
 // conversation deleted or replaced, the server shutting down).
 func (s *Server) followAnswer(ctx context.Context, id string, from parley.Position, a *answerState, out *sseOut, emit func([]step, int64) error) error {
@@ -147,6 +153,8 @@ func (s *Server) followAnswer(ctx context.Context, id string, from parley.Positi
 			from.Seq = ev.Seq
 			if err := emit(steps, ev.Seq); errors.Is(err, errRestartRun) {
 				return true, err
+			} else if errors.Is(err, errPaused) {
+				return true, nil
 			} else if err != nil {
 				return true, transport.ErrClientGone
 			}

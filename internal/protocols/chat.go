@@ -38,14 +38,20 @@ const (
 	triggerRegenerate = "regenerate-message"
 )
 
-// uiMessage is a UI message as far as a prompt needs it. Its other fields
-// (metadata, a part's state) are the client's and are not read.
+// uiMessage is a UI message as far as a prompt, or an approval's answer,
+// needs it. Its other fields (metadata, most of a part's) are the client's
+// and are not read.
 type uiMessage struct {
 	ID    string `json:"id"`
 	Role  string `json:"role"`
 	Parts []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
+		// A tool part's state, and its approval once answered
+		// (addToolApprovalResponse): state approval-responded.
+		State      string      `json:"state"`
+		ToolCallID string      `json:"toolCallId"`
+		Approval   *uiApproval `json:"approval"`
 	} `json:"parts"`
 }
 
@@ -103,6 +109,11 @@ func (s *Server) Chat(w http.ResponseWriter, r *http.Request, who parley.Identit
 	if err == nil {
 		err = checkChat(&req)
 	}
+	if last := req.Messages.last; err == nil && last != nil && last.Role == string(parley.RoleAssistant) {
+		// The answer's message, with approvals answered: the answer goes on.
+		s.chatApproved(ctx, w, r, who, act, &req)
+		return
+	}
 	var userID, text string
 	if err == nil {
 		userID, text, err = req.Messages.promptText()
@@ -130,7 +141,7 @@ func (s *Server) Chat(w http.ResponseWriter, r *http.Request, who parley.Identit
 		s.host.WriteError(w, err)
 		return
 	}
-	s.streamChat(ctx, w, req.ID, a, from)
+	s.streamChat(ctx, w, req.ID, a, from, nil)
 }
 
 // checkPromptSize refuses a prompt over the text limit before anything is
@@ -274,7 +285,7 @@ func (s *Server) ResumeChat(w http.ResponseWriter, r *http.Request, who parley.I
 		return
 	}
 	defer release()
-	s.streamChat(ctx, w, id, a, from)
+	s.streamChat(ctx, w, id, a, from, nil)
 }
 
 // answerUnderWay finds the answer a chat's client should see streaming
@@ -292,24 +303,32 @@ func (s *Server) answerUnderWay(ctx context.Context, id string) (*answerState, p
 }
 
 // streamChat answers with the UI message stream of answer a, followed from
-// position from.
-func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, id string, a *answerState, from parley.Position) {
+// position from. With skip, the stream goes on from where an earlier one
+// paused (chat_input.go): the steps until then are not sent again. A
+// stream pauses at an approval still pending (it ends with finish, and the
+// answer goes on in the request that answers it).
+func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, id string, a *answerState, from parley.Position, skip *skipper) {
 	out := s.startSSE(w, "X-Vercel-Ai-Ui-Message-Stream", "v1")
 	defer out.done()
 	end := s.followAnswer(ctx, id, from, a, out, func(steps []step, _ int64) error {
 		for i := range steps {
-			chunk := uiChunk(&steps[i])
-			if chunk == nil {
+			if !skip.pass(&steps[i]) {
 				continue
 			}
-			if err := out.data("", chunk); err != nil {
-				return err
+			for _, chunk := range uiChunks(&steps[i]) {
+				if err := out.data("", chunk); err != nil {
+					return err
+				}
 			}
 		}
+		skip.next()
 		if a.ended() {
 			return out.data("", []byte("[DONE]"))
 		}
-		return nil
+		if skip.active() {
+			return nil
+		}
+		return s.chatPause(ctx, id, a, out)
 	})
 	if text, ok := s.endText(id, end); ok {
 		msg, _ := json.Marshal(map[string]string{"type": "error", "errorText": text})
@@ -337,17 +356,19 @@ func (s *Server) endText(id string, end error) (text string, ok bool) {
 	return f.Error.Message, true
 }
 
-// uiChunk is a step as a UI message stream chunk, or nil for a step that
-// has none. It carries only fields that `ai` 5.0.0, whose chunk schema
+// uiChunks are a step as UI message stream chunks (none for a step that
+// has none). It carries only fields that `ai` 5.0.0, whose chunk schema
 // refuses any other, lists.
 //
 // A retry's start has none: the answer's attempts are one UI message, under
 // the first attempt's id. A second start naming the retry would rename the
 // message, and useChat would then show it as a second answer, beside the
 // first attempt's parts.
-func uiChunk(st *step) []byte {
+func uiChunks(st *step) [][]byte {
 	var c map[string]any
 	switch st.kind {
+	case stepInput, stepInputEnd, stepToolDenied:
+		return inputChunks(st)
 	case stepStart:
 		if st.retry {
 			return nil
@@ -394,6 +415,9 @@ func uiChunk(st *step) []byte {
 			c = map[string]any{"type": "finish"}
 		}
 	}
+	if c == nil {
+		return nil
+	}
 	b, _ := json.Marshal(c)
-	return b
+	return [][]byte{b}
 }

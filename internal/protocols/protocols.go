@@ -16,6 +16,7 @@ package protocols
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -54,6 +55,24 @@ type Host interface {
 	// AllowCreate counts a conversation made toward who's creation rate,
 	// or refuses it.
 	AllowCreate(who parley.Identity) error
+	// Inputs lists the input requests of conversation id, of every
+	// status, oldest first.
+	Inputs(ctx context.Context, id string) ([]Input, error)
+	// AnswerInput answers input request requestID of conversation id as
+	// act (who's token acting), as POST
+	// /v1/conversations/{id}/inputs/{requestId} does: the same answer
+	// again is no error, and who may answer is the core's to decide.
+	AnswerInput(ctx context.Context, who parley.Identity, act conv.Actor, id, requestID string, answer json.RawMessage) error
+}
+
+// Input is an input request of a conversation as the adapters need it:
+// which it is, the message that asks it, and where it stands.
+type Input struct {
+	RequestID  string
+	MessageID  string
+	Kind       string // approval or question
+	Status     string // pending, answered, expired or canceled
+	ToolCallID string
 }
 
 // Options configure a Server. Zero values take the defaults.

@@ -367,6 +367,10 @@ func (e *aguiEncoder) frames(steps []step) [][]byte {
 				}
 			}
 			add(map[string]any{"type": "TOOL_CALL_RESULT", "messageId": e.answer + ":" + st.id, "toolCallId": st.id, "content": content, "role": "tool"})
+		case stepToolDenied:
+			// Not run: its result is the approval's answer.
+			content, _ := json.Marshal(approvalAnswer{Approved: false, Reason: deniedReason(st.input)})
+			add(map[string]any{"type": "TOOL_CALL_RESULT", "messageId": e.answer + ":" + st.id, "toolCallId": st.id, "content": string(content), "role": "tool"})
 		case stepFinish:
 			switch st.end {
 			case endError:

@@ -261,3 +261,13 @@ func responseSchema(r *inputReq) json.RawMessage {
 	}
 	return json.RawMessage(text)
 }
+
+// deniedReason is why approval r was not approved: its answer's reason,
+// else how it ended (expired, canceled).
+func deniedReason(r *inputReq) string {
+	var a approvalAnswer
+	if r.Status == inputAnswered && json.Unmarshal(r.Answer, &a) == nil {
+		return a.Reason
+	}
+	return r.Status
+}

@@ -60,7 +60,7 @@ const (
 	// stepInputEnd: it ended (step.input holds how).
 	stepInputEnd
 	// stepToolDenied: the approval of tool call step.id was denied (or
-	// expired): the call has no outcome.
+	// expired; step.input is the approval): the call has no outcome.
 	stepToolDenied
 )
 
@@ -84,7 +84,8 @@ type step struct {
 	end  answerEnd
 	// retry marks the stepStart of a retry: not the answer's first message.
 	retry bool
-	// input is the input request of stepInput and stepInputEnd.
+	// input is the input request of stepInput, stepInputEnd and
+	// stepToolDenied.
 	input *inputReq
 }
 

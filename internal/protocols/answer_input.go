@@ -206,7 +206,7 @@ func (a *answerState) applyInput(r *inputReq, out []step) []step {
 		if t := a.tools[c.ToolCallID]; c.Kind == inputApproval && t != nil && !t.output && c.denied() {
 			// A call denied has no outcome: it is not run.
 			t.output = true
-			out = append(out, step{kind: stepToolDenied, id: c.ToolCallID})
+			out = append(out, step{kind: stepToolDenied, id: c.ToolCallID, input: &c})
 		}
 	}
 	return out

@@ -33,6 +33,11 @@ func TestBadChatRequests(t *testing.T) {
 		return fmt.Sprintf(`{"threadId":%q,"runId":%q,"state":{},"tools":[],"context":[],"forwardedProps":{}%s,"messages":[%s]}`, thread, run, strings.Join(extra, ""), last)
 	}
 	user := `{"id":"m1","role":"user","content":"What is 6 x 7?"}`
+	// An answer's message as addToolApprovalResponse leaves it: its tool
+	// part approval-responded.
+	approved := func(id, yes string) string {
+		return fmt.Sprintf(`[{"type":"tool-bash","toolCallId":"c1","state":"approval-responded","input":{},"approval":{"id":%q,"approved":%s}}]`, id, yes)
+	}
 
 	f.run(t, []badCase{
 		{"a viewer asks", "POST", "/v1/chat", "viewer", chat("{c}", ok), nil, 403, "forbidden", "viewer"},
@@ -59,6 +64,13 @@ func TestBadChatRequests(t *testing.T) {
 		{"a body over 16 MiB", "POST", "/v1/chat", "alice", huge, nil, 413, "too_large", "16777216"},
 		{"a regenerate that removes others' messages", "POST", "/v1/chat", "alice", chat("{c}", msg("q1", "user", text("question")), `,"trigger":"regenerate-message","messageId":"a1"`), nil, 403, "forbidden", "revert"},
 
+		{"an approval of a request the chat does not have", "POST", "/v1/chat", "alice", chat("{c}", msg("a1", "assistant", approved("nope", "true"))), nil, 404, "not_found", `approval "nope"`},
+		{"an approval in a chat not made", "POST", "/v1/chat", "alice", chat("new-chat", msg("a1", "assistant", approved("req-1", "true"))), nil, 404, "not_found", "new-chat"},
+		{"an approval not decided", "POST", "/v1/chat", "alice", chat("{c}", msg("a1", "assistant", approved("req-1", "null"))), nil, 422, "invalid_value", "no approval answered"},
+		{"an approval with a bad id", "POST", "/v1/chat", "alice", chat("{c}", msg("a1", "assistant", approved("a b", "true"))), nil, 422, "invalid_value", "approval's id"},
+		{"an approval sent as a regenerate", "POST", "/v1/chat", "alice", chat("{c}", msg("a1", "assistant", approved("req-1", "true")), `,"trigger":"regenerate-message"`), nil, 422, "invalid_value", "regenerate"},
+		{"an outsider's approval", "POST", "/v1/chat", "bob", chat("priv", msg("a1", "assistant", approved("req-1", "true"))), nil, 403, "forbidden", "does not take part"},
+
 		{"resume: a chat id no chat can have", "GET", "/v1/chat/" + strings.Repeat("c", 129) + "/stream", "alice", "", nil, 404, "not_found", "ccc"},
 		{"resume: an outsider", "GET", "/v1/chat/priv/stream", "bob", "", nil, 403, "forbidden", "does not take part"},
 		{"resume: no token", "GET", "/v1/chat/{c}/stream", "none", "", nil, 401, "unauthorized", ""},
@@ -74,6 +86,12 @@ func TestBadChatRequests(t *testing.T) {
 		{"AG-UI: forwardedProps.to not a string", "POST", "/v1/ag-ui", "alice", strings.Replace(run("new-thread", "r-1", user), `"forwardedProps":{}`, `"forwardedProps":{"to":7}`, 1), nil, 400, "invalid_request", "forwardedProps"},
 		{"AG-UI: a bad agent to ask", "POST", "/v1/ag-ui", "alice", strings.Replace(run("new-thread", "r-1", user), `"forwardedProps":{}`, `"forwardedProps":{"to":"a b"}`, 1), nil, 422, "invalid_value", "forwardedProps.to"},
 		{"AG-UI: a question over the text limit", "POST", "/v1/ag-ui", "alice", run("new-thread", "r-1", `{"id":"m1","role":"user","content":"`+strings.Repeat("x", 4<<10+1)+`"}`), nil, 413, "too_large", "limit"},
+		{"AG-UI: resume not an array", "POST", "/v1/ag-ui", "alice", run("{c}", "r-2", user, `,"resume":{}`), nil, 400, "invalid_request", "resume must be an array"},
+		{"AG-UI: a resume entry of no status", "POST", "/v1/ag-ui", "alice", run("{c}", "r-2", user, `,"resume":[{"interruptId":"req-1","payload":{"approved":true}}]`), nil, 422, "invalid_value", "status"},
+		{"AG-UI: a resolved entry without a payload", "POST", "/v1/ag-ui", "alice", run("{c}", "r-2", user, `,"resume":[{"interruptId":"req-1","status":"resolved"}]`), nil, 422, "invalid_value", "without a payload"},
+		{"AG-UI: an interrupt answered twice", "POST", "/v1/ag-ui", "alice", run("{c}", "r-2", user, `,"resume":[{"interruptId":"req-1","status":"cancelled"},{"interruptId":"req-1","status":"cancelled"}]`), nil, 422, "invalid_value", "twice"},
+		{"AG-UI: an interrupt the thread does not have", "POST", "/v1/ag-ui", "alice", run("{c}", "r-2", user, `,"resume":[{"interruptId":"nope","status":"resolved","payload":{"approved":true}}]`), nil, 404, "not_found", "interrupt nope"},
+		{"AG-UI: an outsider resumes", "POST", "/v1/ag-ui", "bob", run("priv", "r-2", user, `,"resume":[{"interruptId":"req-1","status":"cancelled"}]`), nil, 403, "forbidden", "does not take part"},
 		{"AG-UI: a malformed Last-Event-ID", "POST", "/v1/ag-ui", "alice", run("{c}", "r-1", user), []string{"Last-Event-ID", epoch + ":05"}, 400, "invalid_request", "Last-Event-ID"},
 		{"AG-UI: a Last-Event-ID of four parts", "POST", "/v1/ag-ui", "alice", run("{c}", "r-1", user), []string{"Last-Event-ID", epoch + ":5:1:2"}, 400, "invalid_request", "Last-Event-ID"},
 		{"AG-UI: resuming a run never asked", "POST", "/v1/ag-ui", "alice", run("{c}", "never", user), []string{"Last-Event-ID", epoch + ":5"}, 404, "not_found", "never"},

@@ -60,15 +60,23 @@ func (m *uiMessage) approvals() (ids []string, answers map[string]approvalAnswer
 // the chat's requests and an answer is under way to go on with.
 func (s *Server) chatApproved(ctx context.Context, w http.ResponseWriter, r *http.Request, who parley.Identity, act conv.Actor, req *chatRequest) {
 	ids, answers := req.Messages.last.approvals()
-	var msg string // the message that asks them
-	err := s.eng.Require(r.Context(), req.ID, func(st conv.State) error { return st.CanWrite(act) })
+	var (
+		msg string // the message that asks them
+		err error
+	)
 	switch {
-	case err != nil:
+	case len(ids) == 0:
+		err = parley.Errorf(parley.EINVALIDVALUE, "the last message is the %q's with no approval answered (a tool part in state approval-responded); it must be the user's question", req.Messages.last.Role)
 	case req.Trigger == triggerRegenerate:
 		err = parley.Errorf(parley.EINVALIDVALUE, "a regenerate's last message is the user's question, not the answer's")
-	case len(ids) == 0:
-		err = parley.Errorf(parley.EINVALIDVALUE, "the last message is the assistant's with no approval answered (a tool part in state approval-responded): a question is the user's message")
+	case len(ids) > maxResumeEntries:
+		err = parley.Errorf(parley.EINVALIDVALUE, "the last message answers %d approvals; at most %d", len(ids), maxResumeEntries)
+	case slices.ContainsFunc(ids, func(id string) bool { return !parley.ValidID(id) }):
+		err = parley.Errorf(parley.EINVALIDVALUE, "an approval's id is not an input request's id (1-128 characters of A-Z a-z 0-9 . _ : -)")
 	default:
+		err = s.eng.Require(r.Context(), req.ID, func(st conv.State) error { return st.CanWrite(act) })
+	}
+	if err == nil {
 		msg, err = s.checkApprovals(r.Context(), req.ID, ids)
 	}
 	var (

@@ -44,10 +44,16 @@ class State {
 
 /** What the tests use of an `ai` package with approvals: its transport and its Chat. */
 interface ChatAI {
-  DefaultChatTransport: new (o: { api: string; headers: Record<string, string>; body: Record<string, unknown> }) => unknown;
+  DefaultChatTransport: new (o: { api: string; headers: Record<string, string>; body: Record<string, unknown>; fetch: typeof fetch }) => unknown;
   AbstractChat: unknown;
 }
 type ChatClass = abstract new (o: { id: string; transport: unknown; state: State }) => Chat;
+
+/**
+ * Resolved once the chat's first request has its response: its
+ * conversation exists then, and a runner can attach to it.
+ */
+const answered = new WeakMap<Chat, Promise<void>>();
 
 /** A Chat of chat id, as a page makes it (useChat does the same with a React state). */
 const chatOf =
@@ -55,10 +61,19 @@ const chatOf =
   (id: string, messages: UIMessage[] = []): Chat => {
     const state = new State();
     state.messages = messages;
-    const transport = new ai.DefaultChatTransport({ api: url() + "/v1/chat", headers: { Authorization: "Bearer " + you() }, body: { to: "helper" } });
+    let responded = (): void => undefined;
+    const first = new Promise<void>((r) => (responded = r));
+    const observed: typeof fetch = async (input, init) => {
+      const r = await fetch(input, init);
+      responded();
+      return r;
+    };
+    const transport = new ai.DefaultChatTransport({ api: url() + "/v1/chat", headers: { Authorization: "Bearer " + you() }, body: { to: "helper" }, fetch: observed });
     const Base = ai.AbstractChat as ChatClass;
     const PageChat = class extends Base {};
-    return new PageChat({ id, transport, state });
+    const chat = new PageChat({ id, transport, state });
+    answered.set(chat, first);
+    return chat;
   };
 
 const withApprovals: [string, (id: string, messages?: UIMessage[]) => Chat][] = [
@@ -79,6 +94,7 @@ function untilApproval(id: string, req: string): Frame[] {
 /** A chat asked a question whose answer waits for an approval: the runner, and the request's id. */
 async function askApproval(chat: Chat, id: string): Promise<{ run: Runner; req: string }> {
   const sending = chat.sendMessage({ text: "Clean the build" });
+  await answered.get(chat); // the conversation is made
   const run = await Runner.attach(url(), admin(), id);
   expect((await run.next())["content"]).toBe("Clean the build");
   const req = newId("req");

@@ -51,12 +51,47 @@ func (protocolHost) Actor(who parley.Identity, bodyAgent string) (conv.Actor, er
 // AllowCreate implements protocols.Host.
 func (h protocolHost) AllowCreate(who parley.Identity) error { return h.s.creates.allow(who) }
 
-// Inputs implements protocols.Host.
-func (h protocolHost) Inputs(ctx context.Context, id string) ([]protocols.Input, error) {
-	return nil, nil
+// Inputs implements protocols.Host: the requests the conversation's state
+// holds (pending, ended and not yet taken by their asker, and the last that
+// ended), each with its part as its message holds it.
+func (h protocolHost) Inputs(ctx context.Context, id string, parts bool) ([]protocols.Input, error) {
+	var list []protocols.Input
+	err := h.s.eng.Require(ctx, id, func(st conv.State) error {
+		for _, e := range st.InputsEnded {
+			list = append(list, protocols.Input{RequestID: e.RequestID, MessageID: e.MessageID, Status: e.Status})
+		}
+		for _, rid := range st.InputIDs() {
+			in := st.Inputs[rid]
+			list = append(list, protocols.Input{RequestID: rid, MessageID: in.MessageID, Kind: in.Kind, Status: in.Status})
+		}
+		return nil
+	})
+	if err != nil || !parts {
+		return list, err
+	}
+	read := map[string]*parley.Message{}
+	for i := range list {
+		in := &list[i]
+		m, ok := read[in.MessageID]
+		if !ok {
+			m, err = h.s.rd.Message(ctx, id, in.MessageID)
+			if err != nil && parley.ErrorCode(err) != parley.ENOTFOUND {
+				return nil, err
+			}
+			read[in.MessageID] = m // nil: removed meanwhile
+		}
+		if m == nil {
+			continue
+		}
+		if found, ok := inputOf(m, in.RequestID); ok {
+			in.Part, in.Kind, in.ToolCallID = found.Part, found.Kind, found.ToolCallID
+		}
+	}
+	return list, nil
 }
 
 // AnswerInput implements protocols.Host.
-func (h protocolHost) AnswerInput(ctx context.Context, who parley.Identity, act conv.Actor, id, requestID string, answer json.RawMessage) error {
-	return parley.Errorf(parley.ENOTFOUND, "input request %s is not in conversation %s", requestID, id)
+func (h protocolHost) AnswerInput(ctx context.Context, act conv.Actor, id, requestID string, answer json.RawMessage) error {
+	_, err := h.s.AnswerInput(ctx, id, requestID, answer, act)
+	return err
 }

@@ -192,7 +192,7 @@ func (s *Server) AGUI(w http.ResponseWriter, r *http.Request, who parley.Identit
 	if err == nil && len(answers) > 0 {
 		// A run that answers the interrupts of one before it: the answer
 		// goes on.
-		s.aguiResume(ctx, w, r, who, act, &in, answers, resume)
+		s.aguiResume(ctx, w, r, act, &in, answers, resume)
 		return
 	}
 	if err == nil {

@@ -38,6 +38,16 @@ const (
 	resumeCancelled = "cancelled"
 )
 
+// answer is the answer an entry gives: its payload, or the denial of a
+// cancelled approval.
+func (e *resumeEntry) answer() json.RawMessage {
+	if e.Status == resumeCancelled {
+		b, _ := json.Marshal(approvalAnswer{Approved: false, Reason: "cancelled"})
+		return b
+	}
+	return e.Payload
+}
+
 // resumeEntries reads RunAgentInput.resume: none when absent, null or
 // empty.
 func resumeEntries(raw json.RawMessage) ([]resumeEntry, error) {
@@ -72,7 +82,7 @@ func resumeEntries(raw json.RawMessage) ([]resumeEntry, error) {
 // interrupts, as act, and streams the rest of their answer as run
 // in.RunID. Nothing is answered unless every entry names a request of the
 // thread and every request pending in their message is answered.
-func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, r *http.Request, who parley.Identity, act conv.Actor, in *runAgentInput, entries []resumeEntry, last *aguiPosition) {
+func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, r *http.Request, act conv.Actor, in *runAgentInput, entries []resumeEntry, last *aguiPosition) {
 	thread := in.ThreadID
 	err := s.eng.Require(r.Context(), thread, func(st conv.State) error { return st.CanWrite(act) })
 	var msg string
@@ -94,11 +104,8 @@ func (s *Server) aguiResume(ctx context.Context, w http.ResponseWriter, r *http.
 	for i := 0; err == nil && i < len(entries); i++ {
 		e := &entries[i]
 		ids[i] = e.InterruptID
-		answer := e.Payload
-		if e.Status == resumeCancelled {
-			answer, _ = json.Marshal(approvalAnswer{Approved: false, Reason: "cancelled"})
-		}
-		err = s.host.AnswerInput(r.Context(), who, act, thread, e.InterruptID, answer)
+		answer := e.answer()
+		err = s.host.AnswerInput(r.Context(), act, thread, e.InterruptID, answer)
 	}
 	if err != nil {
 		s.host.WriteError(w, err)
@@ -126,7 +133,7 @@ func (s *Server) epochOf(ctx context.Context, id string) (*viewEpoch, error) {
 // checkResume checks a run's resume entries against the thread's input
 // requests, and returns the message that asks them.
 func (s *Server) checkResume(ctx context.Context, thread string, entries []resumeEntry) (string, error) {
-	inputs, err := s.host.Inputs(ctx, thread)
+	inputs, err := s.host.Inputs(ctx, thread, true)
 	if err != nil {
 		return "", err
 	}
@@ -141,13 +148,28 @@ func (s *Server) checkResume(ctx context.Context, thread string, entries []resum
 		case e.Status == resumeCancelled && inputs[i].Kind != inputApproval:
 			return "", parley.Errorf(parley.EINVALIDVALUE, "interrupt %s is a question: it cannot be cancelled, only answered (or the run stopped)", e.InterruptID)
 		}
+		if err := fits(&inputs[i], e.answer()); err != nil {
+			return "", err
+		}
 		msg = inputs[i].MessageID
 	}
-	var missing []string
+	// The interrupts a run ends with are the requests pending up to where
+	// it stopped: every request of the message pending and asked before
+	// the last one answered (in the order asked) must be answered too.
+	var pending, missing []string
+	last := -1
 	for _, in := range inputs {
-		answered := slices.ContainsFunc(entries, func(e resumeEntry) bool { return e.InterruptID == in.RequestID })
-		if in.MessageID == msg && in.Status == inputPending && !answered {
-			missing = append(missing, in.RequestID)
+		if in.MessageID != msg || in.Status != inputPending {
+			continue
+		}
+		if slices.ContainsFunc(entries, func(e resumeEntry) bool { return e.InterruptID == in.RequestID }) {
+			last = len(pending)
+		}
+		pending = append(pending, in.RequestID)
+	}
+	for _, id := range pending[:last+1] {
+		if !slices.ContainsFunc(entries, func(e resumeEntry) bool { return e.InterruptID == id }) {
+			missing = append(missing, id)
 		}
 	}
 	if len(missing) > 0 {
@@ -176,7 +198,7 @@ func (s *Server) aguiInterrupt(ctx context.Context, thread, runID string, a *ans
 	if len(pending) == 0 {
 		return nil
 	}
-	inputs, err := s.host.Inputs(ctx, thread)
+	inputs, err := s.host.Inputs(ctx, thread, false)
 	if err != nil {
 		return err
 	}
@@ -232,34 +254,16 @@ func interruptOf(r *inputReq) map[string]any {
 }
 
 // responseSchema is the JSON Schema of an answer to r: its own, else the
-// one its kind implies (an approval's {approved, reason?}; a question's
-// {choices} of its options, or {text}).
+// one its kind implies (conv.ImpliedSchema: an approval's {approved,
+// reason?}; a question's {choices} of its options, or {text}).
 func responseSchema(r *inputReq) json.RawMessage {
 	if len(r.Schema) > 0 && bytes.HasPrefix(bytes.TrimSpace(r.Schema), []byte("{")) {
 		return r.Schema
 	}
-	text := `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`
-	switch {
-	case r.Kind == inputApproval:
-		return json.RawMessage(`{"type":"object","properties":{"approved":{"type":"boolean"},"reason":{"type":"string"}},"required":["approved"],"additionalProperties":false}`)
-	case len(r.Options) > 0:
-		var opts []struct {
-			Label string `json:"label"`
-		}
-		_ = json.Unmarshal(r.Options, &opts)
-		labels := make([]string, len(opts))
-		for i, o := range opts {
-			labels[i] = o.Label
-		}
-		maxItems := 1
-		if r.Multiple {
-			maxItems = len(labels)
-		}
-		choices, _ := json.Marshal(map[string]any{"type": "object", "required": []string{"choices"}, "additionalProperties": false,
-			"properties": map[string]any{"choices": map[string]any{"type": "array", "items": map[string]any{"enum": labels}, "minItems": 1, "maxItems": maxItems, "uniqueItems": true}}})
-		return json.RawMessage(`{"oneOf":[` + string(choices) + `,` + text + `]}`)
-	}
-	return json.RawMessage(text)
+	var p parley.Part
+	b, _ := json.Marshal(r)
+	_ = json.Unmarshal(b, &p)
+	return conv.ImpliedSchema(p)
 }
 
 // deniedReason is why approval r was not approved: its answer's reason,

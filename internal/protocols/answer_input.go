@@ -23,17 +23,15 @@ import (
 // from the request's toolName and args, so that every protocol has a call
 // to attach the approval to.
 
-// Kinds and statuses of input requests, as the log writes them.
+// Kinds and statuses of input requests (package parley's names).
 const (
-	inputApproval = "approval"
-	inputQuestion = "question"
-	inputPending  = "pending"
-	inputAnswered = "answered"
-	inputExpired  = "expired"
-	inputCanceled = "canceled"
+	inputApproval = parley.InputApproval
+	inputQuestion = parley.InputQuestion
+	inputPending  = parley.InputStatusPending
+	inputAnswered = parley.InputStatusAnswered
 
-	partInputRequest   = "input-request"
-	eventInputAnswered = "input.answered"
+	partInputRequest   = parley.PartInputRequest
+	eventInputAnswered = parley.EventInputAnswered
 )
 
 // inputReq is an input-request part as the log carries it (a part.updated
@@ -120,7 +118,7 @@ func (a *answerState) applyPartUpdate(data json.RawMessage, out []step) []step {
 		if a.input(r.RequestID) == nil {
 			// The message holds its requests among its parts, as its row
 			// does, so that the parts after it keep their place.
-			defer func() { a.m.Parts = append(a.m.Parts, parley.Part{Type: partInputRequest}) }()
+			defer func() { a.m.Parts = append(a.m.Parts, parley.Part{Type: partInputRequest, RequestID: r.RequestID}) }()
 		}
 		return a.applyInput(&r, out)
 	}

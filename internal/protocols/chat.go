@@ -111,7 +111,7 @@ func (s *Server) Chat(w http.ResponseWriter, r *http.Request, who parley.Identit
 	}
 	if last := req.Messages.last; err == nil && last != nil && last.Role == string(parley.RoleAssistant) {
 		// The answer's message, with approvals answered: the answer goes on.
-		s.chatApproved(ctx, w, r, who, act, &req)
+		s.chatApproved(ctx, w, r, act, &req)
 		return
 	}
 	var userID, text string

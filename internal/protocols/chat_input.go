@@ -58,7 +58,7 @@ func (m *uiMessage) approvals() (ids []string, answers map[string]approvalAnswer
 // with approvals answered: it answers them, as act, and streams the rest
 // of the answer. Nothing is answered unless every approval named is one of
 // the chat's requests and an answer is under way to go on with.
-func (s *Server) chatApproved(ctx context.Context, w http.ResponseWriter, r *http.Request, who parley.Identity, act conv.Actor, req *chatRequest) {
+func (s *Server) chatApproved(ctx context.Context, w http.ResponseWriter, r *http.Request, act conv.Actor, req *chatRequest) {
 	ids, answers := req.Messages.last.approvals()
 	var (
 		msg string // the message that asks them
@@ -77,7 +77,7 @@ func (s *Server) chatApproved(ctx context.Context, w http.ResponseWriter, r *htt
 		err = s.eng.Require(r.Context(), req.ID, func(st conv.State) error { return st.CanWrite(act) })
 	}
 	if err == nil {
-		msg, err = s.checkApprovals(r.Context(), req.ID, ids)
+		msg, err = s.checkApprovals(r.Context(), req.ID, ids, answers)
 	}
 	var (
 		a    *answerState
@@ -88,7 +88,7 @@ func (s *Server) chatApproved(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	for i := 0; err == nil && i < len(ids); i++ {
 		b, _ := json.Marshal(answers[ids[i]])
-		err = s.host.AnswerInput(r.Context(), who, act, req.ID, ids[i], b)
+		err = s.host.AnswerInput(r.Context(), act, req.ID, ids[i], b)
 	}
 	if err != nil {
 		s.host.WriteError(w, err)
@@ -97,10 +97,10 @@ func (s *Server) chatApproved(ctx context.Context, w http.ResponseWriter, r *htt
 	s.streamChat(ctx, w, req.ID, a, from, newSkipper(ids))
 }
 
-// checkApprovals checks that every id is an approval of conversation id,
-// and returns the message that asks the last.
-func (s *Server) checkApprovals(ctx context.Context, id string, ids []string) (string, error) {
-	inputs, err := s.host.Inputs(ctx, id)
+// checkApprovals checks that every id is an approval of conversation id
+// that its answer fits, and returns the message that asks the last.
+func (s *Server) checkApprovals(ctx context.Context, id string, ids []string, answers map[string]approvalAnswer) (string, error) {
+	inputs, err := s.host.Inputs(ctx, id, true)
 	if err != nil {
 		return "", err
 	}
@@ -113,9 +113,25 @@ func (s *Server) checkApprovals(ctx context.Context, id string, ids []string) (s
 		case inputs[i].Kind != inputApproval:
 			return "", parley.Errorf(parley.EINVALIDVALUE, "input request %q is a %s, not an approval: answer it with POST /v1/conversations/%s/inputs/%s", want, inputs[i].Kind, id, want)
 		}
+		b, _ := json.Marshal(answers[want])
+		if err := fits(&inputs[i], b); err != nil {
+			return "", err
+		}
 		msg = inputs[i].MessageID
 	}
 	return msg, nil
+}
+
+// fits checks, before anything is answered, that answer fits request in
+// if it is pending (the answer of one that ended is the core's to compare).
+func fits(in *Input, answer json.RawMessage) error {
+	if in.Status != inputPending || in.Part.RequestID == "" {
+		return nil
+	}
+	if _, err := conv.CheckAnswer(in.Part, answer); err != nil {
+		return parley.Errorf(parley.ErrorCode(err), "input request %s: %s", in.RequestID, parley.ErrorMessage(err))
+	}
+	return nil
 }
 
 // answerOf finds the answer that message id of conversation convID (one
@@ -145,7 +161,7 @@ func (s *Server) answerOf(ctx context.Context, convID string, act conv.Actor, id
 // pendingNow reports whether any of the requests ids of conversation id is
 // pending now (not only as far as the log was folded).
 func (s *Server) pendingNow(ctx context.Context, id string, ids []string) (bool, error) {
-	inputs, err := s.host.Inputs(ctx, id)
+	inputs, err := s.host.Inputs(ctx, id, false)
 	if err != nil {
 		return false, err
 	}

@@ -55,14 +55,17 @@ type Host interface {
 	// AllowCreate counts a conversation made toward who's creation rate,
 	// or refuses it.
 	AllowCreate(who parley.Identity) error
-	// Inputs lists the input requests of conversation id, of every
-	// status, oldest first.
-	Inputs(ctx context.Context, id string) ([]Input, error)
+	// Inputs lists the input requests of conversation id that it holds:
+	// those pending, and those that ended lately (the last ones, at least
+	// until their asker took their outcome); pending ones in the order
+	// they were asked. With parts, each has its Part, Kind and ToolCallID
+	// (read from its message); without, only ids, message and status.
+	Inputs(ctx context.Context, id string, parts bool) ([]Input, error)
 	// AnswerInput answers input request requestID of conversation id as
-	// act (who's token acting), as POST
-	// /v1/conversations/{id}/inputs/{requestId} does: the same answer
-	// again is no error, and who may answer is the core's to decide.
-	AnswerInput(ctx context.Context, who parley.Identity, act conv.Actor, id, requestID string, answer json.RawMessage) error
+	// act, as POST /v1/conversations/{id}/inputs/{requestId} does: the
+	// same answer again is no error, and who may answer is the core's to
+	// decide.
+	AnswerInput(ctx context.Context, act conv.Actor, id, requestID string, answer json.RawMessage) error
 }
 
 // Input is an input request of a conversation as the adapters need it:
@@ -73,6 +76,8 @@ type Input struct {
 	Kind       string // approval or question
 	Status     string // pending, answered, expired or canceled
 	ToolCallID string
+	// Part is the request's part, as its message holds it.
+	Part parley.Part
 }
 
 // Options configure a Server. Zero values take the defaults.

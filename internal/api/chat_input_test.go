@@ -223,3 +223,29 @@ RUN_FINISHED threadId="t-i" runId="run-2"`
 		t.Fatalf("the resume sent again:\n%s", got)
 	}
 }
+
+// TestChatApprovalAnsweredElsewhere: an approval answered over the HTTP API
+// while the chat's stream is paused does not pause the stream a reload
+// resumes: it shows the approval and its answer once, and goes on live.
+func TestChatApprovalAnsweredElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newInputFixture(t, "chat-e")
+	st := events(t, f.postJSON("/v1/chat", f.alice, chatBody("chat-e", "u1", "Clean", "to", "bob")))
+	f.ask(t, "req-1")
+	if got := uiStream(st.all()); got != wantPaused {
+		t.Fatalf("paused stream:\n%s", got)
+	}
+	f.want(f.do("POST", "/v1/conversations/chat-e/inputs/req-1", f.alice, map[string]any{"answer": map[string]any{"approved": true}}), 200, "")
+	st = events(t, f.send("GET", "/v1/chat/chat-e/stream", f.alice, nil))
+	f.finish(t, "req-1")
+	want := strings.TrimSuffix(wantPaused, "finish\n[DONE]") + `data-input-request id="req-1"
+tool-output-available toolCallId="c1" output="ok" providerExecuted=true
+text-start id="t3"
+text-delta id="t3" delta="Done."
+text-end id="t3"
+finish
+[DONE]`
+	if got := uiStream(st.all()); got != want {
+		t.Fatalf("resumed stream:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -46,8 +46,18 @@ class State {
 interface ChatAI {
   DefaultChatTransport: new (o: { api: string; headers: Record<string, string>; body: Record<string, unknown>; fetch: typeof fetch }) => unknown;
   AbstractChat: unknown;
+  lastAssistantMessageIsCompleteWithApprovalResponses: unknown;
 }
-type ChatClass = abstract new (o: { id: string; transport: unknown; state: State }) => Chat;
+type ChatClass = abstract new (o: { id: string; transport: unknown; state: State; sendAutomaticallyWhen?: unknown; onFinish: () => void }) => Chat;
+
+/** Resolves each chat's requests as they finish, in order. */
+const finishes = new WeakMap<Chat, { done: number; waiting: Map<number, () => void> }>();
+
+/** Resolved once the chat's n-th request (from 1) has finished. */
+function finished(chat: Chat, n: number): Promise<void> {
+  const f = finishes.get(chat)!;
+  return f.done >= n ? Promise.resolve() : new Promise((r) => f.waiting.set(n, r));
+}
 
 /**
  * Resolved once the chat's first request has its response: its
@@ -57,7 +67,7 @@ const answered = new WeakMap<Chat, Promise<void>>();
 
 /** A Chat of chat id, as a page makes it (useChat does the same with a React state). */
 const chatOf =
-  (ai: ChatAI) =>
+  (ai: ChatAI, auto = false) =>
   (id: string, messages: UIMessage[] = []): Chat => {
     const state = new State();
     state.messages = messages;
@@ -71,14 +81,27 @@ const chatOf =
     const transport = new ai.DefaultChatTransport({ api: url() + "/v1/chat", headers: { Authorization: "Bearer " + you() }, body: { to: "helper" }, fetch: observed });
     const Base = ai.AbstractChat as ChatClass;
     const PageChat = class extends Base {};
-    const chat = new PageChat({ id, transport, state });
+    const done = { done: 0, waiting: new Map<number, () => void>() };
+    const onFinish = (): void => {
+      done.done++;
+      done.waiting.get(done.done)?.();
+    };
+    const sendAutomaticallyWhen = auto ? ai.lastAssistantMessageIsCompleteWithApprovalResponses : undefined;
+    const chat = new PageChat({ id, transport, state, sendAutomaticallyWhen, onFinish });
     answered.set(chat, first);
+    finishes.set(chat, done);
     return chat;
   };
 
-const withApprovals: [string, (id: string, messages?: UIMessage[]) => Chat][] = [
-  ["ai latest", chatOf(aiLatest)],
-  ["ai 6.0.0", chatOf(ai6)],
+/**
+ * Each version: its Chat, and one that sends an approval's answer by
+ * itself (sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses),
+ * where that helper counts the runner's calls (6.0.0's leaves out
+ * provider-executed calls: its page calls sendMessage itself).
+ */
+const withApprovals: [string, (id: string, messages?: UIMessage[]) => Chat, ((id: string) => Chat) | undefined][] = [
+  ["ai latest", chatOf(aiLatest), chatOf(aiLatest, true)],
+  ["ai 6.0.0", chatOf(ai6), undefined],
 ];
 
 /** The runner's answer up to its approval: text, the call, the approval of it. */
@@ -116,7 +139,7 @@ async function outcome(run: Runner, req: string): Promise<Frame> {
 const toolPart = (m: UIMessage): Record<string, unknown> | undefined => m.parts.find((p) => p["type"] === "tool-bash");
 const requestParts = (m: UIMessage): Record<string, unknown>[] => m.parts.filter((p) => p["type"] === "data-input-request");
 
-describe.each(withApprovals)("%s", (_name, newChat) => {
+describe.each(withApprovals)("%s", (_name, newChat, newAutoChat) => {
   test("an approval pauses the stream; approving it goes on with the same answer, which folds to the stored one", async () => {
     const id = newId("chat");
     const chat = newChat(id);
@@ -154,12 +177,12 @@ describe.each(withApprovals)("%s", (_name, newChat) => {
     run.close();
   });
 
-  test("denying an approval gives the tool part output-denied, and the runner the denial", async () => {
+  test("denying an approval (sent by sendAutomaticallyWhen where it can) gives the tool part output-denied, and the runner the denial", async () => {
     const id = newId("chat");
-    const chat = newChat(id);
+    const chat = (newAutoChat ?? newChat)(id);
     const { run, req } = await askApproval(chat, id);
-    await chat.addToolApprovalResponse({ id: req, approved: false, reason: "not now" });
-    const going = chat.sendMessage();
+    await chat.addToolApprovalResponse({ id: req, approved: false, reason: "not now" }); // sends by itself, with newAutoChat
+    const going = newAutoChat ? finished(chat, 2) : chat.sendMessage();
     expect((await outcome(run, req))["answer"]).toEqual({ approved: false, reason: "not now" });
     for (const f of [
       { type: "message.part.tool-update", turnId: "r1", callId: "c1", status: "error", error: "denied" },

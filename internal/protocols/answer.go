@@ -123,7 +123,9 @@ type textSent struct {
 	bytes          int
 }
 
-type toolSent struct{ input, output bool }
+// toolSent is what was stepped of a tool call; synthetic marks a call an
+// approval brought (answer_input.go) that the message does not hold.
+type toolSent struct{ input, output, synthetic bool }
 
 // newAnswer follows the answer to prompt promptID.
 func newAnswer(promptID string) *answerState {
@@ -334,6 +336,7 @@ func (a *answerState) diff(out []step) []step {
 // closed first, so that every protocol's stream ends well formed.
 func (a *answerState) finish(out []step, end answerEnd, text string) []step {
 	out = a.closeParts(out)
+	out = a.closeCalls(out)
 	a.done = true
 	return append(out, step{kind: stepFinish, end: end, text: text})
 }

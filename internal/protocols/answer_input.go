@@ -216,13 +216,32 @@ func (a *answerState) callOf(r *inputReq, out []step) []step {
 	if !r.aboutCall() || a.tools[r.ToolCallID] != nil {
 		return out
 	}
-	a.tools[r.ToolCallID] = &toolSent{input: true}
+	a.tools[r.ToolCallID] = &toolSent{input: true, synthetic: true}
 	name := r.ToolName
 	if name == "" {
 		name = "approval"
 	}
 	p := &parley.Part{Type: parley.PartToolCall, CallID: r.ToolCallID, ToolName: name, Args: r.Args, Status: parley.ToolPending}
 	return append(out, step{kind: stepToolStart, id: r.ToolCallID, part: p}, step{kind: stepToolInput, id: r.ToolCallID, part: p})
+}
+
+// closeCalls ends, as the answer ends, the calls approvals brought that
+// the message never held: an error with no outcome, as the calls a
+// message leaves running end.
+func (a *answerState) closeCalls(out []step) []step {
+	if a.m == nil {
+		return out
+	}
+	for _, in := range a.inputs {
+		id := in.req.ToolCallID
+		t := a.tools[id]
+		if t == nil || !t.synthetic || t.output || slices.ContainsFunc(a.m.Parts, func(p parley.Part) bool { return p.Type == parley.PartToolCall && p.CallID == id }) {
+			continue
+		}
+		t.output = true
+		out = append(out, step{kind: stepToolError, id: id, part: &parley.Part{Type: parley.PartToolCall, CallID: id, Status: parley.ToolError, Error: "the call ended with no outcome"}})
+	}
+	return out
 }
 
 // pendingInputs returns the answer's requests that are pending as far as

@@ -136,3 +136,16 @@ func equal(a, b [][]string) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// TestCallOfAnApprovalEnds: a call an approval brought, that the message
+// never holds, ends with an error as the answer ends (a page's tool part
+// is not left approval-responded).
+func TestCallOfAnApprovalEnds(t *testing.T) {
+	log := inputLog(`{"approved":true}`)
+	log = append(log[:2:2], log[3], log[4], log[6]) // no tool-call part ever
+	log = append(log, parley.Event{Seq: 9, Type: parley.EventMessageUpdated, Data: json.RawMessage(`{"id":"a1","role":"assistant","agentId":"helper","replyTo":"q1","status":"completed","content":"Let me clean. Done.","parts":[{"type":"text","text":"Let me clean. "},{"type":"input-request","requestId":"r1","kind":"approval","toolCallId":"c1","status":"answered","answer":{"approved":true}},{"type":"text","text":"Done."}]}`)})
+	got := chunkTypes(log, nil)
+	if last := got[len(got)-1]; !equal([][]string{last}, [][]string{{"text-end", "tool-output-error", "finish"}}) {
+		t.Fatalf("the answer ended with %v", got)
+	}
+}

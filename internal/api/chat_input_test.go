@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley/internal/api"
@@ -40,7 +41,7 @@ func (f *inputFixture) ask(t *testing.T, reqs ...string) {
 	do(t, f.bundle, f.run, `{"type":"message.part.text-delta","turnId":"r1","delta":"Cleaning. "}`)
 	do(t, f.bundle, f.run, `{"type":"message.part.tool-update","turnId":"r1","callId":"c1","toolName":"bash","status":"pending","args":{"command":"rm -rf build"}}`)
 	for _, req := range reqs {
-		kind, call := "approval", `,"toolCallId":"c1","toolName":"bash"`
+		kind, call := "approval", `,"toolCallId":"c1","toolName":"bash","expiresAt":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"`
 		if strings.HasPrefix(req, "q") {
 			kind, call = "question", `,"options":[{"label":"A"},{"label":"B"}]`
 		}
@@ -182,7 +183,7 @@ func TestAGUIInterruptAndResume(t *testing.T) {
 	f.ask(t, "req-1", "q-1")
 	evs := st.all()
 	last := evs[len(evs)-1].data
-	for _, want := range []string{`"type":"RUN_FINISHED"`, `"runId":"run-1"`, `"type":"interrupt"`, `"id":"req-1"`, `"reason":"tool_approval"`, `"toolCallId":"c1"`, `"responseSchema"`} {
+	for _, want := range []string{`"type":"RUN_FINISHED"`, `"runId":"run-1"`, `"type":"interrupt"`, `"id":"req-1"`, `"reason":"tool_approval"`, `"toolCallId":"c1"`, `"responseSchema"`, `"expiresAt":"20`} {
 		if !strings.Contains(last, want) || strings.Contains(last, `"id":"q-1"`) {
 			t.Fatalf("the run ended with %s; want it to hold %s, and not the question asked after", last, want)
 		}

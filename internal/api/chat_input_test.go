@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -248,5 +249,61 @@ finish
 [DONE]`
 	if got := uiStream(st.all()); got != want {
 		t.Fatalf("resumed stream:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestChatApprovalExpires: an approval that expires while the stream is
+// paused is a denial: a resumed stream shows it ended and the call
+// output-denied, and an approval sent after is refused.
+func TestChatApprovalExpires(t *testing.T) {
+	t.Parallel()
+	f := newInputFixture(t, "chat-x")
+	st := events(t, f.postJSON("/v1/chat", f.alice, chatBody("chat-x", "u1", "Clean", "to", "bob")))
+	until(t, f.bundle, f.run, "prompt")
+	do(t, f.bundle, f.run, `{"type":"message.create","turnId":"r1"}`)
+	do(t, f.bundle, f.run, `{"type":"message.part.tool-update","turnId":"r1","callId":"c1","toolName":"bash","status":"pending","args":{}}`)
+	soon := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	do(t, f.bundle, f.run, `{"type":"message.part.input-request","turnId":"r1","requestId":"req-1","kind":"approval","toolCallId":"c1","title":"May I?","expiresAt":"`+soon+`"}`)
+	if got := chunkTypes(st.all()); !strings.HasSuffix(got, "tool-approval-request\nfinish\n[DONE]") {
+		t.Fatalf("paused stream:\n%s", got)
+	}
+	if got := until(t, f.bundle, f.run, "input.answered"); got["status"] != "expired" {
+		t.Fatalf("runner got %v", got)
+	}
+	if r := asResponse(f.postJSON("/v1/chat", f.alice, approvalBody("chat-x", "req-1", "true"))); r.status != 409 {
+		t.Fatalf("an approval after it expired: %d %s", r.status, r.raw)
+	}
+	st = events(t, f.send("GET", "/v1/chat/chat-x/stream", f.alice, nil))
+	do(t, f.bundle, f.run, `{"type":"input.ack","requestId":"req-1"}`)
+	do(t, f.bundle, f.run, `{"type":"message.finalize","turnId":"r1","reason":"end_turn"}`)
+	do(t, f.bundle, f.run, `{"type":"complete"}`)
+	const want = `start
+tool-input-start
+tool-input-available
+data-input-request status="pending"
+tool-approval-request
+data-input-request status="expired"
+tool-output-denied
+finish
+[DONE]`
+	var got []string
+	for _, ev := range st.all() {
+		var c struct {
+			Type string `json:"type"`
+			Data struct {
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(ev.data), &c) != nil {
+			got = append(got, ev.data)
+			continue
+		}
+		if c.Data.Status != "" {
+			c.Type += ` status="` + c.Data.Status + `"`
+		}
+		got = append(got, c.Type)
+	}
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("resumed stream:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }

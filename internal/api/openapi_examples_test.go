@@ -280,6 +280,7 @@ func TestOpenAPIExamplesCheckCatchesMismatch(t *testing.T) {
 	// A chunk with a field ai 5.0 refuses.
 	chunk := at(doc, "components", "schemas", "UIMessageChunk")
 	chunk["examples"] = append(chunk["examples"].([]any), map[string]any{"type": "text-delta", "id": "t0", "delta": "x", "providerMetadata": map[string]any{}})
+	bad := fmt.Sprintf("schema UIMessageChunk example %d does not match", len(chunk["examples"].([]any))-1)
 	// An AG-UI event of a type that does not exist, in the stream's example.
 	ag := at(doc, "paths", "/v1/ag-ui", "post", "responses", "200", "content", "text/event-stream")
 	ag["example"] = ag["example"].(string) + "data: {\"type\":\"RUN_PAUSED\"}\n\n"
@@ -291,7 +292,7 @@ func TestOpenAPIExamplesCheckCatchesMismatch(t *testing.T) {
 	for _, want := range []string{
 		"POST /v1/conversations request application/json example support does not match",
 		"the answer NotFound application/json example  does not match",
-		"schema UIMessageChunk example 12 does not match",
+		bad,
 		"POST /v1/ag-ui 200 text/event-stream example  line 16 does not match",
 		"POST /v1/tokens: the JSON request body has no example",
 	} {

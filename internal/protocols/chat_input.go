@@ -200,7 +200,7 @@ func inputChunks(st *step) [][]byte {
 	switch st.kind {
 	case stepInput, stepInputEnd:
 		data := *st.input
-		data.Type = ""
+		data.Type = partInputRequest
 		cs = append(cs, map[string]any{"type": "data-input-request", "id": data.RequestID, "data": &data})
 		if st.kind == stepInput && data.aboutCall() {
 			cs = append(cs, map[string]any{"type": "tool-approval-request", "approvalId": data.RequestID, "toolCallId": data.ToolCallID})

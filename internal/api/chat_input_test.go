@@ -307,3 +307,32 @@ finish
 		t.Fatalf("resumed stream:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }
+
+// TestChatTwoApprovalsInARow: approvals asked in a row pause the stream
+// one at a time; the second round's post still carries the first
+// approval (its call has no outcome yet), which is no error.
+func TestChatTwoApprovalsInARow(t *testing.T) {
+	t.Parallel()
+	f := newInputFixture(t, "chat-2")
+	st := events(t, f.postJSON("/v1/chat", f.alice, chatBody("chat-2", "u1", "Clean", "to", "bob")))
+	f.ask(t, "req-1", "req-2")
+	if got := chunkTypes(st.all(), "approvalId"); !strings.HasSuffix(got, `tool-approval-request approvalId="req-1"`+"\nfinish\n[DONE]") {
+		t.Fatalf("first stream:\n%s", got)
+	}
+	first := approvalBody("chat-2", "req-1", "true")
+	got := chunkTypes(events(t, f.postJSON("/v1/chat", f.alice, first)).all(), "approvalId", "id")
+	// The second was asked before the first was answered: it pauses the
+	// stream first, and the first's answer follows in the next.
+	if want := "start\ndata-input-request id=\"req-2\"\ntool-approval-request approvalId=\"req-2\"\nfinish\n[DONE]"; got != want {
+		t.Fatalf("second stream:\n%s\nwant:\n%s", got, want)
+	}
+	both := approvalBody("chat-2", "req-1", "true")
+	parts := both["messages"].([]any)[1].(map[string]any)
+	parts["parts"] = append(parts["parts"].([]any), map[string]any{"type": "tool-bash", "toolCallId": "c1", "state": "approval-responded",
+		"approval": map[string]any{"id": "req-2", "approved": true}})
+	st = events(t, f.postJSON("/v1/chat", f.alice, both))
+	f.finish(t, "req-1", "req-2")
+	if got := chunkTypes(st.all(), "id"); !strings.HasPrefix(got, "start\ndata-input-request id=\"req-1\"\ndata-input-request id=\"req-2\"\ntool-output-available") || !strings.HasSuffix(got, "finish\n[DONE]") {
+		t.Fatalf("third stream:\n%s", got)
+	}
+}

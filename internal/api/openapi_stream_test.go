@@ -49,6 +49,7 @@ func (r *specRunner) send(conv string, f map[string]any) {
 }
 
 func (r *specRunner) run() {
+	asked := map[string]string{} // the prompt each message that asks answers
 	for n := 0; ; n++ {
 		_, data, err := r.ws.Read(r.c.ctx)
 		if err != nil {
@@ -56,7 +57,6 @@ func (r *specRunner) run() {
 		}
 		r.c.frame("RunnerServerFrame", data)
 		var f struct{ Type, ConversationID, MessageID, Content, TurnID string }
-		asked := map[string]string{} // the prompt each message that asks answers
 		_ = json.Unmarshal(data, &f)
 		r.mu.Lock()
 		r.seen[f.Type]++

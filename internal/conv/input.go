@@ -278,11 +278,8 @@ func inputName(id string) string { return "input/" + id }
 func InputName(id string) string { return inputName(id) }
 
 func (d *decider) askInput(c AskInput) error {
-	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
+	st, m, err := d.streamInTurn(c.Actor, c.MessageID, c.Known)
 	if err != nil {
-		return err
-	}
-	if err := d.checkStreamTurn(st, c.MessageID); err != nil {
 		return err
 	}
 	r := c.Request
@@ -306,11 +303,7 @@ func (d *decider) askInput(c AskInput) error {
 	pu := parley.PartUpdate{MessageID: c.MessageID, Part: p}
 	pu.Checkpoint = st.checkpointDue(parley.PartBytes(p), d.env.Limits)
 	e := d.emit(parley.EventPartUpdated, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, pu)
-	if pu.Checkpoint {
-		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
-		d.out.Messages = append(d.out.Messages, m)
-	}
-	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	d.grew(st, m, e, pu.Checkpoint)
 	return nil
 }
 
@@ -364,11 +357,8 @@ func (d *decider) endInput(st Stream, m *parley.Message, id, status string, answ
 	a.Checkpoint = st.checkpointDue(len(answer), d.env.Limits)
 	e := d.emit(parley.EventInputAnswered, 0, "", by, parley.FinalityNone, a)
 	m.ApplyInputAnswered(a)
-	if a.Checkpoint {
-		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
-		d.out.Messages = append(d.out.Messages, m)
-	}
-	d.out.Result = Result{Turn: st.Turn, Seq: e.Seq, Message: m}
+	d.grew(st, m, e, a.Checkpoint)
+	d.out.Result.Claimed = false
 }
 
 func (d *decider) ackInput(c AckInput) error {

@@ -111,6 +111,26 @@ func (d *decider) stream(a Actor, id string, known StreamLookups) (Stream, *parl
 	return st, &m, nil
 }
 
+// streamInTurn is stream, for a write that adds to the message: its turn
+// must still be open (checkStreamTurn).
+func (d *decider) streamInTurn(a Actor, id string, known StreamLookups) (Stream, *parley.Message, error) {
+	st, m, err := d.stream(a, id, known)
+	if err == nil {
+		err = d.checkStreamTurn(st, id)
+	}
+	return st, m, err
+}
+
+// grew records that event e added to streaming message m (st its stream):
+// its row is written with it if checkpoint says so, and it is the result.
+func (d *decider) grew(st Stream, m *parley.Message, e parley.Event, checkpoint bool) {
+	if checkpoint {
+		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
+		d.out.Messages = append(d.out.Messages, m)
+	}
+	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+}
+
 // turnOpen reports whether the turn a streaming message belongs to is still
 // open. Turn 0 (a system message) is never closed.
 func (d *decider) turnOpen(st Stream) bool {
@@ -128,11 +148,8 @@ func (d *decider) checkStreamTurn(st Stream, id string) error {
 }
 
 func (d *decider) streamText(c StreamText) error {
-	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
+	st, m, err := d.streamInTurn(c.Actor, c.MessageID, c.Known)
 	if err != nil {
-		return err
-	}
-	if err := d.checkStreamTurn(st, c.MessageID); err != nil {
 		return err
 	}
 	if c.Delta == "" {
@@ -149,20 +166,13 @@ func (d *decider) streamText(c StreamText) error {
 	checkpoint := st.checkpointDue(len(c.Delta), d.env.Limits)
 	e := d.emit(parley.EventChunk, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, parley.Chunk{MessageID: c.MessageID, Content: c.Delta, Checkpoint: checkpoint})
 	m.AppendText(c.Delta)
-	if checkpoint {
-		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
-		d.out.Messages = append(d.out.Messages, m)
-	}
-	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	d.grew(st, m, e, checkpoint)
 	return nil
 }
 
 func (d *decider) streamTool(c StreamTool) error {
-	st, m, err := d.stream(c.Actor, c.MessageID, c.Known)
+	st, m, err := d.streamInTurn(c.Actor, c.MessageID, c.Known)
 	if err != nil {
-		return err
-	}
-	if err := d.checkStreamTurn(st, c.MessageID); err != nil {
 		return err
 	}
 	u := c.Tool
@@ -183,11 +193,7 @@ func (d *decider) streamTool(c StreamTool) error {
 	}
 	pu.Checkpoint = st.checkpointDue(parley.PartBytes(pu.Part), d.env.Limits)
 	e := d.emit(parley.EventPartUpdated, st.Turn, st.TurnID, c.AgentID, parley.FinalityNone, pu)
-	if pu.Checkpoint {
-		m.UpdatedSeq, m.UpdatedAt = e.Seq, parley.NewTime(d.env.Now)
-		d.out.Messages = append(d.out.Messages, m)
-	}
-	d.out.Result = Result{Turn: st.Turn, Claimed: true, Seq: e.Seq, Message: m}
+	d.grew(st, m, e, pu.Checkpoint)
 	return nil
 }
 

@@ -102,19 +102,22 @@ func (e *OpenCodeError) Error() string {
 }
 
 // OpenCodeAdapter relays what one OpenCode session answers to a prompt
-// as one Parley message, over a Runner. Call Prompted when a prompt has
-// been sent to the session, then Handle with each event of OpenCode's
-// event stream. The answer is what the session replies to the first user
-// message it records after Prompted: the text and tool parts of the
-// assistant messages whose parentID is that message (other sessions,
-// other messages and other part kinds are left out). Text deltas are
-// relayed as they come; a part's whole text (message.part.updated) adds
-// only what the deltas have not said. Tool states map to Parley's tool
-// statuses of the same names. The answer ends when the session goes idle
-// after it went busy: complete (end_turn), or with an error part after a
-// session.error, or canceled after a MessageAbortedError; the prompt ends
-// with it. ServeOpenCode does all of this; use the adapter directly to send
-// the prompts some other way.
+// as one Parley message, over a Runner. Call PromptedAs (or Prompted) when
+// a prompt has been sent to the session, then Handle with each event of
+// OpenCode's event stream. The answer is what the session replies to the
+// prompt's user message: the text and tool parts of the assistant messages
+// whose parentID is that message (other sessions, other messages and other
+// part kinds are left out). OpenCode sends a session's user messages again
+// while it works (at each step and after it goes idle), so the prompt's
+// message is known by the id the prompt was sent with (PromptedAs); with
+// Prompted, it is the first user message recorded after it that the
+// adapter has not seen before. Text deltas are relayed as they come; a
+// part's whole text (message.part.updated) adds only what the deltas have
+// not said. Tool states map to Parley's tool statuses of the same names.
+// The answer ends when the session goes idle after it went busy: complete
+// (end_turn), or with an error part after a session.error, or canceled
+// after a MessageAbortedError; the prompt ends with it. ServeOpenCode does
+// all of this; use the adapter directly to send the prompts some other way.
 type OpenCodeAdapter struct {
 	// Runner is the Parley runner connection the answer goes to.
 	Runner *Runner
@@ -123,6 +126,8 @@ type OpenCodeAdapter struct {
 
 	phase    int
 	userID   string            // the user message of the prompt
+	named    bool              // userID was given by PromptedAs
+	seen     map[string]bool   // the user messages of earlier prompts
 	ours     map[string]bool   // the assistant messages that answer it
 	kinds    map[string]string // part id → part type, of those messages
 	sent     map[string]string // text relayed per text part
@@ -141,26 +146,51 @@ const (
 	ocBusy            // and has been busy since
 )
 
-// Prompted starts a new answer: a prompt has just been sent to the session.
-// Call it once the previous answer has ended.
+// Prompted starts a new answer: a prompt has just been sent to the
+// session, with no message id of its own. Its message is taken to be the
+// first user message OpenCode records after this that the adapter has not
+// seen before; PromptedAs ties the answer to its prompt exactly. Call it
+// once the previous answer has ended.
 func (a *OpenCodeAdapter) Prompted() {
 	a.reset()
 	a.phase = ocSent
+}
+
+// PromptedAs starts a new answer: a prompt has just been sent to the
+// session as the user message messageID (the messageID of OpenCode's
+// prompt_async body, such as NewOpenCodeMessageID gives). The answer is
+// then exactly the assistant messages whose parentID is messageID. Call it
+// once the previous answer has ended.
+func (a *OpenCodeAdapter) PromptedAs(messageID string) {
+	a.reset()
+	a.phase, a.userID, a.named = ocSent, messageID, true
 }
 
 // Handle applies one event of OpenCode's event stream. Events of other
 // sessions, and events while no prompt is answered, change nothing.
 func (a *OpenCodeAdapter) Handle(ctx context.Context, ev OpenCodeEvent) error {
 	p := &ev.Properties
-	if a.phase == ocNone || eventSession(ev) != a.SessionID {
+	if eventSession(ev) != a.SessionID {
+		return nil
+	}
+	if a.phase == ocNone {
+		if m := p.Info; ev.Type == "message.updated" && m != nil && m.Role == "user" {
+			a.see(m.ID) // a message no prompt of ours sent
+		}
 		return nil
 	}
 	switch ev.Type {
 	case "message.updated":
 		if m := p.Info; m != nil {
 			switch {
-			case m.Role == "user" && a.phase == ocSent:
+			case m.Role == "user" && a.phase == ocSent && a.named:
+				if m.ID == a.userID {
+					a.phase = ocRecorded
+				}
+			case m.Role == "user" && a.phase == ocSent && !a.seen[m.ID]:
 				a.userID, a.phase = m.ID, ocRecorded
+			case m.Role == "user" && m.ID != a.userID:
+				a.see(m.ID)
 			case m.Role == "assistant" && a.phase >= ocRecorded && m.ParentID == a.userID:
 				a.ours[m.ID] = true
 			}
@@ -351,7 +381,23 @@ func (a *OpenCodeAdapter) create(ctx context.Context) error {
 	return err
 }
 
+// maxSeen bounds how many user messages of earlier prompts the adapter
+// remembers (OpenCode sends those of its latest steps again).
+const maxSeen = 1024
+
+// see notes a user message that is not the prompt's: a later Prompted
+// does not take it for its own.
+func (a *OpenCodeAdapter) see(id string) {
+	if a.seen == nil || len(a.seen) >= maxSeen {
+		a.seen = map[string]bool{}
+	}
+	a.seen[id] = true
+}
+
 func (a *OpenCodeAdapter) reset() {
-	a.phase, a.userID, a.turnID, a.failure, a.stopping = ocNone, "", "", nil, false
+	if a.userID != "" {
+		a.see(a.userID)
+	}
+	a.phase, a.userID, a.named, a.turnID, a.failure, a.stopping = ocNone, "", false, "", nil, false
 	a.ours, a.kinds, a.sent, a.held, a.tools = map[string]bool{}, map[string]string{}, map[string]string{}, map[string]string{}, map[string]string{}
 }

@@ -41,7 +41,9 @@ type OpenCodeOptions struct {
 // it returns why. It follows the session's events (GET /event), sends each
 // prompt the runner is given to the session (POST
 // /session/{id}/prompt_async), relays the answer as the runner's frames
-// with an OpenCodeAdapter, and when Parley aborts the answer (a stop or a
+// with an OpenCodeAdapter (each prompt is sent with a message id of its
+// own, and only the assistant messages whose parent it is are its answer),
+// and when Parley aborts the answer (a stop or a
 // steer) asks OpenCode to stop (POST /session/{id}/abort): the answer then
 // ends canceled with what OpenCode said until then. A prompt OpenCode
 // refuses ends with an error message. Close the runner once it returns: a
@@ -94,11 +96,15 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 	}()
 	a := &OpenCodeAdapter{Runner: r, SessionID: session}
 	prompt := "" // the prompt being answered
+	latest := "" // the greatest message id the session's events have named
 	for {
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return <-streamErr
+			}
+			if m := ev.Properties.Info; m != nil && m.SessionID == session && m.ID > latest {
+				latest = m.ID
 			}
 			if err := a.Handle(ctx, ev); err != nil {
 				return err
@@ -108,9 +114,12 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 		case p := <-pushes:
 			switch {
 			case p.Type == "prompt":
+				// The prompt's user message gets an id of our choosing, later
+				// than the session's: its answers name it as their parent.
 				prompt = p.PromptID
-				a.Prompted()
-				if err := oc.prompt(ctx, session, p.Content); err != nil {
+				messageID := newOpenCodeID("msg", latest)
+				a.PromptedAs(messageID)
+				if err := oc.prompt(ctx, session, messageID, p.Content); err != nil {
 					if ctx.Err() != nil {
 						return err
 					}
@@ -151,10 +160,10 @@ func (oc *openCode) url(path string) string {
 	return oc.base + path + "?directory=" + url.QueryEscape(oc.o.Directory)
 }
 
-// prompt sends one prompt to the session; OpenCode answers it in the
-// session's events.
-func (oc *openCode) prompt(ctx context.Context, session, content string) error {
-	body := map[string]any{"parts": []map[string]string{{"type": "text", "text": content}}}
+// prompt sends one prompt to the session as the user message messageID;
+// OpenCode answers it in the session's events.
+func (oc *openCode) prompt(ctx context.Context, session, messageID, content string) error {
+	body := map[string]any{"messageID": messageID, "parts": []map[string]string{{"type": "text", "text": content}}}
 	if oc.o.Agent != "" {
 		body["agent"] = oc.o.Agent
 	}

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +23,11 @@ import (
 
 // fakeOpenCode is an OpenCode server that plays recorded event streams: the
 // n-th prompt sent to its session plays the n-th stream up to where the
-// stream marks the abort, and an abort plays the rest. A prompt with no
-// stream left is refused. It records every request but the event stream.
+// stream marks the abort, and an abort plays the rest. A stream names the
+// id its prompt's user message was recorded with (": the prompt is sent
+// as msg_…"); when the prompt's body has a messageID, the streams say that
+// id instead. A prompt with no stream left is refused. It records every
+// request but the event stream (the messageID of a prompt as MSG).
 type fakeOpenCode struct {
 	url      string
 	streams  []string
@@ -31,11 +37,20 @@ type fakeOpenCode struct {
 	mu       sync.Mutex
 	requests []string // method, path, query and body
 	prompts  int
+	ids      []string          // the messageID of each prompt
+	renamed  *strings.Replacer // recorded message ids → those sent
+	pairs    []string
 }
+
+// sentAs is the id a recorded stream's prompt was sent as.
+var sentAs = regexp.MustCompile(`(?m)^: the prompt is sent as (msg_[0-9A-Za-z]+)$`)
+
+// messageIDs are the messageIDs of prompt bodies.
+var messageIDs = regexp.MustCompile(`"messageID":"[^"]*"`)
 
 func newFakeOpenCode(t *testing.T, files ...string) *fakeOpenCode {
 	t.Helper()
-	f := &fakeOpenCode{feed: make(chan string, 2*len(files)+1), prompted: make(chan struct{}, len(files)+1)}
+	f := &fakeOpenCode{feed: make(chan string, 2*len(files)+1), prompted: make(chan struct{}, len(files)+1), renamed: strings.NewReplacer()}
 	for _, name := range files {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
@@ -64,18 +79,28 @@ func newFakeOpenCode(t *testing.T, files ...string) *fakeOpenCode {
 		fmt.Fprintf(w, `{"id":%q,"slug":"calm-river","projectID":"global","directory":"/work/app","title":"New session","version":"1.2.0","time":{"created":1760000000000,"updated":1760000000000}}`, openCodeSession)
 	})
 	mux.HandleFunc("POST /session/{id}/prompt_async", func(w http.ResponseWriter, r *http.Request) {
-		f.record(r, f.body(r))
+		body := f.body(r)
+		f.record(r, body)
+		var prompt struct {
+			MessageID string `json:"messageID"`
+		}
+		_ = json.Unmarshal([]byte(body), &prompt)
 		f.mu.Lock()
 		n := f.prompts
 		f.prompts++
+		f.ids = append(f.ids, prompt.MessageID)
+		if m := sentAs.FindStringSubmatch(f.stream(n)); m != nil && prompt.MessageID != "" {
+			f.pairs = append(f.pairs, m[1], prompt.MessageID)
+			f.renamed = strings.NewReplacer(f.pairs...)
+		}
 		f.mu.Unlock()
 		defer func() { f.prompted <- struct{}{} }()
 		if r.PathValue("id") != openCodeSession || n >= len(f.streams) {
 			http.Error(w, `{"_tag":"BadRequest"}`, http.StatusBadRequest)
 			return
 		}
-		before, _, _ := strings.Cut(f.streams[n], ": the session is aborted here\n")
-		f.feed <- before
+		before, _, _ := strings.Cut(f.stream(n), ": the session is aborted here\n")
+		f.feed <- f.rename(before)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /session/{id}/abort", func(w http.ResponseWriter, r *http.Request) {
@@ -83,8 +108,8 @@ func newFakeOpenCode(t *testing.T, files ...string) *fakeOpenCode {
 		f.mu.Lock()
 		n := f.prompts - 1
 		f.mu.Unlock()
-		if _, after, ok := strings.Cut(f.streams[n], ": the session is aborted here\n"); ok {
-			f.feed <- after
+		if _, after, ok := strings.Cut(f.stream(n), ": the session is aborted here\n"); ok {
+			f.feed <- f.rename(after)
 		}
 		io.WriteString(w, "true")
 	})
@@ -92,6 +117,28 @@ func newFakeOpenCode(t *testing.T, files ...string) *fakeOpenCode {
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
 	return f
+}
+
+// stream is the n-th recorded stream ("" past the last).
+func (f *fakeOpenCode) stream(n int) string {
+	if n < 0 || n >= len(f.streams) {
+		return ""
+	}
+	return f.streams[n]
+}
+
+// rename gives the recorded message ids of the prompts sent so far as they were sent.
+func (f *fakeOpenCode) rename(s string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.renamed.Replace(s)
+}
+
+// sentIDs are the messageIDs of the prompts sent so far.
+func (f *fakeOpenCode) sentIDs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ids)
 }
 
 func (f *fakeOpenCode) body(r *http.Request) string {
@@ -102,6 +149,7 @@ func (f *fakeOpenCode) body(r *http.Request) string {
 func (f *fakeOpenCode) record(r *http.Request, body string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	body = messageIDs.ReplaceAllString(body, `"messageID":"MSG"`)
 	f.requests = append(f.requests, strings.TrimSpace(r.Method+" "+r.URL.RequestURI()+" "+body))
 }
 
@@ -170,7 +218,7 @@ func TestServeOpenCodeAnswersEachPrompt(t *testing.T) {
 		t.Fatalf("ServeOpenCode returned %v, want context.Canceled", err)
 	}
 	q := "?directory=%2Fwork%2Fapp "
-	prompt := `{"agent":"build","model":{"modelID":"claude-sonnet-4-5","providerID":"anthropic"},"parts":[{"text":%q,"type":"text"}]}`
+	prompt := `{"agent":"build","messageID":"MSG","model":{"modelID":"claude-sonnet-4-5","providerID":"anthropic"},"parts":[{"text":%q,"type":"text"}]}`
 	want := strings.Join([]string{
 		"POST /session" + q + "{}",
 		"GET /event" + strings.TrimSpace(q),
@@ -219,9 +267,9 @@ func TestServeOpenCodeStopsOpenCodeOnASteer(t *testing.T) {
 	}
 	want := strings.Join([]string{
 		"GET /event",
-		"POST /session/" + openCodeSession + `/prompt_async {"parts":[{"text":"Run the tests.","type":"text"}]}`,
+		"POST /session/" + openCodeSession + `/prompt_async {"messageID":"MSG","parts":[{"text":"Run the tests.","type":"text"}]}`,
 		"POST /session/" + openCodeSession + "/abort",
-		"POST /session/" + openCodeSession + `/prompt_async {"parts":[{"text":"Stop. What module does go.mod declare?","type":"text"}]}`,
+		"POST /session/" + openCodeSession + `/prompt_async {"messageID":"MSG","parts":[{"text":"Stop. What module does go.mod declare?","type":"text"}]}`,
 	}, "\n")
 	if got := f.sent(); got != want {
 		t.Errorf("OpenCode was sent\n%s\nwant\n%s", got, want)
@@ -265,4 +313,32 @@ func ExampleServeOpenCode() {
 	defer r.Close()
 	err = client.ServeOpenCode(ctx, r, client.OpenCodeOptions{URL: "http://127.0.0.1:4096"})
 	log.Print(err) // ctx ended, the runner's connection closed, or OpenCode's event stream ended
+}
+
+// TestServeOpenCodeTiesEachAnswerToItsPrompt plays what OpenCode 1.18
+// sent for two prompts, the second sent once the first went idle: before
+// recording the second prompt's message, OpenCode sends the first one's
+// again. Each prompt goes with a message id of its own, ascending, and
+// each answer is taken from the messages that name its prompt's id as
+// their parent: the second answer is not lost to the first prompt's
+// message sent again.
+func TestServeOpenCodeTiesEachAnswerToItsPrompt(t *testing.T) {
+	t.Parallel()
+	f := newFakeOpenCode(t, "opencode_resent_1.sse", "opencode_resent_2.sse")
+	c, ctx, id, stop := serveOpenCode(t, f, client.OpenCodeOptions{SessionID: openCodeSession})
+	for _, p := range []string{"What does go.mod declare?", "And which Go version?"} {
+		if _, err := c.Ask(ctx, id, "human", p, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stop(2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeOpenCode returned %v, want context.Canceled", err)
+	}
+	ids := f.sentIDs()
+	if len(ids) != 2 || !strings.HasPrefix(ids[0], "msg_") || len(ids[0]) != len("msg_")+26 || ids[1] <= ids[0] {
+		t.Errorf("the prompts were sent as %q, want two OpenCode message ids, ascending", ids)
+	}
+	checkRun(t, conversationRun(ctx, t, c, id), "prompt.completed prompt.completed",
+		"complete | text=You said: What does go.mod declare? | finish(end_turn)",
+		"complete | text=You said: And which Go version? | finish(end_turn)")
 }

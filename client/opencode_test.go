@@ -293,3 +293,41 @@ func TestOpenCodeToolOutputsFillTheMessage(t *testing.T) {
 		t.Fatalf("%d outputs left out, status %s, content %q: want some left out and the whole answer", left, m.Status, m.Content)
 	}
 }
+
+// TestOpenCodePromptedWithoutAnID: an adapter told only Prompted (no
+// message id) takes the first user message it has not seen before: the
+// first prompt's message, which OpenCode sends again before recording the
+// second prompt's, is not taken for the second's, whose answer is kept.
+func TestOpenCodePromptedWithoutAnID(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	r, err := c.ConnectRunner(ctx, id, "opencode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := &client.OpenCodeAdapter{Runner: r, SessionID: openCodeSession}
+	for _, name := range []string{"opencode_resent_1.sse", "opencode_resent_2.sse"} {
+		if _, err := c.Ask(ctx, id, "human", "the question", ""); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := r.Next(ctx); err != nil || p.Type != "prompt" {
+			t.Fatalf("runner got %+v, %v; want the prompt", p, err)
+		}
+		a.Prompted()
+		evs, _ := recordedOpenCode(t, name)
+		for _, ev := range evs {
+			if err := a.Handle(ctx, ev); err != nil {
+				t.Fatalf("handling %s: %v", ev.Type, err)
+			}
+		}
+	}
+	checkRun(t, conversationRun(ctx, t, c, id), "prompt.completed prompt.completed",
+		"complete | text=You said: What does go.mod declare? | finish(end_turn)",
+		"complete | text=You said: And which Go version? | finish(end_turn)")
+}

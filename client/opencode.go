@@ -16,6 +16,8 @@ type OpenCodeEvent struct {
 	ID         string             `json:"id,omitempty"`
 	Type       string             `json:"type"`
 	Properties OpenCodeProperties `json:"properties"`
+
+	ask *openCodeAsk // what a permission or question event asks (ServeOpenCode relays it)
 }
 
 // OpenCodeProperties are the properties of the events the adapter follows:

@@ -318,7 +318,7 @@ func untilPrompts(t *testing.T, ctx context.Context, st *client.Stream, n int) [
 func TestRealOpenCode(t *testing.T) {
 	t.Parallel()
 	model := newFakeModel(t)
-	url, project := realOpenCode(t, model, nil)
+	url, project := realOpenCode(t, model, map[string]any{"bash": "ask"})
 	c, ctx := server(t)
 
 	// A burst of prompts queued at once: OpenCode answers each in turn,
@@ -403,4 +403,89 @@ func TestRealOpenCode(t *testing.T) {
 			t.Fatalf("want one answer, canceled, with what was said")
 		}
 	})
+	// What OpenCode asks becomes an input request in the answer's message;
+	// answered over HTTP, the answer goes back to OpenCode, which goes on.
+	t.Run("PermissionsAndQuestions", func(t *testing.T) {
+		id, st := bridge(t, c, ctx, client.OpenCodeOptions{URL: url})
+		if _, err := c.Ask(ctx, id, "human", "bash echo approved", ""); err != nil {
+			t.Fatal(err)
+		}
+		in := awaitInput(t, ctx, c, st, id)
+		if in.Kind != "approval" || in.ToolName != "bash" || in.ToolCallID == "" || !strings.Contains(in.Title, "echo approved") || !strings.Contains(string(in.Args), "echo approved") {
+			t.Fatalf("the request is %+v, want an approval of bash running echo approved", in)
+		}
+		if _, err := c.AnswerInput(ctx, id, in.RequestID, "human", parley.Approval{Approved: true}); err != nil {
+			t.Fatal(err)
+		}
+		untilPrompts(t, ctx, st, 1)
+
+		if _, err := c.Ask(ctx, id, "human", "bash echo denied", ""); err != nil {
+			t.Fatal(err)
+		}
+		in = awaitInput(t, ctx, c, st, id)
+		if _, err := c.AnswerInput(ctx, id, in.RequestID, "human", parley.Approval{Approved: false, Reason: "not now"}); err != nil {
+			t.Fatal(err)
+		}
+		untilPrompts(t, ctx, st, 1)
+
+		if _, err := c.Ask(ctx, id, "human", "ask", ""); err != nil {
+			t.Fatal(err)
+		}
+		in = awaitInput(t, ctx, c, st, id)
+		if in.Kind != "question" || in.Title != "Which color?" || len(in.Options) != 2 || in.Options[1].Label != "Blue" {
+			t.Fatalf("the request is %+v, want the question with its options", in)
+		}
+		if _, err := c.AnswerInput(ctx, id, in.RequestID, "human", map[string]any{"choices": []string{"Blue"}}); err != nil {
+			t.Fatal(err)
+		}
+		untilPrompts(t, ctx, st, 1)
+
+		run := conversationRun(ctx, t, c, id)
+		var shapes []string
+		for _, m := range run.answers {
+			shapes = append(shapes, shape(m))
+		}
+		if len(shapes) != 3 || !strings.Contains(shapes[0], `tool(bash completed)`) || !strings.Contains(shapes[0], `approved\n`) ||
+			!strings.Contains(shapes[1], `tool(bash error)`) || !strings.Contains(shapes[1], "not now") ||
+			!strings.Contains(shapes[2], `text=Picked: `) || !strings.Contains(shapes[2], `"Which color?"="Blue"`) {
+			t.Fatalf("the answers are\n%s\nwant bash run, bash refused (saying why), and Blue picked", strings.Join(shapes, "\n"))
+		}
+		// Each message keeps its request, answered by the human.
+		for i, m := range run.answers {
+			asked := 0
+			for _, p := range m.Parts {
+				if p.Type == parley.PartInputRequest {
+					asked++
+					if p.Status != parley.InputStatusAnswered || p.AnsweredBy != "human" || p.ToolCallID == "" {
+						t.Errorf("answer %d holds request %+v, want it answered by human, naming its tool call", i, p)
+					}
+				}
+			}
+			if asked != 1 || m.AwaitingInput {
+				t.Errorf("answer %d holds %d requests (awaiting input: %v), want one answered", i, asked, m.AwaitingInput)
+			}
+		}
+	})
+}
+
+// awaitInput reads the stream until an input request opens in the
+// conversation, and returns it as Inputs lists it.
+func awaitInput(t *testing.T, ctx context.Context, c *client.Client, st *client.Stream, id string) parley.Input {
+	t.Helper()
+	for {
+		fr, err := st.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fr.Event == nil || fr.Event.Type != parley.EventPartUpdated || !strings.Contains(string(fr.Event.Data), `"input-request"`) {
+			continue
+		}
+		ins, err := c.Inputs(ctx, id, "pending")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) > 0 {
+			return ins[0]
+		}
+	}
 }

@@ -43,7 +43,10 @@ type OpenCodeOptions struct {
 // /session/{id}/prompt_async), relays the answer as the runner's frames
 // with an OpenCodeAdapter (each prompt is sent with a message id of its
 // own, and only the assistant messages whose parent it is are its answer),
-// and when Parley aborts the answer (a stop or a
+// relays what the session asks while it answers (permission.asked,
+// question.asked) as Parley input requests in the answer's message and
+// sends their outcome back (POST /permission/{id}/reply, POST
+// /question/{id}/reply or /reject), and when Parley aborts the answer (a stop or a
 // steer) asks OpenCode to stop (POST /session/{id}/abort): the answer then
 // ends canceled with what OpenCode said until then. A prompt OpenCode
 // refuses ends with an error message. Close the runner once it returns: a
@@ -105,6 +108,14 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 			}
 			if m := ev.Properties.Info; m != nil && m.SessionID == session && m.ID > latest {
 				latest = m.ID
+			}
+			if ev.ask != nil {
+				if ev.ask.SessionID == session && a.answering() {
+					if err := oc.relayInput(ctx, a, ev.Type, *ev.ask); err != nil {
+						return err
+					}
+				}
+				continue
 			}
 			if err := a.Handle(ctx, ev); err != nil {
 				return err
@@ -275,8 +286,16 @@ func decodeOpenCodeEvent(data []byte) (ev OpenCodeEvent, ok bool, err error) {
 	var head struct {
 		Type string `json:"type"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil || !followed[head.Type] {
+	if err := json.Unmarshal(data, &head); err != nil || !followed[head.Type] && !asks[head.Type] {
 		return ev, false, nil
+	}
+	if asks[head.Type] {
+		typ, ask, err := decodeOpenCodeAsk(data)
+		if err != nil {
+			return ev, false, err
+		}
+		ev.Type, ev.Properties.SessionID, ev.ask = typ, ask.SessionID, &ask
+		return ev, true, nil
 	}
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return ev, false, fmt.Errorf("OpenCode event %s: %w", head.Type, err)

@@ -48,6 +48,8 @@ type link struct {
 	conn    *runnerConn       // the current connection
 	closed  bool              // Close was called: no more reconnects
 	prompts map[string]string // the last prompt Next returned, by conversation ("" on a conversation's own runner)
+	inputs  inputs            // the input requests waited on, and the outcomes handed over
+	shut    chan struct{}     // closed by Close
 }
 
 // runnerConn is one WebSocket of a Runner, with the goroutine that reads it.
@@ -69,6 +71,14 @@ type runnerConn struct {
 // frame's messageId on the wire. On an agent-wide runner Type may also be
 // "error": the runner's work in ConversationID has ended (the
 // conversation was deleted), and Error says why.
+//
+// The input requests the runner asked come as pushes only when no
+// AskApproval or AskQuestion of this runner waits for them (they were
+// asked before a restart, or the call's ctx ended): "input.answered" with
+// Answered, the outcome (ack it with AckInput once handled: until then the
+// server sends it again on every reconnect), and "input.pending" with
+// Request, a request still unanswered, sent when the runner connects. For
+// both, MessageID is the message that asked.
 type Push struct {
 	Type          string
 	PromptID      string
@@ -82,6 +92,10 @@ type Push struct {
 	// (it is the runner's).
 	ConversationID string
 	Error          *parley.Error
+	// Answered is the outcome of an "input.answered" push.
+	Answered *parley.InputAnswered
+	// Request is the request of an "input.pending" push.
+	Request *parley.Input
 }
 
 // pushFrame is a Push as the wire has it.
@@ -98,7 +112,7 @@ type pushFrame struct {
 
 // namesMessage reports whether a frame's messageId names a message
 // rather than a prompt.
-func namesMessage(typ string) bool { return typ == "revert" }
+func namesMessage(typ string) bool { return typ == "revert" || isInputFrame(typ) }
 
 // UnmarshalJSON implements json.Unmarshaler: messageId becomes PromptID or
 // MessageID as the frame's type says.
@@ -159,7 +173,8 @@ func (c *Client) ConnectAgentRunner(ctx context.Context, agentID string) (*Runne
 }
 
 func connectRunner(ctx context.Context, l *link, conversationID string) (*Runner, error) {
-	l.prompts = map[string]string{}
+	l.prompts, l.shut = map[string]string{}, make(chan struct{})
+	l.inputs = inputs{waiting: map[string]chan parley.InputAnswered{}, delivered: map[string]bool{}}
 	r := &Runner{link: l, conversationID: conversationID}
 	conn, err := r.open(ctx)
 	if err != nil {
@@ -193,11 +208,12 @@ func (r *Runner) open(ctx context.Context) (*runnerConn, error) {
 		return nil, err
 	}
 	c := &runnerConn{ws: ws, pushes: make(chan Push, maxPushes), done: make(chan struct{})}
-	go c.read(r.wide)
+	go c.read(r.link)
 	return c, nil
 }
 
-func (c *runnerConn) read(wide bool) {
+func (c *runnerConn) read(l *link) {
+	wide := l.wide
 	defer close(c.done)
 	for {
 		_, data, err := c.ws.Read(context.Background())
@@ -242,7 +258,12 @@ func (c *runnerConn) read(wide bool) {
 			w <- reply // buffered: its caller may have gone
 		default:
 			var p Push
-			if json.Unmarshal(data, &p) != nil {
+			if isInputFrame(head.Type) {
+				var ok bool
+				if p, ok = l.input(c, data); !ok {
+					continue // handed to the call that waits for it
+				}
+			} else if json.Unmarshal(data, &p) != nil {
 				continue
 			}
 			select {
@@ -301,6 +322,9 @@ func (r *Runner) Next(ctx context.Context) (Push, error) {
 // unanswered prompt back in the queue.
 func (r *Runner) Close() error {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.shut) // ends the calls waiting for input
+	}
 	r.closed = true
 	c := r.conn
 	r.mu.Unlock()
@@ -416,18 +440,28 @@ func (r *Runner) post(ctx context.Context, c *runnerConn, frame map[string]any) 
 func (c *runnerConn) await(ctx context.Context, reply chan runnerReply) (*runnerReply, error) {
 	select {
 	case reply := <-reply:
-		if reply.Type == "error" {
-			if reply.Error == nil {
-				reply.Error = &parley.Error{Code: parley.EINTERNAL, Message: "an error frame without an error"}
-			}
-			return nil, &StatusError{Err: reply.Error}
-		}
-		return &reply, nil
+		return replyOf(reply)
 	case <-c.done:
+		select {
+		case reply := <-reply: // it came before the connection ended
+			return replyOf(reply)
+		default:
+		}
 		return nil, c.closedErr()
 	case <-ctx.Done():
 		return nil, ctx.Err() // its reply, when it comes, is dropped
 	}
+}
+
+// replyOf is what a reply says: the ack, or the server's error.
+func replyOf(reply runnerReply) (*runnerReply, error) {
+	if reply.Type == "error" {
+		if reply.Error == nil {
+			reply.Error = &parley.Error{Code: parley.EINTERNAL, Message: "an error frame without an error"}
+		}
+		return nil, &StatusError{Err: reply.Error}
+	}
+	return &reply, nil
 }
 
 // Pending is a frame sent without waiting for its answer (TextAsync).

@@ -1,0 +1,185 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+)
+
+// asking is a conversation whose runner answers a prompt in message m1,
+// and a stream of its events from the start.
+type asking struct {
+	c   *client.Client
+	ctx context.Context
+	id  string
+	r   *client.Runner
+	st  *client.Stream
+}
+
+func newAsking(t *testing.T) *asking {
+	t.Helper()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &asking{c: c, ctx: ctx, id: v.Conversation.ID}
+	a.st = c.Subscribe(ctx, a.id, client.SubscribeOptions{From: &parley.Position{Seq: 0, Epoch: v.Conversation.Epoch}})
+	t.Cleanup(a.st.Close)
+	if a.r, err = c.ConnectRunner(ctx, a.id, "bot"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.r.Close() })
+	if _, err := c.Ask(ctx, a.id, "human", "Clean the build?", ""); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.r.Next(ctx); err != nil || p.Type != "prompt" {
+		t.Fatalf("runner got %+v, %v; want the prompt", p, err)
+	}
+	if _, err := a.r.Create(ctx, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// opened reads the stream until n input requests have opened.
+func (a *asking) opened(t *testing.T, n int) {
+	t.Helper()
+	for n > 0 {
+		fr, err := a.st.Next(a.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fr.Event != nil && fr.Event.Type == parley.EventPartUpdated && strings.Contains(string(fr.Event.Data), `"pending"`) &&
+			strings.Contains(string(fr.Event.Data), `"input-request"`) {
+			n--
+		}
+	}
+}
+
+func (a *asking) answer(t *testing.T, requestID string, answer any) {
+	t.Helper()
+	if _, err := a.c.AnswerInput(a.ctx, a.id, requestID, "human", answer); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type approvalResult struct {
+	a   parley.Approval
+	err error
+}
+
+func (a *asking) ask(ctx context.Context, requestID string) chan approvalResult {
+	out := make(chan approvalResult, 1)
+	go func() {
+		ap, err := a.r.AskApproval(ctx, "m1", parley.InputRequest{RequestID: requestID, ToolCallID: "call_" + requestID, ToolName: "bash",
+			Title: "Run `rm -rf build`?"})
+		out <- approvalResult{ap, err}
+	}()
+	return out
+}
+
+// TestAskApprovalAnswered: the approval a runner asks is answered over
+// HTTP, and the call returns it; the message holds the answered request
+// and awaits nothing more.
+func TestAskApprovalAnswered(t *testing.T) {
+	t.Parallel()
+	a := newAsking(t)
+	got := a.ask(a.ctx, "req_1")
+	a.opened(t, 1)
+	pending, err := a.c.Inputs(a.ctx, a.id, "pending")
+	if err != nil || len(pending) != 1 || pending[0].RequestID != "req_1" || pending[0].Kind != "approval" || pending[0].MessageID != "m1" {
+		t.Fatalf("Inputs returned %+v, %v; want req_1 pending", pending, err)
+	}
+	a.answer(t, "req_1", parley.Approval{Approved: true, Reason: "go ahead"})
+	if r := <-got; r.err != nil || r.a != (parley.Approval{Approved: true, Reason: "go ahead"}) {
+		t.Fatalf("AskApproval returned %+v, %v", r.a, r.err)
+	}
+	m, err := a.r.State(a.ctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.AwaitingInput {
+		t.Errorf("m1 still awaits input")
+	}
+	if pending, err := a.c.Inputs(a.ctx, a.id, "pending"); err != nil || len(pending) != 0 {
+		t.Errorf("Inputs returned %+v, %v; want none pending", pending, err)
+	}
+}
+
+// TestAskApprovalTwoAtOnce: two requests open at once, answered in the
+// other order, each call gets its own answer.
+func TestAskApprovalTwoAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, order := range [][2]string{{"req_a", "req_b"}, {"req_b", "req_a"}} {
+		a := newAsking(t)
+		got := map[string]chan approvalResult{"req_a": a.ask(a.ctx, "req_a"), "req_b": a.ask(a.ctx, "req_b")}
+		a.opened(t, 2)
+		for _, id := range order {
+			a.answer(t, id, parley.Approval{Approved: id == "req_a", Reason: id})
+			if r := <-got[id]; r.err != nil || r.a != (parley.Approval{Approved: id == "req_a", Reason: id}) {
+				t.Fatalf("%v: AskApproval of %s returned %+v, %v", order, id, r.a, r.err)
+			}
+		}
+	}
+}
+
+// TestAskApprovalCanceled: a call whose ctx ends returns its error and
+// leaves the request pending; its answer then comes to Next, once acked
+// no more.
+func TestAskApprovalCanceled(t *testing.T) {
+	t.Parallel()
+	a := newAsking(t)
+	ctx, cancel := context.WithCancel(a.ctx)
+	got := a.ask(ctx, "req_1")
+	a.opened(t, 1)
+	cancel()
+	if r := <-got; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("AskApproval returned %+v, %v; want context.Canceled", r.a, r.err)
+	}
+	a.answer(t, "req_1", parley.Approval{Approved: true})
+	p, err := a.r.Next(a.ctx)
+	if err != nil || p.Type != "input.answered" || p.Answered == nil || p.Answered.RequestID != "req_1" || p.MessageID != "m1" {
+		t.Fatalf("Next returned %+v, %v; want req_1's outcome", p, err)
+	}
+	if err := a.r.AckInput(a.ctx, "req_1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAskApprovalAcrossAReconnect: the runner reconnects while it waits;
+// the answer given then reaches the call once, and is not sent again
+// after it was acked (the next thing the runner hears of is the next
+// prompt).
+func TestAskApprovalAcrossAReconnect(t *testing.T) {
+	t.Parallel()
+	a := newAsking(t)
+	got := a.ask(a.ctx, "req_1")
+	a.opened(t, 1)
+	if err := a.r.Reconnect(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.answer(t, "req_1", parley.Approval{Approved: true})
+	if r := <-got; r.err != nil || !r.a.Approved {
+		t.Fatalf("AskApproval returned %+v, %v", r.a, r.err)
+	}
+	if _, err := a.r.Finalize(a.ctx, "m1", parley.FinishEndTurn, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.r.Complete(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.r.Reconnect(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.c.Ask(a.ctx, a.id, "human", "And now?", ""); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := a.r.Next(a.ctx); err != nil || p.Type != "prompt" {
+		t.Fatalf("Next returned %+v, %v; want the next prompt and no outcome again", p, err)
+	}
+}

@@ -85,7 +85,7 @@ func (a *asking) ask(ctx context.Context, requestID string) chan approvalResult 
 
 // TestAskApprovalAnswered: the approval a runner asks is answered over
 // HTTP, and the call returns it; the message holds the answered request
-// and awaits nothing more.
+// and awaits nothing more, and the outcome was acked.
 func TestAskApprovalAnswered(t *testing.T) {
 	t.Parallel()
 	a := newAsking(t)
@@ -106,8 +106,10 @@ func TestAskApprovalAnswered(t *testing.T) {
 	if m.AwaitingInput {
 		t.Errorf("m1 still awaits input")
 	}
-	if pending, err := a.c.Inputs(a.ctx, a.id, "pending"); err != nil || len(pending) != 0 {
-		t.Errorf("Inputs returned %+v, %v; want none pending", pending, err)
+	// Acked before the call returned: not even open (an outcome the runner
+	// has not taken) any more.
+	if open, err := a.c.Inputs(a.ctx, a.id, "open"); err != nil || len(open) != 0 {
+		t.Errorf("Inputs returned %+v, %v; want none open", open, err)
 	}
 }
 
@@ -146,8 +148,14 @@ func TestAskApprovalCanceled(t *testing.T) {
 	if err != nil || p.Type != "input.answered" || p.Answered == nil || p.Answered.RequestID != "req_1" || p.MessageID != "m1" {
 		t.Fatalf("Next returned %+v, %v; want req_1's outcome", p, err)
 	}
+	if open, err := a.c.Inputs(a.ctx, a.id, "open"); err != nil || len(open) != 1 || open[0].Status != parley.InputStatusAnswered {
+		t.Fatalf("Inputs returned %+v, %v; want req_1 answered and not taken", open, err)
+	}
 	if err := a.r.AckInput(a.ctx, "req_1"); err != nil {
 		t.Fatal(err)
+	}
+	if open, err := a.c.Inputs(a.ctx, a.id, "open"); err != nil || len(open) != 0 {
+		t.Fatalf("Inputs returned %+v, %v; want none open once acked", open, err)
 	}
 }
 

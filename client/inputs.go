@@ -134,12 +134,25 @@ func (r *Runner) ask(ctx context.Context, messageID string, req parley.InputRequ
 	}
 	r.inputs.waiting[key] = outcome
 	r.mu.Unlock()
+	ack := func() {
+		// Acked even if ctx ends now (an abort comes with a canceled
+		// outcome), on a best-effort basis: if the ack is lost, the
+		// server sends the outcome again, and the reader acks it then.
+		ackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+		_ = r.AckInput(ackCtx, req.RequestID)
+		cancel()
+	}
 	forget := func() {
 		r.mu.Lock()
-		if r.inputs.waiting[key] == outcome {
+		mine := r.inputs.waiting[key] == outcome
+		if mine {
 			delete(r.inputs.waiting, key)
 		}
 		r.mu.Unlock()
+		if !mine { // the reader handed the outcome over meanwhile: take it
+			<-outcome
+			ack()
+		}
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -168,9 +181,7 @@ func (r *Runner) ask(ctx context.Context, messageID string, req parley.InputRequ
 		c := r.current()
 		select {
 		case out := <-outcome:
-			// Acked on a best-effort basis: if the ack is lost, the server
-			// sends the outcome again, and the reader acks it then.
-			_ = r.AckInput(ctx, req.RequestID)
+			ack()
 			return out, nil
 		case <-c.done:
 			// Lost: the server sends the outcome again on the new connection.
@@ -253,9 +264,13 @@ func (l *link) remember(key string) {
 	l.inputs.order = append(l.inputs.order, key)
 }
 
+// ackTimeout bounds the wait for the server's answer to an input.ack that
+// no caller's ctx bounds.
+const ackTimeout = 30 * time.Second
+
 // reack acks again, on c, an outcome the server sent again.
 func (l *link) reack(c *runnerConn, scope, requestID string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), ackTimeout)
 	defer cancel()
 	r := &Runner{link: l, scope: scope}
 	_, _ = r.exchange(ctx, c, map[string]any{"type": "input.ack", "requestId": requestID})

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -189,5 +190,74 @@ func TestAskApprovalAcrossAReconnect(t *testing.T) {
 	}
 	if p, err := a.r.Next(a.ctx); err != nil || p.Type != "prompt" {
 		t.Fatalf("Next returned %+v, %v; want the next prompt and no outcome again", p, err)
+	}
+}
+
+// TestReplyAsksInServe: a Serve handler asks through its Reply, in the
+// answer's message, and goes on as answered; an abort while it waits
+// cancels the request and ends the answer canceled.
+func TestReplyAsksInServe(t *testing.T) {
+	t.Parallel()
+	c, ctx := server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := v.Conversation.ID
+	st := c.Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{Seq: 0, Epoch: v.Conversation.Epoch}})
+	t.Cleanup(st.Close)
+	r, err := c.ConnectRunner(ctx, id, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	go r.Serve(ctx, client.HandlerFunc(func(ctx context.Context, rp *client.Reply) error {
+		if err := rp.Text(ctx, "Checking. "); err != nil {
+			return err
+		}
+		a, err := rp.AskApproval(ctx, parley.InputRequest{Title: "Go on?"})
+		if err != nil {
+			return err
+		}
+		return rp.Text(ctx, fmt.Sprintf("approved=%v", a.Approved))
+	}))
+	a := &asking{c: c, ctx: ctx, id: id, r: r, st: st}
+	if _, err := c.Ask(ctx, id, "human", "first", ""); err != nil {
+		t.Fatal(err)
+	}
+	a.opened(t, 1)
+	pending, err := c.Inputs(ctx, id, "")
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("Inputs returned %+v, %v; want one pending", pending, err)
+	}
+	a.answer(t, pending[0].RequestID, parley.Approval{Approved: true})
+	untilPrompts(t, ctx, st, 1)
+	if _, err := c.Ask(ctx, id, "human", "second", ""); err != nil {
+		t.Fatal(err)
+	}
+	a.opened(t, 1)
+	if err := c.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if ends := untilPrompts(t, ctx, st, 1); ends[0] != "prompt.canceled" {
+		t.Fatalf("the second prompt ended %v, want canceled", ends)
+	}
+	msgs, err := c.AllMessages(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		if m.AgentID == "bot" {
+			got = append(got, string(m.Status)+" "+m.Content)
+		}
+	}
+	if strings.Join(got, " | ") != "complete Checking. approved=true | canceled Checking. " {
+		t.Fatalf("the answers are %q", got)
+	}
+	// Nothing is left open: the canceled request's outcome was acked (by
+	// the call, or by Serve) or its message ended.
+	if open, err := c.Inputs(ctx, id, "open"); err != nil || len(open) != 0 {
+		t.Fatalf("Inputs returned %+v, %v; want none open", open, err)
 	}
 }

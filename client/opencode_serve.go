@@ -138,6 +138,9 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 						return err
 					}
 				}
+			case p.Type == "input.answered":
+				// No relay waits for it any more (its answer ended): ack it.
+				go r.AckInput(ctx, p.Answered.RequestID)
 			case p.Type == "abort" && p.PromptID == prompt && a.answering():
 				if err := oc.post(ctx, "/session/"+url.PathEscape(session)+"/abort", nil, nil); err != nil {
 					if ctx.Err() != nil {

@@ -68,6 +68,11 @@ type Reverter interface {
 // waits for it and returns without ending anything: once the runner is
 // closed, the server gives the prompt to the agent's next runner.
 //
+// A handler may ask a person mid-answer (Reply.AskApproval, AskQuestion);
+// Serve acks the outcome of a request no handler waits for any more (the
+// answer that asked was stopped, or asked before a restart), since no
+// handler can take it.
+//
 // Do not call Next while Serve runs: Serve reads what the server sends.
 func (r *Runner) Serve(ctx context.Context, h Handler) error {
 	s := &serving{r: r, h: h, ctx: ctx, lanes: map[string]*lane{}, ended: map[promptKey]string{}, done: make(chan *job)}
@@ -207,6 +212,12 @@ func (s *serving) take(p Push) error {
 		if rv, ok := s.h.(Reverter); ok {
 			rv.Revert(s.ctx, p.MessageID)
 		}
+	case "input.answered":
+		// The outcome of a request no handler waits for any more (its
+		// answer was stopped, or asked before a restart): nobody can act
+		// on it, so it is acked, not sent again. A lost ack is sent again
+		// with the outcome's next delivery.
+		go l.r.AckInput(s.ctx, p.Answered.RequestID)
 	case "error":
 		// An agent-wide runner's work in this conversation has ended (it
 		// was deleted): nothing of it is answered any more.

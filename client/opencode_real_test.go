@@ -38,6 +38,7 @@ var openCodeBin = filepath.Join("testdata", "opencode", "node_modules", "opencod
 //	a user's "read PATH"       a call of the read tool on PATH
 //	a user's "bash COMMAND"    a call of the bash tool running COMMAND
 //	a user's "ask"             a call of the question tool
+//	a user's "ask two"         a call of the question tool with two questions
 //	a user's "slow"            words, one every 20 ms, until the request ends
 //
 // and a title request (OpenCode names its sessions) gets "A title".
@@ -119,6 +120,12 @@ func (m *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 			"question": "Which color?", "header": "Color",
 			"options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}},
 		}}})
+	case text == "ask two":
+		s.call("question", map[string]any{"questions": []map[string]any{
+			{"question": "Which color?", "header": "Color", "options": []map[string]string{{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}}},
+			{"question": "Which sizes?", "header": "Sizes", "multiple": true,
+				"options": []map[string]string{{"label": "S", "description": "small"}, {"label": "M", "description": "medium"}, {"label": "L", "description": "large"}}},
+		}})
 	case text == "slow":
 		s.chunk(map[string]any{"role": "assistant", "content": "Working "}, nil)
 		m.slowStarted <- struct{}{}
@@ -440,7 +447,35 @@ func TestRealOpenCode(t *testing.T) {
 		}
 		untilPrompts(t, ctx, st, 1)
 
+		// Two questions in one call: asked one after the other, answered
+		// together.
+		if _, err := c.Ask(ctx, id, "human", "ask two", ""); err != nil {
+			t.Fatal(err)
+		}
+		in = awaitInput(t, ctx, c, st, id)
+		if in.Title != "Which color?" || in.Multiple {
+			t.Fatalf("the first request is %+v, want the first question", in)
+		}
+		if _, err := c.AnswerInput(ctx, id, in.RequestID, "human", map[string]any{"choices": []string{"Red"}}); err != nil {
+			t.Fatal(err)
+		}
+		in = awaitInput(t, ctx, c, st, id)
+		if in.Title != "Which sizes?" || !in.Multiple || len(in.Options) != 3 || in.Detail != "Sizes" {
+			t.Fatalf("the second request is %+v, want the second question, several choices allowed", in)
+		}
+		if _, err := c.AnswerInput(ctx, id, in.RequestID, "human", map[string]any{"choices": []string{"S", "L"}}); err != nil {
+			t.Fatal(err)
+		}
+		untilPrompts(t, ctx, st, 1)
+
 		run := conversationRun(ctx, t, c, id)
+		if n := len(run.answers); n != 4 {
+			t.Fatalf("%d answers, want 4", n)
+		}
+		if last := run.answers[3].Content; !strings.Contains(last, `"Which color?"="Red"`) || !strings.Contains(last, `"Which sizes?"="S, L"`) {
+			t.Errorf("the last answer is %q, want both answers", last)
+		}
+		run.answers = run.answers[:3]
 		var shapes []string
 		for _, m := range run.answers {
 			shapes = append(shapes, shape(m))

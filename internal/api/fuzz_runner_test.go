@@ -78,6 +78,14 @@ func FuzzRunnerFrame(f *testing.F) {
 		`{"type":"message.finalize","turnId":"r1","reason":"end_turn"}` + "\n" + `{"type":"message.create","turnId":"r3","retryOf":"r1"}` + "\n" + `{"type":"reverted","messageIds":["r1"]}`,
 		`{"type":"message.finalize","turnId":"r1","reason":"end_turn","finality":"turn"}` + "\n" + `bob:{"type":"message.create","turnId":"b1","replyTo":"r1"}` + "\n" +
 			`bob:{"type":"message.part.text-delta","turnId":"b1","delta":"mine"}` + "\n" + `{"type":"aborted","turnId":"b1"}` + "\n" + `bob:{"type":"aborted"}`,
+		// Input requests: asked, asked again, acknowledged before any outcome,
+		// a question with a schema, one that names bob, the message ended.
+		`{"type":"message.part.input-request","turnId":"r1","requestId":"q1","kind":"approval","title":"May I?","toolCallId":"c","toolName":"t","args":{"x":1}}` + "\n" +
+			`{"type":"message.part.input-request","turnId":"r1","requestId":"q1","kind":"approval","title":"Again?"}` + "\n" + `{"type":"input.ack","requestId":"q1"}` + "\n" +
+			`{"type":"message.finalize","turnId":"r1","reason":"end_turn"}` + "\n" + `{"type":"input.ack","requestId":"q1"}`,
+		`{"type":"message.part.input-request","turnId":"r1","requestId":"q2","kind":"question","title":"How many?","schema":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}},"answerers":["bob"]}` + "\n" +
+			`{"type":"message.part.input-request","turnId":"r1","requestId":"q3","kind":"question","title":"Which?","options":[{"label":"a"},{"label":"b","description":"the other"}],"multiple":true,"expiresAt":"2999-01-01T00:00:00Z"}` + "\n" +
+			`bob:{"type":"message.part.input-request","turnId":"r1","requestId":"q4","kind":"approval","title":"Mine?"}` + "\n" + `bob:{"type":"input.ack","requestId":"q2"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -367,7 +367,7 @@ func (d *decider) ackInput(c AckInput) error {
 	case !ok:
 		return nil // acknowledged already, or its message ended: nothing to do
 	case in.Status == parley.InputStatusPending:
-		return parley.Errorf(parley.EINPUTENDED, "input request %s is still pending; acknowledge its outcome once it comes", c.RequestID)
+		return parley.Errorf(parley.EINVALIDVALUE, "input request %s is still pending; acknowledge its outcome once it comes", c.RequestID)
 	}
 	e := d.emit(parley.EventInputAcked, 0, "", c.AgentID, parley.FinalityNone, parley.InputAcked{MessageID: in.MessageID, RequestID: c.RequestID})
 	d.out.Result = Result{Seq: e.Seq}

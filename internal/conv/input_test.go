@@ -134,7 +134,7 @@ func TestInputRequestAcknowledged(t *testing.T) {
 	sc := newScript(t, parley.PolicyFree)
 	st := startStream(t, sc, "bot", "r1")
 	askIn(t, st, "q1", 0)
-	if _, err := sc.do(conv.AckInput{Actor: actor("bot"), RequestID: "q1"}); parley.ErrorCode(err) != parley.EINPUTENDED {
+	if _, err := sc.do(conv.AckInput{Actor: actor("bot"), RequestID: "q1"}); parley.ErrorCode(err) != parley.EINVALIDVALUE {
 		t.Fatalf("an ack of a pending request: %v", err)
 	}
 	answer := conv.AnswerInput{Actor: conv.Actor{AgentID: "ops", Admin: true}, RequestID: "q1", Answer: json.RawMessage(`{ "approved" : true }`)}

@@ -5,7 +5,8 @@
 //   then frames while the reader scrolls up through its history (older
 //   pages are read as the top nears).
 // - 1,000 text deltas/s streamed into the conversation on screen: frames
-//   while it streams, and how busy the page's main thread is.
+//   while it streams, and how busy the page's main thread is; into a new
+//   conversation, and into one of 5,000 messages.
 //
 // Each runs PARLEY_BROWSER_BENCH_RUNS times (3 by default) for
 // PARLEY_BROWSER_BENCH_SECONDS (8) and prints the median of each figure.
@@ -141,11 +142,11 @@ function report(name: string, rows: Record<string, number>[]): Record<string, nu
   return med;
 }
 
-/** 10,000 messages as an older agent-memory store's rows: questions, and answers with markdown and now and then a tool call. */
-function tenThousand(): string {
+/** `pairs` × 2 messages as an older agent-memory store's rows: questions, and answers with markdown and now and then a tool call. */
+function history(pairs: number): string {
   const rows: string[] = [];
   const at = Date.parse("2026-01-01T00:00:00Z");
-  for (let i = 0; i < 5000; i++) {
+  for (let i = 0; i < pairs; i++) {
     const q = `q${i}`;
     rows.push(JSON.stringify({ agentId: "asker", role: "user", sender: "HUMAN", content: `Question ${i}: what does item ${i} of the list hold, and why?`, messageId: q, createdAt: at + i * 2000 }));
     const body =
@@ -160,7 +161,7 @@ function tenThousand(): string {
 }
 
 it("scrolls a 10,000-message conversation", async () => {
-  const imported = await api.importConversation(tenThousand(), { title: "ten thousand", participants: ["asker", "answerer"] });
+  const imported = await api.importConversation(history(5000), { title: "ten thousand", participants: ["asker", "answerer"] });
   expect(imported.messages).toBe(10_000);
   const id = imported.conversation.id;
   const rows: Record<string, number>[] = [];
@@ -183,47 +184,67 @@ it("scrolls a 10,000-message conversation", async () => {
   report("10,000 messages: open, then scroll up 300 px a frame", rows);
 });
 
+/**
+ * Streams 1,000 text deltas/s into a new message of conversation `id`, shown
+ * in a page, for `seconds`, and measures the page's frames meanwhile;
+ * `ready` is what shows once the page has the conversation. Every delta must
+ * be shown, once.
+ */
+async function streamInto(id: string, ready: (page: Page) => Promise<unknown>): Promise<Record<string, number>> {
+  const tp = await openPage(browser);
+  await tp.page.goto(`${server.url}/c/${id}`);
+  await ready(tp.page);
+  const runner = await Runner.connect(server.url, id, "streamer");
+  await runner.create("m1");
+  // 1,000 deltas/s: 10 every 10 ms, at most 64 unacknowledged; every 40th ends a paragraph.
+  let sent = 0;
+  let text = "";
+  const inFlight: Promise<number>[] = [];
+  const start = Date.now();
+  const pump = (async () => {
+    while (Date.now() - start < (seconds + 1) * 1000) {
+      const due = Math.floor((Date.now() - start) / 1000 * 1000);
+      while (sent < due) {
+        const d = sent % 40 === 39 ? `w${sent}.\n\n` : `w${sent} `;
+        text += d;
+        sent++;
+        inFlight.push(runner.text("m1", d));
+        if (inFlight.length >= 64) await inFlight.shift();
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await Promise.all(inFlight);
+  })();
+  await tp.page.waitForTimeout(500);
+  const f = await measureFrames(tp.page, seconds, false);
+  await pump;
+  const rate = sent / ((Date.now() - start) / 1000);
+  await runner.finalize("m1");
+  runner.close();
+  // Every delta shown, once: the page's text is the text sent.
+  const squeeze = (s: string) => s.replace(/\s+/g, "");
+  await expect.poll(async () => squeeze((await tp.page.locator('[data-message-id="m1"] .md').allTextContents()).join("")), { timeout: 15_000 }).toBe(squeeze(text));
+  expect(f.frames).toBeGreaterThan(0);
+  expect(tp.errors).toEqual([]);
+  await tp.close();
+  return { "deltas/s": rate, ...f };
+}
+
 it("streams 1,000 deltas/s into the conversation on screen", async () => {
   const rows: Record<string, number>[] = [];
   for (let i = 0; i < runs; i++) {
     const id = (await api.createConversation({ title: `deltas ${i}`, turnPolicy: "free" })).conversation.id;
-    const tp = await openPage(browser);
-    await tp.page.goto(`${server.url}/c/${id}`);
-    await tp.page.getByText("No messages yet.").waitFor();
-    const runner = await Runner.connect(server.url, id, "streamer");
-    await runner.create("m1");
-    // 1,000 deltas/s: 10 every 10 ms, at most 64 unacknowledged; every 40th ends a paragraph.
-    let sent = 0;
-    let text = "";
-    const inFlight: Promise<number>[] = [];
-    const start = Date.now();
-    const pump = (async () => {
-      while (Date.now() - start < (seconds + 1) * 1000) {
-        const due = Math.floor((Date.now() - start) / 1000 * 1000);
-        while (sent < due) {
-          const d = sent % 40 === 39 ? `w${sent}.\n\n` : `w${sent} `;
-          text += d;
-          sent++;
-          inFlight.push(runner.text("m1", d));
-          if (inFlight.length >= 64) await inFlight.shift();
-        }
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      await Promise.all(inFlight);
-    })();
-    await tp.page.waitForTimeout(500);
-    const f = await measureFrames(tp.page, seconds, false);
-    await pump;
-    const rate = sent / ((Date.now() - start) / 1000);
-    await runner.finalize("m1");
-    runner.close();
-    // Every delta shown, once: the page's text is the text sent.
-    const squeeze = (s: string) => s.replace(/\s+/g, "");
-    await expect.poll(async () => squeeze((await tp.page.locator('[data-message-id="m1"] .md').allTextContents()).join("")), { timeout: 15_000 }).toBe(squeeze(text));
-    expect(f.frames).toBeGreaterThan(0);
-    expect(tp.errors).toEqual([]);
-    rows.push({ "deltas/s": rate, ...f });
-    await tp.close();
+    rows.push(await streamInto(id, (page) => page.getByText("No messages yet.").waitFor()));
   }
   report("1,000 deltas/s into the message on screen", rows);
+});
+
+it("streams 1,000 deltas/s into a 5,000-message conversation", async () => {
+  const rows: Record<string, number>[] = [];
+  for (let i = 0; i < runs; i++) {
+    const imported = await api.importConversation(history(2500), { title: `five thousand ${i}`, participants: ["asker", "answerer"] });
+    expect(imported.messages).toBe(5_000);
+    rows.push(await streamInto(imported.conversation.id, (page) => page.getByRole("article").first().waitFor()));
+  }
+  report("1,000 deltas/s into a 5,000-message conversation", rows);
 });

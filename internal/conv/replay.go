@@ -147,19 +147,7 @@ func (r *Replay) checkData(e *parley.Event) ([]byte, error) {
 	case parley.EventPartUpdated:
 		return r.toolUpdate(e)
 	case parley.EventTrace:
-		var t parley.Trace
-		if err := decode(e, &t); err != nil {
-			return nil, err
-		}
-		switch {
-		case t.ID != "" && !parley.ValidID(t.ID):
-			return nil, parley.Errorf(parley.EINVALIDVALUE, "trace id %q is not a valid id", t.ID)
-		case len(t.Payload) > 0 && !json.Valid(t.Payload):
-			return nil, parley.Errorf(parley.EINVALID, "payload is not valid JSON")
-		case e.Finality != parley.FinalityNone:
-			return nil, parley.Errorf(parley.EINVALID, "a trace cannot have finality %q", e.Finality)
-		}
-		return encode(t, traceTooLarge(t.Payload, r.env.Limits))
+		return r.trace(e)
 	case parley.EventTurnClaimed, parley.EventClaimExpired:
 		return r.claim(e)
 	case parley.EventTurnReset, parley.EventTurnAborted:
@@ -172,30 +160,9 @@ func (r *Replay) checkData(e *parley.Event) ([]byte, error) {
 		}
 		return encode(t, checkReason(t.Reason))
 	case parley.EventDelegation:
-		var d parley.Delegation
-		if err := decode(e, &d); err != nil {
-			return nil, err
-		}
-		if !parley.ValidID(d.From) || !parley.ValidID(d.To) || d.Turn != e.Turn {
-			return nil, parley.Errorf(parley.EINVALIDVALUE, "delegation from %q to %q in turn %d: two agent ids, in the event's turn (%d)", d.From, d.To, d.Turn, e.Turn)
-		}
-		var err error
-		if open := r.s.Open; open != nil && open.Owner != d.To && !slices.Contains(open.Delegates, d.To) && len(open.Delegates) >= maxDelegates(r.env.Limits) {
-			err = parley.Errorf(parley.ETOOLARGE, "turn %d would have %d delegates; the limit is %d", open.Turn, len(open.Delegates)+1, maxDelegates(r.env.Limits))
-		}
-		return encode(d, err)
+		return r.delegation(e)
 	case parley.EventMessagesRemoved:
-		var m parley.MessagesRemoved
-		if err := decode(e, &m); err != nil {
-			return nil, err
-		}
-		if n := len(m.MessageIDs); n == 0 || r.env.MaxRemoved > 0 && n > r.env.MaxRemoved {
-			return nil, parley.Errorf(parley.ETOOLARGE, "a revert removes 1 to %d messages, not %d", r.env.MaxRemoved, n)
-		}
-		if i := slices.IndexFunc(m.MessageIDs, func(id string) bool { return !parley.ValidID(id) }); i >= 0 {
-			return nil, parley.Errorf(parley.EINVALIDVALUE, "messageIds[%d] %q is not a valid id", i, m.MessageIDs[i])
-		}
-		return encode(m, nil)
+		return r.removed(e)
 	case EventTaskRun:
 		var t struct{ TaskID, RunID string }
 		if err := decode(e, &t); err != nil {
@@ -208,14 +175,7 @@ func (r *Replay) checkData(e *parley.Event) ([]byte, error) {
 	case parley.EventInputAnswered:
 		return r.inputAnswered(e)
 	case parley.EventInputAcked:
-		var a parley.InputAcked
-		if err := decode(e, &a); err != nil {
-			return nil, err
-		}
-		if in, ok := r.s.Inputs[a.RequestID]; !ok || in.Status == parley.InputStatusPending || in.MessageID != a.MessageID {
-			return nil, parley.Errorf(parley.EINVALIDVALUE, "input request %q has no outcome to acknowledge in message %q", a.RequestID, a.MessageID)
-		}
-		return encode(a, nil)
+		return r.inputAcked(e)
 	case parley.EventCompacted:
 		if string(e.Data) != "{}" {
 			return nil, parley.Errorf(parley.EINVALIDVALUE, "a compacted event's data is {}")
@@ -226,6 +186,69 @@ func (r *Replay) checkData(e *parley.Event) ([]byte, error) {
 		return r.prompt(e)
 	}
 	return nil, parley.Errorf(parley.EINVALIDVALUE, "type %q cannot be replayed", e.Type)
+}
+
+// trace checks a trace event: a valid id if any, JSON, no finality, and
+// within the size of a trace.
+func (r *Replay) trace(e *parley.Event) ([]byte, error) {
+	var t parley.Trace
+	if err := decode(e, &t); err != nil {
+		return nil, err
+	}
+	switch {
+	case t.ID != "" && !parley.ValidID(t.ID):
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "trace id %q is not a valid id", t.ID)
+	case len(t.Payload) > 0 && !json.Valid(t.Payload):
+		return nil, parley.Errorf(parley.EINVALID, "payload is not valid JSON")
+	case e.Finality != parley.FinalityNone:
+		return nil, parley.Errorf(parley.EINVALID, "a trace cannot have finality %q", e.Finality)
+	}
+	return encode(t, traceTooLarge(t.Payload, r.env.Limits))
+}
+
+// delegation checks a delegation event: two agents, in the event's turn,
+// within the turn's bound of delegates.
+func (r *Replay) delegation(e *parley.Event) ([]byte, error) {
+	var d parley.Delegation
+	if err := decode(e, &d); err != nil {
+		return nil, err
+	}
+	if !parley.ValidID(d.From) || !parley.ValidID(d.To) || d.Turn != e.Turn {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "delegation from %q to %q in turn %d: two agent ids, in the event's turn (%d)", d.From, d.To, d.Turn, e.Turn)
+	}
+	var err error
+	if open := r.s.Open; open != nil && open.Owner != d.To && !slices.Contains(open.Delegates, d.To) && len(open.Delegates) >= maxDelegates(r.env.Limits) {
+		err = parley.Errorf(parley.ETOOLARGE, "turn %d would have %d delegates; the limit is %d", open.Turn, len(open.Delegates)+1, maxDelegates(r.env.Limits))
+	}
+	return encode(d, err)
+}
+
+// removed checks a messages.removed event: 1 to MaxRemoved valid ids.
+func (r *Replay) removed(e *parley.Event) ([]byte, error) {
+	var m parley.MessagesRemoved
+	if err := decode(e, &m); err != nil {
+		return nil, err
+	}
+	if n := len(m.MessageIDs); n == 0 || r.env.MaxRemoved > 0 && n > r.env.MaxRemoved {
+		return nil, parley.Errorf(parley.ETOOLARGE, "a revert removes 1 to %d messages, not %d", r.env.MaxRemoved, n)
+	}
+	if i := slices.IndexFunc(m.MessageIDs, func(id string) bool { return !parley.ValidID(id) }); i >= 0 {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "messageIds[%d] %q is not a valid id", i, m.MessageIDs[i])
+	}
+	return encode(m, nil)
+}
+
+// inputAcked checks an input.acked event: it acknowledges the outcome of
+// a request of that message.
+func (r *Replay) inputAcked(e *parley.Event) ([]byte, error) {
+	var a parley.InputAcked
+	if err := decode(e, &a); err != nil {
+		return nil, err
+	}
+	if in, ok := r.s.Inputs[a.RequestID]; !ok || in.Status == parley.InputStatusPending || in.MessageID != a.MessageID {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "input request %q has no outcome to acknowledge in message %q", a.RequestID, a.MessageID)
+	}
+	return encode(a, nil)
 }
 
 // message checks a message or message.updated event: its message, and

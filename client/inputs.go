@@ -120,6 +120,19 @@ func (r *Runner) AckInput(ctx context.Context, requestID string) error {
 	return err
 }
 
+// WithdrawInput takes back request requestID, still pending, that no longer
+// needs an answer (it was answered some other way): the server ends it
+// canceled with reason ("withdrawn" if empty), and the call waiting for it
+// gets that outcome. A request that has ended is left as it is.
+func (r *Runner) WithdrawInput(ctx context.Context, requestID, reason string) error {
+	f := map[string]any{"type": "input.withdraw", "requestId": requestID}
+	if reason != "" {
+		f["reason"] = reason
+	}
+	_, err := r.do(ctx, f)
+	return err
+}
+
 // ask sends the request and waits for its outcome, then acks it.
 func (r *Runner) ask(ctx context.Context, messageID string, req parley.InputRequest) (parley.InputAnswered, error) {
 	if req.RequestID == "" {

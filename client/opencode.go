@@ -18,6 +18,9 @@ type OpenCodeEvent struct {
 	Properties OpenCodeProperties `json:"properties"`
 
 	ask *openCodeAsk // what a permission or question event asks (ServeOpenCode relays it)
+	// replied is the permission or question a permission.replied,
+	// question.replied or question.rejected event says was answered.
+	replied string
 }
 
 // OpenCodeProperties are the properties of the events the adapter follows:

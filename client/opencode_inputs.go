@@ -62,6 +62,20 @@ type openCodeAsk struct {
 // asks are the event types that ask for input.
 var asks = map[string]bool{"permission.asked": true, "permission.updated": true, "question.asked": true}
 
+// replies are the event types that say what was asked is answered: by the
+// bridge's reply, or in OpenCode's own UI.
+var replies = map[string]bool{"permission.replied": true, "question.replied": true, "question.rejected": true}
+
+// withdraw takes back in Parley the request asked for what OpenCode says
+// is answered, if it is still pending there: it was answered in
+// OpenCode's own UI. One the bridge answered itself has ended, and is left
+// as it is.
+func (oc *openCode) withdraw(ctx context.Context, r *Runner, openCodeID string) {
+	if id, ok := oc.asking.Load(openCodeID); ok {
+		_ = r.WithdrawInput(ctx, id.(string), "answered in OpenCode")
+	}
+}
+
 // decodeOpenCodeAsk decodes an event that asks for input.
 func decodeOpenCodeAsk(data []byte) (typ string, ask openCodeAsk, err error) {
 	var ev struct {
@@ -134,7 +148,7 @@ func (p *OpenCodePermission) approvalRequest() parley.InputRequest {
 // and the permission is then refused (the question rejected). A request
 // Parley refuses is refused to OpenCode too. The outcome of the reply to
 // OpenCode is not waited for: one answered in OpenCode's own UI meanwhile
-// is answered there.
+// is answered there, and withdrawn in Parley (withdraw).
 func (oc *openCode) relayInput(ctx context.Context, a *OpenCodeAdapter, typ string, ask openCodeAsk) error {
 	if err := a.create(ctx); err != nil {
 		return err
@@ -151,7 +165,10 @@ func (oc *openCode) relayInput(ctx context.Context, a *OpenCodeAdapter, typ stri
 
 // permit asks for an approval and replies to OpenCode's permission.
 func (oc *openCode) permit(ctx context.Context, r *Runner, turnID, typ string, p OpenCodePermission) {
-	a, err := r.AskApproval(ctx, turnID, p.approvalRequest())
+	req := p.approvalRequest()
+	oc.asking.Store(p.ID, req.RequestID)
+	defer oc.asking.Delete(p.ID)
+	a, err := r.AskApproval(ctx, turnID, req)
 	if ctx.Err() != nil {
 		return
 	}
@@ -175,6 +192,7 @@ func (oc *openCode) permit(ctx context.Context, r *Runner, turnID, typ string, p
 // rejects the call if one is not answered.
 func (oc *openCode) ask(ctx context.Context, r *Runner, turnID string, q openCodeAsk) {
 	answers := make([][]string, 0, len(q.Questions))
+	defer oc.asking.Delete(q.ID)
 	for i, question := range q.Questions {
 		req := parley.InputRequest{RequestID: q.ID, ToolCallID: q.callID(), ToolName: "question", Title: question.Question,
 			Detail: question.Header, Multiple: question.Multiple}
@@ -184,6 +202,7 @@ func (oc *openCode) ask(ctx context.Context, r *Runner, turnID string, q openCod
 		for _, o := range question.Options {
 			req.Options = append(req.Options, parley.InputOption{Label: o.Label, Description: o.Description})
 		}
+		oc.asking.Store(q.ID, req.RequestID)
 		raw, err := r.AskQuestion(ctx, turnID, req)
 		if ctx.Err() != nil {
 			return

@@ -503,6 +503,50 @@ func TestRealOpenCode(t *testing.T) {
 	})
 }
 
+// TestRealOpenCodePermissionAnsweredThere: a permission answered in
+// OpenCode itself (its own UI, here its HTTP API) is withdrawn in Parley,
+// where nobody may answer it any more, and OpenCode goes on.
+func TestRealOpenCodePermissionAnsweredThere(t *testing.T) {
+	t.Parallel()
+	model := newFakeModel(t)
+	url, _ := realOpenCode(t, model, map[string]any{"bash": "ask"})
+	c, ctx := server(t)
+	id, st := bridge(t, c, ctx, client.OpenCodeOptions{URL: url})
+	if _, err := c.Ask(ctx, id, "human", "bash echo there", ""); err != nil {
+		t.Fatal(err)
+	}
+	in := awaitInput(t, ctx, c, st, id)
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/permission/"+in.RequestID+"/reply", strings.NewReader(`{"reply":"once"}`))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("OpenCode answered the reply %d", res.StatusCode)
+	}
+	if ends := untilPrompts(t, ctx, st, 1); ends[0] != "prompt.completed" {
+		t.Fatalf("the prompt ended %s", ends[0])
+	}
+	run := conversationRun(ctx, t, c, id)
+	if len(run.answers) != 1 || !strings.Contains(shape(run.answers[0]), "tool(bash completed)") {
+		t.Fatalf("the answer is %v, want bash run", run.answers)
+	}
+	var p parley.Part
+	for _, q := range run.answers[0].Parts {
+		if q.Type == parley.PartInputRequest {
+			p = q
+		}
+	}
+	if p.Status != parley.InputStatusCanceled || p.Reason != "answered in OpenCode" {
+		t.Fatalf("the Parley request is %+v, want it withdrawn", p)
+	}
+	if _, err := c.AnswerInput(ctx, id, in.RequestID, "human", parley.Approval{Approved: false}); err == nil {
+		t.Fatal("a request answered in OpenCode took an answer in Parley")
+	}
+}
+
 // awaitInput reads the stream until an input request opens in the
 // conversation, and returns it as Inputs lists it.
 func awaitInput(t *testing.T, ctx context.Context, c *client.Client, st *client.Stream, id string) parley.Input {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // OpenCodeOptions say which OpenCode server and session ServeOpenCode
@@ -109,6 +110,12 @@ func serveOpenCode(ctx context.Context, r *Runner, o OpenCodeOptions) error {
 			if m := ev.Properties.Info; m != nil && m.SessionID == session && m.ID > latest {
 				latest = m.ID
 			}
+			if ev.replied != "" {
+				if ev.Properties.SessionID == session {
+					go oc.withdraw(ctx, r, ev.replied)
+				}
+				continue
+			}
 			if ev.ask != nil {
 				if ev.ask.SessionID == session && a.answering() {
 					if err := oc.relayInput(ctx, a, ev.Type, *ev.ask); err != nil {
@@ -164,6 +171,10 @@ type openCode struct {
 	base string
 	o    OpenCodeOptions
 	hc   *http.Client
+	// asking maps what OpenCode asks (a permission's or question's id) to
+	// the Parley request asked for it now, so that one answered in
+	// OpenCode's own UI is withdrawn in Parley.
+	asking sync.Map
 }
 
 // url is the address of path, with the directory if one is set.
@@ -289,8 +300,21 @@ func decodeOpenCodeEvent(data []byte) (ev OpenCodeEvent, ok bool, err error) {
 	var head struct {
 		Type string `json:"type"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil || !followed[head.Type] && !asks[head.Type] {
+	if err := json.Unmarshal(data, &head); err != nil || !followed[head.Type] && !asks[head.Type] && !replies[head.Type] {
 		return ev, false, nil
+	}
+	if replies[head.Type] {
+		var r struct {
+			Properties struct {
+				SessionID string `json:"sessionID"`
+				RequestID string `json:"requestID"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
+			return ev, false, fmt.Errorf("OpenCode event %s: %w", head.Type, err)
+		}
+		ev.Type, ev.Properties.SessionID, ev.replied = head.Type, r.Properties.SessionID, r.Properties.RequestID
+		return ev, r.Properties.RequestID != "", nil
 	}
 	if asks[head.Type] {
 		typ, ask, err := decodeOpenCodeAsk(data)

@@ -85,7 +85,7 @@ func FuzzRunnerFrame(f *testing.F) {
 			`{"type":"message.finalize","turnId":"r1","reason":"end_turn"}` + "\n" + `{"type":"input.ack","requestId":"q1"}`,
 		`{"type":"message.part.input-request","turnId":"r1","requestId":"q2","kind":"question","title":"How many?","schema":{"type":"object","properties":{"n":{"type":"integer","minimum":1}}},"answerers":["bob"]}` + "\n" +
 			`{"type":"message.part.input-request","turnId":"r1","requestId":"q3","kind":"question","title":"Which?","options":[{"label":"a"},{"label":"b","description":"the other"}],"multiple":true,"expiresAt":"2999-01-01T00:00:00Z"}` + "\n" +
-			`bob:{"type":"message.part.input-request","turnId":"r1","requestId":"q4","kind":"approval","title":"Mine?"}` + "\n" + `bob:{"type":"input.ack","requestId":"q2"}`,
+			`bob:{"type":"message.part.input-request","turnId":"r1","requestId":"q4","kind":"approval","title":"Mine?"}` + "\n" + `bob:{"type":"input.ack","requestId":"q2"}` + "\n" + `bob:{"type":"input.withdraw","requestId":"q2"}` + "\n" + `{"type":"input.withdraw","requestId":"q3","reason":"done"}`,
 	} {
 		f.Add([]byte(s))
 	}

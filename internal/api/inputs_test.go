@@ -314,6 +314,30 @@ func TestInputRequestsEnd(t *testing.T) {
 	}
 }
 
+// TestInputRequestWithdrawn: a runner takes back a request answered some
+// other way; a person's answer after it is 409, and the runner is told.
+func TestInputRequestWithdrawn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	cp, r := askingConversation(t, b)
+	ask(t, r, "r1", nil)
+	if a := r.send(map[string]any{"type": "input.withdraw", "requestId": "r1", "reason": "answered in OpenCode"}); a["type"] != "ack" {
+		t.Fatalf("withdraw: %v", a)
+	}
+	if f := r.next("input.answered"); f["requestId"] != "r1" || f["status"] != "canceled" || f["reason"] != "answered in OpenCode" {
+		t.Fatalf("the runner was told %v", f)
+	}
+	if res := b.do("POST", cp+"/inputs/r1", b.admin, map[string]any{"agentId": "human", "answer": map[string]any{"approved": true}}); res.status != 409 {
+		t.Fatalf("an answer after the withdraw: %d %s", res.status, res.raw)
+	}
+	if a := r.send(map[string]any{"type": "input.withdraw", "requestId": "r1"}); a["type"] != "ack" {
+		t.Fatalf("a second withdraw: %v", a)
+	}
+	if a := r.send(map[string]any{"type": "input.withdraw", "requestId": "nope"}); a["type"] != "error" {
+		t.Fatalf("an unknown request's withdraw: %v", a)
+	}
+}
+
 // TestInputOutcomeRedelivered: a runner that reconnects before it
 // acknowledged an answer gets it again (and what is still pending), and
 // once acknowledged, never again.

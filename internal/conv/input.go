@@ -180,10 +180,29 @@ type AckInput struct {
 // ExpireInputs ends the pending requests whose expiry has passed.
 type ExpireInputs struct{}
 
-func (c AskInput) decide(d *decider) error     { return d.askInput(c) }
-func (c AnswerInput) decide(d *decider) error  { return d.answerInput(c) }
-func (c AckInput) decide(d *decider) error     { return d.ackInput(c) }
-func (c ExpireInputs) decide(d *decider) error { d.expireInputs(); return nil }
+// WithdrawInput takes back a pending request its asker no longer needs
+// answered (it was answered some other way): it ends canceled, with
+// Reason (ReasonWithdrawn, as for a prompt its asker takes back, if empty). A request that has ended already
+// is left as it is.
+type WithdrawInput struct {
+	Actor
+	RequestID string
+	Reason    string
+}
+
+func (c AskInput) decide(d *decider) error      { return d.askInput(c) }
+func (c AnswerInput) decide(d *decider) error   { return d.answerInput(c) }
+func (c AckInput) decide(d *decider) error      { return d.ackInput(c) }
+func (c ExpireInputs) decide(d *decider) error  { d.expireInputs(); return nil }
+func (c WithdrawInput) decide(d *decider) error { return d.withdrawInput(c) }
+
+// authorize: only the agent that asked takes a request back.
+func (c WithdrawInput) authorize(s State) error {
+	if in, _, ok := s.InputOf(c.RequestID); ok && in.AgentID != "" && in.AgentID != c.AgentID {
+		return parley.Errorf(parley.EFORBIDDEN, "input request %s was asked by %s, not %s", c.RequestID, in.AgentID, c.AgentID)
+	}
+	return s.take(c.Actor, false)
+}
 
 // Asking is the writer's own streaming message: the decision checks it.
 func (c AskInput) authorize(s State) error { return s.take(c.Actor, false) }
@@ -371,6 +390,27 @@ func (d *decider) ackInput(c AckInput) error {
 	}
 	e := d.emit(parley.EventInputAcked, 0, "", c.AgentID, parley.FinalityNone, parley.InputAcked{MessageID: in.MessageID, RequestID: c.RequestID})
 	d.out.Result = Result{Seq: e.Seq}
+	return nil
+}
+
+func (d *decider) withdrawInput(c WithdrawInput) error {
+	if err := checkReason(c.Reason); err != nil {
+		return err
+	}
+	in, _, ok := d.s.InputOf(c.RequestID)
+	switch {
+	case !ok:
+		return parley.Errorf(parley.ENOTFOUND, "no input request %q is open in this conversation (or it ended long ago)", c.RequestID)
+	case in.Status != parley.InputStatusPending:
+		d.out.Result = Result{Seq: in.Seq} // it ended already: nothing to take back
+		return nil
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = ReasonWithdrawn
+	}
+	d.cancelInput(c.RequestID, parley.InputStatusCanceled, c.AgentID, reason, nil)
+	d.out.Result = Result{Seq: d.s.LastSeq}
 	return nil
 }
 

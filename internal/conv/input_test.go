@@ -203,3 +203,31 @@ func TestImpliedAnswerSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestInputRequestWithdrawn: the agent that asked takes a request back
+// (it was answered some other way); nobody else may; a request that ended
+// is left as it is.
+func TestInputRequestWithdrawn(t *testing.T) {
+	t.Parallel()
+	sc := newScript(t, parley.PolicyFree)
+	st := startStream(t, sc, "bot", "r1")
+	askIn(t, st, "q1", 0)
+	askIn(t, st, "q2", 0)
+	if err := conv.Authorize(sc.s, conv.WithdrawInput{Actor: conv.Actor{AgentID: "ops", Admin: true}, RequestID: "q1"}); parley.ErrorCode(err) != parley.EFORBIDDEN {
+		t.Fatalf("another agent's withdraw: %v", err)
+	}
+	d := sc.ok(conv.WithdrawInput{Actor: actor("bot"), RequestID: "q1", Reason: "answered in OpenCode"})
+	if types(d.Events) != "input.answered" || outcomes(sc, "r1")["q1"] != "canceled/answered in OpenCode" {
+		t.Fatalf("the withdraw wrote %s; q1 is %v", types(d.Events), outcomes(sc, "r1"))
+	}
+	if again := sc.ok(conv.WithdrawInput{Actor: actor("bot"), RequestID: "q1"}); len(again.Events) != 0 || again.Result.Seq != d.Result.Seq {
+		t.Fatalf("a second withdraw: %s, seq %d", types(again.Events), again.Result.Seq)
+	}
+	sc.ok(conv.WithdrawInput{Actor: actor("bot"), RequestID: "q2"})
+	if got := outcomes(sc, "r1")["q2"]; got != "canceled/"+conv.ReasonWithdrawn {
+		t.Fatalf("q2 is %s", got)
+	}
+	if _, err := sc.do(conv.WithdrawInput{Actor: actor("bot"), RequestID: "nope"}); parley.ErrorCode(err) != parley.ENOTFOUND {
+		t.Fatalf("an unknown request: %v", err)
+	}
+}

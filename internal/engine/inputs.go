@@ -77,6 +77,16 @@ func (e *Engine) AckInput(ctx context.Context, conversationID string, c conv.Ack
 	return d.Result.Seq, nil
 }
 
+// WithdrawInput takes back a pending request of the actor's; it returns
+// the seq of the event that ended it (of the earlier one, if it had ended).
+func (e *Engine) WithdrawInput(ctx context.Context, conversationID string, c conv.WithdrawInput) (int64, error) {
+	d, _, err := e.decide(ctx, conversationID, func(conv.State) (conv.Command, error) { return c, nil }, nil)
+	if err != nil {
+		return 0, err
+	}
+	return d.Result.Seq, nil
+}
+
 // scheduleInputExpiry arms the timer of the first pending input request
 // to expire; c.mu must be held.
 func (e *Engine) scheduleInputExpiry(c *conversation, id string) {

@@ -220,6 +220,8 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 		return rs.askInput(ctx, f)
 	case "input.ack":
 		return rs.ackInput(ctx, f)
+	case "input.withdraw":
+		return rs.withdrawInput(ctx, f)
 	case "reverted":
 		// Not sent back to the runners: it came from one.
 		res, err := eng.Revert(ctx, id, rs.act, f.MessageIDs...)
@@ -246,7 +248,7 @@ func (rs *Session) Apply(ctx context.Context, f *Frame) (*engine.MessageResult, 
 	if f.Type == "stream" || f.Type == "result" || f.Type == "tool" {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "%s frames are for conversations made with messageFormat v1; this one is %s (message.create, message.part.text-delta, message.part.tool-update, message.finalize)", f.Type, rs.format)
 	}
-	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, message.part.input-request, input.ack, aborted, error, complete, reverted, message.state; and in v1 conversations stream, result, tool)", f.Type)
+	return nil, parley.Errorf(parley.EINVALIDVALUE, "unknown runner frame type %q (known: message.create, message.part.text-delta, message.part.tool-update, message.finalize, message.part.input-request, input.ack, input.withdraw, aborted, error, complete, reverted, message.state; and in v1 conversations stream, result, tool)", f.Type)
 }
 
 // target is the message aborted and error apply to: the one named, else the

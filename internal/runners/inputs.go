@@ -71,6 +71,18 @@ func (rs *Session) ackInput(ctx context.Context, f *Frame) (*engine.MessageResul
 	return &engine.MessageResult{Seq: seq}, nil
 }
 
+// withdrawInput applies an input.withdraw frame.
+func (rs *Session) withdrawInput(ctx context.Context, f *Frame) (*engine.MessageResult, error) {
+	if !parley.ValidID(f.RequestID) {
+		return nil, parley.Errorf(parley.EINVALIDVALUE, "requestId %q is not a valid id", f.RequestID)
+	}
+	seq, err := rs.eng.WithdrawInput(ctx, rs.conv, conv.WithdrawInput{Actor: rs.act, RequestID: f.RequestID, Reason: f.Reason})
+	if err != nil {
+		return nil, err
+	}
+	return &engine.MessageResult{Seq: seq}, nil
+}
+
 // pushAnswers sends the runner of the conversation that asks each request
 // an input.answered event ended the outcome (s is the state after them).
 func (d *Dispatcher) pushAnswers(conversationID string, s conv.State, events []parley.Event) {

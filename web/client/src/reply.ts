@@ -140,6 +140,18 @@ export class Reply {
     return answerOf(await this.ask({ ...req, kind: "question" }, opts.signal));
   }
 
+  /**
+   * Takes back a request still pending that was answered some other way:
+   * the server ends it `canceled` with `reason` (`withdrawn` if none), and
+   * the ask waiting for it settles with that outcome. A request that has
+   * ended is left as it is.
+   */
+  async withdrawInput(requestId: string, reason?: string): Promise<void> {
+    const frame: Frame = { type: "input.withdraw", requestId };
+    if (reason) frame["reason"] = reason;
+    await this.runner.deliver(this.conv, frame, "");
+  }
+
   /** Sends an input request in the answer's message and waits for its outcome. */
   private async ask(req: InputRequest, signal: AbortSignal | undefined): Promise<InputOutcome> {
     const id = req.requestId || "req_" + crypto.randomUUID();

@@ -135,6 +135,28 @@ describe("input requests", () => {
     await serving;
   });
 
+  it("a request withdrawn by its runner (answered some other way) ends canceled with the reason, and takes no answer after", async () => {
+    const c = client();
+    const id = await chat(c, "withdrawer");
+    let outcome: unknown;
+    const ctl = new AbortController();
+    const serving = conversationRunner(c, id, { agentId: "withdrawer" }).serve(
+      async (reply, signal) => {
+        const asked = reply.askApproval({ requestId: `w-${id}`, title: "Deploy?", toolName: "deploy" }, { signal });
+        await until(async () => (await c.inputs(id)).length === 1, "the request to be pending");
+        await reply.withdrawInput(`w-${id}`, "approved on the phone");
+        outcome = await asked;
+      },
+      { signal: ctl.signal },
+    );
+    await c.prompt(id, { agentId: "human", content: "go" });
+    await until(() => outcome !== undefined, "the ask to end");
+    expect(outcome).toEqual({ approved: false, reason: "approved on the phone" });
+    await expect(c.answerInput(id, `w-${id}`, { approved: true }, { agentId: "human" })).rejects.toMatchObject({ code: "input_ended" });
+    ctl.abort();
+    await serving;
+  });
+
   it("a runner that restarted while its request was pending asks it again by its id and gets the answer, without asking twice", async () => {
     const c = client();
     const id = await chat(c, "phoenix");

@@ -240,7 +240,10 @@ func bm25(ctx context.Context, tx *sql.Tx, match string, lo, hi int64) (map[int6
 }
 
 // readHits reads the hits of page (rowids, in order) with their snippets,
-// which mark what match (an FTS5 query) finds.
+// which mark what match (an FTS5 query) finds. The index reads the rows
+// between the page's first and last, once, and keeps the page's: looked
+// up one by one (rowid IN), each row would read a prefix's every word
+// again.
 func readHits(ctx context.Context, tx *sql.Tx, match string, page []int64, scores map[int64]float64) ([]parley.SearchHit, error) {
 	ids, err := json.Marshal(page)
 	if err != nil {
@@ -251,7 +254,8 @@ func readHits(ctx context.Context, tx *sql.Tx, match string, page []int64, score
 			coalesce(json_extract(CAST(c.data AS TEXT), '$.title'), ''),
 			snippet(message_search, 1, char(2), char(3), '…', `+strconv.Itoa(store.SnippetWords)+`)
 		FROM message_search f CROSS JOIN messages m ON m.rowid = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id
-		WHERE message_search MATCH ? AND f.rowid IN (SELECT value FROM json_each(?))`, match, string(ids))
+		WHERE message_search MATCH ? AND f.rowid BETWEEN ? AND ? AND +f.rowid IN (SELECT value FROM json_each(?))`,
+		match, slices.Min(page), slices.Max(page), string(ids))
 	if err != nil {
 		return nil, err
 	}

@@ -214,9 +214,10 @@ func testSearchPrefixes(t *testing.T, s store.Store) {
 	wantHits(t, "one letter", search(t, s, store.SearchParams{}, syd+" e"), "e-mail")
 	wantHits(t, "one letter, not a word", search(t, s, store.SearchParams{}, syd+" l"))
 	// Prefixes of operators and quotes are text too.
-	for _, q := range []string{half + "*", half + ":*", `'` + half + `':*`, half + " & !x | ')", "!" + half, "(" + half} {
-		if hits := search(t, s, store.SearchParams{}, q); len(hits) > 1 {
-			t.Fatalf("%q found %v", q, hitIDs(hits))
+	for _, q := range []string{half + "*", half + ":*", `'` + half + `':*`, half + " & !x | ')", "!" + half, "(" + half,
+		`a:* & !b | ')`, "x <-> " + half, half + `\`, `\` + half, `'` + half, half + `'`, `"` + half, half + `''`} {
+		if ids := hitIDs(search(t, s, store.SearchParams{}, q)); len(ids) > 1 || len(ids) == 1 && ids[0] != "capital" {
+			t.Fatalf("%q found %v", q, ids)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 	if err != nil || !found {
 		return hits, err
 	}
-	cands, err := candidates(ctx, tx, terms, prefix, p)
+	cands, candMatch, err := candidates(ctx, tx, terms, prefix, p)
 	if err != nil || len(cands) == 0 {
 		return hits, err
 	}
@@ -116,7 +116,10 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 		return hits, nil
 	}
 	page := cands[p.Offset:min(len(cands), p.Offset+p.Limit)]
-	return readHits(ctx, tx, andTerms(terms, prefix), page, scores)
+	if prefix {
+		return readHits(ctx, tx, candMatch, true, page, scores)
+	}
+	return readHits(ctx, tx, andTerms(terms, false), false, page, scores)
 }
 
 // rankedTerms returns the terms to rank by: those with a word in at most
@@ -160,8 +163,10 @@ func rankedTerms(ctx context.Context, tx *sql.Tx, terms []string, prefix bool) (
 
 // candidates returns the rowids of the newest store.SearchCandidates rows
 // that have terms, newest first: rows of conversations that are not imports
-// in progress, in p.ConversationID or of p.Member's conversations if set.
-func candidates(ctx context.Context, tx *sql.Tx, terms []string, prefix bool, p store.SearchParams) ([]int64, error) {
+// in progress, in p.ConversationID or of p.Member's conversations if set;
+// and the FTS5 query that found them (of those conversations, as the index
+// can tell them).
+func candidates(ctx context.Context, tx *sql.Tx, terms []string, prefix bool, p store.SearchParams) ([]int64, string, error) {
 	match := andTerms(terms, prefix)
 	if p.ConversationID != "" {
 		match = convTerm(p.ConversationID) + " AND " + match
@@ -176,10 +181,10 @@ func candidates(ctx context.Context, tx *sql.Tx, terms []string, prefix bool, p 
 		// those alone, instead of every row that matches.
 		ids, err := memberConversations(ctx, tx, p.Member)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if len(ids) == 0 {
-			return nil, nil
+			return nil, "", nil
 		}
 		if len(ids) <= memberTerms {
 			convs := make([]string, len(ids))
@@ -190,7 +195,8 @@ func candidates(ctx context.Context, tx *sql.Tx, terms []string, prefix bool, p 
 		}
 	}
 	args[0] = match
-	return column[int64](ctx, tx, q+` ORDER BY f.rowid DESC LIMIT ?2`, args...)
+	rows, err := column[int64](ctx, tx, q+` ORDER BY f.rowid DESC LIMIT ?2`, args...)
+	return rows, match, err
 }
 
 // memberConversations returns up to memberTerms+1 of the conversations
@@ -240,22 +246,28 @@ func bm25(ctx context.Context, tx *sql.Tx, match string, lo, hi int64) (map[int6
 }
 
 // readHits reads the hits of page (rowids, in order) with their snippets,
-// which mark what match (an FTS5 query) finds. The index reads the rows
-// between the page's first and last, once, and keeps the page's: looked
-// up one by one (rowid IN), each row would read a prefix's every word
-// again.
-func readHits(ctx context.Context, tx *sql.Tx, match string, page []int64, scores map[int64]float64) ([]parley.SearchHit, error) {
+// which mark what match (an FTS5 query) finds in the text. The index looks
+// each row up, or, byRange, reads the rows that match between the page's
+// first and last once and keeps the page's: a search with a prefix wants
+// that, as each look-up would read the lists of every word the prefix
+// begins again (match is then the query that found the candidates, so
+// that the range holds no more rows than they are).
+func readHits(ctx context.Context, tx *sql.Tx, match string, byRange bool, page []int64, scores map[int64]float64) ([]parley.SearchHit, error) {
 	ids, err := json.Marshal(page)
 	if err != nil {
 		return nil, err
+	}
+	where, args := `f.rowid IN (SELECT value FROM json_each(?))`, []any{match, string(ids)}
+	if byRange {
+		where, args = `f.rowid BETWEEN ? AND ? AND +f.rowid IN (SELECT value FROM json_each(?))`,
+			[]any{match, slices.Min(page), slices.Max(page), string(ids)}
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT f.rowid, m.conversation_id, m.id, m.seq, m.agent_id,
 			json_extract(CAST(m.data AS TEXT), '$.role'), json_extract(CAST(m.data AS TEXT), '$.createdAt'),
 			coalesce(json_extract(CAST(c.data AS TEXT), '$.title'), ''),
 			snippet(message_search, 1, char(2), char(3), '…', `+strconv.Itoa(store.SnippetWords)+`)
 		FROM message_search f CROSS JOIN messages m ON m.rowid = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id
-		WHERE message_search MATCH ? AND f.rowid BETWEEN ? AND ? AND +f.rowid IN (SELECT value FROM json_each(?))`,
-		match, slices.Min(page), slices.Max(page), string(ids))
+		WHERE message_search MATCH ? AND `+where, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -171,6 +171,8 @@ func BenchmarkSearch(b *testing.B, s store.Store, c SearchCorpus) {
 		{"prefix-short", store.SearchParams{Query: prefixQueryOf(benchWord(0)[:2])}},
 		{"prefix-uncommon", store.SearchParams{Query: prefixQueryOf(benchWord(benchRanked)[:4])}},
 		{"word-then-prefix", store.SearchParams{Query: prefixQueryOf(benchWord(1), benchWord(30)[:3])}},
+		{"prefix-narrowed", store.SearchParams{Query: prefixQueryOf(benchWord(0)[:2]), ConversationID: benchConversation(c.Conversations / 2)}},
+		{"prefix-member", store.SearchParams{Query: prefixQueryOf(benchWord(0)[:2]), Member: benchScout}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {

@@ -220,3 +220,62 @@ func TestSearchPagesAndBadInput(t *testing.T) {
 		t.Fatalf("operators as words: %s", r.raw)
 	}
 }
+
+// TestSearchAsYouType: the last word of q is the beginning of a word, so
+// a search box finds as the person types ("canb" finds Canberra, "new yo"
+// New York), while the words before it, quoted words and a word followed
+// by a space are whole; what looks like query syntax around a prefix is
+// text, never an error.
+func TestSearchAsYouType(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice")
+	for mid, text := range map[string]string{
+		"capital": "We flew to Canberra on Monday.",
+		"city":    "Then New York, for a week.",
+		"other":   "Canned peaches, a new plan.",
+	} {
+		b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.alice, map[string]any{"id": mid, "content": text}), 201, "")
+	}
+	for text, want := range map[string][]string{
+		"canb":       {"capital"},
+		"CANB":       {"capital"},
+		"can":        {"capital", "other"},
+		"canb ":      nil, // a space ends the word
+		`"canb"`:     nil, // so do quotes
+		"flew canb":  {"capital"},
+		"canb flew":  nil, // only the last word is a prefix
+		"new yo":     {"city"},
+		"new y":      nil, // one letter is a whole word
+		"ne york":    nil,
+		"to:* canb":  {"capital"},
+		"canb:*":     nil,
+		"york & !fo": {"city"},
+	} {
+		if got := b.searchIDs(q(text), b.viewer); !slices.Equal(got, want) {
+			t.Errorf("a search of %q found %v, want %v", text, got, want)
+		}
+	}
+	r := b.do("GET", "/v1/search?"+q("canb"), b.viewer, nil)
+	b.want(r, 200, "")
+	hit := r.body["hits"].([]any)[0].(map[string]any)
+	var marked []string
+	for _, p := range hit["snippet"].([]any) {
+		if part := p.(map[string]any); part["match"] == true {
+			marked = append(marked, part["text"].(string))
+		}
+	}
+	if !slices.Equal(marked, []string{"Canberra"}) {
+		t.Fatalf("the snippet marks %v, want the whole word: %s", marked, r.raw)
+	}
+	for _, text := range []string{`a:* & !b | ')`, `a:* & !b | ')x`, `'canb':*`, `canb\`, `canb'`, `ca''nb`, `!canb`, `(canb`, `canb)`,
+		`x <-> canb`, `canb*`, `"canb`, `c\'a`, "can\u0301", strings.Repeat("ab ", 31) + "canb"} {
+		r := b.do("GET", "/v1/search?"+q(text), b.viewer, nil)
+		if r.status != 200 {
+			t.Errorf("%q answered %d %s", text, r.status, r.raw)
+		}
+	}
+	if got := b.searchIDs(q(`a:* & !b | ')`), b.viewer); len(got) != 0 {
+		t.Fatalf("the hostile query found %v", got)
+	}
+}

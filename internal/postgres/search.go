@@ -23,7 +23,7 @@ import (
 // where it starts or ends inside the text, as SQLite's snippet has).
 func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.SearchHit, error) {
 	hits := []parley.SearchHit{}
-	terms := store.SearchTerms(p.Query)
+	terms, prefix := store.SearchTerms(p.Query)
 	if len(terms) == 0 || p.Limit <= 0 || p.Offset < 0 || p.Offset >= store.SearchCandidates {
 		return hits, nil
 	}
@@ -32,6 +32,10 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 	args := []any{store.SearchCandidates, p.Offset, p.Limit}
 	qs := make([]string, len(terms))
 	for i, t := range terms {
+		if prefix && i == len(terms)-1 {
+			qs[i] = prefixQuery(t, &args)
+			continue
+		}
 		args = append(args, t)
 		qs[i] = fmt.Sprintf("phraseto_tsquery('simple', $%d)", len(args))
 	}
@@ -92,6 +96,32 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 		hits = append(hits, h)
 	}
 	return hits, rows.Err()
+}
+
+// prefixQuery is the tsquery of a term whose last word is a prefix
+// (store.SplitPrefix): the phrase of the words before it, then that word
+// as a prefix ('word':*, which to_tsquery reads: the word is letters and
+// digits only, quoted all the same, so that no input is tsquery syntax).
+// Its texts are parameters, appended to args.
+func prefixQuery(term string, args *[]any) string {
+	head, word, ok := store.SplitPrefix(term)
+	if !ok {
+		*args = append(*args, term)
+		return fmt.Sprintf("phraseto_tsquery('simple', $%d)", len(*args))
+	}
+	*args = append(*args, tsQuote(word)+":*")
+	last := fmt.Sprintf("to_tsquery('simple', $%d)", len(*args))
+	if len(store.SearchWords(head)) == 0 {
+		return last
+	}
+	*args = append(*args, head)
+	return fmt.Sprintf("tsquery_phrase(phraseto_tsquery('simple', $%d), %s)", len(*args), last)
+}
+
+// tsQuote quotes a word for to_tsquery: in single quotes, with each quote
+// doubled and each backslash escaped.
+func tsQuote(w string) string {
+	return "'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(w) + "'"
 }
 
 // jsonOf is SQL that reads a row's JSON column (bytes) as jsonb, which

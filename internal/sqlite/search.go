@@ -47,11 +47,16 @@ func phrase(term string) string {
 	return `"` + strings.ReplaceAll(term, `"`, `""`) + `"`
 }
 
-// andTerms is the FTS5 query of these terms, all of them.
-func andTerms(terms []string) string {
+// andTerms is the FTS5 query of these terms, all of them; if prefix, the
+// last term's last word is a prefix (FTS5 marks a phrase's last word so
+// when a star follows the phrase).
+func andTerms(terms []string, prefix bool) string {
 	qs := make([]string, len(terms))
 	for i, t := range terms {
 		qs[i] = phrase(t)
+	}
+	if prefix && len(qs) > 0 {
+		qs[len(qs)-1] += "*"
 	}
 	return "(" + strings.Join(qs, " AND ") + ")"
 }
@@ -65,7 +70,7 @@ func andTerms(terms []string) string {
 // reads the page's rows with their snippets.
 func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.SearchHit, error) {
 	hits := []parley.SearchHit{}
-	terms := store.SearchTerms(p.Query)
+	terms, prefix := store.SearchTerms(p.Query)
 	if len(terms) == 0 || p.Limit <= 0 || p.Offset < 0 || p.Offset >= store.SearchCandidates {
 		return hits, nil
 	}
@@ -77,17 +82,17 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 		return nil, err
 	}
 	defer tx.Rollback()
-	ranked, found, err := rankedTerms(ctx, tx, terms)
+	ranked, rankPrefix, found, err := rankedTerms(ctx, tx, terms, prefix)
 	if err != nil || !found {
 		return hits, err
 	}
-	cands, err := candidates(ctx, tx, terms, p)
+	cands, candMatch, err := candidates(ctx, tx, terms, prefix, p)
 	if err != nil || len(cands) == 0 {
 		return hits, err
 	}
 	scores := map[int64]float64{}
 	if len(ranked) > 0 {
-		match := andTerms(ranked)
+		match := andTerms(ranked, rankPrefix)
 		if p.ConversationID != "" {
 			// Only the conversation's rows, however long ago it began.
 			match = convTerm(p.ConversationID) + " AND " + match
@@ -111,45 +116,58 @@ func (db *DB) Search(ctx context.Context, p store.SearchParams) ([]parley.Search
 		return hits, nil
 	}
 	page := cands[p.Offset:min(len(cands), p.Offset+p.Limit)]
-	return readHits(ctx, tx, terms, page, scores)
+	if prefix {
+		return readHits(ctx, tx, candMatch, true, page, scores)
+	}
+	return readHits(ctx, tx, andTerms(terms, false), false, page, scores)
 }
 
 // rankedTerms returns the terms to rank by: those with a word in at most
-// commonRows rows, of the first weighedWords words. found is false if a
-// word is in no row at all, so that nothing can match.
-func rankedTerms(ctx context.Context, tx *sql.Tx, terms []string) (ranked []string, found bool, err error) {
+// commonRows rows, of the first weighedWords words (the last word of the
+// last term counted as a prefix if prefix is set; rankPrefix says the
+// last ranked term is that one). found is false if a word is in no row at
+// all, so that nothing can match.
+func rankedTerms(ctx context.Context, tx *sql.Tx, terms []string, prefix bool) (ranked []string, rankPrefix, found bool, err error) {
 	counts := map[string]int{}
-	for _, t := range terms {
+	for i, t := range terms {
 		rare := false
-		for _, w := range store.SearchWords(t) {
-			n, ok := counts[w]
+		words := store.SearchWords(t)
+		for j, w := range words {
+			query := phrase(w)
+			if prefix && i == len(terms)-1 && j == len(words)-1 {
+				query += "*"
+			}
+			n, ok := counts[query]
 			if !ok && len(counts) == weighedWords {
 				continue
 			}
 			if !ok {
 				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM message_search WHERE message_search MATCH ? LIMIT ?)`,
-					phrase(w), commonRows+1).Scan(&n); err != nil {
-					return nil, false, err
+					query, commonRows+1).Scan(&n); err != nil {
+					return nil, false, false, err
 				}
-				counts[w] = n
+				counts[query] = n
 			}
 			if n == 0 {
-				return nil, false, nil
+				return nil, false, false, nil
 			}
 			rare = rare || n <= commonRows
 		}
 		if rare {
 			ranked = append(ranked, t)
+			rankPrefix = prefix && i == len(terms)-1
 		}
 	}
-	return ranked, true, nil
+	return ranked, rankPrefix, true, nil
 }
 
 // candidates returns the rowids of the newest store.SearchCandidates rows
 // that have terms, newest first: rows of conversations that are not imports
-// in progress, in p.ConversationID or of p.Member's conversations if set.
-func candidates(ctx context.Context, tx *sql.Tx, terms []string, p store.SearchParams) ([]int64, error) {
-	match := andTerms(terms)
+// in progress, in p.ConversationID or of p.Member's conversations if set;
+// and the FTS5 query that found them (of those conversations, as the index
+// can tell them).
+func candidates(ctx context.Context, tx *sql.Tx, terms []string, prefix bool, p store.SearchParams) ([]int64, string, error) {
+	match := andTerms(terms, prefix)
 	if p.ConversationID != "" {
 		match = convTerm(p.ConversationID) + " AND " + match
 	}
@@ -163,10 +181,10 @@ func candidates(ctx context.Context, tx *sql.Tx, terms []string, p store.SearchP
 		// those alone, instead of every row that matches.
 		ids, err := memberConversations(ctx, tx, p.Member)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if len(ids) == 0 {
-			return nil, nil
+			return nil, "", nil
 		}
 		if len(ids) <= memberTerms {
 			convs := make([]string, len(ids))
@@ -177,7 +195,8 @@ func candidates(ctx context.Context, tx *sql.Tx, terms []string, p store.SearchP
 		}
 	}
 	args[0] = match
-	return column[int64](ctx, tx, q+` ORDER BY f.rowid DESC LIMIT ?2`, args...)
+	rows, err := column[int64](ctx, tx, q+` ORDER BY f.rowid DESC LIMIT ?2`, args...)
+	return rows, match, err
 }
 
 // memberConversations returns up to memberTerms+1 of the conversations
@@ -226,18 +245,29 @@ func bm25(ctx context.Context, tx *sql.Tx, match string, lo, hi int64) (map[int6
 	return scores, rows.Err()
 }
 
-// readHits reads the hits of page (rowids, in order) with their snippets.
-func readHits(ctx context.Context, tx *sql.Tx, terms []string, page []int64, scores map[int64]float64) ([]parley.SearchHit, error) {
+// readHits reads the hits of page (rowids, in order) with their snippets,
+// which mark what match (an FTS5 query) finds in the text. The index looks
+// each row up, or, byRange, reads the rows that match between the page's
+// first and last once and keeps the page's: a search with a prefix wants
+// that, as each look-up would read the lists of every word the prefix
+// begins again (match is then the query that found the candidates, so
+// that the range holds no more rows than they are).
+func readHits(ctx context.Context, tx *sql.Tx, match string, byRange bool, page []int64, scores map[int64]float64) ([]parley.SearchHit, error) {
 	ids, err := json.Marshal(page)
 	if err != nil {
 		return nil, err
+	}
+	where, args := `f.rowid IN (SELECT value FROM json_each(?))`, []any{match, string(ids)}
+	if byRange {
+		where, args = `f.rowid BETWEEN ? AND ? AND +f.rowid IN (SELECT value FROM json_each(?))`,
+			[]any{match, slices.Min(page), slices.Max(page), string(ids)}
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT f.rowid, m.conversation_id, m.id, m.seq, m.agent_id,
 			json_extract(CAST(m.data AS TEXT), '$.role'), json_extract(CAST(m.data AS TEXT), '$.createdAt'),
 			coalesce(json_extract(CAST(c.data AS TEXT), '$.title'), ''),
 			snippet(message_search, 1, char(2), char(3), '…', `+strconv.Itoa(store.SnippetWords)+`)
 		FROM message_search f CROSS JOIN messages m ON m.rowid = f.rowid CROSS JOIN conversations c ON c.id = m.conversation_id
-		WHERE message_search MATCH ? AND f.rowid IN (SELECT value FROM json_each(?))`, andTerms(terms), string(ids))
+		WHERE message_search MATCH ? AND `+where, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,11 @@ const (
 	SearchIndexedChars = 65536
 	// SnippetWords is about how many words a snippet holds.
 	SnippetWords = 24
+	// MinPrefixRunes is the fewest letters and digits of a last word
+	// matched as the beginning of a word (SearchQuery.Prefix): a shorter
+	// one would begin too many words to be worth the work, and is matched
+	// whole.
+	MinPrefixRunes = 2
 )
 
 // SearchQuery is a parsed search: terms that a message's text must all
@@ -33,6 +38,10 @@ const (
 // word such as "e-mail" is found as the text has it.
 type SearchQuery struct {
 	Terms []string
+	// Prefix says that the last word of the last term is the beginning
+	// of a word (search as you type: "canb" finds "Canberra"), not a whole
+	// word. The term is a word or words that were not in quotes.
+	Prefix bool
 }
 
 // ParseSearch reads a search as people type it: words, which a message's
@@ -41,8 +50,12 @@ type SearchQuery struct {
 // syntax: operators, parentheses, stars and colons are text, and a quote
 // left open runs to the end. Case does not matter. Terms without a letter
 // or a digit are dropped, so a search of punctuation alone has no terms and
-// finds nothing; private-use characters separate words. It returns EINVALID for text that is not UTF-8 or holds a
-// NUL character, and EINVALIDVALUE past MaxSearchBytes or MaxSearchWords.
+// finds nothing; private-use characters separate words. The last word,
+// if it is not in quotes, nothing follows it (no space, punctuation or
+// quote) and it has at least MinPrefixRunes letters and digits, is the
+// beginning of a word (SearchQuery.Prefix). It returns EINVALID for text
+// that is not UTF-8 or holds a NUL character, and EINVALIDVALUE past
+// MaxSearchBytes or MaxSearchWords.
 func ParseSearch(q string) (SearchQuery, error) {
 	switch {
 	case !utf8.ValidString(q):
@@ -80,6 +93,9 @@ func ParseSearch(q string) (SearchQuery, error) {
 			cur.WriteRune(r)
 		}
 	}
+	if last := cur.String(); !quoted && prefixWord(last) != "" {
+		sq.Prefix = true
+	}
 	add(cur.String())
 	if words > MaxSearchWords {
 		return SearchQuery{}, parley.Errorf(parley.EINVALIDVALUE, "the search has %d words; at most %d", words, MaxSearchWords)
@@ -101,6 +117,28 @@ func SearchWords(term string) []string {
 	return strings.FieldsFunc(term, func(r rune) bool { return !wordRune(r) })
 }
 
+// prefixWord returns the word term ends with if it may be a prefix: term
+// ends with a letter or digit, and that word has at least MinPrefixRunes.
+// Otherwise "".
+func prefixWord(term string) string {
+	w := term[strings.LastIndexFunc(term, func(r rune) bool { return !wordRune(r) })+1:]
+	if utf8.RuneCountInString(w) < MinPrefixRunes {
+		return ""
+	}
+	return w
+}
+
+// SplitPrefix splits a term that ends with a prefix word into the text
+// before that word (perhaps "") and the word; ok is false if term does not
+// end with a word of at least MinPrefixRunes.
+func SplitPrefix(term string) (head, word string, ok bool) {
+	w := prefixWord(term)
+	if w == "" {
+		return "", "", false
+	}
+	return term[:len(term)-len(w)], w, true
+}
+
 // countWords counts the runs of word characters in s.
 func countWords(s string) int {
 	n, in := 0, false
@@ -118,10 +156,12 @@ func countWords(s string) int {
 // and private-use characters made spaces and bytes that are not UTF-8
 // dropped (ParseSearch leaves none, but a caller may make a query by
 // hand), and those left without a word left out. A backend finds nothing
-// when none is left.
-func SearchTerms(q SearchQuery) []string {
+// when none is left. prefix says the last of them ends with a word to
+// match as a prefix (see SplitPrefix): q.Prefix is set, the last term of
+// q is left, and it ends with a word of at least MinPrefixRunes.
+func SearchTerms(q SearchQuery) (terms []string, prefix bool) {
 	var out []string
-	for _, t := range q.Terms {
+	for i, t := range q.Terms {
 		t = strings.Map(func(r rune) rune {
 			if r == 0 || unicode.Is(unicode.Co, r) {
 				return ' '
@@ -130,9 +170,10 @@ func SearchTerms(q SearchQuery) []string {
 		}, strings.ToValidUTF8(t, ""))
 		if countWords(t) > 0 {
 			out = append(out, t)
+			prefix = q.Prefix && i == len(q.Terms)-1 && prefixWord(t) != ""
 		}
 	}
-	return out
+	return out, prefix
 }
 
 // SearchParams are the arguments of Store.Search.

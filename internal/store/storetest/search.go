@@ -171,6 +171,58 @@ func testSearchPhrases(t *testing.T, s store.Store) {
 	wantHits(t, "an open quote", search(t, s, store.SearchParams{}, w["green"]+` "`+w["red"]+" "+w["blue"]), "in-order")
 }
 
+// testSearchPrefixes: the last word of a search, if nothing follows it,
+// is the beginning of a word (search as you type); the words before it,
+// a word in quotes, one followed by a space or punctuation, and one of a
+// single letter are matched whole.
+func testSearchPrefixes(t *testing.T, s store.Store) {
+	w := searchWords("canberra", "newyork", "sydney")
+	id := newMembersConversation(t, s, "", "a")
+	// The words share their start: "canberra…" begins "canb" and the tag
+	// ends it; a distinct word begins with each.
+	city, ny, syd := w["canberra"], w["newyork"], w["sydney"]
+	appendMessages(t, s, id, 1,
+		said(id, "capital", "a", "We flew to "+strings.ToUpper(city[:1])+city[1:]+" on Monday", t0),
+		said(id, "new-york", "a", "then New "+ny+" and "+syd, t0),
+		said(id, "york-new", "a", ny+" is new to "+syd, t0),
+		said(id, "e-mail", "a", "send the e-mail "+syd+" later", t0))
+	half := city[:len(city)/2]
+	hits := search(t, s, store.SearchParams{}, half)
+	wantHits(t, "the start of a word", hits, "capital")
+	if m := matched(hits[0]); !slices.Equal(m, []string{strings.ToUpper(city[:1]) + city[1:]}) {
+		t.Fatalf("the snippet %+v marks %v, want the whole word", hits[0].Snippet, m)
+	}
+	wantHits(t, "upper case", search(t, s, store.SearchParams{}, strings.ToUpper(half)), "capital")
+	wantHits(t, "a whole word as a prefix", search(t, s, store.SearchParams{}, city), "capital")
+	wantHits(t, "a prefix after a word", search(t, s, store.SearchParams{}, "flew "+half), "capital")
+	wantHits(t, "a prefix after a word not there", search(t, s, store.SearchParams{}, syd+" "+half))
+	// Only the last word is a prefix.
+	wantHits(t, "a prefix before a word", search(t, s, store.SearchParams{}, half+" flew"))
+	wantHits(t, "a prefix, then a space", search(t, s, store.SearchParams{}, half+" "))
+	wantHits(t, "a prefix, then punctuation", search(t, s, store.SearchParams{}, half+"."))
+	wantHits(t, "a prefix in quotes", search(t, s, store.SearchParams{}, `"`+half+`"`))
+	wantHits(t, "a prefix in an open quote", search(t, s, store.SearchParams{}, `"flew `+half))
+	wantHits(t, "a phrase, then a prefix", search(t, s, store.SearchParams{}, `"flew to" `+half), "capital")
+	// "new yo…": new whole, then the prefix, in any order as words are.
+	nyHalf := ny[:len(ny)/2]
+	wantHits(t, "a word and a prefix", sortHits(search(t, s, store.SearchParams{}, "new "+nyHalf)), "new-york", "york-new")
+	wantHits(t, "the word is whole", search(t, s, store.SearchParams{}, "ne "+nyHalf))
+	// Joined by punctuation, the words are a phrase whose last word is a prefix.
+	wantHits(t, "a phrase ending in a prefix", search(t, s, store.SearchParams{}, "new-"+nyHalf), "new-york")
+	wantHits(t, "a split word ending in a prefix", search(t, s, store.SearchParams{ConversationID: id}, "e-ma"), "e-mail")
+	// One letter is matched whole: it begins too many words.
+	wantHits(t, "one letter", search(t, s, store.SearchParams{}, syd+" e"), "e-mail")
+	wantHits(t, "one letter, not a word", search(t, s, store.SearchParams{}, syd+" l"))
+	// Prefixes of operators and quotes are text too (in this
+	// conversation: the store is shared, and "a" and "b" are words).
+	for _, q := range []string{half + "*", half + ":*", `'` + half + `':*`, half + " & !x | ')", "!" + half, "(" + half,
+		`a:* & !b | ')`, "x <-> " + half, half + `\`, `\` + half, `'` + half, half + `'`, `"` + half, half + `''`} {
+		if ids := hitIDs(search(t, s, store.SearchParams{ConversationID: id}, q)); len(ids) > 1 || len(ids) == 1 && ids[0] != "capital" {
+			t.Fatalf("%q found %v", q, ids)
+		}
+	}
+}
+
 func sortHits(hits []parley.SearchHit) []parley.SearchHit {
 	slices.SortFunc(hits, func(a, b parley.SearchHit) int { return strings.Compare(a.MessageID, b.MessageID) })
 	return hits

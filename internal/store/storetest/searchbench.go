@@ -166,6 +166,13 @@ func BenchmarkSearch(b *testing.B, s store.Store, c SearchCorpus) {
 		{"narrowed", store.SearchParams{Query: SearchQueryOf(benchWord(0)), ConversationID: benchConversation(c.Conversations / 2)}},
 		{"narrowed-frequent", store.SearchParams{Query: SearchQueryOf(benchWord(30)), ConversationID: benchConversation(c.Conversations / 2)}},
 		{"member", store.SearchParams{Query: SearchQueryOf(benchWord(0)), Member: benchScout}},
+		// Search as you type: a prefix of two letters begins a sixteenth
+		// of the vocabulary, its most common word among them.
+		{"prefix-short", store.SearchParams{Query: prefixQueryOf(benchWord(0)[:2])}},
+		{"prefix-uncommon", store.SearchParams{Query: prefixQueryOf(benchWord(benchRanked)[:4])}},
+		{"word-then-prefix", store.SearchParams{Query: prefixQueryOf(benchWord(1), benchWord(30)[:3])}},
+		{"prefix-narrowed", store.SearchParams{Query: prefixQueryOf(benchWord(0)[:2]), ConversationID: benchConversation(c.Conversations / 2)}},
+		{"prefix-member", store.SearchParams{Query: prefixQueryOf(benchWord(0)[:2]), Member: benchScout}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -188,6 +195,11 @@ func BenchmarkSearch(b *testing.B, s store.Store, c SearchCorpus) {
 
 // SearchQueryOf is a query of these terms, as ParseSearch would make it.
 func SearchQueryOf(terms ...string) store.SearchQuery { return store.SearchQuery{Terms: terms} }
+
+// prefixQueryOf is a query of these terms whose last word is a prefix.
+func prefixQueryOf(terms ...string) store.SearchQuery {
+	return store.SearchQuery{Terms: terms, Prefix: true}
+}
 
 // BenchmarkAppendMessages measures writing messages into s: appends of ten
 // finished messages of about 200 bytes of text each, on 8 writers at once,

@@ -83,6 +83,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"Exclusive", testExclusive},
 		{"SearchRanksAndPages", testSearchRanksAndPages},
 		{"SearchPhrases", testSearchPhrases},
+		{"SearchPrefixes", testSearchPrefixes},
 		{"SearchNarrowsAndFilters", testSearchNarrowsAndFilters},
 		{"SearchFollowsTheRows", testSearchFollowsTheRows},
 		{"SearchLongAndOddText", testSearchLongAndOddText},

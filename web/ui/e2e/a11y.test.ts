@@ -5,7 +5,8 @@
 // desktop (1280, light) and phone (390, dark) widths, and finds nothing
 // serious or critical. Then the main
 // actions by keyboard alone: open a conversation from the list, write and
-// send a prompt, approve a tool call and answer a question.
+// send a prompt, approve a tool call and answer a question, jump from the
+// flow picture to a message, open and cancel the revert dialog.
 
 import { ParleyClient } from "@parleyhq/client";
 import { createRequire } from "node:module";
@@ -134,7 +135,7 @@ describe("accessibility", () => {
     });
   }
 
-  it("opens a conversation, sends a prompt and answers its requests with the keyboard alone", async () => {
+  it("opens a conversation, answers its requests, jumps from the flow, cancels a revert and sends a prompt with the keyboard alone", async () => {
     const { id, runner } = await scene("Keyboard only");
     const { page } = await browser.open();
     await page.goto(`${server.url}/`);
@@ -166,6 +167,19 @@ describe("accessibility", () => {
     await expect.poll(() => api.inputs(id)).toEqual([]);
     await expect.poll(() => runner.pushes.find((p) => p["type"] === "input.answered" && p["requestId"] === "q")?.["answer"]).toEqual({ region: "us", replicas: 3, canary: true });
     expect(runner.pushes.find((p) => p["type"] === "input.answered" && p["requestId"] === "appr")?.["answer"]).toEqual({ approved: true });
+
+    // A turn of the flow picture jumps to its message: Enter on it moves the focus there.
+    await tabTo(page, `(e) => e?.getAttribute("role") === "button" && e.closest("#flow-panel") !== null`, 200);
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.evaluate(() => document.activeElement?.closest("[data-message-id]")?.getAttribute("data-message-id") ?? null)).not.toBeNull();
+
+    // Revert opens its dialog with the focus on Cancel; Escape closes it, reverting nothing.
+    await tabTo(page, `(e) => (e?.getAttribute("aria-label") ?? "").startsWith("Revert from this message")`, 200);
+    await page.keyboard.press("Enter");
+    await page.getByRole("dialog").waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
 
     // Write a prompt in the composer and send it with Enter.
     await tabTo(page, `(e) => e?.getAttribute("aria-label") === "Prompt"`, 200);

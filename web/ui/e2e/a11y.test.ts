@@ -106,6 +106,13 @@ describe("accessibility", () => {
       await page.evaluate(() => document.querySelector("main")!.append(Object.assign(document.createElement("button"), { id: "unnamed" })));
       expect((await audit(page)).map((f) => f.id)).toContain("button-name");
       await page.evaluate(() => document.getElementById("unnamed")!.remove());
+      // Messages found by the list's search.
+      const search = page.getByRole("searchbox", { name: "Search messages" });
+      await search.fill("plan");
+      await page.getByRole("list", { name: "Messages found" }).getByRole("link").first().waitFor();
+      found["search"] = await audit(page);
+      await search.fill("");
+      await expect.poll(() => page.getByRole("list", { name: "Messages found" }).count()).toBe(0);
 
       // The conversation's page, reached from the list (one load per page).
       await page.getByRole("link", { name: new RegExp(`^Audit ${size.name}`) }).click();
@@ -129,7 +136,7 @@ describe("accessibility", () => {
       await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
 
       if (Object.values(found).some((f) => f.length > 0)) console.log(`axe at ${size.viewport.width} px:\n` + JSON.stringify(found, null, 1));
-      expect(found).toEqual({ list: [], conversation: [], dialog: [] });
+      expect(found).toEqual({ list: [], search: [], conversation: [], dialog: [] });
       await runner.finalize("m3");
       runner.close();
     });
@@ -188,5 +195,30 @@ describe("accessibility", () => {
     await expect.poll(async () => (await api.promptQueue(id)).prompts.map((p) => p.content)).toContain("ship it by keyboard");
     await runner.finalize("m3");
     runner.close();
+  });
+
+  // Last: its token ends the server's open mode.
+  it("finds nothing serious or critical in the token form, refused and accepted, at both widths", async () => {
+    const token = (await api.createToken({ kind: "admin" })).token!;
+    for (const size of sizes) {
+      const opened = await browser.open({ viewport: size.viewport, colorScheme: size.colorScheme, bypassCSP: true });
+      const page = opened.page;
+      await page.goto(`${server.url}/`);
+      await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
+      const found: Record<string, Finding[]> = { form: await audit(page) };
+      await page.getByLabel("Token").fill("pk_not_a_token");
+      await page.getByRole("button", { name: "Use token" }).click();
+      await page.getByText("The server refused the token given").waitFor();
+      found["refused"] = await audit(page);
+      await page.getByLabel("Token").fill(token);
+      await page.getByRole("button", { name: "Use token" }).click();
+      await page.getByRole("button", { name: "Forget token" }).waitFor();
+      await page.getByRole("link", { name: /^Audit / }).first().waitFor();
+      found["accepted"] = await audit(page);
+      if (Object.values(found).some((f) => f.length > 0)) console.log(`axe at ${size.viewport.width} px:\n` + JSON.stringify(found, null, 1));
+      expect(found, size.name).toEqual({ form: [], refused: [], accepted: [] });
+      expect(opened.errors, "uncaught errors in the page").toEqual([]);
+      await opened.close();
+    }
   });
 });

@@ -19,7 +19,7 @@ function shown(page: Page): Promise<string[]> {
   return page.locator("article").evaluateAll((els) =>
     els.map((e) => {
       const text = [...e.querySelectorAll(".msg-body .md")].map((x) => x.textContent ?? "").join("").trim();
-      const tools = [...e.querySelectorAll(".msg-body .tool-head")].map((x) => `[${x.getAttribute("aria-label") ?? ""}]`).join("");
+      const tools = [...e.querySelectorAll(".msg-body .tool-head")].map((x) => `[${(x.textContent ?? "").replace(/^[▸▾]/, "").replace(",", ", ")}]`).join("");
       return `${e.getAttribute("data-message-id") ?? ""} ${e.getAttribute("data-status") ?? ""}: ${text}${tools}`;
     }),
   );

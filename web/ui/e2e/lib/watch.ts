@@ -30,7 +30,7 @@ export async function watchMessage(page: Page, id: string): Promise<void> {
       const text = [...el.querySelectorAll(".msg-body .md")].map((m) => m.textContent ?? "").join("").replace(/\s+/g, "");
       if (text && seen.texts[seen.texts.length - 1] !== text) seen.texts.push(text);
       for (const b of el.querySelectorAll(".tool-head")) {
-        const label = b.getAttribute("aria-label") ?? "";
+        const label = (b.textContent ?? "").replace(/^[▸▾]/, "").replace(",", ", "); // the caret is hidden from the name
         if (!seen.tools.includes(label)) seen.tools.push(label);
       }
     };

@@ -41,9 +41,9 @@ export const InputCard = memo(function InputCard(p: CardProps) {
     >
       <header className="input-head">
         <span className={`badge badge-input-${part.status}`}>{pending ? `${kindText} needed` : kindText}</span>
-        <h3 className="input-title" id={id + "-title"}>
+        <h2 className="input-title" id={id + "-title"}>
           {title}
-        </h3>
+        </h2>
       </header>
       {part.detail && <Markdown text={part.detail} streaming={false} />}
       {part.kind === "approval" && (part.toolName || part.args !== undefined) && (

@@ -4,7 +4,7 @@ import type { ToolCallPart } from "@parleyhq/client";
 import { pretty } from "../lib/format";
 
 /**
- * A tool call: a disclosure button named after the tool and its status;
+ * A tool call: a disclosure button named by what it shows, the tool and its status;
  * opened, its arguments and its result or error. Whether it is open is
  * kept by key, so that it stays open when the list scrolls it away and
  * back.
@@ -16,11 +16,15 @@ export const ToolCard = memo(function ToolCard({ part, openKey }: { part: ToolCa
   const name = part.toolName || "tool";
   return (
     <div className={`tool tool-${status}`}>
-      <button type="button" className="tool-head" aria-label={`${name}, ${status}`} aria-expanded={open} aria-controls={id} onClick={() => setOpen(!open)}>
+      <button type="button" className="tool-head" aria-expanded={open} aria-controls={id} onClick={() => setOpen(!open)}>
         <span className="tool-caret" aria-hidden="true">
           {open ? "▾" : "▸"}
         </span>
-        <span className="tool-name">{name}</span>
+        {/* The name is what the button shows ("search, completed"), a label of its own would differ from what is seen; the comma is for screen readers only. */}
+        <span className="tool-name">
+          {name}
+          <span className="tool-sep">,</span>
+        </span>
         <span className={`badge badge-${status}`}>{status}</span>
       </button>
       {open && (

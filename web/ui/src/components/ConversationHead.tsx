@@ -14,6 +14,9 @@ export interface HeadProps {
   lastSeq: number;
   /** Shows a pending input request where it stands. */
   onJumpInput: (p: PendingInput) => void;
+  /** Whether the head shows all its facts on a small screen (there it is one line until opened). */
+  open: boolean;
+  onToggleOpen: () => void;
 }
 
 const noPending: readonly PendingInput[] = [];
@@ -75,13 +78,17 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
   const connected = runners?.length ? runners.join(", ") : runners || h?.closed ? "none" : "…";
   const claim = h?.claim ? `${h.claim.agentId} claims turn ${h.claim.turn}${h.claim.expiresAt ? ` until ${shortTime(h.claim.expiresAt)}` : ""}` : "none";
   return (
-    <section className="conv-head" aria-label="Conversation">
+    <section className={`conv-head${p.open ? " open" : ""}`} aria-label="Conversation">
       <div className="conv-title-row">
         <h1 className="conv-title">{c?.title || c?.id || "…"}</h1>
         <span className={`conn conn-${st.cls}`} role="status" aria-label={`Connection: ${st.text}`}>
           {st.text}
         </span>
       </div>
+      {/* Only on a small screen (styles.css): the head is one line there until this opens it. */}
+      <button type="button" className="icon-button head-more" aria-label="Details of the conversation" aria-expanded={p.open} onClick={p.onToggleOpen}>
+        {p.open ? "▴" : "▾"}
+      </button>
       {p.stopped && (
         <div className="error-banner" role="alert">
           {p.stopped}

@@ -1,4 +1,4 @@
-import { memo, useEffect, useMemo, useRef } from "react";
+import { memo, useEffect, useMemo, useRef, useState } from "react";
 import type { ParleyEvent } from "@parleyhq/client";
 import { layoutFlow, type Block } from "../lib/flow";
 
@@ -11,6 +11,11 @@ export interface FlowViewProps {
   onEarlier: () => void;
   onJump: (messageId: string) => void;
 }
+
+/** The narrowest and widest a lane is drawn, and the flow box's padding left and right (styles.css: .flow). */
+const MIN_LANE = 52;
+const MAX_LANE = 76;
+const FLOW_PADDING = 16;
 
 const END_TEXT: Record<Block["end"], string> = {
   open: "open",
@@ -29,15 +34,32 @@ const END_TEXT: Record<Block["end"], string> = {
  * While the reader is at the bottom, it follows what is added.
  */
 export const FlowView = memo(function FlowView(p: FlowViewProps) {
-  const layout = useMemo(() => layoutFlow(p.events, { agents: p.agents, laneWidth: 76 }), [p.events, p.agents]);
   const box = useRef<HTMLDivElement>(null);
+  // The lanes share the box's width (from MIN_LANE to MAX_LANE each): beyond what fits at MIN_LANE, the picture scrolls sideways.
+  const [boxWidth, setBoxWidth] = useState(0);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const measure = () => setBoxWidth(el.clientWidth - FLOW_PADDING);
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  const layout = useMemo(() => layoutFlow(p.events, { agents: p.agents, laneWidth: MAX_LANE }), [p.events, p.agents]);
+  const laneCount = Math.max(1, layout.lanes.length);
+  const laneWidth = boxWidth > 0 ? Math.max(MIN_LANE, Math.min(MAX_LANE, Math.floor(boxWidth / laneCount))) : MAX_LANE;
+  /** Where lane i is drawn across. */
+  const lx = (i: number) => i * laneWidth + laneWidth / 2;
+  // A lane's name is cut to what its lane holds (about 5.8 px a letter at 11 px), whole in its title.
+  const nameChars = Math.max(4, Math.floor((laneWidth - 6) / 5.8));
   const stick = useRef(true);
   useEffect(() => {
     const el = box.current;
     if (el && stick.current) el.scrollTop = el.scrollHeight;
   }, [layout.height]);
   const { lanes, blocks, arrows, marks } = layout;
-  const w = layout.width;
+  const w = laneCount * laneWidth;
   const h = layout.height;
   // The legend is below the scrolling picture, not in it: it does not move as the picture grows.
   return (
@@ -55,8 +77,8 @@ export const FlowView = memo(function FlowView(p: FlowViewProps) {
         <div className="flow-lanes">
           <svg width={w} height={22} aria-hidden="true">
             {lanes.map((l) => (
-              <text key={l.agent} x={l.x} y={15} textAnchor="middle" className="lane-name">
-                {l.agent.length > 10 ? l.agent.slice(0, 9) + "…" : l.agent}
+              <text key={l.agent} x={lx(l.index)} y={15} textAnchor="middle" className="lane-name">
+                {l.agent.length > nameChars ? l.agent.slice(0, nameChars - 1) + "…" : l.agent}
               </text>
             ))}
           </svg>
@@ -71,12 +93,12 @@ export const FlowView = memo(function FlowView(p: FlowViewProps) {
             </marker>
           </defs>
           {lanes.map((l) => (
-            <line key={l.agent} x1={l.x} x2={l.x} y1={0} y2={h} className="lane-line">
+            <line key={l.agent} x1={lx(l.index)} x2={lx(l.index)} y1={0} y2={h} className="lane-line">
               <title>{l.agent}</title>
             </line>
           ))}
           {blocks.map((b) => {
-            const x = lanes[b.lane]!.x;
+            const x = lx(b.lane);
             const bw = b.delegate ? 20 : 28;
             const gone = b.messages > 0 && b.removed >= b.messages;
             const name = `Turn ${b.turn} · ${b.agent}${b.delegate ? " (delegated)" : ""} · ${END_TEXT[b.end]}${gone ? " · reverted" : ""}`;
@@ -111,8 +133,8 @@ export const FlowView = memo(function FlowView(p: FlowViewProps) {
             );
           })}
           {arrows.map((a) => {
-            const x0 = lanes[a.from]!.x;
-            const x1 = lanes[a.to]!.x;
+            const x0 = lx(a.from);
+            const x1 = lx(a.to);
             const dir = x1 >= x0 ? 1 : -1;
             const d =
               a.kind === "delegation" || a.y0 === a.y1
@@ -125,7 +147,7 @@ export const FlowView = memo(function FlowView(p: FlowViewProps) {
             );
           })}
           {marks.map((m) => {
-            const x = lanes[m.lane]!.x + 20;
+            const x = lx(m.lane) + Math.min(20, laneWidth / 2 - 6);
             return (
               <g key={m.key} className={`flow-mark mark-${m.kind}`}>
                 <title>{m.label}</title>

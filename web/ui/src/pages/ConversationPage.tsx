@@ -19,6 +19,8 @@ import { withStreaming } from "../lib/streaming";
 import { groupRows, repliesByParent, retriedIds, rowOf } from "../lib/turns";
 
 const idle = (): null => null;
+/** A phone's screen (styles.css has the same query): the head is one line, the flow a view of its own. */
+const SMALL_SCREEN = "(max-width: 600px)";
 const noop = (): (() => void) => () => {};
 
 /** Follows a conversation for as long as the page shows it: the conversation, and the flow's window of its log. */
@@ -53,6 +55,9 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const [highlighted, setHighlighted] = useState<string | null>(null);
   const [reverting, setReverting] = useState<Message | null>(null);
   const [showFlow, setShowFlow] = useState(() => globalThis.matchMedia?.("(min-width: 1000px)").matches ?? false);
+  // On a small screen the head is one line until opened, and the flow a view in place of the messages.
+  const [headOpen, setHeadOpen] = useState(false);
+  const onToggleHead = useCallback(() => setHeadOpen((o) => !o), []);
   const list = useRef<MessageListHandle>(null);
 
   const state = snap?.state;
@@ -81,15 +86,26 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
     async (mid: string, requestId?: string) => {
       if (!live) return;
       setHighlighted(mid);
-      const held = live.getSnapshot().state.messages.find((m) => m.id === mid);
-      if (!held) {
-        try {
-          const m = await auth.client.message(id, mid);
-          await live.loadUntil(m.seq);
-        } catch (err) {
-          setNotice(err instanceof ParleyError && err.code === "not_found" ? "That message is gone (reverted)." : errorText(err));
-          return;
-        }
+      const isHeld = (x: string) => live.getSnapshot().state.messages.some((m) => m.id === x);
+      // The message is shown once its exchange is held from its start, and the message it replies
+      // to: else its exchange would be named after whoever wrote first of what is held, and its
+      // parent "an earlier message", until the older messages are read.
+      try {
+        const m = live.getSnapshot().state.messages.find((x) => x.id === mid) ?? (await auth.client.message(id, mid));
+        const around = [m.turnId, m.replyTo].filter((x): x is string => !!x && x !== mid && !isHeld(x));
+        const seqs = await Promise.all(
+          around.map((x) =>
+            auth.client.message(id, x).then(
+              (r) => r.seq,
+              () => m.seq, // reverted meanwhile: nothing to read for it
+            ),
+          ),
+        );
+        const from = Math.min(m.seq, ...seqs);
+        if (!isHeld(mid) || seqs.length > 0) await live.loadUntil(from);
+      } catch (err) {
+        setNotice(err instanceof ParleyError && err.code === "not_found" ? "That message is gone (reverted)." : errorText(err));
+        return;
       }
       const m = live.getSnapshot().state.messages.find((x) => x.id === mid);
       if (!m) {
@@ -139,9 +155,22 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
     [live, report],
   );
   const onRevert = useCallback((m: Message) => setReverting(m), []);
-  const onJump = useCallback((mid: string) => void jump(mid), [jump]);
+  const onJump = useCallback(
+    (mid: string) => {
+      // Where the flow is a view of its own, a jump to a message shows the messages.
+      if (globalThis.matchMedia?.(SMALL_SCREEN).matches) setShowFlow(false);
+      void jump(mid);
+    },
+    [jump],
+  );
   const onEarlier = useCallback(() => void flow?.loadEarlier(), [flow]);
-  const onJumpInput = useCallback((pi: PendingInput) => void jump(pi.messageId, pi.requestId), [jump]);
+  const onJumpInput = useCallback(
+    (pi: PendingInput) => {
+      if (globalThis.matchMedia?.(SMALL_SCREEN).matches) setShowFlow(false);
+      void jump(pi.messageId, pi.requestId);
+    },
+    [jump],
+  );
 
   const writer = writerId(auth);
   const queue = state?.queue;
@@ -241,7 +270,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   }
 
   return (
-    <main className="conv" aria-busy={!state?.position}>
+    <main className={`conv${headOpen ? " head-open" : ""}`} aria-busy={!state?.position}>
       <div className="sr-only" aria-live="polite">
         {announcement}
       </div>
@@ -251,10 +280,10 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
         </button>
         <ConversationSearch client={auth.client} id={id} onJump={onJump} />
         <div className="conv-tools">
-          <button type="button" onClick={() => void download("markdown")}>
+          <button type="button" className="export" onClick={() => void download("markdown")}>
             Export Markdown
           </button>
-          <button type="button" onClick={() => void download("json")}>
+          <button type="button" className="export" onClick={() => void download("json")}>
             Export JSON
           </button>
           <button type="button" className="flow-toggle" aria-expanded={showFlow} aria-controls="flow-panel" onClick={() => setShowFlow((s) => !s)}>
@@ -270,6 +299,8 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
         stopped={stopped}
         lastSeq={state?.position?.seq ?? 0}
         onJumpInput={onJumpInput}
+        open={headOpen}
+        onToggleOpen={onToggleHead}
       />
       {notice && (
         <div className="notice" role="alert">

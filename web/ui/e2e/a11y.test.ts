@@ -119,14 +119,21 @@ describe("accessibility", () => {
       await page.getByRole("status", { name: "Connection: live" }).waitFor();
       await page.locator("[data-request-id='q']").waitFor();
       await page.getByText("A reply in the thread of the plan.").waitFor();
-      if (size.name === "phone") await page.getByRole("button", { name: "Show flow" }).click();
-      await page.locator("#flow-panel .flow-lanes").first().waitFor();
+      if (size.name !== "phone") await page.locator("#flow-panel .flow-lanes").first().waitFor();
       // An open tool card, and the question's form telling what is missing.
       await page.getByRole("button", { name: "search, completed" }).click();
       const form = page.locator("[data-request-id='q']");
       await form.getByRole("button", { name: "Send answer" }).click();
       await form.getByRole("alert").waitFor();
       found["conversation"] = await audit(page);
+      if (size.name === "phone") {
+        // On a phone the flow is a view of its own, in place of the messages.
+        await page.getByRole("button", { name: "Show flow" }).click();
+        await page.locator("#flow-panel .flow-lanes").first().waitFor();
+        found["flow"] = await audit(page);
+        await page.getByRole("button", { name: "Hide flow" }).click();
+        await page.getByRole("button", { name: "search, completed" }).waitFor();
+      }
 
       // The revert dialog.
       await page.getByRole("button", { name: "Revert from this message of ops" }).first().click();
@@ -136,7 +143,7 @@ describe("accessibility", () => {
       await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
 
       if (Object.values(found).some((f) => f.length > 0)) console.log(`axe at ${size.viewport.width} px:\n` + JSON.stringify(found, null, 1));
-      expect(found).toEqual({ list: [], search: [], conversation: [], dialog: [] });
+      expect(found).toEqual({ list: [], search: [], conversation: [], dialog: [], ...(size.name === "phone" ? { flow: [] } : {}) });
       await runner.finalize("m3");
       runner.close();
     });

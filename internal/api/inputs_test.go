@@ -227,6 +227,9 @@ func TestInputAnswersRefused(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", c.name, res.status, res.raw, c.status)
 		}
 	}
+	if res := b.do("GET", cp+"/inputs?status=answered", b.viewer, nil); res.status != 422 {
+		t.Errorf("a list of an unknown status: %d %s", res.status, res.raw)
+	}
 	if after := lastSeqOf(b, cp); after != before {
 		t.Fatalf("refused answers wrote events: lastSeq %v → %v", before, after)
 	}

@@ -2,11 +2,13 @@ package conv
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,9 +66,10 @@ type InputState struct {
 	// it asked: it may answer.
 	Asker     string   `json:"asker,omitempty"`
 	Answerers []string `json:"answerers,omitempty"`
-	// Seq is the seq of the event that opened it, then of the one that
-	// ended it.
-	Seq int64 `json:"seq"`
+	// Opened is the seq of the event that opened it; Seq is that seq while
+	// it is pending, then the seq of the event that ended it.
+	Opened int64 `json:"opened"`
+	Seq    int64 `json:"seq"`
 	// AnswerHash is the hash of the answer (its compact JSON).
 	AnswerHash string `json:"answerHash,omitempty"`
 	AnsweredBy string `json:"answeredBy,omitempty"`
@@ -115,15 +118,9 @@ func (s State) Unacked(agent string) (ended, pending []string) {
 // (Inputs), in the order they were opened.
 func (s State) InputIDs() []string {
 	ids := slices.Collect(maps.Keys(s.Inputs))
-	slices.SortFunc(ids, func(a, b string) int {
-		return int(s.Inputs[a].opened() - s.Inputs[b].opened())
-	})
+	slices.SortFunc(ids, func(a, b string) int { return cmp.Compare(s.Inputs[a].Opened, s.Inputs[b].Opened) })
 	return ids
 }
-
-// opened is when (by seq) the request was opened, as far as the state
-// knows: its Seq while pending.
-func (in InputState) opened() int64 { return in.Seq }
 
 // NextInputExpiry is when the first pending request with an expiry
 // expires; zero if none has one.
@@ -289,12 +286,10 @@ func CheckInputRequest(r parley.InputRequest, now time.Time) error {
 	return nil
 }
 
-// inputName is the name an input request takes among the conversation's
-// ids: a "/" is in no message or prompt id, so the two never clash.
-func inputName(id string) string { return "input/" + id }
-
-// InputName is the name (see Names) a request id takes.
-func InputName(id string) string { return inputName(id) }
+// InputName is the name (see Names) an input request takes among the
+// conversation's ids: a "/" is in no message or prompt id, so the two
+// never clash.
+func InputName(id string) string { return "input/" + id }
 
 func (d *decider) askInput(c AskInput) error {
 	st, m, err := d.streamInTurn(c.Actor, c.MessageID, c.Known)
@@ -503,7 +498,7 @@ func ImpliedSchema(p parley.Part) json.RawMessage {
 		most = len(p.Options)
 	}
 	return json.RawMessage(`{"type":"object","properties":{"choices":{"type":"array","items":{"enum":` + string(labels) +
-		`},"minItems":1,"maxItems":` + itoa(most) + `,"uniqueItems":true},"text":{"type":"string","minLength":1}},` +
+		`},"minItems":1,"maxItems":` + strconv.Itoa(most) + `,"uniqueItems":true},"text":{"type":"string","minLength":1}},` +
 		`"minProperties":1,"maxProperties":1,"additionalProperties":false}`)
 }
 
@@ -544,7 +539,7 @@ func noteInput(s State, e parley.Event, head messageHead) State {
 		}
 		p := u.Part
 		in := InputState{MessageID: u.MessageID, AgentID: e.AgentID, Kind: p.Kind, Title: p.Title, Status: parley.InputStatusPending,
-			ExpiresAt: p.ExpiresAt, Answerers: p.Answerers, Seq: e.Seq}
+			ExpiresAt: p.ExpiresAt, Answerers: p.Answerers, Opened: e.Seq, Seq: e.Seq}
 		if a := s.Active(); a != nil && a.Runner == e.AgentID {
 			in.Asker = a.AgentID
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/parleyhq/parley"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -60,5 +59,3 @@ func schemaError(err error) string {
 	}
 	return msg
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -235,5 +236,34 @@ func TestAskInputAcrossAReconnect(t *testing.T) {
 	c.send(ctx, answered("req_2", "answered", map[string]any{"approved": true}))
 	if p, err := r.Next(ctx); err != nil || p.Answered == nil || p.Answered.RequestID != "req_2" {
 		t.Fatalf("Next returned %+v, %v; want the outcome of req_2", p, err)
+	}
+}
+
+// TestACanceledCallKeepsTheConnection: a call whose ctx ends the moment
+// its frame is out returns context.Canceled and leaves the runner
+// connection, which every call shares, open. (The websocket library closes
+// a connection whose write ctx ends mid-write; the runner once passed the
+// caller's ctx to it, and lost its connection now and then.)
+func TestACanceledCallKeepsTheConnection(t *testing.T) {
+	t.Parallel()
+	r, s, ctx := frameRunner(t)
+	c := s.conn(ctx)
+	for i := range 200 {
+		cctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() {
+			_, err := r.AskApproval(cctx, "m1", parley.InputRequest{RequestID: "req_" + strconv.Itoa(i)})
+			got <- err
+		}()
+		c.expect(ctx, "message.part.input-request")
+		cancel()
+		if err := <-got; !errors.Is(err, context.Canceled) {
+			t.Fatalf("call %d returned %v, want context.Canceled", i, err)
+		}
+	}
+	select {
+	case <-s.conns:
+		t.Fatal("the runner connected again: a canceled call cut its connection")
+	default:
 	}
 }

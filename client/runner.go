@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
@@ -407,6 +408,10 @@ func (r *Runner) exchange(ctx context.Context, c *runnerConn, frame map[string]a
 	return c.await(ctx, reply)
 }
 
+// frameWriteTimeout bounds one frame's write on the runner connection: a
+// write stalled that long closes the connection (and the runner reconnects).
+const frameWriteTimeout = 30 * time.Second
+
 // post sends one frame on c and returns where its reply will come.
 func (r *Runner) post(ctx context.Context, c *runnerConn, frame map[string]any) (chan runnerReply, error) {
 	if r.scope != "" {
@@ -421,16 +426,23 @@ func (r *Runner) post(ctx context.Context, c *runnerConn, frame map[string]any) 
 		return nil, c.closedErr()
 	default:
 	}
+	if err := ctx.Err(); err != nil {
+		r.send.Unlock()
+		return nil, err
+	}
 	c.mu.Lock()
 	c.waiting = append(c.waiting, reply)
 	c.mu.Unlock()
-	err := c.ws.Write(ctx, websocket.MessageText, b)
+	// The connection is shared by every call, and the websocket library
+	// closes it when the context of a write ends: so the caller's ctx,
+	// which may end the moment the frame is out, must not govern the
+	// write; only a write that stalls for frameWriteTimeout cuts it.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), frameWriteTimeout)
+	err := c.ws.Write(wctx, websocket.MessageText, b)
+	cancel()
 	r.send.Unlock()
 	if err != nil {
 		c.ws.CloseNow() // its reply would be taken for the next frame's
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		return nil, fmt.Errorf("runner connection: %w", err)
 	}
 	return reply, nil

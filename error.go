@@ -28,10 +28,15 @@ const (
 	ECONFLICT      = "conflict"             // internal: optimistic concurrency lost; the engine retries
 )
 
-// Error codes of the server's own protections (open mode, quotas).
+// Error codes of the server's own protections (open mode, quotas, the
+// session cookie).
 const (
 	EMEDIATYPE   = "unsupported_media_type" // 415: a body not sent as application/json to an open server
 	ERATELIMITED = "rate_limited"           // 429: over a per-token quota; retry after the Retry-After header
+	// ECSRF refuses a request signed in by the web UI's session cookie
+	// that another origin could have made: one from another Origin, or a
+	// write without the session's X-Parley-CSRF header.
+	ECSRF = "csrf_failed" // 403
 )
 
 // Error is the error type of the domain. Code is one of the E* constants;

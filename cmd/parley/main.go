@@ -30,7 +30,7 @@ Usage:
                  [-runner-grace 30s] [-channel-webhook TYPE=URL]... [-postgres URL] [-log-level info]
                  [-delivery-give-up 24h] [-delivery-retention 7d]
                  [-create-rate 10] [-create-burst 100] [-max-token-connections 1000] [-subscriber-memory 268435456]
-                 [-runner-connect-rate 10] [-runner-connect-burst 1000]
+                 [-runner-connect-rate 10] [-runner-connect-burst 1000] [-sign-in-rate 1] [-sign-in-burst 10]
                  [-body-timeout 30s] [-header-timeout 10s] [-max-body-memory 268435456]
                  [-max-conns N] [-max-conns-per-addr N]
                  [-chunk-retention 7d]

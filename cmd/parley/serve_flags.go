@@ -73,6 +73,8 @@ func (f *serveFlags) defineGuards(fs *flag.FlagSet) {
 	fs.IntVar(&g.MaxConnsPerToken, "max-token-connections", 1000, "streams and runner connections one token may have open at once (0: no bound)")
 	fs.Float64Var(&g.RunnerConnectRate, "runner-connect-rate", 10, "runner connections (agent-wide or of a conversation) one token may open a second, on average (0: no bound)")
 	fs.IntVar(&g.RunnerConnectBurst, "runner-connect-burst", 1000, "runner connections one token may open at once, within -runner-connect-rate")
+	fs.Float64Var(&g.SignInRate, "sign-in-rate", 1, "sign-ins to the web UI (POST /v1/session, good or bad) one client address may make a second, on average (0: no bound)")
+	fs.IntVar(&g.SignInBurst, "sign-in-burst", 10, "sign-ins one client address may make at once, within -sign-in-rate")
 	fs.DurationVar(&g.BodyTimeout, "body-timeout", 30*time.Second, "how long a request may take to send its body (an import: how long it may send nothing)")
 	fs.Int64Var(&g.MaxBodyMemory, "max-body-memory", api.DefaultMaxBodyMemory, "bytes of request bodies read at once, of every client (each reserves its length, or its endpoint's bound, before it is read; an import 16 MiB while it runs); past it: 503 with Retry-After, the body not read")
 	fs.DurationVar(&f.headerTimeout, "header-timeout", 10*time.Second, "how long a connection may take to send a request's headers")
@@ -211,8 +213,13 @@ func (f *serveFlags) checkGuards() error {
 		zeroOrMore("max-token-connections", g.MaxConnsPerToken),
 		zeroOrMore("runner-connect-rate", g.RunnerConnectRate),
 		atLeastOne("runner-connect-burst", g.RunnerConnectBurst),
+		zeroOrMore("sign-in-rate", g.SignInRate),
+		atLeastOne("sign-in-burst", g.SignInBurst),
 	); err != nil {
 		return err
+	}
+	if g.SignInRate == 0 {
+		f.guards.SignInRate = -1 // api.Guards: negative is no bound, 0 the default
 	}
 	if g.MaxBodyMemory < protocols.MaxChatBodyBytes {
 		return fmt.Errorf("-max-body-memory %d: at least %d, the largest body an endpoint takes (a chat's)", g.MaxBodyMemory, protocols.MaxChatBodyBytes)

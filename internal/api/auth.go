@@ -13,8 +13,9 @@ import (
 type handler func(w http.ResponseWriter, r *http.Request, who parley.Identity)
 
 // authed resolves the bearer token (header, or ?token= for browsers'
-// EventSource and WebSocket) into an identity. Without a token the request is
-// refused, unless the server runs open.
+// EventSource and WebSocket, or else the web UI's session cookie) into an
+// identity. Without a token the request is refused, unless the server runs
+// open. A request signed in by the cookie must also pass checkCookieRequest.
 func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secret := ""
@@ -27,6 +28,12 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			}
 		} else if t := r.URL.Query().Get("token"); t != "" {
 			secret = t
+		} else if c := cookieSecret(r); c != "" {
+			if err := checkCookieRequest(r, c); err != nil {
+				s.refuse(w, r, err)
+				return
+			}
+			secret, r = c, withCookie(r)
 		}
 		if secret == "" {
 			if !s.open.Load() {

@@ -23,7 +23,7 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case parley.EUNAUTHORIZED:
 		return http.StatusUnauthorized
-	case parley.EFORBIDDEN:
+	case parley.EFORBIDDEN, parley.ECSRF:
 		return http.StatusForbidden
 	case parley.ENOTFOUND:
 		return http.StatusNotFound

@@ -45,6 +45,12 @@ type Guards struct {
 	// agent), so a client that reconnects in a loop is held back.
 	RunnerConnectRate  float64
 	RunnerConnectBurst int
+	// SignInRate is how many sign-ins (POST /v1/session, good or bad) one
+	// client address may make a second, on average (default 1; negative:
+	// no bound); SignInBurst how many at once (default 10). Over it: 429
+	// rate_limited with Retry-After, before the token is looked at.
+	SignInRate  float64
+	SignInBurst int
 	// TokenRecheck is how often WatchTokens reads the tokens again (default
 	// 2s): a token revoked elsewhere loses its connections within it.
 	TokenRecheck time.Duration
@@ -69,6 +75,12 @@ func (g *Guards) setDefaults() {
 	}
 	if g.RunnerConnectBurst <= 0 {
 		g.RunnerConnectBurst = max(1, int(g.RunnerConnectRate))
+	}
+	if g.SignInRate == 0 {
+		g.SignInRate = 1
+	}
+	if g.SignInBurst <= 0 {
+		g.SignInBurst = 10
 	}
 	if g.TokenRecheck <= 0 {
 		g.TokenRecheck = 2 * time.Second

@@ -116,6 +116,8 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	c.call("GET", "/metrics", "", nil, 200)
 	c.call("GET", "/v1/openapi.json", "", nil, 200)
 	c.call("GET", "/v1/whoami", c.alice, nil, 200)
+	c.call("POST", "/v1/session", "", map[string]any{"token": c.alice}, 200)
+	c.call("DELETE", "/v1/session", "", nil, 204)
 
 	v := c.call("POST", "/v1/conversations", ad, map[string]any{"title": "spec", "participants": []string{"alice", "bob"},
 		"members": []string{"human"}, "metadata": map[string]any{"k": 1}}, 201)

@@ -45,16 +45,22 @@ func newRateLimiter(rate float64, burst int, acts string) *rateLimiter {
 // saying when to retry (retryAfterSeconds, for Retry-After). A nil
 // limiter allows everything.
 func (l *rateLimiter) allow(who parley.Identity) error {
+	return l.allowKey(who.TokenID, "this token")
+}
+
+// allowKey is allow for the bucket of key (a token's id, a client's
+// address), which the refusal calls whose.
+func (l *rateLimiter) allowKey(key, whose string) error {
 	if l == nil {
 		return nil
 	}
-	wait, ok := l.take(who.TokenID, time.Now())
+	wait, ok := l.take(key, time.Now())
 	if ok {
 		return nil
 	}
 	secs := int(math.Ceil(wait.Seconds()))
-	return parley.Errorf(parley.ERATELIMITED, "this token may %s %g times a second (%d at once); retry in %d s",
-		l.acts, l.rate, int(l.burst), secs).With("retryAfterSeconds", secs)
+	return parley.Errorf(parley.ERATELIMITED, "%s may %s %g times a second (%d at once); retry in %d s",
+		whose, l.acts, l.rate, int(l.burst), secs).With("retryAfterSeconds", secs)
 }
 
 // take takes a token from key's bucket at now. When there is none it

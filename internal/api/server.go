@@ -94,6 +94,8 @@ type Server struct {
 	creates   *rateLimiter // conversations and tasks made (nil: no bound)
 	// connects counts runner connections opened (nil: no bound).
 	connects *rateLimiter
+	// signIns counts sign-ins (POST /v1/session) by client address.
+	signIns *rateLimiter
 	// bodies bounds the request bodies read at once (see reserveBody).
 	bodies *bodyBudget
 	// backingUp is true while a backup is made or sent: one at a time.
@@ -134,6 +136,7 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, tk *token
 	s := &Server{eng: eng, runners: rn, rd: rd, tokens: tk, tasks: tasks, opts: opts, log: opts.Logger, mux: http.NewServeMux(), metrics: newHTTPMetrics(opts.Registerer),
 		creates:     newRateLimiter(opts.CreateRate, opts.CreateBurst, "create conversations and tasks"),
 		connects:    newRateLimiter(opts.RunnerConnectRate, opts.RunnerConnectBurst, "connect runners"),
+		signIns:     newRateLimiter(opts.SignInRate, opts.SignInBurst, "sign in"),
 		bodies:      &bodyBudget{max: opts.MaxBodyMemory},
 		exportReads: make(chan struct{}, maxExportReads)}
 	s.streams = transport.New(transport.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout,
@@ -203,6 +206,8 @@ func (s *Server) apiRoutes() []route {
 		{"DELETE", "/v1/tasks/{id}", s.authed(s.deleteTask)},
 
 		{"GET", "/v1/whoami", s.authed(s.whoami)},
+		{"POST", "/v1/session", s.guarded(s.signIn)},
+		{"DELETE", "/v1/session", s.guarded(s.signOut)},
 		{"POST", "/v1/tokens", s.authed(s.createToken)},
 		{"GET", "/v1/tokens", s.authed(s.listTokens)},
 		{"DELETE", "/v1/tokens/{id}", s.authed(s.revokeToken)},

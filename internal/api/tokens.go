@@ -61,7 +61,9 @@ type createdToken struct {
 
 // whoami answers who the request acts as: the token's kind and, for an
 // agent token, its agent; open is true on a server running without tokens
-// (every request acts as an admin). A client shows it, and what it may do.
-func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, who parley.Identity) {
-	writeJSON(w, http.StatusOK, map[string]any{"kind": who.Kind, "agentId": who.AgentID, "open": who.Open})
+// (every request acts as an admin); cookie is true when the request was
+// signed in by the web UI's session cookie. A client shows it, and what it
+// may do.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request, who parley.Identity) {
+	writeJSON(w, http.StatusOK, identityBody(who, byCookie(r)))
 }

@@ -2,8 +2,9 @@
 // web/ui builds into webui/dist, embedded in the binary so that the server
 // needs no other file (and go install no Node).
 //
-// The UI answers the GET (and HEAD) patterns of Patterns: "/" and a
-// conversation's own page "/c/{id}" answer index.html, and the application
+// The UI answers the GET (and HEAD) patterns of Patterns: "/", a
+// conversation's own page "/c/{id}" and the tokens' page "/tokens" answer
+// index.html, and the application
 // reads the URL to decide what to show; "/assets/…" and the other files of
 // the build are served as they are. Every answer carries the headers of
 // SetHeaders: a Content-Security-Policy that allows only same-origin
@@ -148,7 +149,7 @@ func New(build fs.FS) (*UI, error) {
 	if u.index = u.files["/index.html"]; u.index == nil {
 		return nil, fmt.Errorf("the UI's build has no index.html")
 	}
-	u.patterns = []string{"/{$}", "/c/{id}", "/assets/"}
+	u.patterns = []string{"/{$}", "/c/{id}", "/tokens", "/assets/"}
 	entries, err := fs.ReadDir(build, ".") // sorted by name
 	if err != nil {
 		return nil, err
@@ -166,13 +167,14 @@ func New(build fs.FS) (*UI, error) {
 }
 
 // Patterns are the paths the UI answers, in net/http.ServeMux syntax
-// without a method (mount them for GET, which takes HEAD too): "/{$}" and
-// "/c/{id}" (index.html), "/assets/", and each other file or folder at the
+// without a method (mount them for GET, which takes HEAD too): "/{$}",
+// "/c/{id}" and "/tokens" (index.html), "/assets/", and each other file or folder at the
 // top of the build ("/favicon.svg", "/index.html"). None of them is /v1/,
 // /healthz, /readyz or /metrics.
 func (u *UI) Patterns() []string { return append([]string(nil), u.patterns...) }
 
-// ServeHTTP answers GET and HEAD: index.html for "/" and "/c/{id}", a file
+// ServeHTTP answers GET and HEAD: index.html for "/", "/c/{id}" and
+// "/tokens", a file
 // of the build for its path, and a JSON 404 for anything else.
 func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	SetHeaders(w.Header())
@@ -197,7 +199,7 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // lookup finds what a path serves: index.html for the application's own
 // routes, else the file of that path; nil if none.
 func (u *UI) lookup(p string) *file {
-	if p == "/" {
+	if p == "/" || p == "/tokens" {
 		return u.index
 	}
 	if id, ok := strings.CutPrefix(p, "/c/"); ok {

@@ -61,6 +61,7 @@ func TestServesTheBuild(t *testing.T) {
 		{"GET", "/c/a.b_c:d-e", 200, "text/html; charset=utf-8", "no-cache", index},
 		{"GET", "/index.html", 200, "text/html; charset=utf-8", "no-cache", index},
 		{"HEAD", "/c/x", 200, "text/html; charset=utf-8", "no-cache", ""},
+		{"GET", "/tokens", 200, "text/html; charset=utf-8", "no-cache", index},
 		{"GET", "/assets/index-B-x3kQ9a.js", 200, "text/javascript; charset=utf-8", "public, max-age=31536000, immutable", `console.log("hi")`},
 		{"GET", "/assets/index-Cq_1zZ0p.css", 200, "text/css; charset=utf-8", "public, max-age=31536000, immutable", `body{}`},
 		{"GET", "/assets/inter-Dd81kLmN.woff2", 200, "font/woff2", "public, max-age=31536000, immutable", "wOF2"},
@@ -123,7 +124,7 @@ func TestPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/{$}", "/c/{id}", "/assets/", "/favicon.svg", "/icons/", "/index.html"}
+	want := []string{"/{$}", "/c/{id}", "/tokens", "/assets/", "/favicon.svg", "/icons/", "/index.html"}
 	if got := u.Patterns(); !slices.Equal(got, want) {
 		t.Fatalf("patterns %q, want %q", got, want)
 	}

@@ -340,6 +340,8 @@ export interface WhoAmI {
   agentId: string;
   /** Whether the server runs open (no tokens, loopback only). */
   open: boolean;
+  /** Whether the request was signed in by the web UI's session cookie (`POST /v1/session`). */
+  cookie?: boolean;
 }
 
 export interface Token {

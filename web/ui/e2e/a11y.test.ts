@@ -1,7 +1,8 @@
 // Accessibility, in Chromium against `parley serve`: axe-core checks the
 // list of conversations and a conversation's page (messages, a tool card,
 // a thread, the flow picture, an approval and a question drawn from a JSON
-// Schema, its form's errors, the composer) and the revert dialog, at
+// Schema, its form's errors, the composer), the revert dialog, the token
+// form and the tokens' page (a new token's secret, the revoke dialog), at
 // desktop (1280, light) and phone (390, dark) widths, and finds nothing
 // serious or critical. Then the main
 // actions by keyboard alone: open a conversation from the list, write and
@@ -205,7 +206,7 @@ describe("accessibility", () => {
   });
 
   // Last: its token ends the server's open mode.
-  it("finds nothing serious or critical in the token form, refused and accepted, at both widths", async () => {
+  it("finds nothing serious or critical in the token form, refused and accepted, and the tokens' page and its dialog, at both widths", async () => {
     const token = (await api.createToken({ kind: "admin" })).token!;
     for (const size of sizes) {
       const opened = await browser.open({ viewport: size.viewport, colorScheme: size.colorScheme, bypassCSP: true });
@@ -214,16 +215,31 @@ describe("accessibility", () => {
       await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
       const found: Record<string, Finding[]> = { form: await audit(page) };
       await page.getByLabel("Token").fill("pk_not_a_token");
-      await page.getByRole("button", { name: "Use token" }).click();
+      await page.getByRole("button", { name: "Sign in" }).click();
       await page.getByText("The server refused the token given").waitFor();
       found["refused"] = await audit(page);
       await page.getByLabel("Token").fill(token);
-      await page.getByRole("button", { name: "Use token" }).click();
-      await page.getByRole("button", { name: "Forget token" }).waitFor();
+      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("button", { name: "Sign out" }).waitFor();
       await page.getByRole("link", { name: /^Audit / }).first().waitFor();
       found["accepted"] = await audit(page);
+      // The tokens' page, a new token's secret, and the revoke dialog.
+      await page.getByRole("link", { name: "Tokens" }).click();
+      await page.getByRole("table").waitFor();
+      found["tokens"] = await audit(page);
+      await page.getByLabel("Agent id").fill("audit");
+      await page.getByRole("button", { name: "Create token" }).click();
+      await page.getByRole("textbox", { name: "Secret" }).waitFor();
+      found["secret"] = await audit(page);
+      await page.getByRole("button", { name: /^Revoke Agent token audit/ }).first().click();
+      await page.getByRole("dialog").waitFor();
+      found["revoke"] = await audit(page);
+      // By keyboard: the dialog opens with the focus on Cancel; Escape closes it.
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Cancel");
+      await page.keyboard.press("Escape");
+      await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
       if (Object.values(found).some((f) => f.length > 0)) console.log(`axe at ${size.viewport.width} px:\n` + JSON.stringify(found, null, 1));
-      expect(found, size.name).toEqual({ form: [], refused: [], accepted: [] });
+      expect(found, size.name).toEqual({ form: [], refused: [], accepted: [], tokens: [], secret: [], revoke: [] });
       expect(opened.errors, "uncaught errors in the page").toEqual([]);
       await opened.close();
     }

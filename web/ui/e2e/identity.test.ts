@@ -1,6 +1,7 @@
 // The UI on a server that requires tokens, in Chromium: it asks for one,
-// keeps it for the tab, says what it may do, acts as the token's agent,
-// and asks again when the token is revoked.
+// signs the browser in with it (an HttpOnly cookie: every tab is signed in,
+// no script reads the token), says what it may do, acts as the token's
+// agent, and asks again when the token is revoked.
 
 import { ParleyClient, conversationRunner } from "@parleyhq/client";
 import type { Page } from "playwright-core";
@@ -36,7 +37,7 @@ afterAll(async () => {
 
 async function useToken(page: Page, token: string): Promise<void> {
   await page.getByLabel("Token").fill(token);
-  await page.getByRole("button", { name: "Use token" }).click();
+  await page.getByRole("button", { name: "Sign in" }).click();
 }
 
 describe("a server that requires tokens", () => {
@@ -57,13 +58,48 @@ describe("a server that requires tokens", () => {
     await page.getByRole("heading", { name: "alice and bob" }).waitFor();
     expect(await page.getByRole("textbox", { name: "Prompt" }).isDisabled()).toBe(true);
     expect(await page.getByRole("textbox", { name: "Prompt" }).getAttribute("placeholder")).toBe("A viewer token reads only.");
-    // Kept for the tab only, and never in the address.
-    const stored = await page.evaluate(() => ({ session: JSON.stringify({ ...sessionStorage }), local: JSON.stringify({ ...localStorage }) }));
-    expect(stored.session).toContain(tokens.viewer);
+    // Kept in an HttpOnly cookie: no script reads it, no storage holds it, never in the address.
+    const stored = await page.evaluate(() => ({ cookie: document.cookie, session: JSON.stringify({ ...sessionStorage }), local: JSON.stringify({ ...localStorage }) }));
+    expect(stored.cookie).toContain("parley_csrf=");
+    expect(stored.cookie).not.toContain(tokens.viewer);
+    expect(stored.session).not.toContain(tokens.viewer);
     expect(stored.local).not.toContain(tokens.viewer);
     expect(page.url()).not.toContain(tokens.viewer);
-    await page.getByRole("button", { name: "Forget token" }).click();
+    const cookies = await page.context().cookies();
+    expect(cookies.find((c) => c.name === "parley_session")).toMatchObject({ value: tokens.viewer, httpOnly: true, sameSite: "Strict", path: "/" });
+    await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
+    expect((await page.context().cookies()).map((c) => c.name)).toEqual([]);
+  });
+
+  it("signs in once per browser: a second page of the same browser is signed in, and signing out ends both", async () => {
+    const { page } = await browser.open();
+    await page.goto(server.url + "/");
+    await useToken(page, tokens.alice);
+    await page.getByText("Agent token: alice").waitFor();
+    const second = await page.context().newPage();
+    await second.goto(server.url + "/c/" + ours);
+    await second.getByText("Agent token: alice").waitFor();
+    await second.getByRole("heading", { name: "alice and bob" }).waitFor();
+    // A write from the second page carries the CSRF proof the cookie holds.
+    const box = second.getByRole("textbox", { name: "Prompt" });
+    await box.fill("From the second tab");
+    await box.press("Enter");
+    await expect.poll(async () => (await admin.promptQueue(ours, { texts: true })).prompts.map((p) => p.content)).toContain("From the second tab");
+    for (const p of (await admin.promptQueue(ours)).prompts) await admin.withdrawPrompt(ours, p.id, { agentId: "alice" });
+    await second.getByRole("button", { name: "Sign out" }).click();
+    await second.getByRole("heading", { name: "This server wants a token" }).waitFor();
+    await page.getByRole("heading", { name: "This server wants a token" }).waitFor();
+  });
+
+  it("moves a token an older page kept in sessionStorage to the cookie once, and deletes it", async () => {
+    const { page } = await browser.open();
+    await page.goto(server.url + "/healthz");
+    await page.evaluate((t) => sessionStorage.setItem("parley.token", t), tokens.viewer);
+    await page.goto(server.url + "/");
+    await page.getByText("Viewer token: reads only").waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem("parley.token"))).toBeNull();
+    expect(await page.evaluate(() => document.cookie)).not.toContain(tokens.viewer);
   });
 
   it("shows a viewer an agent's request for approval, with nothing to answer it with", async () => {

@@ -1,9 +1,10 @@
 import { useEffect, useSyncExternalStore } from "react";
 import { IdentityBar, TokenForm } from "./components/Identity";
-import { checkIdentity, getAuth, subscribeAuth } from "./lib/auth";
-import { navigate, parseRoute, useLocation } from "./lib/route";
+import { canManage, checkIdentity, getAuth, subscribeAuth } from "./lib/auth";
+import { navigate, parseRoute, TOKENS_PATH, useLocation } from "./lib/route";
 import { ConversationList } from "./pages/ConversationList";
 import { ConversationPage } from "./pages/ConversationPage";
+import { TokensPage } from "./pages/TokensPage";
 
 /** The application: the top bar, then the page the path names (or the token form when the server wants one). */
 export function App() {
@@ -32,13 +33,27 @@ export function App() {
         >
           Parley
         </a>
+        {canManage(auth) && (
+          <a
+            href={TOKENS_PATH}
+            aria-current={route.kind === "tokens" ? "page" : undefined}
+            onClick={(e) => {
+              e.preventDefault();
+              navigate(TOKENS_PATH);
+            }}
+          >
+            Tokens
+          </a>
+        )}
         <IdentityBar auth={auth} />
       </header>
       <div id="content" className="content">
         {auth.identity.kind === "none" ? (
-          <TokenForm refused={auth.identity.refused} />
+          <TokenForm refused={auth.identity.refused} error={auth.identity.error} />
         ) : route.kind === "list" ? (
           <ConversationList key={auth.token ?? ""} auth={auth} />
+        ) : route.kind === "tokens" ? (
+          <TokensPage auth={auth} />
         ) : route.kind === "conversation" ? (
           <ConversationPage key={route.id + "\u0000" + (auth.token ?? "")} id={route.id} auth={auth} search={loc.search} />
         ) : (

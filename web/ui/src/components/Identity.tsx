@@ -1,7 +1,7 @@
 import { useState } from "react";
-import { DEFAULT_PERSON, forgetToken, setPerson, applyToken, type AuthState } from "../lib/auth";
+import { DEFAULT_PERSON, setPerson, signIn, signOut, type AuthState } from "../lib/auth";
 
-/** What the page's identity may do, the person it writes as, and the token's controls. */
+/** What the page's identity may do, the person it writes as, and the sign-out button. */
 export function IdentityBar({ auth }: { auth: AuthState }) {
   const id = auth.identity;
   const [person, setDraft] = useState(auth.person);
@@ -52,16 +52,16 @@ export function IdentityBar({ auth }: { auth: AuthState }) {
         </form>
       )}
       {auth.token && (
-        <button type="button" className="linkish" onClick={() => void forgetToken()}>
-          Forget token
+        <button type="button" className="linkish" onClick={() => void signOut()}>
+          Sign out
         </button>
       )}
     </div>
   );
 }
 
-/** Asks for a token when the server wants one. */
-export function TokenForm({ refused }: { refused: boolean }) {
+/** Asks for a token to sign the browser in with, when the server wants one. */
+export function TokenForm({ refused, error }: { refused: boolean; error?: string | undefined }) {
   const [token, setToken] = useState("");
   return (
     <main className="token-page">
@@ -69,18 +69,21 @@ export function TokenForm({ refused }: { refused: boolean }) {
         className="token-form"
         onSubmit={(e) => {
           e.preventDefault();
-          if (token.trim()) void applyToken(token);
+          if (token.trim()) void signIn(token);
         }}
       >
         <h1>This server wants a token</h1>
+        {(refused || error) && (
+          <p role="alert">{refused ? "The server refused the token given (unknown or revoked)." : error}</p>
+        )}
         <p>
-          {refused ? "The server refused the token given (unknown or revoked). " : ""}
-          Paste a token made with <code>parley token create</code>. It is kept for this tab only and sent to this server alone.
+          Paste a token made with <code>parley token create</code> (or by an admin on the Tokens page). It signs this browser in, in every
+          tab, until you sign out or close the browser: the server keeps it in a cookie that no script of a page can read.
         </p>
         <label htmlFor="token">Token</label>
         <input id="token" type="password" autoComplete="off" value={token} onChange={(e) => setToken(e.target.value)} autoFocus />
         <button type="submit" className="primary" disabled={!token.trim()}>
-          Use token
+          Sign in
         </button>
       </form>
     </main>

@@ -1,7 +1,9 @@
-// Who the page is: the token it sends (kept in sessionStorage, for this tab
-// only), what that token may do, and the person it writes as on an open
-// server or with an admin token (kept in localStorage; `you` by default).
-// The page talks only to the server that served it.
+// Who the page is: whether the browser is signed in (the token lives in an
+// HttpOnly cookie the server set, which no script reads; see
+// docs/security.md), what that token may do, and the person it writes as on
+// an open server or with an admin token (kept in localStorage; `you` by
+// default). The page talks only to the server that served it. Every tab of
+// the browser shares the sign-in.
 
 import { ParleyClient, ParleyError, type FetchLike } from "@parleyhq/client";
 
@@ -15,10 +17,18 @@ export type Identity =
   | { kind: "agent"; agentId: string }
   /** A viewer token: reads only. */
   | { kind: "viewer" }
-  /** The server wants a token (none was given, or it refused the one given). */
-  | { kind: "none"; refused: boolean };
+  /**
+   * The server wants a token (none was given, or it refused the one
+   * given); `error` says why a sign-in failed otherwise (too many tries).
+   */
+  | { kind: "none"; refused: boolean; error?: string };
 
 export interface AuthState {
+  /**
+   * The name of the browser's sign-in, or null when there is none: pages
+   * key on it, so that they start again when it changes. Never the secret,
+   * which only the HttpOnly cookie holds.
+   */
   readonly token: string | null;
   readonly identity: Identity;
   /** The agent the page writes as where the token does not say (open mode, admin). */
@@ -26,9 +36,13 @@ export interface AuthState {
   readonly client: ParleyClient;
 }
 
-const TOKEN_KEY = "parley.token";
+/** Where an older page kept its token (sessionStorage): moved to the cookie once, then deleted. */
+const OLD_TOKEN_KEY = "parley.token";
 const PERSON_KEY = "parley.person";
 export const DEFAULT_PERSON = "you";
+/** The header and the cookie of the CSRF proof (see docs/security.md). */
+const CSRF_HEADER = "X-Parley-CSRF";
+const CSRF_COOKIE = "parley_csrf";
 
 function read(storage: "sessionStorage" | "localStorage", key: string): string | null {
   try {
@@ -47,25 +61,50 @@ function write(storage: "sessionStorage" | "localStorage", key: string, value: s
   }
 }
 
-const listeners = new Set<() => void>();
-let state: AuthState = make(read("sessionStorage", TOKEN_KEY), read("localStorage", PERSON_KEY) ?? DEFAULT_PERSON, { kind: "checking" });
+/** The session's CSRF proof, from its (readable) cookie; "" if none. */
+export function csrfProof(): string {
+  for (const part of (globalThis.document?.cookie ?? "").split(";")) {
+    const [name, ...rest] = part.trim().split("=");
+    if (name === CSRF_COOKIE) return rest.join("=");
+  }
+  return "";
+}
 
-function make(token: string | null, person: string, identity: Identity): AuthState {
-  // Every answer passes here: a 401 means the server wants a (another) token.
-  const watched: FetchLike = async (input, init) => {
-    const res = await globalThis.fetch(input, init);
+/** The fetch of the page: every write carries the CSRF proof, and a 401 means the server wants a (another) token. */
+function pageFetch(token: string | null): FetchLike {
+  return async (input, init = {}) => {
+    const method = (init.method ?? "GET").toUpperCase();
+    if (method !== "GET" && method !== "HEAD") {
+      const proof = csrfProof();
+      if (proof) {
+        const headers = new Headers(init.headers);
+        headers.set(CSRF_HEADER, proof);
+        init = { ...init, headers };
+      }
+    }
+    const res = await globalThis.fetch(input, { ...init, credentials: "same-origin" });
     if (res.status === 401) refusedToken(token);
     return res;
   };
-  return { token, person, identity, client: new ParleyClient({ token: token ?? undefined, fetch: watched }) };
+}
+
+const listeners = new Set<() => void>();
+let signIns = 0;
+let state: AuthState = make(null, read("localStorage", PERSON_KEY) ?? DEFAULT_PERSON, { kind: "checking" });
+
+function make(token: string | null, person: string, identity: Identity): AuthState {
+  return { token, person, identity, client: new ParleyClient({ fetch: pageFetch(token) }) };
 }
 
 /**
- * Notes that the server refused `token` (a 401, or a stream it ended as
- * unauthorized, as when the token is revoked): the page asks for another.
+ * Notes that the server refused the sign-in named `token` (a 401, or a
+ * stream it ended as unauthorized, as when the token is revoked): the page
+ * clears the cookie and asks for another.
  */
 export function refusedToken(token: string | null): void {
-  if (state.token === token && state.identity.kind !== "none") setState({ identity: { kind: "none", refused: token !== null } });
+  if (state.token !== token || state.identity.kind === "none") return;
+  setState({ token: null, identity: { kind: "none", refused: token !== null } });
+  if (token !== null) void endSession();
 }
 
 function setState(p: Partial<Omit<AuthState, "client">>): void {
@@ -86,24 +125,41 @@ export function subscribeAuth(l: () => void): () => void {
   return () => listeners.delete(l);
 }
 
+/** Tells the browser's other tabs that the sign-in changed, so that they check it again. */
+const tabs: BroadcastChannel | null = typeof BroadcastChannel === "function" ? new BroadcastChannel("parley.session") : null;
+if (tabs) tabs.onmessage = () => void checkIdentity();
+
+function fromWhoami(who: { kind: string; agentId?: string }): Identity {
+  if (who.kind === "agent") return { kind: "agent", agentId: who.agentId ?? "" };
+  return { kind: who.kind as "admin" | "viewer" };
+}
+
 /**
- * Finds out what the identity may do, from `GET /v1/whoami`: the token's
- * kind and agent, or that the server runs open. A 401 means the server wants
- * a (another) token; when the server cannot be reached the page asks again,
- * less and less often.
+ * Finds out what the browser's identity may do, from `GET /v1/whoami`:
+ * signed in by the session cookie (the token's kind and agent), or a
+ * server that runs open. A 401 means the server wants a (another) token;
+ * when the server cannot be reached the page asks again, less and less
+ * often. An older page's token left in sessionStorage is moved to the
+ * cookie first, and deleted.
  */
 export async function checkIdentity(retry = 0): Promise<void> {
+  const old = read("sessionStorage", OLD_TOKEN_KEY);
+  if (old !== null) {
+    write("sessionStorage", OLD_TOKEN_KEY, null);
+    if (old.trim()) return signIn(old);
+  }
   const s = state;
   try {
     const who = await s.client.whoami();
     if (state.token !== s.token) return;
-    if (who.open && !s.token) setState({ identity: { kind: "open" } });
-    else if (who.kind === "agent") setState({ identity: { kind: "agent", agentId: who.agentId } });
-    else setState({ identity: { kind: who.kind } });
+    const token = who.cookie ? (s.token ?? "session-" + ++signIns) : null;
+    setState({ token, identity: who.open && !who.cookie ? { kind: "open" } : fromWhoami(who) });
   } catch (err) {
     if (state.token !== s.token) return;
     if (err instanceof ParleyError && err.status === 401) {
-      setState({ identity: { kind: "none", refused: s.token !== null } });
+      const stale = csrfProof() !== "";
+      setState({ token: null, identity: { kind: "none", refused: stale } });
+      if (stale) void endSession();
       return;
     }
     const delay = Math.min(30_000, 1000 * 2 ** retry);
@@ -113,18 +169,50 @@ export async function checkIdentity(retry = 0): Promise<void> {
   }
 }
 
-/** Uses a token for this tab, and checks it. */
-export function applyToken(token: string): Promise<void> {
+/**
+ * Signs the browser in with a token (`POST /v1/session`): the server keeps
+ * it in an HttpOnly cookie, which every tab of the browser then sends.
+ */
+export async function signIn(token: string): Promise<void> {
   const t = token.trim();
-  write("sessionStorage", TOKEN_KEY, t);
-  setState({ token: t, identity: { kind: "checking" } });
-  return checkIdentity();
+  setState({ token: null, identity: { kind: "checking" } });
+  let res: Response;
+  try {
+    res = await globalThis.fetch("/v1/session", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ token: t }),
+      credentials: "same-origin",
+      cache: "no-store",
+    });
+  } catch {
+    setState({ identity: { kind: "none", refused: false, error: "The server could not be reached; try again." } });
+    return;
+  }
+  if (!res.ok) {
+    const body = (await res.json().catch(() => ({}))) as { error?: { message?: string } };
+    const refused = res.status === 401 || res.status === 422;
+    setState({ identity: { kind: "none", refused, ...(refused ? {} : { error: body.error?.message ?? `The server answered ${res.status}.` }) } });
+    return;
+  }
+  const who = (await res.json()) as { kind: string; agentId?: string };
+  setState({ token: "session-" + ++signIns, identity: fromWhoami(who) });
+  tabs?.postMessage("signed-in");
 }
 
-/** Forgets the tab's token. */
-export function forgetToken(): Promise<void> {
-  write("sessionStorage", TOKEN_KEY, null);
+/** Clears the session's cookies (`DELETE /v1/session`). */
+async function endSession(): Promise<void> {
+  const proof = csrfProof();
+  await globalThis
+    .fetch("/v1/session", { method: "DELETE", headers: proof ? { [CSRF_HEADER]: proof } : {}, credentials: "same-origin", cache: "no-store" })
+    .catch(() => undefined);
+}
+
+/** Signs the browser out, in every tab: the cookie is cleared. */
+export async function signOut(): Promise<void> {
+  await endSession();
   setState({ token: null, identity: { kind: "checking" } });
+  tabs?.postMessage("signed-out");
   return checkIdentity();
 }
 
@@ -146,4 +234,9 @@ export function writerId(a: AuthState = state): string | undefined {
 /** Whether the identity may write at all. */
 export function canWrite(a: AuthState = state): boolean {
   return a.identity.kind !== "viewer" && a.identity.kind !== "none";
+}
+
+/** Whether the identity may manage tokens (an admin token, or an open server). */
+export function canManage(a: AuthState = state): boolean {
+  return a.identity.kind === "admin" || a.identity.kind === "open";
 }

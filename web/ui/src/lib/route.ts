@@ -1,14 +1,19 @@
 // Client-side routes, from location.pathname (no hash routes): `/` is the
-// list of conversations, `/c/{id}` a conversation. A message to show is in
+// list of conversations, `/c/{id}` a conversation, `/tokens` the tokens
+// (for admins). A message to show is in
 // the query (`?m=ID`), which the server never sees as a path.
 
 import { useSyncExternalStore } from "react";
 
-export type Route = { kind: "list" } | { kind: "conversation"; id: string } | { kind: "missing"; path: string };
+export type Route = { kind: "list" } | { kind: "conversation"; id: string } | { kind: "tokens" } | { kind: "missing"; path: string };
+
+/** The path of the tokens' page. */
+export const TOKENS_PATH = "/tokens";
 
 /** The route of a path. */
 export function parseRoute(pathname: string): Route {
   if (pathname === "/" || pathname === "") return { kind: "list" };
+  if (pathname === TOKENS_PATH) return { kind: "tokens" };
   const m = /^\/c\/([^/]+)\/?$/.exec(pathname);
   if (m) {
     try {

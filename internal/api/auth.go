@@ -15,7 +15,8 @@ type handler func(w http.ResponseWriter, r *http.Request, who parley.Identity)
 // authed resolves the bearer token (header, or ?token= for browsers'
 // EventSource and WebSocket, or else the web UI's session cookie) into an
 // identity. Without a token the request is refused, unless the server runs
-// open. A request signed in by the cookie must also pass checkCookieRequest.
+// open (which ignores the cookie). A request signed in by the cookie must
+// also pass checkCookieRequest.
 func (s *Server) authed(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secret := ""
@@ -28,7 +29,9 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 			}
 		} else if t := r.URL.Query().Get("token"); t != "" {
 			secret = t
-		} else if c := cookieSecret(r); c != "" {
+		} else if c := cookieSecret(r); c != "" && !s.open.Load() {
+			// An open server has no token a cookie could hold (one left by
+			// another server at this address): it is ignored there.
 			if err := checkCookieRequest(r, c); err != nil {
 				s.refuse(w, r, err)
 				return

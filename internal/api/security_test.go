@@ -429,8 +429,8 @@ func TestSteerStopsOnlyWhatItsAskerMay(t *testing.T) {
 func TestWhoami(t *testing.T) {
 	t.Parallel()
 	b := setup(t, engine.Options{}, api.Options{})
-	for tok, want := range map[string]string{b.alice: `{"agentId":"alice","kind":"agent","open":false}`, b.viewer: `{"agentId":"","kind":"viewer","open":false}`,
-		b.admin: `{"agentId":"","kind":"admin","open":false}`} {
+	for tok, want := range map[string]string{b.alice: `{"agentId":"alice","cookie":false,"kind":"agent","open":false}`, b.viewer: `{"agentId":"","cookie":false,"kind":"viewer","open":false}`,
+		b.admin: `{"agentId":"","cookie":false,"kind":"admin","open":false}`} {
 		if r := b.do("GET", "/v1/whoami", tok, nil); r.status != 200 || strings.TrimSpace(string(r.raw)) != want {
 			t.Errorf("whoami: %d %s, want %s", r.status, r.raw, want)
 		}

@@ -265,3 +265,20 @@ func TestForeignOriginCannotOpenAStreamByCookie(t *testing.T) {
 	}
 	c.CloseNow()
 }
+
+// TestOpenServerIgnoresTheCookie: a session cookie left by another server
+// at the same address does not lock a browser out of an open server, which
+// answers it as any request without a token (its checks of another origin
+// included).
+func TestOpenServerIgnoresTheCookie(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Open: true}) // its tokens were made behind its back: it stays open
+	stale := "parley_session=pk_fromanotherserver; parley_csrf=x"
+	r := b.do("GET", "/v1/whoami", "", nil, "Cookie", stale)
+	b.want(r, 200, "")
+	if r.body["open"] != true || r.body["cookie"] != false {
+		t.Fatalf("whoami on an open server with a stale cookie: %s", r.raw)
+	}
+	b.want(b.do("POST", "/v1/conversations", "", map[string]any{}, "Cookie", stale), 201, "")
+	b.want(b.do("POST", "/v1/conversations", "", map[string]any{}, "Cookie", stale, "Origin", "https://evil.example"), 403, "forbidden")
+}

@@ -274,15 +274,15 @@ describe("identity", () => {
     const server = await startServer(inject("parleyBinary"));
     try {
       const open = new ParleyClient({ baseUrl: server.url });
-      expect(await open.whoami()).toEqual({ kind: "admin", agentId: "", open: true });
+      expect(await open.whoami()).toEqual({ kind: "admin", agentId: "", open: true, cookie: false });
       // The first token ends open mode: the tokens say who acts from now on.
       const admin = await open.createToken({ kind: "admin" });
       const as = (token: string | undefined) => new ParleyClient({ baseUrl: server.url, token });
-      expect(await as(admin.token).whoami()).toEqual({ kind: "admin", agentId: "", open: false });
+      expect(await as(admin.token).whoami()).toEqual({ kind: "admin", agentId: "", open: false, cookie: false });
       const alice = await as(admin.token).createToken({ kind: "agent", agentId: "alice" });
       const viewer = await as(admin.token).createToken({ kind: "viewer" });
-      expect(await as(alice.token).whoami()).toEqual({ kind: "agent", agentId: "alice", open: false });
-      expect(await as(viewer.token).whoami()).toEqual({ kind: "viewer", agentId: "", open: false });
+      expect(await as(alice.token).whoami()).toEqual({ kind: "agent", agentId: "alice", open: false, cookie: false });
+      expect(await as(viewer.token).whoami()).toEqual({ kind: "viewer", agentId: "", open: false, cookie: false });
       await expect(as(undefined).whoami()).rejects.toMatchObject({ status: 401, code: "unauthorized" });
       await expect(as("pk_wrong").whoami()).rejects.toMatchObject({ status: 401 });
     } finally {

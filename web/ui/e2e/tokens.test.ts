@@ -3,6 +3,7 @@
 // once (Copy puts it on the clipboard and says so), and revokes one after a
 // confirmation, upon which a page signed in with it asks for a token again.
 // It fits 1280 and 390 px without scrolling sideways; non-admins get no link.
+// On an open server the first admin token made there signs the browser in.
 
 import { ParleyClient } from "@parleyhq/client";
 import type { Page } from "playwright-core";
@@ -137,5 +138,30 @@ describe("the tokens' page", () => {
     await signIn(page, viewer.token!);
     await page.getByText("Only an admin token may manage tokens.").waitFor();
     expect(await page.getByRole("link", { name: "Tokens" }).count()).toBe(0);
+  });
+
+  it("on an open server, makes the first token, which ends open mode, and signs the browser in with it", async () => {
+    const open = await startServer(inject("parleyBinary"));
+    try {
+      const { page } = await browser.open();
+      await page.goto(open.url + "/");
+      await page.getByText("Open server (no tokens)").waitFor();
+      await page.getByRole("link", { name: "Tokens" }).click();
+      await page.getByText("Making a token ends that").waitFor();
+      await page.getByLabel("Kind").selectOption("admin");
+      await page.getByRole("button", { name: "Create token" }).click();
+      const secret = await page.getByRole("textbox", { name: "Secret" }).inputValue();
+      await page.getByText("Admin token", { exact: true }).waitFor();
+      await page.getByRole("button", { name: "Sign out" }).waitFor();
+      // Still shown, this once, after the sign-in.
+      expect(await page.getByRole("textbox", { name: "Secret" }).inputValue()).toBe(secret);
+      expect(await new ParleyClient({ baseUrl: open.url, token: secret }).whoami()).toMatchObject({ kind: "admin", open: false });
+      await page.getByRole("table").getByText("Admin").waitFor();
+      // The page is signed in by the cookie: a reload stays signed in.
+      await page.reload();
+      await page.getByRole("button", { name: "Sign out" }).waitFor();
+    } finally {
+      await open.stop();
+    }
   });
 });

@@ -55,6 +55,8 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"-max-token-connections", "-1"}, "0 for no bound"},
 		{[]string{"-runner-connect-rate", "-1"}, "0 for no bound"},
 		{[]string{"-runner-connect-burst", "0"}, "at least 1"},
+		{[]string{"-sign-in-rate", "-1"}, "0 for no bound"},
+		{[]string{"-sign-in-burst", "0"}, "at least 1"},
 		{[]string{"-max-body-memory", "1024"}, "at least 16777216"},
 		{[]string{"-max-conns", "0"}, "at least 1"},
 		{[]string{"-max-conns-per-addr", "-1"}, "at least 1"},

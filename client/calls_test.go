@@ -52,6 +52,16 @@ func TestListConversationsPagesAndIterates(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("EachConversation gave %v, want %v", got, want)
 	}
+	// A message moves its conversation to the top; the filters narrow.
+	if _, err := c.PostMessage(ctx, want[4], client.Message{AgentID: "alice", Content: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := c.ListConversations(ctx, client.ListConversationsOptions{Limit: 1}); err != nil || len(p.Conversations) != 1 || p.Conversations[0].Conversation.ID != want[4] {
+		t.Fatalf("after a message to the oldest: %+v, %v", p, err)
+	}
+	if p, err := c.ListConversations(ctx, client.ListConversationsOptions{Participant: "nobody", Metadata: map[string]string{"no": "such"}}); err != nil || len(p.Conversations) != 0 {
+		t.Fatalf("a metadata filter nothing matches: %+v, %v", p, err)
+	}
 	var titles []string
 	for v, err := range c.EachConversation(ctx, client.ListConversationsOptions{Title: "NOTES"}) {
 		if err != nil {

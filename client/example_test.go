@@ -139,7 +139,7 @@ func ExampleClient_EachMessage() {
 	// Output: 0 1 2 3 4
 }
 
-// Conversations newest first, narrowed by title.
+// Conversations most recently active first, narrowed by title.
 func ExampleClient_EachConversation() {
 	ctx := context.Background()
 	c := client.New(newServerURL(), "")

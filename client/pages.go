@@ -38,9 +38,19 @@ type ListConversationsOptions struct {
 	// Title narrows the list to the conversations whose title contains it,
 	// ignoring case.
 	Title string
+	// Participant narrows it to the conversations with this agent among
+	// their participants.
+	Participant string
+	// Involves narrows it to the conversations this agent takes part in:
+	// a participant, a member or their creator.
+	Involves string
+	// Metadata narrows it to the conversations whose metadata has each
+	// top-level key with exactly that string value (at most 4).
+	Metadata map[string]string
 }
 
-// ConversationPage is one page of conversations, newest first.
+// ConversationPage is one page of conversations, most recently active
+// first.
 type ConversationPage struct {
 	Conversations []*View `json:"conversations"`
 	// NextCursor continues the list; empty on the last page.
@@ -48,13 +58,18 @@ type ConversationPage struct {
 }
 
 // ListConversations returns one page of the conversations the token may
-// read (an agent token: those its agent takes part in), newest first.
+// read (an agent token: those its agent takes part in, whatever the
+// filters say), most recently active first (by the time of their last
+// event), narrowed by o's filters.
 func (c *Client) ListConversations(ctx context.Context, o ListConversationsOptions) (*ConversationPage, error) {
 	q := url.Values{}
-	for k, v := range map[string]string{"cursor": o.Cursor, "title": o.Title} {
+	for k, v := range map[string]string{"cursor": o.Cursor, "title": o.Title, "participant": o.Participant, "involves": o.Involves} {
 		if v != "" {
 			q.Set(k, v)
 		}
+	}
+	for k, v := range o.Metadata {
+		q.Set("metadata."+k, v)
 	}
 	if o.Limit > 0 {
 		q.Set("limit", strconv.Itoa(o.Limit))

@@ -2,6 +2,9 @@ package api
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/engine"
@@ -34,9 +37,12 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, who 
 	writeJSON(w, http.StatusCreated, v)
 }
 
-// listConversations lists what who may read: an agent, the conversations
-// it takes part in; admins and viewers, all; ?title= narrows them to the
-// titles that contain it.
+// listConversations lists what who may read, most recently active first:
+// an agent, the conversations it takes part in (whatever the filters
+// say); admins and viewers, all. The filters narrow them: ?title= to the
+// titles that contain it, ?participant= to those with that participant,
+// ?involves= to those the agent takes part in, ?metadata.KEY=VALUE to
+// those whose metadata has KEY with the string VALUE.
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, who parley.Identity) {
 	q := r.URL.Query()
 	limit, err := pageLimit(q)
@@ -44,11 +50,16 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, who p
 		writeErr(w, s.log, err)
 		return
 	}
-	member := ""
-	if who.Kind == parley.TokenAgent {
-		member = who.AgentID
+	p, err := listFilters(q)
+	if err != nil {
+		writeErr(w, s.log, err)
+		return
 	}
-	views, next, err := s.eng.ListConversations(r.Context(), store.ListConversationsParams{Member: member, Cursor: q.Get("cursor"), Limit: limit, Title: q.Get("title"), MaxBytes: s.opts.PageBytes})
+	if who.Kind == parley.TokenAgent {
+		p.Member = who.AgentID
+	}
+	p.Cursor, p.Limit, p.Title, p.MaxBytes = q.Get("cursor"), limit, q.Get("title"), s.opts.PageBytes
+	views, next, err := s.eng.ListConversations(r.Context(), p)
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -58,6 +69,48 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, who p
 		body["nextCursor"] = next
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// metadataParam is the prefix of a list's metadata filters' parameters.
+const metadataParam = "metadata."
+
+// listFilters reads a list's participant, involves and metadata filters
+// from q (their bounds are store.CheckListFilters'): each given once, an
+// agent id not empty. Metadata filters come in the order of their keys.
+func listFilters(q url.Values) (store.ListConversationsParams, error) {
+	var p store.ListConversationsParams
+	for _, f := range []struct {
+		name string
+		to   *string
+	}{{"participant", &p.Participant}, {"involves", &p.Involves}} {
+		vs, ok := q[f.name]
+		switch {
+		case !ok:
+			continue
+		case len(vs) > 1:
+			return p, parley.Errorf(parley.EINVALIDVALUE, "%s is given %d times; at most once", f.name, len(vs))
+		case vs[0] == "":
+			return p, parley.Errorf(parley.EINVALIDVALUE, "%s needs an agent id", f.name)
+		}
+		*f.to = vs[0]
+	}
+	keys := make([]string, 0, len(q))
+	for name := range q {
+		if strings.HasPrefix(name, metadataParam) {
+			keys = append(keys, name)
+		}
+	}
+	if len(keys) > store.MaxMetadataFilters {
+		return p, parley.Errorf(parley.EINVALIDVALUE, "%d metadata filters; at most %d", len(keys), store.MaxMetadataFilters)
+	}
+	slices.Sort(keys)
+	for _, name := range keys {
+		if vs := q[name]; len(vs) > 1 {
+			return p, parley.Errorf(parley.EINVALIDVALUE, "%s is given %d times; at most once", name, len(vs))
+		}
+		p.Metadata = append(p.Metadata, store.MetadataFilter{Key: strings.TrimPrefix(name, metadataParam), Value: q.Get(name)})
+	}
+	return p, store.CheckListFilters(p)
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {

@@ -95,9 +95,9 @@ func (e *Engine) Conversation(ctx context.Context, id string) (*View, error) {
 // MaxTitleFilter is the longest title a list may be filtered by, in bytes.
 const MaxTitleFilter = 200
 
-// ListConversations pages over conversations, newest first: those
-// p.Member takes part in (all of them without one), whose title contains
-// p.Title if given.
+// ListConversations pages over conversations, most recently active first
+// (see store.Store.ListConversations): those p.Member takes part in (all
+// of them without one), narrowed by p's filters.
 func (e *Engine) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*View, string, error) {
 	if len(p.Title) > MaxTitleFilter {
 		return nil, "", parley.Errorf(parley.EINVALIDVALUE, "title filter is %d bytes; at most %d", len(p.Title), MaxTitleFilter)

@@ -109,7 +109,9 @@ const recoverPageBytes = 8 << 20
 // after a restart: the load tells the runners (Change.Loaded), which give
 // those messages' runners the grace period to come back. It reads the
 // conversations' state snapshots, page by page, and returns how many it
-// loaded.
+// loaded. The pages are in order of last activity: a conversation written
+// to during the walk moves above its cursor and may be passed over, which
+// leaves nothing behind, as a write loads its conversation.
 func (e *Engine) RecoverStreams(ctx context.Context) (int, error) {
 	n := 0
 	for cursor := ""; ; {

@@ -158,7 +158,7 @@ func (db *DB) appendGroup(ctx context.Context, ps []*store.AppendParams) (missed
 	// 1. Take each conversation's row lock, moving its seq on.
 	bumps := &pgx.Batch{}
 	for _, p := range ps {
-		bumps.Queue(bumpConversation, p.ExpectSeq+int64(len(p.Events)), p.State, p.ConversationID, p.ExpectSeq, p.Epoch)
+		bumps.Queue(bumpConversation, p.ExpectSeq+int64(len(p.Events)), p.State, p.ConversationID, p.ExpectSeq, p.Epoch, lastAt(p.Events))
 	}
 	results := tx.SendBatch(ctx, bumps)
 	missed = make([]bool, len(ps))

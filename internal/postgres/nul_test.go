@@ -34,7 +34,7 @@ func TestRowsWithNULStayReadable(t *testing.T) {
 			title = "a clean title"
 		}
 		data := `{"id":"` + id + `","epoch":"e","title":"` + title + `","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdAt":"2026-01-01T00:00:00.000Z"}`
-		if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, epoch) VALUES ($1, $2, $3, 1, '{}', 'e')`, id, at, []byte(data)); err != nil {
+		if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, epoch, last_event_at) VALUES ($1, $2, $3, 1, '{}', 'e', $2)`, id, at, []byte(data)); err != nil {
 			t.Fatal(err)
 		}
 		task := `{"id":"t-` + id + `","conversationId":"` + id + `","agentId":"a","prompt":"p \u0000","everyMs":60000,"nextRunAt":"2026-01-01T00:00:00.000Z","createdAt":"2026-01-01T00:00:00.000Z"}`

@@ -201,3 +201,46 @@ func TestUpgradeKeepsDeliveries(t *testing.T) {
 		return db
 	})
 }
+
+// lastActivityVersion is the schema version that keeps each
+// conversation's last activity beside its last seq.
+const lastActivityVersion = 17
+
+// TestUpgradeKeepsLastActivity: a schema made before the list by last
+// activity lists its conversations by the time of their last event once
+// the current code opens it (the migration reads it from the log).
+func TestUpgradeKeepsLastActivity(t *testing.T) {
+	url := pgtest.Schema(t)
+	if err := postgres.MigrateTo(context.Background(), url, lastActivityVersion-1); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, c := range []struct{ id, created, last string }{
+		{"quiet", "2026-01-02T00:00:00.000Z", "2026-01-02T00:00:00.000Z"},
+		{"busy", "2026-01-01T00:00:00.000Z", "2026-01-03T00:00:00.000Z"},
+	} {
+		data := `{"id":"` + c.id + `","epoch":"e","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdAt":"` + c.created + `"}`
+		if _, err := raw.Exec(`INSERT INTO conversations (id, created_at, data, last_seq, state, epoch) VALUES ($1, $2, $3, 2, '{"lastSeq":2}', 'e')`, c.id, c.created, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		for seq, ts := range []string{c.created, c.last} {
+			if _, err := raw.Exec(`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES ($1, $2, 'trace', 0, '', 'a', 'none', $3, '{}')`,
+				c.id, seq+1, ts); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db := open(t, url)
+	recs, _, err := db.ListConversations(context.Background(), store.ListConversationsParams{})
+	if err != nil || len(recs) != 2 || recs[0].Conversation.ID != "busy" || recs[1].Conversation.ID != "quiet" {
+		var ids []string
+		for _, r := range recs {
+			ids = append(ids, r.Conversation.ID)
+		}
+		t.Fatalf("after the upgrade: %v, %v; want [busy quiet]", ids, err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -99,39 +98,67 @@ func (db *DB) Heads(ctx context.Context, ids []string) (map[string]store.Head, e
 	return heads, rows.Err()
 }
 
-// ListConversations implements store.Store; the cursor holds the
-// (created_at, id) of the previous page's last row.
+// cursorPrefix marks the cursors of the list by last activity, apart
+// from those of the list by creation that came before it.
+const cursorPrefix = "a|"
+
+// ListConversations implements store.Store. The pages are read from the
+// index by last activity; each filter is a condition on the rows read in
+// that order (the member's on its index, the others on the stored
+// record's JSON, by containment), so a narrow filter reads as many rows as
+// it passes by. The cursor holds the (last_event_at, id) of the previous
+// page's last row.
 func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
+	if err := store.CheckListFilters(p); err != nil {
+		return nil, "", err
+	}
 	limit := clampLimit(p.Limit)
-	q := `SELECT c.data, c.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
+	q := `SELECT c.data, c.last_seq, c.state, q.queue, c.last_event_at, c.id FROM conversations c
 		LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
-	key, order := `(c.created_at, c.id)`, `c.created_at DESC, c.id DESC`
 	args := []any{}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
 	if p.Member != "" {
-		// The member's rows, newest first from their index, each joined to its conversation.
-		q = `SELECT c.data, c.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
-			JOIN conversations c ON c.id = m.conversation_id LEFT JOIN queues q ON q.conversation_id = c.id
-			WHERE m.agent_id = $1 AND c.import_owner IS NULL`
-		key, order = `(m.created_at, m.conversation_id)`, `m.created_at DESC, m.conversation_id DESC`
-		args = append(args, p.Member)
+		q += ` AND EXISTS (SELECT 1 FROM conversation_members m WHERE m.conversation_id = c.id AND m.agent_id = ` + arg(p.Member) + `)`
 	}
 	if p.Title != "" {
 		// ILIKE ignores case as the locale has it; SQLite ignores only
 		// ASCII letters' (store.ListConversationsParams says the least).
-		q += fmt.Sprintf(` AND `+jsonOf("c.data")+`->>'title' ILIKE $%d ESCAPE '\'`, len(args)+1)
-		args = append(args, "%"+store.LikeEscape(p.Title)+"%")
+		q += ` AND ` + jsonOf("c.data") + `->>'title' ILIKE ` + arg("%"+store.LikeEscape(p.Title)+"%") + ` ESCAPE '\'`
+	}
+	// Containment: {"participants": ["a"]} is in the record if "a" is
+	// among its participants; {"metadata": {"k": "v"}} if its metadata has
+	// k with the string "v".
+	has := func(field string, v any) string {
+		return jsonOf("c.data") + ` @> jsonb_build_object('` + field + `', ` + arg(v) + `::jsonb)`
+	}
+	list := func(v string) string {
+		b, _ := json.Marshal([]string{v})
+		return string(b)
+	}
+	if p.Participant != "" {
+		q += ` AND ` + has("participants", list(p.Participant))
+	}
+	if a := p.Involves; a != "" {
+		q += ` AND (` + jsonOf("c.data") + `->>'createdBy' = ` + arg(a) + ` OR ` + has("participants", list(a)) + ` OR ` + has("members", list(a)) + `)`
+	}
+	for _, m := range p.Metadata {
+		b, _ := json.Marshal(map[string]string{m.Key: m.Value})
+		q += ` AND ` + has("metadata", string(b))
 	}
 	if p.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
-		at, id, ok := strings.Cut(string(raw), "|")
+		rest, prefixed := strings.CutPrefix(string(raw), cursorPrefix)
+		at, id, ok := strings.Cut(rest, "|")
 		t, terr := time.Parse(time.RFC3339Nano, at)
-		if err != nil || !ok || terr != nil {
+		if err != nil || !ok || !prefixed || terr != nil {
 			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
 		}
-		q += fmt.Sprintf(` AND %s < ($%d, $%d)`, key, len(args)+1, len(args)+2)
-		args = append(args, t, id)
+		q += ` AND (c.last_event_at, c.id) < (` + arg(t) + `, ` + arg(id) + `)`
 	}
-	q += ` ORDER BY ` + order + ` LIMIT ` + strconv.Itoa(limit)
+	q += ` ORDER BY c.last_event_at DESC, c.id DESC LIMIT ` + strconv.Itoa(limit)
 	rows, err := db.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, "", err
@@ -145,7 +172,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	}
 	next := ""
 	if full {
-		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt.UTC().Format(time.RFC3339Nano) + "|" + lastID))
+		next = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + lastAt.UTC().Format(time.RFC3339Nano) + "|" + lastID))
 	}
 	return recs, next, nil
 }

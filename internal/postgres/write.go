@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,9 +34,13 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 		owner, expires = p.Import.Owner, p.Import.Expires.Time
 	}
 	return db.tx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires, epoch)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-			p.Conversation.ID, p.Conversation.CreatedAt.Time, data, int64(len(p.Events)), p.State, owner, expires, p.Conversation.Epoch)
+		at := p.Conversation.CreatedAt.Time
+		if t := lastAt(p.Events); t != nil {
+			at = *t
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO conversations (id, created_at, data, last_seq, state, import_owner, import_expires, epoch, last_event_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
+			p.Conversation.ID, p.Conversation.CreatedAt.Time, data, int64(len(p.Events)), p.State, owner, expires, p.Conversation.Epoch, at)
 		if err != nil {
 			return err
 		}
@@ -112,10 +117,11 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 	var tag pgconn.CommandTag
 	var err error
 	if im := p.Import; im != nil {
-		tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state), import_expires = $3 WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
-			last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner)
+		tag, err = tx.Exec(ctx, `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state), import_expires = $3,
+			last_event_at = GREATEST(last_event_at, $7) WHERE id = $4 AND last_seq = $5 AND import_owner = $6`,
+			last, p.State, im.Expires.Time, p.ConversationID, p.ExpectSeq, im.Owner, lastAt(p.Events))
 	} else {
-		tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq, p.Epoch)
+		tag, err = tx.Exec(ctx, bumpConversation, last, p.State, p.ConversationID, p.ExpectSeq, p.Epoch, lastAt(p.Events))
 	}
 	if err != nil {
 		return err
@@ -185,8 +191,21 @@ func uniqueTaken(err error, p *store.AppendParams) error {
 // bumpConversation moves an ordinary conversation's last seq from $4 to
 // $1 and replaces its state with $2 (unless it is NULL); it matches no row
 // if another writer moved it first, or if its epoch is not $5 (unless $5
-// is ”): the conversation was deleted and made again.
-const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state) WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL AND ($5 = '' OR epoch = $5)`
+// is ”): the conversation was deleted and made again. It moves the last
+// activity to $6 (the time of the append's last event; NULL for none),
+// never back (see store.Store.ListConversations).
+const bumpConversation = `UPDATE conversations SET last_seq = $1, state = COALESCE($2, state), last_event_at = GREATEST(last_event_at, $6)
+	WHERE id = $3 AND last_seq = $4 AND import_owner IS NULL AND ($5 = '' OR epoch = $5)`
+
+// lastAt is the last activity events bring: the time of the last, or
+// nil (SQL NULL) if there are none.
+func lastAt(events []parley.Event) *time.Time {
+	if len(events) == 0 {
+		return nil
+	}
+	t := events[len(events)-1].Time.Time
+	return &t
+}
 
 // queueRows queues the rows an append writes beside its events: the prompt
 // queue, message rows (enc.Rows), outbox deliveries and the idempotency

@@ -131,3 +131,23 @@ func TestIndexingReadsTheNotedRowsAlone(t *testing.T) {
 		t.Errorf("a chunk of noted rows is found by %q", chunk)
 	}
 }
+
+// TestListByActivityUsesItsIndex: the list by last activity reads its
+// pages from heads_by_activity in order, filtered or not, never sorting
+// all conversations.
+func TestListByActivityUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	db := openPlanDB(t)
+	for name, q := range map[string]string{
+		"all": listConversationsQuery + ` ORDER BY h.last_at DESC, h.conversation_id DESC LIMIT 10`,
+		"after a cursor, of a member, by metadata": listConversationsQuery +
+			` AND EXISTS (SELECT 1 FROM conversation_members m WHERE m.conversation_id = h.conversation_id AND m.agent_id = 'a')
+			AND EXISTS (SELECT 1 FROM json_each(` + dataJSON + `, '$.metadata') j WHERE j.key = 'k' AND j.type = 'text' AND j.value = 'v')
+			AND (h.last_at, h.conversation_id) < ('2026', 'c') ORDER BY h.last_at DESC, h.conversation_id DESC LIMIT 10`,
+	} {
+		text := strings.Join(queryPlan(t, db, q), "; ")
+		if !strings.Contains(text, "INDEX heads_by_activity") || strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q does not read heads_by_activity in order", name, text)
+		}
+	}
+}

@@ -104,10 +104,18 @@ func (db *DB) Heads(ctx context.Context, ids []string) (map[string]store.Head, e
 const getConversationQuery = `SELECT c.data, h.last_seq, c.state, q.queue FROM conversations c
 	JOIN heads h ON h.conversation_id = c.id LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.id = ? AND c.import_owner IS NULL`
 
-// listConversationsQuery is ListConversations' query before its cursor
-// condition and order.
-const listConversationsQuery = `SELECT c.data, h.last_seq, c.state, q.queue, c.created_at, c.id FROM conversations c
-	JOIN heads h ON h.conversation_id = c.id LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
+// listConversationsQuery is ListConversations' query before its filters,
+// cursor condition and order: the heads in order of last activity, from
+// their index, each joined to its conversation.
+const listConversationsQuery = `SELECT c.data, h.last_seq, c.state, q.queue, h.last_at, h.conversation_id FROM heads h
+	JOIN conversations c ON c.id = h.conversation_id LEFT JOIN queues q ON q.conversation_id = c.id WHERE c.import_owner IS NULL`
+
+// dataJSON is a conversation's stored record as JSON text.
+const dataJSON = `CAST(c.data AS TEXT)`
+
+// cursorPrefix marks the cursors of the list by last activity, apart
+// from those of the list by creation that came before it.
+const cursorPrefix = "a|"
 
 func scanConversation(row interface{ Scan(...any) error }) (*store.ConversationRecord, error) {
 	var data []byte
@@ -118,17 +126,20 @@ func scanConversation(row interface{ Scan(...any) error }) (*store.ConversationR
 	return rec, json.Unmarshal(data, &rec.Conversation)
 }
 
-// ListConversations implements store.Store. The cursor encodes the
-// (created_at, id) of the last row of the previous page.
+// ListConversations implements store.Store. The pages are read from the
+// heads' index by last activity; each filter is a condition on the rows
+// read in that order (the member's on its index, the others on the stored
+// record's JSON), so a narrow filter reads as many rows as it passes by.
+// The cursor encodes the (last_at, id) of the previous page's last row.
 func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsParams) ([]*store.ConversationRecord, string, error) {
+	if err := store.CheckListFilters(p); err != nil {
+		return nil, "", err
+	}
 	limit := clampLimit(p.Limit)
 	q := listConversationsQuery
 	args := []any{}
 	if p.Member != "" {
-		// The member's rows, newest first from their index, each joined to its conversation.
-		q = `SELECT c.data, h.last_seq, c.state, q.queue, m.created_at, m.conversation_id FROM conversation_members m
-			JOIN conversations c ON c.id = m.conversation_id JOIN heads h ON h.conversation_id = c.id LEFT JOIN queues q ON q.conversation_id = c.id
-			WHERE m.agent_id = ? AND c.import_owner IS NULL`
+		q += ` AND EXISTS (SELECT 1 FROM conversation_members m WHERE m.conversation_id = h.conversation_id AND m.agent_id = ?)`
 		args = append(args, p.Member)
 	}
 	if p.Title != "" {
@@ -136,24 +147,32 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 		q += ` AND json_extract(c.data, '$.title') LIKE ? ESCAPE '\'`
 		args = append(args, "%"+store.LikeEscape(p.Title)+"%")
 	}
+	if p.Participant != "" {
+		q += ` AND EXISTS (SELECT 1 FROM json_each(` + dataJSON + `, '$.participants') j WHERE j.value = ? AND j.type = 'text')`
+		args = append(args, p.Participant)
+	}
+	if a := p.Involves; a != "" {
+		q += ` AND (json_extract(` + dataJSON + `, '$.createdBy') = ?
+			OR EXISTS (SELECT 1 FROM json_each(` + dataJSON + `, '$.participants') j WHERE j.value = ? AND j.type = 'text')
+			OR EXISTS (SELECT 1 FROM json_each(` + dataJSON + `, '$.members') j WHERE j.value = ? AND j.type = 'text'))`
+		args = append(args, a, a, a)
+	}
+	for _, m := range p.Metadata {
+		// json_each's key, not a path: a key needs no quoting in it.
+		q += ` AND EXISTS (SELECT 1 FROM json_each(` + dataJSON + `, '$.metadata') j WHERE j.key = ? AND j.type = 'text' AND j.value = ?)`
+		args = append(args, m.Key, m.Value)
+	}
 	if p.Cursor != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(p.Cursor)
-		at, id, ok := strings.Cut(string(raw), "|")
-		if err != nil || !ok {
+		rest, prefixed := strings.CutPrefix(string(raw), cursorPrefix)
+		at, id, ok := strings.Cut(rest, "|")
+		if err != nil || !ok || !prefixed {
 			return nil, "", parley.Errorf(parley.EINVALID, "cursor %q is not one this server made", p.Cursor)
 		}
-		if p.Member != "" {
-			q += ` AND (m.created_at, m.conversation_id) < (?, ?)`
-		} else {
-			q += ` AND (c.created_at, c.id) < (?, ?)`
-		}
+		q += ` AND (h.last_at, h.conversation_id) < (?, ?)`
 		args = append(args, at, id)
 	}
-	if p.Member != "" {
-		q += ` ORDER BY m.created_at DESC, m.conversation_id DESC LIMIT ?`
-	} else {
-		q += ` ORDER BY c.created_at DESC, c.id DESC LIMIT ?`
-	}
+	q += ` ORDER BY h.last_at DESC, h.conversation_id DESC LIMIT ?`
 	args = append(args, limit)
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -167,7 +186,7 @@ func (db *DB) ListConversations(ctx context.Context, p store.ListConversationsPa
 	}
 	next := ""
 	if full {
-		next = base64.RawURLEncoding.EncodeToString([]byte(lastAt + "|" + lastID))
+		next = base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + lastAt + "|" + lastID))
 	}
 	return recs, next, nil
 }

@@ -346,3 +346,45 @@ func TestUpgradeKeepsDeliveries(t *testing.T) {
 		return db
 	})
 }
+
+// lastActivityVersion is the schema version that keeps each
+// conversation's last activity in its head.
+const lastActivityVersion = 22
+
+// TestUpgradeKeepsLastActivity: a database made before the list by last
+// activity lists its conversations by the time of their last event once
+// the current code opens it (the migration reads it from the log).
+func TestUpgradeKeepsLastActivity(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path, raw := oldDB(t, lastActivityVersion-1)
+	for _, c := range []struct{ id, created, last string }{
+		{"quiet", "2026-01-02T00:00:00.000Z", "2026-01-02T00:00:00.000Z"},
+		{"busy", "2026-01-01T00:00:00.000Z", "2026-01-03T00:00:00.000Z"},
+	} {
+		data := `{"id":"` + c.id + `","epoch":"e","participants":["a"],"turnPolicy":"free","messageFormat":"v2","createdAt":"` + c.created + `"}`
+		for _, q := range []string{
+			`INSERT INTO conversations (id, created_at, data, state, epoch) VALUES ('` + c.id + `', '` + c.created + `', '` + data + `', '{"lastSeq":2}', 'e')`,
+			`INSERT INTO heads (conversation_id, last_seq) VALUES ('` + c.id + `', 2)`,
+			`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES ('` + c.id + `', 1, 'conversation.created', 0, '', '', 'none', '` + c.created + `', '{}')`,
+			`INSERT INTO events (conversation_id, seq, type, turn, turn_id, agent_id, finality, ts, data) VALUES ('` + c.id + `', 2, 'trace', 0, '', 'a', 'none', '` + c.last + `', '{}')`,
+		} {
+			if _, err := raw.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	recs, _, err := db.ListConversations(ctx, store.ListConversationsParams{})
+	if err != nil || len(recs) != 2 || recs[0].Conversation.ID != "busy" || recs[1].Conversation.ID != "quiet" {
+		var ids []string
+		for _, r := range recs {
+			ids = append(ids, r.Conversation.ID)
+		}
+		t.Fatalf("after the upgrade: %v, %v; want [busy quiet]", ids, err)
+	}
+}

@@ -45,9 +45,11 @@ func (s *statements) prepare(ctx context.Context, db *sql.DB) error {
 	// for, not being imported); the conversations row, which it only
 	// reads, it writes only when the state snapshot or the import's lease
 	// changes (see the migration that made heads).
-	s.bumpHead = prep(`UPDATE heads SET last_seq = ?1 WHERE conversation_id = ?2 AND last_seq = ?3
+	// It moves the last activity (?5, the time of the append's last event)
+	// too, never back (see store.Store.ListConversations).
+	s.bumpHead = prep(`UPDATE heads SET last_seq = ?1, last_at = max(last_at, ?5) WHERE conversation_id = ?2 AND last_seq = ?3
 		AND EXISTS (SELECT 1 FROM conversations WHERE id = ?2 AND import_owner IS NULL AND (?4 = '' OR epoch = ?4))`)
-	s.bumpImportHead = prep(`UPDATE heads SET last_seq = ?1 WHERE conversation_id = ?2 AND last_seq = ?3
+	s.bumpImportHead = prep(`UPDATE heads SET last_seq = ?1, last_at = max(last_at, ?5) WHERE conversation_id = ?2 AND last_seq = ?3
 		AND EXISTS (SELECT 1 FROM conversations WHERE id = ?2 AND import_owner = ?4)`)
 	s.setState = prep(`UPDATE conversations SET state = ? WHERE id = ?`)
 	s.setImportState = prep(`UPDATE conversations SET state = COALESCE(?, state), import_expires = ? WHERE id = ?`)
@@ -114,7 +116,8 @@ func (db *DB) CreateConversation(ctx context.Context, p store.CreateConversation
 			}
 			return store.ErrTaken(p.Conversation.ID, importing)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO heads (conversation_id, last_seq) VALUES (?, ?)`, p.Conversation.ID, last); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO heads (conversation_id, last_seq, last_at) VALUES (?, ?, ?)`,
+			p.Conversation.ID, last, lastAt(p.Events, formatTime(p.Conversation.CreatedAt))); err != nil {
 			return err
 		}
 		for _, m := range p.Members {
@@ -193,9 +196,9 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 	var res sql.Result
 	var err error
 	if im := p.Import; im != nil {
-		res, err = tx.StmtContext(ctx, db.stmts.bumpImportHead).ExecContext(ctx, last, p.ConversationID, p.ExpectSeq, im.Owner)
+		res, err = tx.StmtContext(ctx, db.stmts.bumpImportHead).ExecContext(ctx, last, p.ConversationID, p.ExpectSeq, im.Owner, lastAt(p.Events, ""))
 	} else {
-		res, err = tx.StmtContext(ctx, db.stmts.bumpHead).ExecContext(ctx, last, p.ConversationID, p.ExpectSeq, p.Epoch)
+		res, err = tx.StmtContext(ctx, db.stmts.bumpHead).ExecContext(ctx, last, p.ConversationID, p.ExpectSeq, p.Epoch, lastAt(p.Events, ""))
 	}
 	if err != nil {
 		return err
@@ -324,6 +327,15 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, convID string, event
 		}
 	}
 	return nil
+}
+
+// lastAt is the last activity events bring (the time of the last, as
+// formatTime writes it), or or if there are none.
+func lastAt(events []parley.Event, or string) string {
+	if len(events) == 0 {
+		return or
+	}
+	return formatTime(events[len(events)-1].Time)
 }
 
 // formatTime writes a time as Parley does everywhere.

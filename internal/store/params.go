@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parleyhq/parley"
 )
@@ -93,11 +94,76 @@ type ListConversationsParams struct {
 	// Title, if set, lists only the conversations whose title contains it,
 	// ignoring the case of ASCII letters (%, _ and \ are plain characters).
 	Title string
+	// Participant, if set, lists only the conversations whose stored
+	// record has it among its participants.
+	Participant string
+	// Involves, if set, lists only the conversations the agent takes part
+	// in as their stored record has it: a participant, a member or the
+	// conversation's creator.
+	Involves string
+	// Metadata, if set, lists only the conversations whose stored
+	// metadata has each key at the top level with exactly that string
+	// value (see CheckListFilters for the bounds).
+	Metadata []MetadataFilter
 	// MaxBytes, if set, ends the page (with a cursor) after the
 	// conversation that brings what was read of them (record, state and
 	// queue) to MaxBytes, so that a page of conversations with long
 	// queues is not held whole in memory.
 	MaxBytes int
+}
+
+// MetadataFilter is one metadata condition of a list: the top-level key
+// Key holds the JSON string Value.
+type MetadataFilter struct {
+	Key, Value string
+}
+
+// Bounds of a list's filters.
+const (
+	// MaxMetadataFilters is how many metadata conditions a list may have.
+	MaxMetadataFilters = 4
+	// MaxMetadataKey is the longest metadata key a list may filter by, in bytes.
+	MaxMetadataKey = 128
+	// MaxFilterValue is the longest metadata value or agent id a list
+	// may filter by, in bytes.
+	MaxFilterValue = 512
+)
+
+// CheckListFilters refuses, with EINVALIDVALUE, the filters of p a list
+// does not take: more than MaxMetadataFilters metadata conditions, an
+// empty or too long key, a value or agent id that is too long, or one
+// that is not valid UTF-8 or holds a NUL.
+func CheckListFilters(p ListConversationsParams) error {
+	if len(p.Metadata) > MaxMetadataFilters {
+		return parley.Errorf(parley.EINVALIDVALUE, "%d metadata filters; at most %d", len(p.Metadata), MaxMetadataFilters)
+	}
+	check := func(what, v string, max int) error {
+		switch {
+		case len(v) > max:
+			return parley.Errorf(parley.EINVALIDVALUE, "%s is %d bytes; at most %d", what, len(v), max)
+		case !utf8.ValidString(v) || strings.ContainsRune(v, 0):
+			return parley.Errorf(parley.EINVALIDVALUE, "%s is not valid UTF-8 text without NUL", what)
+		}
+		return nil
+	}
+	if err := check("participant filter", p.Participant, MaxFilterValue); err != nil {
+		return err
+	}
+	if err := check("involves filter", p.Involves, MaxFilterValue); err != nil {
+		return err
+	}
+	for _, m := range p.Metadata {
+		if m.Key == "" {
+			return parley.Errorf(parley.EINVALIDVALUE, "a metadata filter needs a key: metadata.<key>=<value>")
+		}
+		if err := check("metadata filter key", m.Key, MaxMetadataKey); err != nil {
+			return err
+		}
+		if err := check("metadata filter value of "+m.Key, m.Value, MaxFilterValue); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PageFull reports whether a page of n items, or of size bytes, is full:

@@ -47,8 +47,17 @@ type Store interface {
 	// left out of the map.
 	Heads(ctx context.Context, ids []string) (map[string]Head, error)
 
-	// ListConversations pages over conversations, newest first, leaving out
-	// imports in progress. The returned cursor is "" on the last page.
+	// ListConversations pages over conversations by last activity, most
+	// recent first, ties by id (the greater first), leaving out imports in
+	// progress. A conversation's last activity is the time of its latest
+	// event; it never moves back (an event stamped before it, by a clock
+	// set back, leaves it). The returned cursor, "" on the last page, is
+	// the (last activity, id) of the page's last row, so a walk (the first
+	// page, then each next cursor) lists each conversation that exists
+	// and gets no event during the walk exactly once, in order; one that
+	// gets an event moves above the cursor, so the walk lists it at most
+	// once (not at all if it had not reached it), and the move never
+	// makes it skip or repeat another. A new walk lists it first.
 	ListConversations(ctx context.Context, p ListConversationsParams) ([]*ConversationRecord, string, error)
 
 	// Append atomically appends events, takes the names of the messages

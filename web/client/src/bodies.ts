@@ -116,7 +116,30 @@ export interface EventPage {
   nextAfter?: number;
 }
 
-/** A page of conversations, newest first; `nextCursor` is there when there are more. */
+/**
+ * Which conversations a list keeps (docs/api.md): every filter given must
+ * hold. An agent's token lists only its own conversations, whatever they say.
+ */
+export interface ConversationFilters {
+  /** Those whose title contains it, ignoring case (at most 200 bytes). */
+  title?: string;
+  /** Those with this agent among their participants. */
+  participant?: string;
+  /** Those this agent takes part in: a participant, a member or their creator. */
+  involves?: string;
+  /** Those whose metadata has each top-level key with exactly that string value (at most 4). */
+  metadata?: Record<string, string>;
+}
+
+/** The options of `listConversations`: the filters, and which page. */
+export interface ListConversationsOptions extends ConversationFilters {
+  /** A page's `nextCursor`, with the same filters. */
+  cursor?: string;
+  /** The page's size: 1 to 1000 (the server's default: 100). */
+  limit?: number;
+}
+
+/** A page of conversations, most recently active first; `nextCursor` is there when there are more. */
 export interface ConversationPage {
   conversations: View[];
   nextCursor?: string;

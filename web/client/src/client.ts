@@ -6,6 +6,7 @@ import type {
   EventPage,
   ExportFormat,
   ImportResult,
+  ListConversationsOptions,
   MessagePage,
   MessageResult,
   NewConversation,
@@ -51,16 +52,32 @@ export class ParleyClient {
 
   // Conversations.
 
-  /** One page of the conversations the token may read, newest first. */
-  listConversations(opts: { cursor?: string; limit?: number; title?: string } = {}): Promise<ConversationPage> {
-    return this.get("/v1/conversations", { cursor: opts.cursor, limit: opts.limit, title: opts.title || undefined });
+  /**
+   * One page of the conversations the token may read, most recently active
+   * first (by the time of their last event), narrowed by the filters given.
+   */
+  listConversations(opts: ListConversationsOptions = {}): Promise<ConversationPage> {
+    const q: Query = {
+      cursor: opts.cursor,
+      limit: opts.limit,
+      title: opts.title || undefined,
+      participant: opts.participant || undefined,
+      involves: opts.involves || undefined,
+    };
+    for (const [key, value] of Object.entries(opts.metadata ?? {})) q[`metadata.${key}`] = value;
+    return this.get("/v1/conversations", q);
   }
 
-  /** Every conversation the token may read (whose title contains `title`, if given), newest first, page by page. */
-  async *conversations(opts: { limit?: number; title?: string } = {}): AsyncGenerator<View, void, undefined> {
+  /**
+   * Every conversation the token may read that the filters keep, most
+   * recently active first, page by page. A conversation that gets an event
+   * meanwhile moves to the top: it comes at most once (not at all if not
+   * reached yet), and never makes another be skipped or repeated.
+   */
+  async *conversations(opts: Omit<ListConversationsOptions, "cursor"> = {}): AsyncGenerator<View, void, undefined> {
     let cursor: string | undefined;
     do {
-      const page = await this.listConversations({ cursor, limit: opts.limit, title: opts.title });
+      const page = await this.listConversations({ ...opts, cursor });
       yield* page.conversations;
       cursor = page.nextCursor;
     } while (cursor);

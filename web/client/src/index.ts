@@ -6,11 +6,13 @@ export type { Backup } from "./backup.js";
 export { MAX_PROMPT_WAIT_MS, ParleyClient } from "./client.js";
 export type { ClientOptions, FetchLike, WebSocketLike } from "./options.js";
 export type {
+  ConversationFilters,
   ConversationPage,
   EventPage,
   ExportFormat,
   ImportResult,
   ImportWarning,
+  ListConversationsOptions,
   MessagePage,
   MessageResult,
   NewConversation,

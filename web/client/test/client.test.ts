@@ -31,6 +31,28 @@ describe("conversations", () => {
     expect(new Set(all).size).toBe(all.length);
   });
 
+  it("lists them most recently active first, narrowed by participant, involves and metadata", async () => {
+    const c = shared();
+    const tag = `flt-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
+    const make = async (participants: string[], metadata: Record<string, unknown>) =>
+      (await c.createConversation({ title: tag, participants, metadata })).conversation.id;
+    const red = await make([`${tag}-a`, "bob"], { team: "red", n: 1 });
+    const blue = await make([`${tag}-b`], { team: "blue" });
+    const ids = async (opts: Parameters<ParleyClient["listConversations"]>[0]) => {
+      const got: string[] = [];
+      for await (const v of c.conversations({ ...opts, title: tag, limit: 1 })) got.push(v.conversation.id);
+      return got;
+    };
+    expect(await ids({})).toEqual([blue, red]);
+    await c.postMessage(red, { agentId: "bob", content: "moves it up" });
+    expect(await ids({})).toEqual([red, blue]);
+    expect(await ids({ participant: `${tag}-b` })).toEqual([blue]);
+    expect(await ids({ involves: `${tag}-a` })).toEqual([red]);
+    expect(await ids({ metadata: { team: "red" } })).toEqual([red]);
+    expect(await ids({ metadata: { team: "red", n: "1" } })).toEqual([]);
+    await expect(c.listConversations({ metadata: { a: "1", b: "2", c: "3", d: "4", e: "5" } })).rejects.toMatchObject({ status: 422, code: "invalid_value" });
+  });
+
   it("sends every body as application/json, which an open server requires", async () => {
     const seen: (string | null)[] = [];
     const spy: FetchLike = (input, init) => {

@@ -1,6 +1,7 @@
 // The conversation list in Chromium, on an open server with hundreds of
 // conversations: paging as the reader scrolls, search by title on the
-// server, and rows that follow the conversations live.
+// server, rows that follow the conversations live and move to the top on
+// activity, and the filters ("Mine", participant, metadata) kept in the URL.
 
 import { ParleyClient } from "@parleyhq/client";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -114,4 +115,99 @@ describe("the conversation list", () => {
     }
     await screenshot(page, "list-phone");
   });
+
+  it("puts a conversation that gets activity at the top, live, and says whose turn is open", async () => {
+    const { page } = await browser.open();
+    await page.goto(server.url + "/");
+    const titles = page.locator(".conv-row-title");
+    await expect.poll(() => titles.first().textContent()).not.toBe("Weekly report 7");
+    let old = "";
+    for await (const v of api.conversations({ title: "Weekly report 7" })) if (v.conversation.title === "Weekly report 7") old = v.conversation.id;
+    await api.postMessage(old, { agentId: "writer", content: "a late draft" });
+    await expect.poll(() => titles.first().textContent(), { timeout: 15_000 }).toBe("Weekly report 7");
+    const row = page.getByRole("link", { name: /^Weekly report 7\b/ });
+    expect(await row.locator(".conv-row-live").textContent()).toBe("turn open: writer");
+    expect(await row.locator(".conv-row-turn").textContent()).toBe("continuing: writer");
+    // Each conversation once: the one that moved is no longer further down.
+    expect(await page.getByRole("link", { name: /^Weekly report 7\b/ }).count()).toBe(1);
+  });
+
+  it("filters by Mine, participant and metadata, on the server, and keeps the filters in the URL across a reload", async () => {
+    const tag = `Filtered ${Date.now()}`;
+    const mine = (await api.createConversation({ title: `${tag} red mine`, participants: ["you", "editor"], metadata: { team: "red" } })).conversation.id;
+    await api.createConversation({ title: `${tag} blue`, participants: ["editor"], metadata: { team: "blue" } });
+    await api.createConversation({ title: `${tag} red other`, participants: ["writer"], metadata: { team: "red", n: 1 } });
+    const { page } = await browser.open();
+    await page.goto(server.url + "/");
+    const titles = () => page.locator(".conv-row-title").allTextContents();
+    await page.getByRole("searchbox", { name: "Search by title" }).fill(tag);
+    await expect.poll(titles).toEqual([`${tag} red other`, `${tag} blue`, `${tag} red mine`]);
+
+    // "Mine" from the keyboard: the person the page writes as ("you" on an open server).
+    const mineButton = page.getByRole("button", { name: /^Mine/ });
+    await mineButton.focus();
+    await page.keyboard.press("Space");
+    expect(await mineButton.getAttribute("aria-pressed")).toBe("true");
+    await expect.poll(titles).toEqual([`${tag} red mine`]);
+    await expect.poll(() => new URL(page.url()).searchParams.get("mine")).toBe("1");
+    await page.reload();
+    await expect.poll(titles).toEqual([`${tag} red mine`]);
+    expect(await page.getByRole("button", { name: /^Mine/ }).getAttribute("aria-pressed")).toBe("true");
+    expect(await page.getByRole("searchbox", { name: "Search by title" }).inputValue()).toBe(tag);
+    await page.getByRole("button", { name: /^Mine/ }).click();
+
+    await page.getByRole("textbox", { name: "Participant" }).fill("editor");
+    await expect.poll(titles).toEqual([`${tag} blue`, `${tag} red mine`]);
+    await page.getByRole("textbox", { name: "Metadata" }).fill("team=red");
+    await expect.poll(titles).toEqual([`${tag} red mine`]);
+    await expect.poll(() => page.locator(".list-note").textContent()).toBe(`1 conversation whose title contains “${tag}”, with participant editor, with team=red`);
+    await expect.poll(() => new URL(page.url()).search).toContain("metadata.team=red");
+    await page.reload();
+    await expect.poll(titles).toEqual([`${tag} red mine`]);
+    expect(await page.getByRole("textbox", { name: "Participant" }).inputValue()).toBe("editor");
+    expect(await page.getByRole("textbox", { name: "Metadata" }).inputValue()).toBe("team=red");
+    expect(mine).toBeTruthy();
+
+    // A number is not the string "1"; what is not key=value says so and changes nothing.
+    await page.getByRole("textbox", { name: "Participant" }).fill("");
+    await page.getByRole("textbox", { name: "Metadata" }).fill("n=1");
+    await page.getByText("No conversation matches these filters.").waitFor();
+    await page.getByRole("textbox", { name: "Metadata" }).fill("team");
+    await page.getByRole("alert").filter({ hasText: "“team” is not key=value" }).waitFor();
+    expect(await page.getByRole("textbox", { name: "Metadata" }).getAttribute("aria-invalid")).toBe("true");
+    await page.getByRole("button", { name: "Clear filters" }).click();
+    await expect.poll(() => new URL(page.url()).search).toBe("");
+  });
+
+  for (const size of [
+    { name: "1280", viewport: { width: 1280, height: 800 } },
+    { name: "390", viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true },
+  ]) {
+    it(`fits its filters at ${size.name} px: no horizontal scroll, no text cut off`, async () => {
+      const { page } = await browser.open({ viewport: size.viewport, isMobile: size.isMobile, hasTouch: size.hasTouch });
+      const id = (await api.createConversation({ title: `Fits ${size.name}`, participants: ["writer", "editor"], members: ["you"], metadata: { team: "layout" } })).conversation.id;
+      await api.postMessage(id, { agentId: "writer", content: "open turn" });
+      await page.goto(server.url + "/?mine=1&participant=writer&metadata.team=layout");
+      const row = page.getByRole("link", { name: new RegExp(`Fits ${size.name}`) });
+      await row.waitFor();
+      expect(await page.getByRole("button", { name: /^Mine/ }).getAttribute("aria-pressed")).toBe("true");
+      const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+      expect(widths.scroll).toBeLessThanOrEqual(widths.client);
+      // Every control of the bar and every part of the row is on the screen, its text whole.
+      const cut = await page.evaluate(() =>
+        [...document.querySelectorAll(".list-filters button, .list-filters label span, .list-filters input, .conv-row-live, .conv-row-turn, .conv-row-when")]
+          .filter((e) => {
+            const r = e.getBoundingClientRect();
+            return r.width === 0 || r.left < 0 || r.right > window.innerWidth || (e.tagName !== "INPUT" && e.scrollWidth > e.clientWidth + 1);
+          })
+          .map((e) => e.tagName + "." + e.className + ": " + e.textContent),
+      );
+      expect(cut).toEqual([]);
+      for (const name of ["Participant", "Metadata"]) {
+        const box = (await page.getByRole("textbox", { name }).boundingBox())!;
+        expect(box.width, name).toBeGreaterThanOrEqual(100);
+      }
+      await screenshot(page, `list-filters-${size.name}`);
+    });
+  }
 });

@@ -54,3 +54,39 @@ export function useLocation(): { pathname: string; search: string } {
   const [pathname = "/", search = ""] = href.split("\u0000");
   return { pathname, search };
 }
+
+/** The filters of the list of conversations, as its URL's query holds them (see `listQuery`). */
+export interface ListFilters {
+  /** Words the title contains (`?title=`). */
+  title: string;
+  /** Only the conversations the page's person takes part in (`?mine=1`). */
+  mine: boolean;
+  /** An agent among the participants (`?participant=`). */
+  participant: string;
+  /** Metadata keys and the string values they must have (`?metadata.KEY=VALUE`, as the API's), in order. */
+  metadata: [string, string][];
+}
+
+/** The most metadata filters a list takes (the server's bound). */
+export const MAX_METADATA_FILTERS = 4;
+
+/** The list's filters in a location's query (`location.search`); what is not there is empty. */
+export function parseListFilters(search: string): ListFilters {
+  const q = new URLSearchParams(search);
+  const metadata: [string, string][] = [];
+  for (const [k, v] of q) {
+    if (k.startsWith("metadata.") && k.length > "metadata.".length && metadata.length < MAX_METADATA_FILTERS) metadata.push([k.slice("metadata.".length), v]);
+  }
+  return { title: q.get("title") ?? "", mine: q.get("mine") === "1", participant: q.get("participant") ?? "", metadata };
+}
+
+/** The query (with its `?`, or "" for none) that holds the list's filters f. */
+export function listQuery(f: ListFilters): string {
+  const q = new URLSearchParams();
+  if (f.title) q.set("title", f.title);
+  if (f.mine) q.set("mine", "1");
+  if (f.participant) q.set("participant", f.participant);
+  for (const [k, v] of f.metadata) if (k) q.append("metadata." + k, v);
+  const s = q.toString();
+  return s ? "?" + s : "";
+}

@@ -49,7 +49,7 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 	// queue and its messages wait the grace period, then end canceled.
 	// Deleting the conversation pushes an error frame, then nil: close.
 	s.serveRunner(w, r, who, func(push func([]byte)) (applier, func()) {
-		return s.runners.Session(id, act), s.runners.Attach(id, act.AgentID, push)
+		return s.runners.Session(id, act), s.runners.AttachActor(id, act, push)
 	})
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coder/websocket"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/postgres"
@@ -289,8 +291,8 @@ func TestPatchConversationRemovedMemberLosesAccess(t *testing.T) {
 			break
 		}
 	}
-	if _, _, err := runner.Read(b.ctx); err == nil {
-		t.Fatal("carol's runner stays open after she was removed")
+	if _, _, err := runner.Read(b.ctx); websocket.CloseStatus(err) != 4403 {
+		t.Fatalf("carol's runner after she was removed: %v, want close 4403", err)
 	}
 	// bob, still a participant, goes on reading.
 	for ev := bobs(); ev.event != "conversation.updated"; ev = bobs() {
@@ -302,4 +304,29 @@ func TestPatchConversationRemovedMemberLosesAccess(t *testing.T) {
 	if r := b.do("GET", "/v1/conversations", carol, nil); strings.Contains(string(r.raw), id) {
 		t.Fatalf("carol still lists %s: %s", id, r.raw)
 	}
+}
+
+// TestPatchConversationRemovalEndsConnectionsElsewhere removes an agent
+// through one server while its streams (SSE, WebSocket) and its runner
+// are on another server of the same store: they end there too, once it
+// hears of the write, with forbidden (close code 4403).
+func TestPatchConversationRemovalEndsConnectionsElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{Shared: true}, api.Options{})
+	carol := b.agentToken("carol")
+	r := b.do("POST", "/v1/conversations", b.alice, map[string]any{"participants": []string{"alice", "bob"}, "members": []string{"carol"}})
+	b.want(r, 201, "")
+	id := convOf(r)["id"].(string)
+	srv, here, _ := serveStore(t, unclosed{b.db}, engine.Options{Shared: true}, runners.Options{}, api.Options{})
+	node := *b
+	node.url = srv.URL
+	l := node.streams(id, carol)
+	l.runner = node.dialAs(id, carol, "/runner")
+	if f := send(t, &node, l.runner, `{"type":"nope"}`); f["type"] != "error" { // served: attached
+		t.Fatalf("the runner's answer to a bad frame: %v", f)
+	}
+	b.want(b.do("PATCH", "/v1/conversations/"+id, b.alice, map[string]any{"members": map[string]any{"remove": []string{"carol"}}}), 200, "")
+	here.CatchUp(id, int64(b.lastSeq(id)))
+	l.wantEnded(t, 10*time.Second, "forbidden", 4403, "no longer")
+	node.want(node.do("GET", "/v1/conversations/"+id+"/messages", carol, nil), 403, "forbidden")
 }

@@ -102,6 +102,9 @@ type handle struct {
 	// admin is set when an admin token connected it: it stays when its
 	// agent leaves the conversation.
 	admin bool
+	// end, if set, ends the connection with an error frame (as revoking
+	// its token does): when its agent leaves the conversation.
+	end func(error)
 	// push hands the connection a frame to send; nil asks it to close
 	// after the frames pushed before.
 	push func(frame []byte)
@@ -191,16 +194,17 @@ func (d *Dispatcher) background(fn func()) {
 // the queue, and its streaming messages wait the grace period for it
 // (unless the conversation was deleted).
 func (d *Dispatcher) Attach(conversationID, agentID string, push func(frame []byte)) (detach func()) {
-	return d.AttachActor(conversationID, conv.Actor{AgentID: agentID}, push)
+	return d.AttachActor(conversationID, conv.Actor{AgentID: agentID}, push, nil)
 }
 
 // AttachActor is Attach for the runner of act.AgentID that act connected:
-// unless act is an admin, the runner is sent an error frame and closed
-// when its agent no longer takes part in the conversation (a
-// conversation.updated event removed it), as when its token is revoked.
-func (d *Dispatcher) AttachActor(conversationID string, act conv.Actor, push func(frame []byte)) (detach func()) {
+// unless act is an admin, the runner is ended when its agent no longer
+// takes part in the conversation (a conversation.updated event removed
+// it), with end (nil: an error frame pushed, then nil), as when its token
+// is revoked.
+func (d *Dispatcher) AttachActor(conversationID string, act conv.Actor, push func(frame []byte), end func(error)) (detach func()) {
 	agentID := act.AgentID
-	h := &handle{agentID: agentID, conversationID: conversationID, admin: act.Admin, push: push, held: map[string]string{}}
+	h := &handle{agentID: agentID, conversationID: conversationID, admin: act.Admin, push: push, end: end, held: map[string]string{}}
 	d.mu.Lock()
 	byAgent := d.runners[conversationID]
 	if byAgent == nil {
@@ -401,6 +405,10 @@ func (d *Dispatcher) removed(conversationID string, s conv.State) {
 	}
 	d.mu.Unlock()
 	for _, h := range own {
+		if h.end != nil {
+			h.end(err)
+			continue
+		}
 		h.push(ErrorFrame("", err))
 		h.push(nil)
 	}

@@ -202,10 +202,10 @@ export function applyEvent(s: ConversationState, e: ParleyEvent): ConversationSt
 export function applyConversationUpdate(c: Conversation | null, u: ConversationUpdateData, id = c?.id ?? ""): Conversation {
   const unknown: Conversation = { id, epoch: "", participants: [], turnPolicy: "round-robin", messageFormat: "v2", createdAt: null };
   const { title: _t, metadata: _m, members: _ms, ...rest } = c ?? unknown;
-  const out: Conversation = { ...rest, participants: [...u.participants] };
+  const out: Conversation = { ...rest, participants: Array.isArray(u.participants) ? [...u.participants] : rest.participants };
   if (u.title) out.title = u.title;
   if (u.metadata !== null && u.metadata !== undefined) out.metadata = u.metadata;
-  if (u.members.length > 0) out.members = [...u.members];
+  if (Array.isArray(u.members) && u.members.length > 0) out.members = [...u.members];
   return out;
 }
 

@@ -124,7 +124,10 @@ func patchConversation(t *testing.T, open func(context.Context) (store.Store, er
 		t.Fatalf("the admin's event: %v", ev.data)
 	}
 
-	// An export imported keeps the change.
+	// An export imported keeps the change; the Markdown export tells it.
+	if md := b.do("GET", path+"/export?format=markdown", b.viewer, nil); !strings.Contains(string(md.raw), "alice changed the conversation") {
+		t.Fatalf("the Markdown export does not tell the change:\n%s", md.raw)
+	}
 	jsonl := b.do("GET", path+"/export?format=jsonl", b.viewer, nil).raw
 	b.want(b.do("POST", "/v1/conversations/import?id="+id+"-copy", b.admin, jsonl), 201, "")
 	cp := b.do("GET", "/v1/conversations/"+id+"-copy", b.viewer, nil)

@@ -10,6 +10,11 @@ import (
 const (
 	// EventConversationCreated is seq 1 of every conversation; Data is the Conversation.
 	EventConversationCreated = "conversation.created"
+	// EventConversationUpdated records a change of the conversation's
+	// title, metadata, participants or members (PATCH
+	// /v1/conversations/{id}); Data is ConversationUpdate, the changed
+	// fields whole. Turn 0; it opens and closes nothing.
+	EventConversationUpdated = "conversation.updated"
 	// EventMessage carries a whole Message in Data.
 	EventMessage = "message"
 	// EventTrace carries an agent's trace (thoughts, tool traces) in Data; it
@@ -73,7 +78,7 @@ const (
 // log. Whatever reads a whole log back (an import, a replay) knows each of
 // them; a type added above is added here.
 var eventTypes = []string{
-	EventConversationCreated, EventMessage, EventTrace,
+	EventConversationCreated, EventConversationUpdated, EventMessage, EventTrace,
 	EventTurnClaimed, EventClaimExpired, EventTurnReset, EventTurnAborted, EventDelegation,
 	EventChunk, EventMessageUpdated, EventPartUpdated, EventMessagesRemoved, EventCompacted,
 	EventPromptQueued, EventPromptDispatched, EventPromptCompleted, EventPromptCanceled,

@@ -142,3 +142,7 @@ func (a *Accumulator) Streaming() []StreamingText { return a.fold.Streaming() }
 
 // Message returns a copy of the message with that id, or nil.
 func (a *Accumulator) Message(id string) *parley.Message { return a.fold.Message(id) }
+
+// Conversation returns the conversation's record as the frames added
+// leave it (Fold.Conversation): a conversation.updated changes it.
+func (a *Accumulator) Conversation() (parley.Conversation, bool) { return a.fold.Conversation() }

@@ -91,6 +91,16 @@ func (c *Client) Conversation(ctx context.Context, id string) (*View, error) {
 	return call[View](ctx, c, http.MethodGet, "/v1/conversations/"+url.PathEscape(id), nil)
 }
 
+// UpdateConversation changes a conversation's title, metadata (a JSON
+// merge patch: a key set to null is removed), participants or members,
+// and returns its view as Conversation does. Only the agent that created
+// it, or an admin, may; a patch that changes nothing writes nothing.
+// Subscribers see a conversation.updated event (Fold applies it). An
+// agent removed loses access: its streams of the conversation end.
+func (c *Client) UpdateConversation(ctx context.Context, id string, patch parley.ConversationPatch) (*View, error) {
+	return call[View](ctx, c, http.MethodPatch, "/v1/conversations/"+url.PathEscape(id), patch)
+}
+
 // DeleteConversation removes a conversation with everything in it; its
 // live streams and runner connections end with a not_found error. It needs
 // an admin token.

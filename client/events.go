@@ -43,6 +43,12 @@ const (
 // conversation as made.
 type ConversationCreated struct{ parley.Conversation }
 
+// ConversationUpdated is the data of conversation.updated: the
+// conversation's title, metadata, participants and members after a
+// change (whole), and who made it; fold it into a conversation with
+// parley.ConversationUpdate.Apply (Fold does).
+type ConversationUpdated struct{ parley.ConversationUpdate }
+
 // MessageEvent is the data of message: a whole message (one a runner
 // streams starts empty, with status streaming).
 type MessageEvent struct{ parley.Message }
@@ -140,6 +146,9 @@ type UnknownEvent struct {
 func (*ConversationCreated) EventType() string { return parley.EventConversationCreated }
 
 // EventType implements EventData.
+func (*ConversationUpdated) EventType() string { return parley.EventConversationUpdated }
+
+// EventType implements EventData.
 func (*MessageEvent) EventType() string { return parley.EventMessage }
 
 // EventType implements EventData.
@@ -193,6 +202,8 @@ func newEventData(typ string) EventData {
 	switch typ {
 	case parley.EventConversationCreated:
 		return &ConversationCreated{}
+	case parley.EventConversationUpdated:
+		return &ConversationUpdated{}
 	case parley.EventMessage:
 		return &MessageEvent{}
 	case parley.EventMessageUpdated:

@@ -82,6 +82,8 @@ func TestDecodeEveryEventType(t *testing.T) {
 	}
 
 	must(c.PostMessage(ctx, id, client.Message{AgentID: "human", Role: parley.RoleUser, Content: "hi", Finality: parley.FinalityTurn}))
+	renamed := "renamed"
+	must(c.UpdateConversation(ctx, id, parley.ConversationPatch{Title: &renamed}))
 	must(c.ClaimWith(ctx, id, client.ClaimOptions{AgentID: "bot", TTL: time.Millisecond}))
 	waitFor(parley.EventClaimExpired)
 	must(c.PostTrace(ctx, id, client.NewTrace{AgentID: "bot", Payload: json.RawMessage(`{"thought":"hmm"}`)}))
@@ -175,6 +177,9 @@ func TestDecodeEveryEventType(t *testing.T) {
 		ok  func(d client.EventData) bool
 	}{
 		{parley.EventConversationCreated, func(d client.EventData) bool { return d.(*client.ConversationCreated).ID == id }},
+		{parley.EventConversationUpdated, func(d client.EventData) bool {
+			return d.(*client.ConversationUpdated).Title == "renamed" && d.(*client.ConversationUpdated).UpdatedBy == "admin"
+		}},
 		{parley.EventMessage, func(d client.EventData) bool { return d.(*client.MessageEvent).Content == "hi" }},
 		{parley.EventTurnClaimed, func(d client.EventData) bool { return d.(*client.TurnClaimed).AgentID == "bot" }},
 		{parley.EventClaimExpired, func(d client.EventData) bool { return d.(*client.ClaimExpired).AgentID == "bot" }},

@@ -46,6 +46,10 @@ import (
 // recovered false, which holds the texts of its snapshot (init.streaming,
 // each agent's as of the snapshot's position) instead.
 //
+// The fold also holds the conversation's record (Conversation): an init's
+// conversation, conversation.created's, and each conversation.updated
+// applied to it (its title, metadata, participants and members).
+//
 // A summarized message is replaced by a copy read over HTTP (Hold), or by
 // the next message or message.updated event of it.
 //
@@ -54,6 +58,19 @@ import (
 type Fold struct {
 	msgs  map[string]*parley.Message
 	texts map[string]*StreamingText // by agent
+	conv  *parley.Conversation
+}
+
+// Conversation returns the conversation's record as the frames folded
+// in leave it, and false if none told it yet (no init, no
+// conversation.created or conversation.updated).
+func (f *Fold) Conversation() (parley.Conversation, bool) {
+	if f.conv == nil {
+		return parley.Conversation{}, false
+	}
+	c := *f.conv
+	c.Participants, c.Members = slices.Clone(c.Participants), slices.Clone(c.Members)
+	return c, true
 }
 
 // Apply folds one frame of a Stream in. It returns an error only for an
@@ -61,6 +78,8 @@ type Fold struct {
 func (f *Fold) Apply(fr Frame) error {
 	switch {
 	case fr.Init != nil:
+		c := fr.Init.Conversation
+		f.conv = &c
 		if !fr.Init.Recovered {
 			f.msgs = make(map[string]*parley.Message, len(fr.Init.Messages))
 			f.texts = nil
@@ -81,7 +100,8 @@ func (f *Fold) Apply(fr Frame) error {
 // returns it).
 func (f *Fold) ApplyEvent(e parley.Event) error {
 	switch e.Type {
-	case parley.EventMessage, parley.EventMessageUpdated, parley.EventChunk, parley.EventPartUpdated, parley.EventInputAnswered, parley.EventMessagesRemoved:
+	case parley.EventMessage, parley.EventMessageUpdated, parley.EventChunk, parley.EventPartUpdated, parley.EventInputAnswered, parley.EventMessagesRemoved,
+		parley.EventConversationCreated, parley.EventConversationUpdated:
 	default:
 		f.applyStreaming(&e, nil) // it changes no message: not worth decoding
 		return nil
@@ -122,6 +142,16 @@ func (f *Fold) applyData(e *parley.Event, d EventData) {
 		for _, id := range d.MessageIDs {
 			delete(f.msgs, id)
 		}
+	case *ConversationCreated:
+		c := d.Conversation
+		f.conv = &c
+	case *ConversationUpdated:
+		c := parley.Conversation{ID: e.ConversationID} // its other fields come with an init or conversation.created
+		if f.conv != nil {
+			c = *f.conv
+		}
+		c = d.Apply(c)
+		f.conv = &c
 	}
 }
 

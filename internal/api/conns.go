@@ -122,5 +122,9 @@ func (s *Server) closeCut(c *wsconn.Conn, why error) {
 		c.CloseNow()
 		return
 	}
+	if parley.ErrorCode(why) == parley.EFORBIDDEN { // its agent was removed from the conversation
+		c.Close(transport.StatusForbidden, "forbidden")
+		return
+	}
 	c.Close(transport.StatusUnauthorized, "unauthorized")
 }

@@ -126,6 +126,10 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	c.call("GET", cp, c.viewer, nil, 200)
 	c.call("GET", "/v1/conversations?limit=1", c.viewer, nil, 200)
 	c.call("GET", "/v1/conversations?title=spec", c.alice, nil, 200)
+	c.call("PATCH", cp, ad, map[string]any{"title": "spec, changed", "metadata": map[string]any{"k": nil, "j": 2}, "members": map[string]any{"add": []string{"carol"}}}, 200)
+	c.call("PATCH", cp, c.alice, map[string]any{"title": "x"}, 403)
+	c.call("PATCH", cp, ad, map[string]any{"turnPolicy": "free"}, 422)
+	c.call("PATCH", cp, ad, map[string]any{}, 400)
 
 	q := c.call("POST", cp+"/messages", ad, map[string]any{"agentId": "human", "role": "user", "content": "What is 6 x 7?", "finality": "turn"}, 201,
 		"Idempotency-Key", "q-1")

@@ -48,8 +48,10 @@ func (s *Server) runner(w http.ResponseWriter, r *http.Request, who parley.Ident
 	// messages wait for it; when it leaves, its prompt goes back to the
 	// queue and its messages wait the grace period, then end canceled.
 	// Deleting the conversation pushes an error frame, then nil: close.
-	s.serveRunner(w, r, who, func(push func([]byte)) (applier, func()) {
-		return s.runners.Session(id, act), s.runners.Attach(id, act.AgentID, push)
+	// Removing its agent from the conversation ends it as revoking its
+	// token does, with forbidden.
+	s.serveRunner(w, r, who, func(push func([]byte), end func(error)) (applier, func()) {
+		return s.runners.Session(id, act), s.runners.AttachActor(id, act, push, end)
 	})
 }
 
@@ -72,7 +74,7 @@ func (s *Server) agentRunner(w http.ResponseWriter, r *http.Request, who parley.
 	check := func(ctx context.Context, id string) error {
 		return s.eng.Require(ctx, id, func(st conv.State) error { return st.CanWrite(conv.Actor{AgentID: act.AgentID}) })
 	}
-	s.serveRunner(w, r, who, func(push func([]byte)) (applier, func()) {
+	s.serveRunner(w, r, who, func(push func([]byte), _ func(error)) (applier, func()) {
 		return s.runners.AttachAgent(act, push, check)
 	})
 }
@@ -86,20 +88,21 @@ func (s *Server) agentRunner(w http.ResponseWriter, r *http.Request, who parley.
 // reverts the server pushes, and the answers to the frames, each once
 // what it wrote is durable) is written in one order, several per flush, by
 // a writer that runs only while there is something to write (see runnerQueue).
-func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.Identity, attach func(push func([]byte)) (applier, func())) {
+func (s *Server) serveRunner(w http.ResponseWriter, r *http.Request, who parley.Identity, attach func(push func([]byte), end func(error)) (applier, func())) {
 	// Revoking the token ends the connection: an error frame, then close.
 	cut := newCutoff()
 	q := newRunnerQueue()
-	release, ok := s.connect(w, r, who, func(err error) {
+	end := func(err error) {
 		cut.end(err)
 		q.kick()
-	})
+	}
+	release, ok := s.connect(w, r, who, end)
 	if !ok {
 		return
 	}
 	// The runner is attached before its handshake completes, so that
 	// nothing pushed once it is connected is lost: the frames wait in q.
-	rs, detach := attach(q.push)
+	rs, detach := attach(q.push, end)
 	// A frame over wsconn.LargeMessage is a body in flight too: it takes
 	// room from the server's budget of bodies, and must arrive in time.
 	c, err := wsconn.Upgrade(w, r, wsconn.Options{OriginPatterns: s.opts.OriginPatterns, ReadLimit: maxRunnerFrame, BufferedReads: true, WriteTimeout: s.opts.WriteTimeout,

@@ -167,6 +167,7 @@ func (s *Server) apiRoutes() []route {
 		{"POST", "/v1/conversations", s.authed(s.limited(s.creates, s.createConversation))},
 		{"GET", "/v1/conversations", s.authed(s.listConversations)},
 		{"GET", "/v1/conversations/{id}", s.authed(s.getConversation)},
+		{"PATCH", "/v1/conversations/{id}", s.authed(s.updateConversation)},
 		{"DELETE", "/v1/conversations/{id}", s.authed(s.deleteConversation)},
 		{"GET", "/v1/conversations/{id}/export", s.authed(s.exportConversation)},
 		{"POST", "/v1/conversations/import", s.authed(s.importConversation)},

@@ -22,46 +22,8 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 	if c.Participants == nil {
 		c.Participants = []string{}
 	}
-	switch {
-	case !parley.ValidID(c.ID):
-		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "conversation id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
-	case !c.TurnPolicy.Valid():
-		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "turnPolicy %q is not one of round-robin, free, next", c.TurnPolicy)
-	case c.MessageFormat != "v1" && c.MessageFormat != "v2":
-		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "messageFormat %q is not one of v1, v2", c.MessageFormat)
-	case len(c.Participants) > env.Limits.MaxParticipants:
-		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d participants", env.Limits.MaxParticipants)
-	case len(c.Members) > env.Limits.MaxParticipants:
-		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d members besides its participants", env.Limits.MaxParticipants)
-	case len(c.Title) > 512:
-		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "title is %d bytes; the limit is 512", len(c.Title))
-	case len(c.Metadata) > env.Limits.MaxMetadataBytes:
-		return State{}, nil, parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), env.Limits.MaxMetadataBytes)
-	case c.CreatedBy != "" && !parley.ValidID(c.CreatedBy):
-		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "createdBy %q is not a valid agent id", c.CreatedBy)
-	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
-		return State{}, nil, parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
-	case c.TurnLeaseMs != 0 && (c.TurnLeaseMs < MinTurnLease.Milliseconds() || c.TurnLeaseMs > MaxTurnLease.Milliseconds()):
-		return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "turnLeaseMs must be from %d (one second) to %d (one day), or left out for the server's, not %d",
-			MinTurnLease.Milliseconds(), MaxTurnLease.Milliseconds(), c.TurnLeaseMs)
-	}
-	for i, p := range c.Participants {
-		if !parley.ValidID(p) {
-			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "participants[%d] %q is not a valid agent id", i, p)
-		}
-		if slices.Index(c.Participants, p) != i {
-			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "participant %q is listed twice", p)
-		}
-	}
-	for i, m := range c.Members {
-		switch {
-		case !parley.ValidID(m):
-			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "members[%d] %q is not a valid agent id", i, m)
-		case slices.Index(c.Members, m) != i:
-			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "member %q is listed twice", m)
-		case slices.Contains(c.Participants, m):
-			return State{}, nil, parley.Errorf(parley.EINVALIDVALUE, "member %q is a participant already", m)
-		}
+	if err := checkConversation(c, env.Limits); err != nil {
+		return State{}, nil, err
 	}
 	c.CreatedAt = parley.NewTime(env.Now)
 	d := &decider{s: State{Conversation: c}, env: env}
@@ -70,4 +32,52 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 		return State{}, nil, err
 	}
 	return d.s, d.out.Events, nil
+}
+
+// checkConversation checks a conversation's settings against the rules
+// and limits: those it is made with (Create) and those a change leaves it
+// with (UpdateConversation, a replayed conversation.updated).
+func checkConversation(c parley.Conversation, l Limits) error {
+	switch {
+	case !parley.ValidID(c.ID):
+		return parley.Errorf(parley.EINVALIDVALUE, "conversation id %q is not 1-128 characters of A-Z a-z 0-9 . _ : - (not . or ..)", c.ID)
+	case !c.TurnPolicy.Valid():
+		return parley.Errorf(parley.EINVALIDVALUE, "turnPolicy %q is not one of round-robin, free, next", c.TurnPolicy)
+	case c.MessageFormat != "v1" && c.MessageFormat != "v2":
+		return parley.Errorf(parley.EINVALIDVALUE, "messageFormat %q is not one of v1, v2", c.MessageFormat)
+	case len(c.Participants) > l.MaxParticipants:
+		return parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d participants", l.MaxParticipants)
+	case len(c.Members) > l.MaxParticipants:
+		return parley.Errorf(parley.ETOOLARGE, "a conversation may have at most %d members besides its participants", l.MaxParticipants)
+	case len(c.Title) > 512:
+		return parley.Errorf(parley.ETOOLARGE, "title is %d bytes; the limit is 512", len(c.Title))
+	case len(c.Metadata) > l.MaxMetadataBytes:
+		return parley.Errorf(parley.ETOOLARGE, "metadata is %d bytes; the limit is %d", len(c.Metadata), l.MaxMetadataBytes)
+	case c.CreatedBy != "" && !parley.ValidID(c.CreatedBy):
+		return parley.Errorf(parley.EINVALIDVALUE, "createdBy %q is not a valid agent id", c.CreatedBy)
+	case len(c.Metadata) > 0 && !json.Valid(c.Metadata):
+		return parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
+	case c.TurnLeaseMs != 0 && (c.TurnLeaseMs < MinTurnLease.Milliseconds() || c.TurnLeaseMs > MaxTurnLease.Milliseconds()):
+		return parley.Errorf(parley.EINVALIDVALUE, "turnLeaseMs must be from %d (one second) to %d (one day), or left out for the server's, not %d",
+			MinTurnLease.Milliseconds(), MaxTurnLease.Milliseconds(), c.TurnLeaseMs)
+	}
+	for i, p := range c.Participants {
+		if !parley.ValidID(p) {
+			return parley.Errorf(parley.EINVALIDVALUE, "participants[%d] %q is not a valid agent id", i, p)
+		}
+		if slices.Index(c.Participants, p) != i {
+			return parley.Errorf(parley.EINVALIDVALUE, "participant %q is listed twice", p)
+		}
+	}
+	for i, m := range c.Members {
+		switch {
+		case !parley.ValidID(m):
+			return parley.Errorf(parley.EINVALIDVALUE, "members[%d] %q is not a valid agent id", i, m)
+		case slices.Index(c.Members, m) != i:
+			return parley.Errorf(parley.EINVALIDVALUE, "member %q is listed twice", m)
+		case slices.Contains(c.Participants, m):
+			return parley.Errorf(parley.EINVALIDVALUE, "member %q is a participant already", m)
+		}
+	}
+	return nil
 }

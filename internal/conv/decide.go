@@ -52,7 +52,7 @@ func checkNUL(events []parley.Event) error {
 				what = "the trace"
 			case parley.EventPromptQueued:
 				what = "the prompt"
-			case parley.EventConversationCreated:
+			case parley.EventConversationCreated, parley.EventConversationUpdated:
 				what = "the conversation"
 			}
 			return parley.ErrNUL(what)

@@ -161,6 +161,8 @@ func (r *Replay) checkData(e *parley.Event) ([]byte, error) {
 		return encode(t, checkReason(t.Reason))
 	case parley.EventDelegation:
 		return r.delegation(e)
+	case parley.EventConversationUpdated:
+		return r.updated(e)
 	case parley.EventMessagesRemoved:
 		return r.removed(e)
 	case EventTaskRun:

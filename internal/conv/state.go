@@ -20,7 +20,8 @@ import (
 // with Evolve must always give the same value.
 type State struct {
 	// Conversation is not part of the stored snapshot (the store keeps it
-	// beside it, and it never changes); the engine sets it on load.
+	// beside it, rewritten with each conversation.updated); the engine
+	// sets it on load.
 	Conversation parley.Conversation `json:"-"`
 	LastSeq      int64               `json:"lastSeq"`
 	// LastAt is the time of the last event.
@@ -85,6 +86,8 @@ func apply(s State, e parley.Event) State {
 		var c parley.Conversation
 		_ = json.Unmarshal(e.Data, &c)
 		s.Conversation = c
+	case parley.EventConversationUpdated:
+		s = applyUpdate(s, e)
 	case parley.EventMessage, parley.EventTrace, parley.EventChunk, parley.EventPartUpdated, parley.EventMessageUpdated:
 		if e.Type == parley.EventMessage || e.Type == parley.EventMessageUpdated {
 			head = readHead(e.Data) // once: it is the costly part of Evolve

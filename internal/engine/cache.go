@@ -21,8 +21,8 @@ import (
 // store: see drop); whoever held it then looks the id up again.
 
 // cache holds the conversations this node has loaded, by id, and indexes
-// them by the agents that take part in them (conv.Members, fixed when a
-// conversation is made), so that what concerns one agent's conversations
+// them by the agents that take part in them (conv.Members, which a
+// conversation.updated event may change), so that what concerns one agent's conversations
 // (an agent-wide runner of it came or went) looks at those alone, not at
 // every conversation cached. Its lock, mu, also guards each entry's
 // wanted, catching and indexed.
@@ -78,16 +78,23 @@ func (m *cache) evictOne() {
 }
 
 // index lists a conversation whose state c now holds under the agents
-// that take part in it (cache.members), once: they are fixed for as long
-// as it is cached (a conversation made again under its id is another
-// entry). c.mu must be held, so that c is not dropped meanwhile.
+// that take part in it (cache.members), and lists it again when they
+// changed (a conversation.updated event). c.mu must be held, so that c is
+// not dropped meanwhile.
 func (m *cache) index(id string, c *conversation) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c.indexed != nil || m.convs[id] != c {
+	agents := conv.Members(c.state.Conversation)
+	if c.indexed != nil && slices.Equal(c.indexed, agents) || m.convs[id] != c {
 		return
 	}
-	c.indexed = conv.Members(c.state.Conversation)
+	for _, agent := range c.indexed {
+		delete(m.members[agent], id)
+		if len(m.members[agent]) == 0 {
+			delete(m.members, agent)
+		}
+	}
+	c.indexed = agents
 	for _, agent := range c.indexed {
 		ids := m.members[agent]
 		if ids == nil {

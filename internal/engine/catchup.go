@@ -64,6 +64,7 @@ func (e *Engine) catchUp(ctx context.Context, c *conversation, id string) (bool,
 			}
 		}
 		e.endReaders(id, &prev, events, c.state)
+		e.reindex(id, c, events)
 		e.publish(c, id, events)
 		// A prompt another node queued may be for a runner here, and a
 		// stream another node's runner began must end if that node dies.

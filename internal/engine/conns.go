@@ -34,6 +34,10 @@ type conns struct {
 	// write looks at them without a lock when there are none.
 	delegated map[string]map[*liveConn]parley.Identity
 	watching  atomic.Int64
+	// members holds, by conversation id, the streams of agents that read
+	// it as members of it: a conversation.updated event that removes one
+	// ends its streams (see endMembers).
+	members map[string]map[*liveConn]parley.Identity
 }
 
 // liveConn is one live connection; end ends it (at most once).

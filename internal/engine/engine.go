@@ -401,6 +401,7 @@ func (e *Engine) applied(c *conversation, id string, next conv.State, d conv.Dec
 		delete(c.streams, removed)
 	}
 	e.endReaders(id, &prev, d.Events, next)
+	e.reindex(id, c, d.Events)
 	e.publish(c, id, d.Events)
 	e.runners.Changed(Change{ConversationID: id, State: next, Events: d.Events})
 	e.schedule(c, id)
@@ -487,6 +488,7 @@ func (c *conversation) appendParams(prev, next conv.State, d conv.Decision, resp
 		Task:           d.Task,
 		State:          state,
 		Queue:          queue, // nil unless the events change the queue
+		Conversation:   conversationChange(next, d.Events),
 	}
 	if respond != nil {
 		if p.Idempotency, err = respond(d); err != nil {

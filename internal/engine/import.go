@@ -182,7 +182,7 @@ func (im *Import) Append(ctx context.Context, events []parley.Event, messages []
 	if err != nil {
 		return err
 	}
-	err = im.e.store.Append(ctx, store.AppendParams{ConversationID: im.id, ExpectSeq: im.state.LastSeq, Events: events, Names: conv.Names(im.state, events), Messages: messages, State: state, Queue: queue, Import: im.e.lease()})
+	err = im.e.store.Append(ctx, store.AppendParams{ConversationID: im.id, ExpectSeq: im.state.LastSeq, Events: events, Names: conv.Names(im.state, events), Messages: messages, State: state, Queue: queue, Import: im.e.lease(), Conversation: conversationChange(next, events)})
 	if err != nil {
 		return err
 	}

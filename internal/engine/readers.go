@@ -8,9 +8,10 @@ import (
 )
 
 // A stream of a conversation is let in once, when it opens, by who may
-// read the conversation then. For its members, admins and viewers that
-// right lasts as long as the conversation (who takes part is fixed when
-// it is made). A delegate of the open turn reads only while that turn is
+// read the conversation then. For admins and viewers that right lasts as
+// long as the conversation; for its members, until a conversation.updated
+// event removes them (their streams are recorded by conversation, and
+// that write ends them before it is handed to the streams). A delegate of the open turn reads only while that turn is
 // open: its streams are recorded by conversation, and every write that
 // takes the right away (the turn closes, is reset or aborted, the
 // conversation is closed) ends them, as revoking a token ends its
@@ -36,8 +37,15 @@ func (e *Engine) ConnectReader(ctx context.Context, who parley.Identity, max int
 		return nil, err
 	}
 	conn, forget, err := e.conns.add(who, max, end)
-	if err != nil || who.Kind != parley.TokenAgent || c.state.IsMember(who.AgentID) {
+	if err != nil || who.Kind != parley.TokenAgent {
 		return forget, err // a right that lasts as long as the conversation
+	}
+	if c.state.IsMember(who.AgentID) {
+		e.conns.join(id, conn, who)
+		return func() {
+			e.conns.leave(id, conn)
+			forget()
+		}, nil
 	}
 	e.conns.watch(id, conn, who)
 	return func() {
@@ -70,6 +78,51 @@ func (m *conns) unwatch(id string, conn *liveConn) {
 	m.watching.Add(-1)
 	if len(m.delegated[id]) == 0 {
 		delete(m.delegated, id)
+	}
+}
+
+// join records that conn reads conversation id as who, a member of it.
+func (m *conns) join(id string, conn *liveConn, who parley.Identity) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.members == nil {
+		m.members = make(map[string]map[*liveConn]parley.Identity)
+	}
+	if m.members[id] == nil {
+		m.members[id] = make(map[*liveConn]parley.Identity)
+	}
+	m.members[id][conn] = who
+}
+
+func (m *conns) leave(id string, conn *liveConn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.members[id], conn)
+	if len(m.members[id]) == 0 {
+		delete(m.members, id)
+	}
+}
+
+// endMembers ends the streams of conversation id read by members that
+// the state s no longer counts as members (nor delegates): a
+// conversation.updated event removed them. The conversation's lock must
+// be held.
+func (e *Engine) endMembers(id string, s conv.State) {
+	m := &e.conns
+	m.mu.Lock()
+	var ended []*liveConn
+	for conn, who := range m.members[id] {
+		if s.CanRead(who) != nil {
+			ended = append(ended, conn)
+			delete(m.members[id], conn)
+		}
+	}
+	if len(m.members[id]) == 0 {
+		delete(m.members, id)
+	}
+	m.mu.Unlock()
+	for _, conn := range ended {
+		conn.stop(parley.Errorf(parley.EFORBIDDEN, "conversation %s was changed: this agent no longer takes part in it, and may no longer read it", id))
 	}
 }
 
@@ -114,6 +167,12 @@ func (m *conns) readers(id string) []delegateReader {
 // back among the events of several writes). The conversation's lock must
 // be held.
 func (e *Engine) endReaders(id string, prev *conv.State, events []parley.Event, next conv.State) {
+	for _, ev := range events {
+		if ev.Type == parley.EventConversationUpdated {
+			e.endMembers(id, next)
+			break
+		}
+	}
 	rs := e.conns.readers(id)
 	if len(rs) == 0 || len(events) == 0 {
 		return

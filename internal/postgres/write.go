@@ -76,7 +76,7 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err := store.CheckLease(p.Import); err != nil {
 		return err
 	}
-	if p.Import != nil || p.Task != nil {
+	if p.Import != nil || p.Task != nil || p.Conversation != nil {
 		return db.appendOne(ctx, p)
 	}
 	return db.group.append(ctx, &p)
@@ -145,6 +145,9 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 	if err := insertEvents(ctx, tx, p.ConversationID, p.Events, enc); err != nil {
 		return err
 	}
+	if err := changeConversation(ctx, tx, p.Conversation); err != nil {
+		return err
+	}
 	if p.Task != nil {
 		if err := advanceTask(ctx, tx, p.Task); err != nil {
 			return err
@@ -161,6 +164,33 @@ func appendTx(ctx context.Context, tx pgx.Tx, p store.AppendParams) error {
 	}
 	queueNotify(batch, []string{notice(p.ConversationID, last, p.Queue != nil)})
 	return uniqueTaken(tx.SendBatch(ctx, batch).Close(), &p)
+}
+
+// changeConversation rewrites a conversation's record and the agents it
+// is listed for, if ch is set (store.AppendParams.Conversation). Its
+// members' rows keep the conversation's creation time.
+func changeConversation(ctx context.Context, tx pgx.Tx, ch *store.ConversationChange) error {
+	if ch == nil {
+		return nil
+	}
+	data, err := json.Marshal(ch.Conversation)
+	if err != nil {
+		return err
+	}
+	members := ch.Members
+	if members == nil {
+		members = []string{}
+	}
+	id := ch.Conversation.ID
+	if _, err := tx.Exec(ctx, `UPDATE conversations SET data = $1 WHERE id = $2`, data, id); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM conversation_members WHERE conversation_id = $1 AND NOT (agent_id = ANY($2::text[]))`, id, members); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO conversation_members (agent_id, created_at, conversation_id)
+		SELECT m, c.created_at, c.id FROM conversations c, unnest($2::text[]) m WHERE c.id = $1 ON CONFLICT DO NOTHING`, id, members)
+	return err
 }
 
 // uniqueTaken turns the unique violation of an append's rows into the

@@ -99,6 +99,12 @@ type Dispatcher struct {
 type handle struct {
 	agentID        string
 	conversationID string
+	// admin is set when an admin token connected it: it stays when its
+	// agent leaves the conversation.
+	admin bool
+	// end, if set, ends the connection with an error frame (as revoking
+	// its token does): when its agent leaves the conversation.
+	end func(error)
 	// push hands the connection a frame to send; nil asks it to close
 	// after the frames pushed before.
 	push func(frame []byte)
@@ -188,7 +194,17 @@ func (d *Dispatcher) background(fn func()) {
 // the queue, and its streaming messages wait the grace period for it
 // (unless the conversation was deleted).
 func (d *Dispatcher) Attach(conversationID, agentID string, push func(frame []byte)) (detach func()) {
-	h := &handle{agentID: agentID, conversationID: conversationID, push: push, held: map[string]string{}}
+	return d.AttachActor(conversationID, conv.Actor{AgentID: agentID}, push, nil)
+}
+
+// AttachActor is Attach for the runner of act.AgentID that act connected:
+// unless act is an admin, the runner is ended when its agent no longer
+// takes part in the conversation (a conversation.updated event removed
+// it), with end (nil: an error frame pushed, then nil), as when its token
+// is revoked.
+func (d *Dispatcher) AttachActor(conversationID string, act conv.Actor, push func(frame []byte), end func(error)) (detach func()) {
+	agentID := act.AgentID
+	h := &handle{agentID: agentID, conversationID: conversationID, admin: act.Admin, push: push, end: end, held: map[string]string{}}
 	d.mu.Lock()
 	byAgent := d.runners[conversationID]
 	if byAgent == nil {
@@ -307,6 +323,12 @@ func (d *Dispatcher) Changed(c engine.Change) {
 		}
 	}
 	d.pushAnswers(id, c.State, c.Events)
+	for _, ev := range c.Events {
+		if ev.Type == parley.EventConversationUpdated {
+			d.removed(id, c.State)
+			break
+		}
+	}
 	if len(c.State.Queue) > 0 && c.State.Active() == nil {
 		d.kickWhenReady(c.State)
 	}
@@ -342,6 +364,51 @@ func (d *Dispatcher) Deleted(conversationID string, err *parley.Error) {
 	delete(d.wideConvs, conversationID)
 	d.mu.Unlock()
 	for _, h := range own {
+		h.push(ErrorFrame("", err))
+		h.push(nil)
+	}
+	for _, h := range wide {
+		h.push(ErrorFrame(conversationID, err))
+	}
+}
+
+// removed ends the runners of the agents that no longer take part in
+// the conversation of s: its own runners of such an agent (but those an
+// admin connected) are sent an error frame and closed, as when their
+// token is revoked, which settles their prompt as any departure does;
+// agent-wide runners are told about it, and go on with their other
+// conversations.
+func (d *Dispatcher) removed(conversationID string, s conv.State) {
+	err := parley.Errorf(parley.EFORBIDDEN, "agent no longer takes part in conversation %s: it was removed from it", conversationID)
+	d.mu.Lock()
+	var own, wide []*handle
+	for agent, list := range d.runners[conversationID] {
+		if s.IsMember(agent) {
+			continue
+		}
+		for _, h := range list {
+			if !h.admin {
+				own = append(own, h)
+			}
+		}
+	}
+	for agent, list := range d.wide {
+		if s.IsMember(agent) {
+			continue
+		}
+		for _, h := range list {
+			if h.touched[conversationID] || h.held[conversationID] != "" {
+				delete(h.touched, conversationID)
+				wide = append(wide, h)
+			}
+		}
+	}
+	d.mu.Unlock()
+	for _, h := range own {
+		if h.end != nil {
+			h.end(err)
+			continue
+		}
 		h.push(ErrorFrame("", err))
 		h.push(nil)
 	}

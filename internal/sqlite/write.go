@@ -228,6 +228,9 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 	if err := db.insertEvents(ctx, tx, p.ConversationID, p.Events, enc); err != nil {
 		return err
 	}
+	if err := changeConversation(ctx, tx, p.Conversation); err != nil {
+		return err
+	}
 	if len(p.Names) > 0 {
 		ins := tx.StmtContext(ctx, db.stmts.insertName)
 		for _, n := range p.Names {
@@ -301,6 +304,34 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, p store.AppendParams, en
 		}
 	}
 	return nil
+}
+
+// changeConversation rewrites a conversation's record and the agents it
+// is listed for, if ch is set (store.AppendParams.Conversation). Its
+// members' rows keep the conversation's creation time.
+func changeConversation(ctx context.Context, tx *sql.Tx, ch *store.ConversationChange) error {
+	if ch == nil {
+		return nil
+	}
+	data, err := json.Marshal(ch.Conversation)
+	if err != nil {
+		return err
+	}
+	members, err := json.Marshal(ch.Members)
+	if err != nil {
+		return err
+	}
+	id := ch.Conversation.ID
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET data = ? WHERE id = ?`, data, id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM conversation_members WHERE conversation_id = ?1
+		AND agent_id NOT IN (SELECT value FROM json_each(?2))`, id, string(members)); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT OR IGNORE INTO conversation_members (agent_id, created_at, conversation_id)
+		SELECT j.value, c.created_at, c.id FROM conversations c, json_each(?2) j WHERE c.id = ?1`, id, string(members))
+	return err
 }
 
 // writeQueue replaces a conversation's prompt queue, unless queue is nil.

@@ -209,6 +209,21 @@ type AppendParams struct {
 	// Import, if set, makes the append a batch of the import of
 	// Import.Owner, whose lease it renews to Import.Expires.
 	Import *ImportLease
+	// Conversation, if set, rewrites the conversation's stored record and
+	// the agents it is listed for with the append's events (a
+	// conversation.updated event among them).
+	Conversation *ConversationChange
+}
+
+// ConversationChange is a conversation's record after a change
+// (AppendParams.Conversation).
+type ConversationChange struct {
+	// Conversation replaces the stored record; its id and epoch are the
+	// append's conversation's, and its creation time stays as it was.
+	Conversation parley.Conversation
+	// Members replace the agents the conversation is listed for
+	// (CreateConversationParams.Members).
+	Members []string
 }
 
 // ReadEventsParams are the arguments of Store.ReadEvents.

@@ -56,6 +56,14 @@ func checkAppend(p *AppendParams, rows [][]byte) error {
 	if err := CheckJSON("a message", rows...); err != nil {
 		return err
 	}
+	if ch := p.Conversation; ch != nil {
+		if ch.Conversation.ID != p.ConversationID {
+			return parley.Errorf(parley.EINVALID, "the changed record is of conversation %s, the append of %s", ch.Conversation.ID, p.ConversationID)
+		}
+		if err := CheckConversation(CreateConversationParams{Conversation: ch.Conversation, Members: ch.Members}); err != nil {
+			return err
+		}
+	}
 	if err := CheckJSON("the conversation's state", p.State, p.Queue); err != nil {
 		return err
 	}

@@ -136,6 +136,11 @@ func everyEventConversation(t testing.TB, eng *engine.Engine) string {
 	must[*engine.View](t)(eng.CreateConversation(ctx, parley.Conversation{ID: id, Title: "Every event", Participants: []string{"a", "b", "c", "other"}, Members: []string{"alice"}}))
 	post(t, eng, id, conv.PostMessage{Actor: actor("alice"), ID: "hi", Role: parley.RoleUser, Parts: text("hi"), Finality: parley.FinalityTurn})
 
+	// The conversation changed: a title, metadata, one participant more.
+	retitled := "Every event, changed"
+	must[*engine.View](t)(eng.UpdateConversation(ctx, id, conv.UpdateConversation{Actor: conv.Actor{Admin: true}, Patch: parley.ConversationPatch{
+		Title: &retitled, Metadata: json.RawMessage(`{"k":"v"}`), Participants: &parley.NameChanges{Add: []string{"d"}}}}))
+
 	// A claim that lapses; a turn with a trace, a delegation, a reset and
 	// an abort.
 	must[*engine.TurnResult](t)(eng.Claim(ctx, id, conv.ClaimTurn{Actor: actor("b"), TTL: 20 * time.Millisecond}))

@@ -196,6 +196,9 @@ type importer struct {
 	batch map[string]*parley.Message
 	// created is set once the export's conversation.created event was read.
 	created bool
+	// header is the export's header, once read: the import begins with
+	// the first event or row (see start).
+	header *Header
 	// lastRowSeq is the seq of the last message row checked.
 	lastRowSeq int64
 }
@@ -333,6 +336,9 @@ func (imp *importer) export(ctx context.Context) error {
 			}
 		}
 	}
+	if err := imp.start(ctx, nil); err != nil {
+		return err
+	}
 	if err := imp.flush(ctx); err != nil {
 		return err
 	}
@@ -352,9 +358,9 @@ func asInvalid(err error, format string, args ...any) error {
 }
 
 // begin checks the header and creates the conversation.
-func (imp *importer) begin(ctx context.Context, h Header) error {
+func (imp *importer) begin(_ context.Context, h Header) error {
 	switch {
-	case imp.im != nil:
+	case imp.header != nil:
 		return nil
 	case h.Parley != "export":
 		return parley.Errorf(parley.EINVALID, "not a Parley export: \"parley\" is %q, not \"export\"", h.Parley)
@@ -363,12 +369,30 @@ func (imp *importer) begin(ctx context.Context, h Header) error {
 	case h.LastSeq < 1:
 		return parley.Errorf(parley.EINVALIDVALUE, "the export header's lastSeq is %d", h.LastSeq)
 	}
-	c := h.Conversation
+	if h.Conversation.CreatedAt.IsZero() {
+		return parley.Errorf(parley.EINVALIDVALUE, "the exported conversation has no createdAt")
+	}
+	imp.header = &h
+	return nil
+}
+
+// start begins the import, once: the conversation is the header's as it
+// was made, as created (the data of the export's conversation.created,
+// if it comes first) says: the header has it as it is now, and the
+// conversation.updated events of the log change it again.
+func (imp *importer) start(ctx context.Context, created *parley.Conversation) error {
+	if imp.im != nil {
+		return nil
+	}
+	if imp.header == nil {
+		return parley.Errorf(parley.EINVALID, "the export has no header")
+	}
+	c := imp.header.Conversation
+	if created != nil {
+		c.Title, c.Metadata, c.Participants, c.Members = created.Title, created.Metadata, created.Participants, created.Members
+	}
 	if imp.opts.ID != "" {
 		c.ID = imp.opts.ID
-	}
-	if c.CreatedAt.IsZero() {
-		return parley.Errorf(parley.EINVALIDVALUE, "the exported conversation has no createdAt")
 	}
 	im, err := imp.eng.BeginImport(ctx, c)
 	if err != nil {
@@ -408,6 +432,18 @@ func (imp *importer) array(ctx context.Context, key string) error {
 // event adds one event of an export to the batch, once the import's
 // replay has held it to the bounds of a live write (engine.Import.Check).
 func (imp *importer) event(ctx context.Context, e *parley.Event) error {
+	if imp.im == nil {
+		var first *parley.Conversation
+		if e.Seq == 1 && e.Type == parley.EventConversationCreated {
+			first = new(parley.Conversation)
+			if err := json.Unmarshal(e.Data, first); err != nil {
+				return parley.Errorf(parley.EINVALID, "row %d: conversation.created: %v", imp.row, err)
+			}
+		}
+		if err := imp.start(ctx, first); err != nil {
+			return err
+		}
+	}
 	want := imp.im.LastSeq() + int64(len(imp.events)) + 1
 	if e.Seq == 1 && e.Type == parley.EventConversationCreated && !imp.created {
 		imp.created = true // made again by BeginImport, with the new epoch
@@ -441,6 +477,9 @@ func (imp *importer) event(ctx context.Context, e *parley.Event) error {
 // against the rows before it: rows come in seq order, and a reply's parent
 // is an earlier row of the same conversation with one level less.
 func (imp *importer) message(ctx context.Context, m *parley.Message) error {
+	if err := imp.start(ctx, nil); err != nil {
+		return err
+	}
 	if len(imp.events) > 0 {
 		// Rows follow the events: write the events first.
 		if err := imp.flush(ctx); err != nil {

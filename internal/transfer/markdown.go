@@ -112,7 +112,7 @@ func (th *thread) learnEvents(ctx context.Context, st store.Reader, s conv.State
 func notable(typ string) bool {
 	switch typ {
 	case parley.EventTurnReset, parley.EventTurnAborted, parley.EventTurnClaimed, parley.EventClaimExpired,
-		parley.EventDelegation, parley.EventMessagesRemoved, conv.EventTaskRun:
+		parley.EventDelegation, parley.EventMessagesRemoved, conv.EventTaskRun, parley.EventConversationUpdated:
 		return true
 	}
 	return false
@@ -392,6 +392,11 @@ func (r *renderer) event(e *parley.Event) {
 		if e.AgentID != "" {
 			line = fmt.Sprintf("reverted by %s: %s removed", e.AgentID, strings.Join(rm.MessageIDs, ", "))
 		}
+	case parley.EventConversationUpdated:
+		var u parley.ConversationUpdate
+		_ = json.Unmarshal(e.Data, &u)
+		line = fmt.Sprintf("%s changed the conversation: title %q, participants %s, members %s", u.UpdatedBy, u.Title,
+			orNone(strings.Join(u.Participants, ", ")), orNone(strings.Join(u.Members, ", ")))
 	case conv.EventTaskRun:
 		var t struct{ TaskID string }
 		_ = json.Unmarshal(e.Data, &t)

@@ -58,6 +58,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store, b Backend) 
 		{"AppendRejectsSeqGaps", testAppendGaps},
 		{"AppendUnknownConversation", testAppendUnknown},
 		{"AppendIsAtomic", testAppendAtomic},
+		{"ConversationChange", testConversationChange},
 		{"MessageUpsert", testMessageUpsert},
 		{"NamesTakenOnce", testNamesTakenOnce},
 		{"NULRefusedAlike", testNULRefusedAlike},

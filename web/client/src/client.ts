@@ -24,7 +24,7 @@ import type {
 import { ParleyError, responseError } from "./errors.js";
 import type { ClientOptions, FetchLike, WebSocketLike } from "./options.js";
 import { Subscription, type SubscribeOptions } from "./stream.js";
-import type { Input, Message, ParleyEvent, PromptStatus, QueuedPrompt, SearchHit, Task, Token, View, WhoAmI } from "./types.js";
+import type { ConversationPatch, Input, Message, ParleyEvent, PromptStatus, QueuedPrompt, SearchHit, Task, Token, View, WhoAmI } from "./types.js";
 
 type Query = Record<string, string | number | undefined>;
 
@@ -91,6 +91,16 @@ export class ParleyClient {
   /** Creates a conversation. */
   createConversation(body: NewConversation = {}): Promise<View> {
     return this.send("POST", "/v1/conversations", body);
+  }
+
+  /**
+   * Changes a conversation's title, metadata (a JSON merge patch),
+   * participants or members: its owner or an admin may. Answers its view,
+   * as {@link conversation} does; a patch that changes nothing writes
+   * nothing. Streams see a `conversation.updated` event.
+   */
+  updateConversation(id: string, patch: ConversationPatch): Promise<View> {
+    return this.send("PATCH", conv(id), patch);
   }
 
   /** Removes a conversation with everything in it (admin). */

@@ -42,6 +42,7 @@ export { BufferFullError, WSNotOpened } from "./transport.js";
 export { appendText, applyEvent as applyEventToMessages, applyInputAnswered, applyInputRequest, applyTool, foldMessages, pendingRequests, hold, missing as missingMessages, noMessages, summarize, type Messages } from "./fold.js";
 export { applyEventToStreamingTexts, foldStreamingTexts, noStreamingTexts, type StreamingText, type StreamingTexts } from "./streamed.js";
 export {
+  applyConversationUpdate,
   applyEvent,
   applyPendingInput,
   applyPrompt,

@@ -8,6 +8,7 @@ import type { Messages } from "./fold.js";
 import { applyEventToStreamingTexts, noStreamingTexts, snapshotTexts, type StreamingTexts } from "./streamed.js";
 import type {
   Conversation,
+  ConversationUpdateData,
   Frame,
   Guidance,
   Head,
@@ -101,6 +102,7 @@ const headless = new Set<string>([
   "part.updated",
   "compacted",
   "conversation.created",
+  "conversation.updated",
   "task.run",
   "prompt.queued",
   "prompt.dispatched",
@@ -123,7 +125,8 @@ const headless = new Set<string>([
  *   init keeps all three.
  * - guidance: taken unless older than the guidance held.
  * - event: the position moves to it; the messages, the streaming texts and
- *   the prompt queue fold it; a message that closes the conversation ends the guidance; an event
+ *   the prompt queue fold it; `conversation.created` and
+ *   `conversation.updated` change the conversation ({@link applyConversationUpdate}); a message that closes the conversation ends the guidance; an event
  *   after the head that may change it makes the head stale; the head's
  *   pending input requests follow the requests opened and ended after it
  *   ({@link applyPendingInput}).
@@ -172,6 +175,8 @@ export function applyEvent(s: ConversationState, e: ParleyEvent): ConversationSt
   if (e.type === "conversation.created") {
     next.conversation = e.data;
     next.queue = { known: true, asOf: e.seq, prompts: [] };
+  } else if (e.type === "conversation.updated") {
+    next.conversation = applyConversationUpdate(s.conversation, e.data, e.conversationId);
   } else if (e.type.startsWith("prompt.")) {
     next.queue = applyPrompt(s.queue, e);
   }
@@ -184,6 +189,24 @@ export function applyEvent(s: ConversationState, e: ParleyEvent): ConversationSt
     next.headStale = s.head === null || e.seq > s.head.lastSeq;
   }
   return next;
+}
+
+/**
+ * Folds the data of a `conversation.updated` event into a conversation:
+ * its title, metadata, participants and members become the event's (a
+ * title "" and metadata null are left out, as the server leaves them out;
+ * so are no members); the rest stays. With no conversation held yet, the
+ * result has only the conversation's id and those fields until an init or
+ * `conversation.created` tells the rest.
+ */
+export function applyConversationUpdate(c: Conversation | null, u: ConversationUpdateData, id = c?.id ?? ""): Conversation {
+  const unknown: Conversation = { id, epoch: "", participants: [], turnPolicy: "round-robin", messageFormat: "v2", createdAt: null };
+  const { title: _t, metadata: _m, members: _ms, ...rest } = c ?? unknown;
+  const out: Conversation = { ...rest, participants: Array.isArray(u.participants) ? [...u.participants] : rest.participants };
+  if (u.title) out.title = u.title;
+  if (u.metadata !== null && u.metadata !== undefined) out.metadata = u.metadata;
+  if (Array.isArray(u.members) && u.members.length > 0) out.members = [...u.members];
+  return out;
 }
 
 /**

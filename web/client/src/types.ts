@@ -174,6 +174,41 @@ export interface Conversation {
   turnLeaseMs?: number;
 }
 
+/** Agent ids to add to a list and to remove from it (adding one there already, or removing one absent, changes nothing). */
+export interface NameChanges {
+  add?: string[];
+  remove?: string[];
+}
+
+/**
+ * What to change of a conversation (`ParleyClient.updateConversation`):
+ * every field optional, at least one given. Its id, turn policy, message
+ * format and turn lease never change.
+ */
+export interface ConversationPatch {
+  /** Replaces the title ("" removes it). */
+  title?: string;
+  /** A JSON merge patch (RFC 7396) of the metadata: a key set to null is removed; null removes all of it. */
+  metadata?: unknown;
+  /** The agents the turn policy takes turns among. */
+  participants?: NameChanges;
+  /** Agents that take part but whom the turn policy never names; one removed loses access. */
+  members?: NameChanges;
+}
+
+/**
+ * The data of a `conversation.updated` event: the conversation's title,
+ * metadata (null: none), participants and members after a change, whole,
+ * and who changed it. Fold it with `applyConversationUpdate`.
+ */
+export interface ConversationUpdateData {
+  title: string;
+  metadata: unknown;
+  participants: string[];
+  members: string[];
+  updatedBy: string;
+}
+
 /** A place in a conversation's log: the last seq seen, in an epoch. */
 export interface Position {
   seq: number;
@@ -444,6 +479,7 @@ export interface PromptEventData {
 /** Each event type of the log and its data. */
 export interface EventDataMap {
   "conversation.created": Conversation;
+  "conversation.updated": ConversationUpdateData;
   message: Message;
   "message.updated": Message;
   chunk: ChunkData;
@@ -477,6 +513,7 @@ export type EventType = keyof EventDataMap;
  */
 export const EVENT_TYPES = [
   "conversation.created",
+  "conversation.updated",
   "message",
   "message.updated",
   "chunk",

@@ -8,8 +8,8 @@ import { pipeline } from "node:stream/promises";
 import type { ReadableStream as NodeWebStream } from "node:stream/web";
 import { describe, expect, inject, it } from "vitest";
 import { backupOf } from "../src/backup.js";
-import { ParleyClient, ParleyError, type FetchLike } from "../src/index.js";
-import { Runner, conversation, shared, until } from "./helpers.js";
+import { ParleyClient, ParleyError, follow, type FetchLike } from "../src/index.js";
+import { NodeWebSocket, Runner, conversation, shared, until } from "./helpers.js";
 import { startServer } from "./server.js";
 
 describe("conversations", () => {
@@ -71,6 +71,33 @@ describe("conversations", () => {
       body: JSON.stringify({ agentId: "carol", content: "hi" }),
     });
     expect(res.status).toBe(415);
+  });
+});
+
+describe("updateConversation", () => {
+  it("changes a conversation, answers its view, and a live follower folds the change", async () => {
+    const c = new ParleyClient({ baseUrl: inject("serverUrl"), WebSocket: NodeWebSocket });
+    const id = (await c.createConversation({ title: "before", participants: ["alice", "bob"], metadata: { k: 1, drop: true } })).conversation.id;
+    const live = follow(c, id, { transport: "sse" });
+    try {
+      await until(() => live.getSnapshot().status.state === "live", "the stream");
+      const v = await c.updateConversation(id, { title: "after", metadata: { drop: null, more: 2 }, participants: { add: ["carol"], remove: ["alice"] }, members: { add: ["dave"] } });
+      expect(v.conversation).toMatchObject({ id, title: "after", metadata: { k: 1, more: 2 }, participants: ["bob", "carol"], members: ["dave"] });
+      expect(await c.conversation(id)).toEqual(v);
+      await until(() => live.getSnapshot().state.conversation?.title === "after", "the folded change");
+      expect(live.getSnapshot().state.conversation).toEqual(v.conversation);
+      const events = await c.events(id, { after: 0 });
+      expect(events.events.at(-1)).toMatchObject({ type: "conversation.updated", data: { title: "after", participants: ["bob", "carol"], members: ["dave"] } });
+      // A patch that changes nothing writes nothing; one that names a fixed field is refused.
+      const same = await c.updateConversation(id, { title: "after" });
+      expect(same.head.lastSeq).toBe(v.head.lastSeq);
+      const err = await c.updateConversation(id, { turnPolicy: "free" } as never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ParleyError);
+      expect((err as ParleyError).code).toBe("invalid_value");
+    } finally {
+      live.close();
+      await live.done;
+    }
   });
 });
 

@@ -103,3 +103,18 @@ describe("the prompt queue", () => {
     expect(fold(s, init(9)).queue.known).toBe(false);
   });
 });
+
+describe("the conversation", () => {
+  it("folds conversation.updated: the changed fields whole, the rest kept", () => {
+    const made = { id: "c", epoch: "e", title: "old", participants: ["alice", "bob"], members: ["m"], turnPolicy: "round-robin", messageFormat: "v2", metadata: { k: 1 }, createdBy: "alice", createdAt: null };
+    let s = fold(emptyState, init(0, true), ev(1, "conversation.created", made));
+    s = fold(s, ev(2, "conversation.updated", { title: "new", metadata: null, participants: ["alice", "carol"], members: [], updatedBy: "alice" }, "alice"));
+    expect(s.conversation).toEqual({ id: "c", epoch: "e", title: "new", participants: ["alice", "carol"], turnPolicy: "round-robin", messageFormat: "v2", createdBy: "alice", createdAt: null });
+    expect(s.headStale).toBe(false); // it changes nothing of the head
+    expect(made.participants).toEqual(["alice", "bob"]); // immutable updates
+    const again = fold(s, ev(3, "conversation.updated", { title: "", metadata: { x: [1] }, participants: [], members: ["dave"], updatedBy: "admin" }, "admin"));
+    expect(again.conversation).toMatchObject({ participants: [], members: ["dave"], metadata: { x: [1] } });
+    expect(again.conversation?.title).toBeUndefined();
+    expect(s.conversation?.title).toBe("new");
+  });
+});

@@ -1,5 +1,6 @@
 import { useEffect, useSyncExternalStore } from "react";
 import { IdentityBar, TokenForm } from "./components/Identity";
+import { NewConversation } from "./components/NewConversation";
 import { checkIdentity, getAuth, subscribeAuth } from "./lib/auth";
 import { navigate, parseRoute, useLocation } from "./lib/route";
 import { ConversationList } from "./pages/ConversationList";
@@ -32,6 +33,7 @@ export function App() {
         >
           Parley
         </a>
+        <NewConversation auth={auth} />
         <IdentityBar auth={auth} />
       </header>
       <div id="content" className="content">

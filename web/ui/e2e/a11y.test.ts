@@ -1,7 +1,8 @@
 // Accessibility, in Chromium against `parley serve`: axe-core checks the
 // list of conversations and a conversation's page (messages, a tool card,
 // a thread, the flow picture, an approval and a question drawn from a JSON
-// Schema, its form's errors, the composer), the revert dialog, the token
+// Schema, its form's errors, the composer), the revert dialog, the
+// dialogs that make, edit, close and delete a conversation, the token
 // form and the tokens' page (a new token's secret, the revoke dialog), at
 // desktop (1280, light) and phone (390, dark) widths, and finds nothing
 // serious or critical. Then the main
@@ -94,7 +95,7 @@ async function tabTo(page: Page, is: string, max = 120): Promise<void> {
 
 describe("accessibility", () => {
   for (const size of sizes) {
-    it(`finds nothing serious or critical on the list, a conversation's page and the revert dialog (${size.name}, ${size.viewport.width} px)`, async () => {
+    it(`finds nothing serious or critical on the list, a conversation's page and its dialogs (${size.name}, ${size.viewport.width} px)`, async () => {
       const { runner } = await scene(`Audit ${size.name}`);
       // bypassCSP: the server allows only its own scripts, and axe is injected inline.
       const { page } = await browser.open({ viewport: size.viewport, colorScheme: size.colorScheme, bypassCSP: true });
@@ -114,6 +115,15 @@ describe("accessibility", () => {
       found["search"] = await audit(page);
       await search.fill("");
       await expect.poll(() => page.getByRole("list", { name: "Messages found" }).count()).toBe(0);
+      // The form that makes a conversation, telling what is wrong with a field.
+      await page.getByRole("button", { name: "New conversation" }).click();
+      const make = page.getByRole("dialog", { name: "New conversation" });
+      await make.getByLabel("Participants").fill("a b/c");
+      await make.getByRole("button", { name: "Create" }).click();
+      await make.getByRole("alert").waitFor();
+      found["new"] = await audit(page);
+      await page.keyboard.press("Escape");
+      await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
 
       // The conversation's page, reached from the list (one load per page).
       await page.getByRole("link", { name: new RegExp(`^Audit ${size.name}`) }).click();
@@ -142,15 +152,24 @@ describe("accessibility", () => {
       found["dialog"] = await audit(page);
       await page.keyboard.press("Escape");
       await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
+      // The dialogs that edit, close and delete the conversation (on a phone, among the head's details).
+      if (size.name === "phone") await page.getByRole("button", { name: "Details of the conversation" }).click();
+      for (const [button, key] of [["Edit", "edit"], ["Close", "close"], ["Delete", "delete"]] as const) {
+        await page.getByRole("button", { name: button, exact: true }).click();
+        await page.getByRole("dialog").waitFor();
+        found[key] = await audit(page);
+        await page.keyboard.press("Escape");
+        await expect.poll(() => page.getByRole("dialog").count()).toBe(0);
+      }
 
       if (Object.values(found).some((f) => f.length > 0)) console.log(`axe at ${size.viewport.width} px:\n` + JSON.stringify(found, null, 1));
-      expect(found).toEqual({ list: [], search: [], conversation: [], dialog: [], ...(size.name === "phone" ? { flow: [] } : {}) });
+      expect(found).toEqual({ list: [], search: [], new: [], conversation: [], dialog: [], edit: [], close: [], delete: [], ...(size.name === "phone" ? { flow: [] } : {}) });
       await runner.finalize("m3");
       runner.close();
     });
   }
 
-  it("opens a conversation, answers its requests, jumps from the flow, cancels a revert and sends a prompt with the keyboard alone", async () => {
+  it("opens a conversation, answers its requests, jumps from the flow, cancels a revert, sends a prompt, replies in a thread and makes a conversation with the keyboard alone", async () => {
     const { id, runner } = await scene("Keyboard only");
     const { page } = await browser.open();
     await page.goto(`${server.url}/`);
@@ -201,8 +220,29 @@ describe("accessibility", () => {
     await page.keyboard.type("ship it by keyboard");
     await page.keyboard.press("Enter");
     await expect.poll(async () => (await api.promptQueue(id)).prompts.map((p) => p.content)).toContain("ship it by keyboard");
+    // ops ends its answer (and its turn): the floor is free for a person's message.
     await runner.finalize("m3");
     runner.close();
+
+    // Reply in a message's thread: its Reply button, then the composer, where Enter sends.
+    await tabTo(page, `(e) => (e?.getAttribute("aria-label") ?? "").startsWith("Reply to this message of ops")`, 200);
+    await page.keyboard.press("Enter");
+    expect(await page.evaluate(() => document.activeElement?.getAttribute("aria-label"))).toBe("Message");
+    await page.keyboard.type("a reply by keyboard");
+    await page.keyboard.press("Enter");
+    await expect.poll(async () => (await api.messages(id)).messages.find((m) => m.content === "a reply by keyboard")?.replyTo).toMatch(/^m\d$/);
+
+    // Make a conversation: the button, the form's fields in order, Enter to create.
+    await tabTo(page, `(e) => e?.textContent === "New conversation"`, 200);
+    await page.keyboard.press("Enter");
+    expect(await page.evaluate(() => document.activeElement?.id ?? "")).toMatch(/-t$/); // the title
+    await page.keyboard.type("Made by keyboard");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("ops, you");
+    await page.keyboard.press("Enter");
+    await page.waitForURL((u) => u.pathname.startsWith("/c/") && u.pathname !== `/c/${id}`);
+    const made = decodeURIComponent(new URL(page.url()).pathname.slice(3));
+    expect((await api.conversation(made)).conversation).toMatchObject({ title: "Made by keyboard", participants: ["ops", "you"] });
   });
 
   // Last: its token ends the server's open mode.

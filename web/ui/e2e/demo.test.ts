@@ -271,7 +271,7 @@ describe("the demo in a browser", () => {
     const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
     expect(widths.scroll).toBeLessThanOrEqual(widths.client);
     expect(widths.client).toBe(390);
-    for (const name of ["Prompt", "Mode"]) {
+    for (const name of ["Prompt", "When"]) {
       const el = page.getByRole(name === "Prompt" ? "textbox" : "combobox", { name });
       const box = (await el.boundingBox())!;
       expect(box.x).toBeGreaterThanOrEqual(0);

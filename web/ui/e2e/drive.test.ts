@@ -53,14 +53,18 @@ async function serverQueue(id: string): Promise<{ content: string; mode: string 
   return prompts.map((p: QueuedPrompt) => ({ content: p.content ?? "", mode: p.mode }));
 }
 
-/** The queue as the page shows it: each item's mode badge and text, in order. */
-function pageQueue(page: Page): Promise<{ content: string; mode: string }[]> {
-  return page.evaluate(() =>
+/** The person's words for each mode, on the queue's badges. */
+const BADGES: Record<string, string> = { followup: "in line", steer: "interrupts", collect: "merges", reject: "only if idle" };
+
+/** The queue as the page shows it: each item's mode (by its badge's words) and text, in order. */
+async function pageQueue(page: Page): Promise<{ content: string; mode: string }[]> {
+  const shown = await page.evaluate(() =>
     [...document.querySelectorAll('[aria-label="Prompt queue"] li')].map((li) => ({
       content: li.querySelector(".queue-text")?.textContent ?? "",
-      mode: li.querySelector(".badge")?.textContent ?? "",
+      badge: li.querySelector(".badge")?.textContent ?? "",
     })),
   );
+  return shown.map(({ content, badge }) => ({ content, mode: Object.keys(BADGES).find((m) => BADGES[m] === badge) ?? `unknown badge "${badge}"` }));
 }
 
 /** Types text into the prompt box and sends it with Enter; waits until the box is empty (the server took it). */
@@ -82,11 +86,11 @@ describe("the head and the queue of a conversation the test drives", () => {
       return { ...f, Events: f["Events"] === server ? "as the server's head" : `${f["Events"]}, the server's ${server}` };
     };
     const events = "as the server's head";
-    await expect.poll(shown).toEqual({ Next: "alice starts turn 1", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
+    await expect.poll(shown).toEqual({ Next: "alice starts turn 1", "Waits on": "nobody", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
 
     // alice opens turn 1, delegates to carol, and resets it: the head follows each.
     await api.postMessage(id, { agentId: "alice", content: "Working on it." });
-    await expect.poll(shown).toMatchObject({ Next: "alice continues turn 1", "Open turn": "1 · alice", Events: events });
+    await expect.poll(shown).toMatchObject({ Next: "alice continues turn 1", "Waits on": "alice to end turn 1 (no runner)", "Open turn": "1 · alice", Events: events });
     await api.delegate(id, { agentId: "alice", to: "carol" });
     await expect.poll(() => facts(page)).toMatchObject({ "Open turn": "1 · alice (delegated to carol)" });
     await api.reset(id, { agentId: "alice" });
@@ -95,7 +99,7 @@ describe("the head and the queue of a conversation the test drives", () => {
 
     // alice closes it: round-robin names bob.
     await api.postMessage(id, { agentId: "alice", content: "Done.", finality: "turn" });
-    await expect.poll(shown).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
+    await expect.poll(shown).toEqual({ Next: "bob starts turn 2", "Waits on": "nobody", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
 
     // alice claims turn 2: the guidance names her instead of bob while the claim holds.
     const claimed = await api.claim(id, { agentId: "alice", ttlMs: 3000 });
@@ -103,16 +107,16 @@ describe("the head and the queue of a conversation the test drives", () => {
       (iso) => new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" }).format(new Date(iso)),
       claimed.claim!.expiresAt!,
     );
-    await expect.poll(() => facts(page)).toMatchObject({ Next: "alice starts turn 2", Claim: `alice claims turn 2 until ${until}` });
+    await expect.poll(() => facts(page)).toMatchObject({ Next: "alice starts turn 2", "Waits on": "alice, who claimed turn 2", Claim: `alice claims turn 2 until ${until}` });
     await screenshot(page, "head-claim");
     // It expires (claim.expired): bob again, and no claim.
-    await expect.poll(shown, { timeout: 10_000 }).toEqual({ Next: "bob starts turn 2", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
+    await expect.poll(shown, { timeout: 10_000 }).toEqual({ Next: "bob starts turn 2", "Waits on": "nobody", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
     const types = (await api.events(id, { after: 0, limit: 100 })).events.map((e) => e.type);
     expect(types).toContain("claim.expired");
 
     // bob closes the conversation: nobody's turn, and the prompt box says so.
     await api.postMessage(id, { agentId: "bob", content: "That is all.", finality: "conversation" });
-    await expect.poll(shown).toEqual({ Next: "The conversation is closed.", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
+    await expect.poll(shown).toEqual({ Next: "The conversation is closed.", "Waits on": "nobody: closed", "Open turn": "none", Claim: "none", Participants: "alice, bob (round-robin)", Members: "you", Runners: "none", Events: events });
     const box = page.getByRole("textbox", { name: "Prompt" });
     await expect.poll(() => box.isDisabled()).toBe(true);
     expect(await box.getAttribute("placeholder")).toBe("The conversation is closed.");
@@ -246,12 +250,12 @@ describe("the head and the queue of a conversation the test drives", () => {
   it("sends a prompt in mode steer (first in the queue) and prompts in mode collect (merged into one)", async () => {
     const id = (await api.createConversation({ title: "Modes test", participants: ["alice"], members: ["you"] })).conversation.id;
     const page = await openConversation(id);
-    const mode = page.getByRole("combobox", { name: "Mode" });
+    const mode = page.getByRole("combobox", { name: "When" });
     await send(page, "waiting one");
     await send(page, "waiting two");
     await expect.poll(() => serverQueue(id)).toHaveLength(2);
 
-    await mode.selectOption({ label: "Steer" });
+    await mode.selectOption({ label: "Interrupt" });
     await send(page, "go first");
     const afterSteer = [
       { content: "go first", mode: "steer" },
@@ -262,7 +266,7 @@ describe("the head and the queue of a conversation the test drives", () => {
     await expect.poll(() => pageQueue(page)).toEqual(afterSteer);
 
     // Two collect prompts sent within the window (the server's is a minute) are one prompt, with both texts.
-    await mode.selectOption({ label: "Collect" });
+    await mode.selectOption({ label: "Merge" });
     await send(page, "collect this");
     await send(page, "and this");
     const afterCollect = [...afterSteer, { content: "collect this\n\nand this", mode: "collect" }];

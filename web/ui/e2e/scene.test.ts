@@ -382,7 +382,7 @@ describe("the demo's scene in a browser", () => {
       return first !== undefined;
     });
     await expect.poll(() => article(page, first!.id).getAttribute("data-status")).toBe("streaming");
-    await page.getByRole("combobox", { name: "Mode" }).selectOption({ label: "Steer" });
+    await page.getByRole("combobox", { name: "When" }).selectOption({ label: "Interrupt" });
     await box.fill("What is 17 times 23? (a steer)");
     await box.press("Enter");
     await expect.poll(() => box.inputValue()).toBe("");
@@ -434,13 +434,18 @@ describe("the demo's scene in a browser", () => {
     const text = "What is the capital of Australia?\n(typed with the keyboard alone)";
     expect(await box.inputValue()).toBe(text);
     expect(await api.prompts(conversationId)).toEqual([]); // Shift+Enter sent nothing
-    // The mode is the next stop, and the arrow keys choose it: Steer.
+    // What to send (a prompt) and whom to ask (any agent) are the next stops, then when it is
+    // answered, which the arrow keys choose: Interrupt (steer).
     await page.keyboard.press("Tab");
-    const mode = page.getByRole("combobox", { name: "Mode" });
+    expect(await focused(page.getByRole("combobox", { name: "Send as" }))).toBe(true);
+    await page.keyboard.press("Tab");
+    expect(await focused(page.getByRole("combobox", { name: "Ask" }))).toBe(true);
+    await page.keyboard.press("Tab");
+    const mode = page.getByRole("combobox", { name: "When" });
     expect(await focused(mode)).toBe(true);
     await page.keyboard.press("ArrowDown");
     expect(await mode.inputValue()).toBe("steer");
-    await page.keyboard.press("Shift+Tab");
+    for (let i = 0; i < 3; i++) await page.keyboard.press("Shift+Tab");
     expect(await focused(box)).toBe(true);
     await page.keyboard.press("Enter");
     await expect.poll(() => box.inputValue()).toBe("");

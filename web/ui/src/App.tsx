@@ -1,5 +1,6 @@
 import { useEffect, useSyncExternalStore } from "react";
 import { IdentityBar, TokenForm } from "./components/Identity";
+import { NewConversation } from "./components/NewConversation";
 import { canManage, checkIdentity, getAuth, subscribeAuth } from "./lib/auth";
 import { navigate, parseRoute, TOKENS_PATH, useLocation } from "./lib/route";
 import { ConversationList } from "./pages/ConversationList";
@@ -33,6 +34,7 @@ export function App() {
         >
           Parley
         </a>
+        <NewConversation auth={auth} />
         {canManage(auth) && (
           <a
             href={TOKENS_PATH}

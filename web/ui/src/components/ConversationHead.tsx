@@ -10,6 +10,8 @@ export interface HeadProps {
   guidance: Guidance | null;
   status: StreamStatus;
   stopped: string | null;
+  /** What the conversation waits on (waitingOn), null while not known. */
+  waiting: string | null;
   /** The seq of the last event folded. */
   lastSeq: number;
   /** Shows a pending input request where it stands. */
@@ -101,6 +103,12 @@ export const ConversationHead = memo(function ConversationHead(p: HeadProps) {
           <dt>Next</dt>
           <dd className="guidance" title={next}>
             {next}
+          </dd>
+        </div>
+        <div className="fact-slot fact-waits">
+          <dt>Waits on</dt>
+          <dd title={p.waiting ?? undefined} className={p.waiting?.startsWith("a person") ? "waits-person" : undefined}>
+            {p.waiting ?? "…"}
           </dd>
         </div>
         <div className="fact-slot fact-turn">

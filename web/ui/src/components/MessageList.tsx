@@ -20,6 +20,8 @@ export interface MessageListProps {
   authors: ReadonlyMap<string, string>;
   highlighted: string | null;
   canRevert: boolean;
+  /** Whether the page may write a reply to a message. */
+  canReply: boolean;
   /** Whether the page's identity may answer input requests at all. */
   canAnswer: boolean;
   /** The agent the page's identity writes as, if it is one (it cannot answer its own requests). */
@@ -31,6 +33,7 @@ export interface MessageListProps {
   onToggle: (turnId: string) => void;
   onJump: (id: string) => void;
   onRevert: (m: Message) => void;
+  onReply: (m: Message) => void;
   onFetch: (id: string) => void;
   ref?: Ref<MessageListHandle>;
 }
@@ -184,10 +187,12 @@ export function MessageList(p: MessageListProps) {
                   retryAuthor={r.message.retryOf ? p.authors.get(r.message.retryOf) : undefined}
                   highlighted={p.highlighted === r.message.id}
                   canRevert={p.canRevert}
+                  canReply={p.canReply}
                   canAnswer={p.canAnswer && p.me !== r.message.agentId}
                   onAnswer={p.onAnswer}
                   onJump={p.onJump}
                   onRevert={p.onRevert}
+                  onReply={p.onReply}
                   onFetch={p.onFetch}
                 />
               )}

@@ -21,11 +21,14 @@ export interface MessageProps {
   retryAuthor: string | undefined;
   highlighted: boolean;
   canRevert: boolean;
+  /** Whether the page may write a reply to it. */
+  canReply: boolean;
   /** Whether the page's identity may answer its input requests. */
   canAnswer: boolean;
   onAnswer: AnswerInput;
   onJump: (id: string) => void;
   onRevert: (m: Message) => void;
+  onReply: (m: Message) => void;
   onFetch: (id: string) => void;
 }
 
@@ -73,6 +76,11 @@ export const MessageView = memo(function MessageView(p: MessageProps) {
         <time className="when" dateTime={m.createdAt ?? undefined}>
           {shortTime(m.createdAt)}
         </time>
+        {p.canReply && (
+          <button type="button" className="icon-button reply" aria-label={`Reply to this message of ${m.agentId}`} title="Reply in its thread" onClick={() => p.onReply(m)}>
+            ↩
+          </button>
+        )}
         {/* Kept in place while the message streams, so that its time does not move when it ends. */}
         {p.canRevert && (
           <button

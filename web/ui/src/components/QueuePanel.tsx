@@ -1,6 +1,7 @@
 import { memo } from "react";
 import type { Guidance, QueuedPrompt } from "@parleyhq/client";
 import { bytes, firstLine } from "../lib/format";
+import { modeBadge, modeHelp } from "../lib/modes";
 import { noRunnerFor, turnInTheWay } from "../lib/presence";
 
 export interface QueuePanelProps {
@@ -32,7 +33,9 @@ export const QueuePanel = memo(function QueuePanel(p: QueuePanelProps) {
           const turn = noRunner ? null : turnInTheWay(p.prompts, i, p.guidance);
           return (
             <li key={q.id} className={answering ? "answering" : ""}>
-              <span className={`badge badge-${q.mode}`}>{q.mode}</span>
+              <span className={`badge badge-${q.mode}`} title={modeHelp(q.mode)}>
+                {modeBadge(q.mode)}
+              </span>
               <span className="queue-text" title={q.content}>
                 {text}
               </span>

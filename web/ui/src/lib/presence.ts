@@ -1,4 +1,4 @@
-import type { Guidance, QueuedPrompt } from "@parleyhq/client";
+import type { Guidance, Head, QueuedPrompt } from "@parleyhq/client";
 
 /**
  * The agents with a runner attached, as the guidance says (presence), or
@@ -33,4 +33,35 @@ export function turnInTheWay(prompts: readonly QueuedPrompt[], i: number, g: Gui
   if (!p || !g || p.runner || prompts.some((x) => x.runner) || prompts.findIndex((x) => !x.runner) !== i) return null;
   if (g.kind !== "continue_turn" || g.nextAgentId === p.agentId) return null;
   return `waits for ${g.nextAgentId}'s open turn ${g.turn} to end`;
+}
+
+/**
+ * What the conversation waits on now, in a few words, most pressing
+ * first: a person (input requests agents asked), an agent to finish its
+ * open turn (or to connect, when it has no runner), an agent that claimed
+ * the next turn, a runner for a waiting prompt, or nobody. Null while
+ * the head is not known.
+ */
+export function waitingOn(h: Head | null, g: Guidance | null, prompts: readonly QueuedPrompt[] | undefined): string | null {
+  if (!h) return null;
+  if (h.closed) return "nobody: closed";
+  const runners = runnersOf(g);
+  const pending = h.pendingInputs?.length ?? 0;
+  if (pending > 0) return pending === 1 ? "a person: 1 request" : `a person: ${pending} requests`;
+  const o = h.openTurn;
+  if (o) {
+    const absent = runners !== null && !runners.includes(o.owner) ? " (no runner)" : "";
+    return `${o.owner} to end turn ${o.turn}${absent}`;
+  }
+  if (h.claim) return `${h.claim.agentId}, who claimed turn ${h.claim.turn}`;
+  const first = prompts?.find((x) => !x.runner);
+  if (first && !prompts?.some((x) => x.runner)) {
+    if (noRunnerFor(first, runners)) return first.to ? `a runner of ${first.to}` : "a runner";
+    return first.to ? `${first.to} to take a prompt` : "a runner to take a prompt";
+  }
+  if (prompts?.some((x) => x.runner)) {
+    const r = prompts.find((x) => x.runner)!;
+    return `${r.runner} to answer`;
+  }
+  return "nobody";
 }

@@ -1,14 +1,16 @@
 import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
-import { ParleyError, type ExportFormat, type LiveConversation, type LiveSnapshot, type Message, type PendingInput, type PromptMode, type QueuedPrompt } from "@parleyhq/client";
-import { Composer } from "../components/Composer";
+import { ParleyError, type ExportFormat, type LiveConversation, type LiveSnapshot, type Message, type PendingInput, type QueuedPrompt } from "@parleyhq/client";
+import { Composer, type Sending } from "../components/Composer";
 import { ConfirmDialog } from "../components/ConfirmDialog";
+import { ConversationForm } from "../components/ConversationForm";
 import { ConversationHead } from "../components/ConversationHead";
 import { ConversationSearch } from "../components/ConversationSearch";
 import { FlowView } from "../components/FlowView";
 import { MessageList, type MessageListHandle } from "../components/MessageList";
 import { QueuePanel } from "../components/QueuePanel";
-import { runnersOf } from "../lib/presence";
+import { runnersOf, waitingOn } from "../lib/presence";
 import { canWrite, refusedToken, writerId, type AuthState } from "../lib/auth";
+import { fieldsOf, patchOf, type ConvFields } from "../lib/convform";
 import { dispatches, turnOwners } from "../lib/flow";
 import { errorText, firstLine, shortTime } from "../lib/format";
 import { followPage, type FlowEvents, type FlowWindow } from "../lib/live";
@@ -54,6 +56,10 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const [collapsed, setCollapsed] = useState<ReadonlySet<string>>(new Set());
   const [highlighted, setHighlighted] = useState<string | null>(null);
   const [reverting, setReverting] = useState<Message | null>(null);
+  const [replyTo, setReplyTo] = useState<Message | null>(null);
+  // The dialog open: editing the conversation, closing it or deleting it.
+  const [managing, setManaging] = useState<"edit" | "close" | "delete" | null>(null);
+  const [closingNote, setClosingNote] = useState("Closed.");
   const [showFlow, setShowFlow] = useState(() => globalThis.matchMedia?.("(min-width: 1000px)").matches ?? false);
   // On a small screen the head is one line until opened, and the flow a view in place of the messages.
   const [headOpen, setHeadOpen] = useState(false);
@@ -187,8 +193,15 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
       return false;
     }
   };
-  const onSend = (content: string, mode: PromptMode) =>
-    act(() => auth.client.prompt(id, { content, mode, ...(writer ? { agentId: writer } : {}) }));
+  const onSend = async (content: string, how: Sending) => {
+    const as = writer ? { agentId: writer } : {};
+    if (how.kind === "prompt") return act(() => auth.client.prompt(id, { content, mode: how.mode, ...(how.to ? { to: how.to } : {}), ...as }));
+    const sent = await act(() => auth.client.postMessage(id, { content, role: "user", ...(how.replyTo ? { replyTo: how.replyTo } : {}), ...as }));
+    if (sent) setReplyTo(null);
+    return sent;
+  };
+  const onReply = useCallback((m: Message) => setReplyTo(m), []);
+  const onCancelReply = useCallback(() => setReplyTo(null), []);
   const onStop = () => {
     if (stopping) void act(() => auth.client.stop(id, { promptId: stopping }));
   };
@@ -205,6 +218,31 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
     [auth.client, id, writer],
   );
   const canChange = useCallback((q: QueuedPrompt) => admin || q.agentId === me, [admin, me]);
+  // Who may change the conversation: its owner and admins; delete it: admins.
+  const canEdit = admin || (!!me && conversation?.createdBy === me);
+
+  const saveEdit = async (f: ConvFields) => {
+    if (!conversation) return { ok: false as const, error: "The conversation is not read yet." };
+    const r = patchOf(conversation, f);
+    if (!r.ok) return r;
+    if (r.value) {
+      try {
+        await auth.client.updateConversation(id, r.value);
+      } catch (err) {
+        return { ok: false as const, error: errorText(err) };
+      }
+    }
+    setManaging(null);
+    return { ok: true as const };
+  };
+  const doClose = async () => {
+    setManaging(null);
+    await act(() => auth.client.postMessage(id, { content: closingNote.trim() || "Closed.", role: "user", finality: "conversation", ...(writer ? { agentId: writer } : {}) }));
+  };
+  const doDelete = async () => {
+    setManaging(null);
+    if (await act(() => auth.client.deleteConversation(id))) navigate("/");
+  };
 
   const doRevert = async (m: Message) => {
     setReverting(null);
@@ -286,6 +324,21 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
           <button type="button" className="export" onClick={() => void download("json")}>
             Export JSON
           </button>
+          {canEdit && conversation && (
+            <button type="button" className="manage" onClick={() => setManaging("edit")}>
+              Edit
+            </button>
+          )}
+          {writable && (
+            <button type="button" className="manage" onClick={() => setManaging("close")}>
+              Close
+            </button>
+          )}
+          {admin && (
+            <button type="button" className="manage danger-text" onClick={() => setManaging("delete")}>
+              Delete
+            </button>
+          )}
           <button type="button" className="flow-toggle" aria-expanded={showFlow} aria-controls="flow-panel" onClick={() => setShowFlow((s) => !s)}>
             {showFlow ? "Hide flow" : "Show flow"}
           </button>
@@ -297,6 +350,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
         guidance={state?.guidance ?? null}
         status={snap?.status ?? { state: "connecting", attempt: 0 }}
         stopped={stopped}
+        waiting={waitingOn(state?.head ?? null, state?.guidance ?? null, queue?.known ? queue.prompts : undefined)}
         lastSeq={state?.position?.seq ?? 0}
         onJumpInput={onJumpInput}
         open={headOpen}
@@ -321,6 +375,7 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
             authors={authors}
             highlighted={highlighted}
             canRevert={writable}
+            canReply={writable}
             canAnswer={canWrite(auth) && !halted}
             me={auth.identity.kind === "agent" ? auth.identity.agentId : undefined}
             onAnswer={onAnswer}
@@ -330,17 +385,23 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
             onToggle={onToggle}
             onJump={onJump}
             onRevert={onRevert}
+            onReply={onReply}
             onFetch={onFetch}
           />
           <QueuePanel prompts={queue?.prompts ?? []} known={queue?.known ?? false} runners={runnersOf(state?.guidance ?? null)} guidance={state?.guidance ?? null} canChange={canChange} onWithdraw={onWithdraw} onPromote={onPromote} />
           <Composer
             disabled={!writable}
             answering={answering}
+            agents={agents}
+            runners={runnersOf(state?.guidance ?? null)}
+            floor={state?.head?.openTurn && state.head.openTurn.owner !== me && !state.head.openTurn.delegates?.includes(me ?? "") ? state.head.openTurn.owner : null}
+            replyTo={replyTo}
+            onCancelReply={onCancelReply}
             onSend={onSend}
             onStop={onStop}
             note={state?.head?.closed ? "The conversation is closed." : auth.identity.kind === "viewer" ? "A viewer token reads only." : "You cannot write here."}
           />
-          {writer && <p className="composer-note">Prompts are queued as {writer}.</p>}
+          {writer && <p className="composer-note">You write as {writer}.</p>}
         </div>
         <aside id="flow-panel" className="flow-panel" aria-label="Flow">
           {showFlow && (
@@ -355,6 +416,25 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
           )}
         </aside>
       </div>
+      {managing === "edit" && conversation && (
+        <ConversationForm title="Edit the conversation" submit="Save" creating={false} initial={fieldsOf(conversation)} onSubmit={saveEdit} onCancel={() => setManaging(null)} />
+      )}
+      {managing === "close" && (
+        <ConfirmDialog title="Close this conversation?" confirm="Close it" onConfirm={() => void doClose()} onCancel={() => setManaging(null)}>
+          <p>Nobody can write in it afterwards; it can still be read, searched and exported.</p>
+          <label className="form-field">
+            <span>Closing note</span>
+            <input value={closingNote} onChange={(e) => setClosingNote(e.target.value)} maxLength={2000} />
+          </label>
+        </ConfirmDialog>
+      )}
+      {managing === "delete" && (
+        <ConfirmDialog title="Delete this conversation?" confirm="Delete it" onConfirm={() => void doDelete()} onCancel={() => setManaging(null)}>
+          <p>
+            This deletes “{title}” and its whole log, for everyone. It cannot be undone: export it first to keep a copy.
+          </p>
+        </ConfirmDialog>
+      )}
       {reverting && (
         <ConfirmDialog title="Revert from this message?" confirm="Revert" onConfirm={() => void doRevert(reverting)} onCancel={() => setReverting(null)}>
           <p>

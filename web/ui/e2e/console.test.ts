@@ -27,7 +27,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** A runner that answers each prompt it is given with one message: "<agent> on: <prompt>". */
+/** A runner that answers each prompt it is given with one message, "<agent> on: <prompt>", and completes it. */
 async function answering(conversationId: string, agent: string): Promise<{ close(): void }> {
   const run = await Runner.connect(server.url, conversationId, agent);
   let seen = 0;
@@ -45,6 +45,7 @@ async function answering(conversationId: string, agent: string): Promise<{ close
         await run.create(id, p["messageId"] as string);
         await run.text(id, `${agent} on: ${p["content"] as string}`);
         await run.finalize(id);
+        await run.send({ type: "complete", messageId: p["messageId"] });
       } catch {
         // the runner was closed under it
       }
@@ -112,6 +113,8 @@ describe("the console", () => {
         await box().fill("Morning, team.");
         await box().press("Enter");
         await expect.poll(async () => (await messages(id)).map((m) => `${m.agentId}: ${m.content}`)).toEqual(["you: Morning, team."]);
+        // It is a turn of its own, ended: nobody's turn is left open by it.
+        await expect.poll(async () => (await api.conversation(id)).head.openTurn).toBeNull();
 
         // A prompt for a chosen agent: coder's runner answers it, and the page shows the answer.
         await page.getByRole("combobox", { name: "Send as" }).selectOption({ label: "Prompt" });
@@ -131,7 +134,7 @@ describe("the console", () => {
         await box().fill("Thanks, looks right.");
         await box().press("Enter");
         await expect.poll(async () => (await messages(id)).find((m) => m.content === "Thanks, looks right.")?.replyTo).toBe(answer.id);
-        expect(await page.locator(".replying").count()).toBe(0);
+        await expect.poll(() => page.locator(".replying").count()).toBe(0);
         const reply = (await messages(id)).find((m) => m.content === "Thanks, looks right.")!;
         await expect.poll(() => page.locator(`article[data-message-id="${reply.id}"] .thread-link`).textContent()).toBe("↳ replying to coder");
 
@@ -209,5 +212,26 @@ describe("the console", () => {
     await form.getByRole("button", { name: "Cancel" }).click();
     expect(await page.getByRole("dialog").count()).toBe(0);
     expect((await api.listConversations()).conversations.length).toBe(before);
+  });
+
+  it("has a layout checker that finds what it looks for: a box past the edge, a text cut short, controls over one another", async () => {
+    // bypassCSP: the server allows no inline style, which the broken layout below is made of.
+    const { page } = await browser.open({ viewport: { width: 390, height: 844 }, bypassCSP: true });
+    await page.goto(server.url + "/");
+    await page.getByRole("button", { name: "New conversation" }).waitFor();
+    expect(await layoutBreaks(page)).toEqual(fits);
+    await page.evaluate(() => {
+      document.body.insertAdjacentHTML(
+        "beforeend",
+        `<div id="wide" style="width:2000px;height:4px"></div>
+         <span id="cut" style="display:block;width:40px;overflow:hidden;white-space:nowrap">a text far too long for its box</span>
+         <div style="position:fixed;top:100px;left:10px;width:200px;height:40px"><button style="position:absolute;left:0;top:0;width:90px">one</button><button style="position:absolute;left:30px;top:5px;width:90px">two</button></div>`,
+      );
+    });
+    const found = await layoutBreaks(page);
+    // (The body clips what overflows it, so the document does not scroll here: the box is found as outside.)
+    expect(found.outside.some((x) => x.startsWith("div"))).toBe(true);
+    expect(found.cut.some((x) => x.includes("a text far too long"))).toBe(true);
+    expect(found.overlaps).toContain('button "one" over button "two"');
   });
 });

@@ -71,7 +71,7 @@ async function record(page: Page): Promise<void> {
       if (streaming()) {
         rec.streamingFrames++;
         times.push(t);
-        const controls = { prompt: "textarea[aria-label=Prompt]", mode: "select[aria-label=Mode]", stop: ".composer button.stop", send: ".composer button.primary" };
+        const controls = { prompt: "textarea[aria-label=Prompt]", kind: "select[aria-label=\"Send as\"]", ask: "select[aria-label=Ask]", mode: "select[aria-label=When]", stop: ".composer button.stop", send: ".composer button.primary" };
         const composer = Object.entries(controls)
           .map(([name, selector]) => `${name} ${box(document.querySelector(selector))}`)
           .join(" | ");
@@ -134,7 +134,7 @@ describe("no layout shift while text streams", () => {
     const page = await openDemo(800);
     const rec = await whileAnswered(page, "What is the capital of Australia? (the layout test)");
     expect(rec.composer, "the composer's controls moved").toHaveLength(1);
-    expect(rec.composer[0]).toMatch(/^prompt \d+,\d+ \d+×\d+ \| mode \d+,\d+ \d+×\d+ \| stop \d+,\d+ \d+×\d+ \| send \d+,\d+ \d+×\d+$/);
+    expect(rec.composer[0]).toMatch(/^prompt \d+,\d+ \d+×\d+ \| kind \d+,\d+ \d+×\d+ \| ask \d+,\d+ \d+×\d+ \| mode \d+,\d+ \d+×\d+ \| stop \d+,\d+ \d+×\d+ \| send \d+,\d+ \d+×\d+$/);
   });
 
   it("for a reader scrolled up in the messages: what they read stays in place", async () => {

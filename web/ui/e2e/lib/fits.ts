@@ -32,6 +32,19 @@ export function layoutBreaks(page: Page): Promise<Breaks> {
       const label = e.getAttribute("aria-label") ?? (e.textContent ?? "").trim().slice(0, 40);
       return `${e.tagName.toLowerCase()}${e.className && typeof e.className === "string" ? "." + e.className.trim().split(/\s+/).join(".") : ""} "${label}"`;
     };
+    // What is seen of an element: its box cut to every ancestor that clips what overflows it (a
+    // scrolled list's rows scrolled away are not seen, though they are in the page).
+    const seen = (e: Element) => {
+      const r = e.getBoundingClientRect();
+      let [left, top, right, bottom] = [r.left, r.top, r.right, r.bottom];
+      for (let a = e.parentElement; a; a = a.parentElement) {
+        const st = getComputedStyle(a);
+        if (st.overflowX === "visible" && st.overflowY === "visible") continue;
+        const c = a.getBoundingClientRect();
+        [left, top, right, bottom] = [Math.max(left, c.left), Math.max(top, c.top), Math.min(right, c.right), Math.min(bottom, c.bottom)];
+      }
+      return { left, top, right, bottom };
+    };
     const visible = (e: Element) => {
       const r = e.getBoundingClientRect();
       const s = getComputedStyle(e);
@@ -68,8 +81,8 @@ export function layoutBreaks(page: Page): Promise<Breaks> {
         const a = controls[i]!;
         const b = controls[j]!;
         if (a.contains(b) || b.contains(a)) continue;
-        const ra = a.getBoundingClientRect();
-        const rb = b.getBoundingClientRect();
+        const ra = seen(a);
+        const rb = seen(b);
         const w = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
         const h = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
         if (w > 1 && h > 1) overlaps.push(`${name(a)} over ${name(b)}`);

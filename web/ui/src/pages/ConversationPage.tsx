@@ -196,7 +196,8 @@ export function ConversationPage({ id, auth, search }: { id: string; auth: AuthS
   const onSend = async (content: string, how: Sending) => {
     const as = writer ? { agentId: writer } : {};
     if (how.kind === "prompt") return act(() => auth.client.prompt(id, { content, mode: how.mode, ...(how.to ? { to: how.to } : {}), ...as }));
-    const sent = await act(() => auth.client.postMessage(id, { content, role: "user", ...(how.replyTo ? { replyTo: how.replyTo } : {}), ...as }));
+    // A person's message is a turn of its own: it ends its turn, and the floor passes on.
+    const sent = await act(() => auth.client.postMessage(id, { content, role: "user", finality: "turn", ...(how.replyTo ? { replyTo: how.replyTo } : {}), ...as }));
     if (sent) setReplyTo(null);
     return sent;
   };

@@ -32,12 +32,12 @@ type conns struct {
 	// delegated holds, by conversation id, the streams of agents that read
 	// it as delegates of its open turn; watching counts them, so that a
 	// write looks at them without a lock when there are none.
-	delegated map[string]map[*liveConn]parley.Identity
+	delegated readerSets
 	watching  atomic.Int64
 	// members holds, by conversation id, the streams of agents that read
 	// it as members of it: a conversation.updated event that removes one
 	// ends its streams (see endMembers).
-	members map[string]map[*liveConn]parley.Identity
+	members readerSets
 }
 
 // liveConn is one live connection; end ends it (at most once).

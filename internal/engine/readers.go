@@ -54,30 +54,46 @@ func (e *Engine) ConnectReader(ctx context.Context, who parley.Identity, max int
 	}, nil
 }
 
+// readerSets holds streams by conversation id, each with who reads it.
+type readerSets map[string]map[*liveConn]parley.Identity
+
+// add records that conn reads conversation id as who; the caller holds conns.mu.
+func (r *readerSets) add(id string, conn *liveConn, who parley.Identity) {
+	if *r == nil {
+		*r = make(readerSets)
+	}
+	if (*r)[id] == nil {
+		(*r)[id] = make(map[*liveConn]parley.Identity)
+	}
+	(*r)[id][conn] = who
+}
+
+// remove forgets that conn reads conversation id, and reports whether it
+// did; the caller holds conns.mu.
+func (r readerSets) remove(id string, conn *liveConn) bool {
+	if _, ok := r[id][conn]; !ok {
+		return false
+	}
+	delete(r[id], conn)
+	if len(r[id]) == 0 {
+		delete(r, id)
+	}
+	return true
+}
+
 // watch records that conn reads conversation id as who, a delegate.
 func (m *conns) watch(id string, conn *liveConn, who parley.Identity) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.delegated == nil {
-		m.delegated = make(map[string]map[*liveConn]parley.Identity)
-	}
-	if m.delegated[id] == nil {
-		m.delegated[id] = make(map[*liveConn]parley.Identity)
-	}
-	m.delegated[id][conn] = who
+	m.delegated.add(id, conn, who)
 	m.watching.Add(1)
 }
 
 func (m *conns) unwatch(id string, conn *liveConn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.delegated[id][conn]; !ok {
-		return
-	}
-	delete(m.delegated[id], conn)
-	m.watching.Add(-1)
-	if len(m.delegated[id]) == 0 {
-		delete(m.delegated, id)
+	if m.delegated.remove(id, conn) {
+		m.watching.Add(-1)
 	}
 }
 
@@ -85,22 +101,13 @@ func (m *conns) unwatch(id string, conn *liveConn) {
 func (m *conns) join(id string, conn *liveConn, who parley.Identity) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.members == nil {
-		m.members = make(map[string]map[*liveConn]parley.Identity)
-	}
-	if m.members[id] == nil {
-		m.members[id] = make(map[*liveConn]parley.Identity)
-	}
-	m.members[id][conn] = who
+	m.members.add(id, conn, who)
 }
 
 func (m *conns) leave(id string, conn *liveConn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.members[id], conn)
-	if len(m.members[id]) == 0 {
-		delete(m.members, id)
-	}
+	m.members.remove(id, conn)
 }
 
 // endMembers ends the streams of conversation id read by members that
@@ -114,11 +121,10 @@ func (e *Engine) endMembers(id string, s conv.State) {
 	for conn, who := range m.members[id] {
 		if s.CanRead(who) != nil {
 			ended = append(ended, conn)
-			delete(m.members[id], conn)
 		}
 	}
-	if len(m.members[id]) == 0 {
-		delete(m.members, id)
+	for _, conn := range ended {
+		m.members.remove(id, conn)
 	}
 	m.mu.Unlock()
 	for _, conn := range ended {

@@ -291,24 +291,17 @@ func testListConversationsByTitle(t *testing.T, s store.Store) {
 		}
 		ids[id] = title
 	}
+	mine := map[string]bool{}
+	for id := range ids {
+		mine[id] = true
+	}
 	list := func(p store.ListConversationsParams) []string {
 		t.Helper()
 		var got []string
-		for pages := 0; ; pages++ {
-			recs, next, err := s.ListConversations(ctx(t), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				if title, ok := ids[r.Conversation.ID]; ok {
-					got = append(got, title)
-				}
-			}
-			if next == "" || pages > 1000 {
-				return got
-			}
-			p.Cursor = next
+		for _, id := range walkList(t, s, p, mine) {
+			got = append(got, ids[id])
 		}
+		return got
 	}
 	for _, c := range []struct {
 		p    store.ListConversationsParams

@@ -85,8 +85,11 @@ var errNoRoom = &parley.Error{Code: parley.EUNAVAILABLE, Details: map[string]any
 // longer holds it. Should the server drop the stream meanwhile to make
 // room for others (it has read nothing of a frame that weighs a snapshot,
 // and has no position to resume from yet), abort makes the write fail at
-// once, and the stream ends: the client comes back as it came.
-func writeInit(f *engine.Follower, write func() error, abort func()) error {
+// once, and the stream ends: the client comes back as it came. An end that
+// came only as the write finished (the server shutting down just after the
+// frame went out) aborted no write: resume undoes its abort, so that the
+// error frame that tells the client why still goes out.
+func writeInit(f *engine.Follower, write func() error, abort, resume func()) error {
 	done := f.Done()
 	f.Notify(func() {
 		select {
@@ -96,7 +99,10 @@ func writeInit(f *engine.Follower, write func() error, abort func()) error {
 		}
 	})
 	err := write()
-	f.Notify(nil)
+	f.Notify(nil) // under the follower's lock: no abort comes after it
+	if err == nil {
+		resume()
+	}
 	f.Holding(0)
 	return err
 }

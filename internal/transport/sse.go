@@ -131,6 +131,15 @@ func (o *sseWriter) abort() {
 	_ = o.deadline(time.Now())
 }
 
+// resume undoes an abort that came once no write was under way: writes go
+// on. Only the writing goroutine calls it.
+func (o *sseWriter) resume() {
+	if o.aborted.Swap(false) {
+		_ = o.deadline(time.Time{})
+		o.armed = false
+	}
+}
+
 func (o *sseWriter) out() *bufio.Writer {
 	o.arm()
 	if o.bw == nil {
@@ -187,7 +196,7 @@ func (o *sseWriter) stream(ctx context.Context, id, epoch string, sub *engine.Fo
 			return err
 		}
 		return o.flush()
-	}, o.abort) != nil {
+	}, o.abort, o.resume) != nil {
 		sub.Close()
 		finished()
 		return

@@ -68,7 +68,7 @@ func (t *Streams) writeWS(ctx context.Context, c *wsconn.Conn, id string, sub *e
 			return err
 		}
 		return c.Flush()
-	}, c.Abort) != nil {
+	}, c.Abort, c.Resume) != nil {
 		c.CloseNow()
 		sub.Close()
 		done()

@@ -253,6 +253,18 @@ func (c *Conn) Abort() {
 	_ = c.conn.SetWriteDeadline(time.Now())
 }
 
+// Resume undoes an Abort that came once no write was under way (the one it
+// meant to stop had finished): writes go on, with a deadline set afresh by
+// the next one. The caller must know that no write is under way.
+func (c *Conn) Resume() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.aborted.Swap(false) {
+		c.deadline = time.Time{}
+		_ = c.conn.SetWriteDeadline(time.Time{})
+	}
+}
+
 // WriteText adds a text message to the batch being written: it reaches the
 // peer at the next Flush (or sooner, when the buffer fills).
 func (c *Conn) WriteText(p []byte) error {

@@ -146,7 +146,13 @@ func TestMCPToolsPostAndRead(t *testing.T) {
 	if h := hits["hits"].([]any); len(h) != 1 {
 		t.Fatalf("search found %v", hits)
 	}
-	// Bob opens his turn: alice writing into it is refused, with what to do.
+	// Bob claims his turn and opens it: alice writing into it is refused,
+	// with what to do.
+	bob := mcpSession(t, b, b.bob)
+	if c := mustTool(t, b, bob, "claim_turn", map[string]any{"conversationId": id, "ttlMs": 60000}); c["head"].(map[string]any)["claim"].(map[string]any)["agentId"] != "bob" {
+		t.Fatalf("bob's claim: %v", c)
+	}
+	wantToolError(t, b, cs, "claim_turn", map[string]any{"conversationId": id}, "claim_conflict")
 	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.bob, map[string]any{"content": "thinking"}), 201, "")
 	e := wantToolError(t, b, cs, "post_message", map[string]any{"conversationId": id, "content": "more"}, "turn_conflict")
 	if !strings.Contains(e, "wait_for_turn") {
@@ -288,7 +294,14 @@ func TestMCPAccess(t *testing.T) {
 	if b.log(id) != before {
 		t.Fatal("a refused call wrote to the log")
 	}
-	r := b.do("POST", "/v1/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+	// Behind a proxy that passes the public name on, a token's call is
+	// served as any other endpoint's.
+	list := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+	r := b.do("POST", "/v1/mcp", b.viewer, list, "Host", "parley.example.com", "Accept", "application/json, text/event-stream")
+	if r.status != 200 || r.body["result"] == nil {
+		t.Fatalf("a call through a proxy: %d %s", r.status, r.raw)
+	}
+	r = b.do("POST", "/v1/mcp", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 	b.want(r, 401, "unauthorized")
 	r = b.do("POST", "/v1/mcp", "not-a-token", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
 	b.want(r, 401, "unauthorized")

@@ -88,6 +88,12 @@ func New(eng *engine.Engine, rd *reads.Reader, host Host, opts Options) *Server 
 	s := &Server{eng: eng, rd: rd, host: host, opts: opts, schemas: gomcp.NewSchemaCache()}
 	s.handler = gomcp.NewStreamableHTTPHandler(s.serverFor, &gomcp.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, MaxRequestBodyBytes: opts.MaxBodyBytes,
+		// The API's own checks answer DNS rebinding: every request carries
+		// a token (a page on a rebound name has none, nor the cookie), and
+		// an open server answers only its own host names (checkOpen). The
+		// SDK's check would refuse a server on loopback behind a proxy
+		// that passes the public Host on.
+		DisableLocalhostProtection: true,
 	})
 	return s
 }

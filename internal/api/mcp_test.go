@@ -331,6 +331,9 @@ func TestMCPBadInput(t *testing.T) {
 	if _, err := alice.CallTool(b.ctx, &gomcp.CallToolParams{Name: "post_message", Arguments: map[string]any{"conversationId": id, "content": strings.Repeat("x", 100<<10)}}); err == nil {
 		t.Fatal("a body over MaxBodyBytes was taken")
 	}
+	big := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "post_message",
+		"arguments": map[string]any{"conversationId": id, "content": strings.Repeat("x", 100<<10)}}}
+	b.want(b.do("POST", "/v1/mcp", b.alice, big, "Accept", "application/json, text/event-stream"), 413, "too_large")
 	if b.log(id) != before {
 		t.Fatal("a refused call wrote to the log")
 	}

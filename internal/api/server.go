@@ -202,7 +202,7 @@ func (s *Server) apiRoutes() []route {
 		{"POST", "/v1/conversations/{id}/inputs/{rid}", s.authed(s.answerInput)},
 
 		{"GET", "/v1/search", s.authed(s.search)},
-		{"POST", "/v1/mcp", s.authed(s.mcp.ServeHTTP)},
+		{"POST", "/v1/mcp", s.authed(s.serveMCP)},
 
 		{"POST", "/v1/chat", s.authed(s.protocols.Chat)},
 		{"GET", "/v1/chat/{id}/stream", s.authed(s.protocols.ResumeChat)},

@@ -113,7 +113,8 @@ func listFilters(q url.Values) (store.ListConversationsParams, error) {
 
 // conversationPage lists a page of the conversations who may read, as p
 // filters them (see listConversations): an agent sees only those it takes
-// part in, and the page is bounded in bytes. The MCP tool
+// part in, and the page is bounded in bytes (by p.MaxBytes when it is
+// less than the server's bound). The MCP tool
 // list_conversations lists through it too.
 func (s *Server) conversationPage(ctx context.Context, who parley.Identity, p store.ListConversationsParams) ([]*engine.View, string, error) {
 	if err := store.CheckListFilters(p); err != nil {
@@ -122,7 +123,9 @@ func (s *Server) conversationPage(ctx context.Context, who parley.Identity, p st
 	if who.Kind == parley.TokenAgent {
 		p.Member = who.AgentID
 	}
-	p.MaxBytes = s.opts.PageBytes
+	if p.MaxBytes <= 0 || p.MaxBytes > s.opts.PageBytes {
+		p.MaxBytes = s.opts.PageBytes
+	}
 	return s.eng.ListConversations(ctx, p)
 }
 

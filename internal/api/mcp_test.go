@@ -338,3 +338,30 @@ func TestMCPBadInput(t *testing.T) {
 		t.Fatal("a refused call wrote to the log")
 	}
 }
+
+// TestMCPPagesAreBoundedInBytes: a page of messages ends after the one
+// that brings it to 256 KiB, and says where to go on.
+func TestMCPPagesAreBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	id := b.conversation("alice", "bob")
+	for range 3 {
+		b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.alice, map[string]any{"content": strings.Repeat("x", 200<<10)}), 201, "")
+	}
+	cs := mcpSession(t, b, b.viewer)
+	seen, after := 0, 0.0
+	for page := 0; seen < 3; page++ {
+		if page > 3 {
+			t.Fatal("the pages do not end")
+		}
+		r := mustTool(t, b, cs, "read_conversation", map[string]any{"conversationId": id, "after": after})
+		n := len(r["messages"].([]any))
+		if n > 2 {
+			t.Fatalf("a page holds %d messages of 200 KiB", n)
+		}
+		seen += n
+		if seen < 3 {
+			after = r["nextAfter"].(float64)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func (s *Server) listConversations(ctx context.Context, who parley.Identity, in 
 	if len(in.Metadata) > maxMetadataFilters {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "%d metadata filters; at most %d", len(in.Metadata), maxMetadataFilters)
 	}
-	p := store.ListConversationsParams{Cursor: in.Cursor, Limit: limit, Title: in.Title, Participant: in.Participant}
+	p := store.ListConversationsParams{Cursor: in.Cursor, Limit: limit, Title: in.Title, Participant: in.Participant, MaxBytes: s.opts.PageBytes}
 	for k, v := range in.Metadata {
 		p.Metadata = append(p.Metadata, store.MetadataFilter{Key: k, Value: v})
 	}

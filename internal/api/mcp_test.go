@@ -9,6 +9,7 @@ import (
 	"time"
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/conv"
 	"github.com/parleyhq/parley/internal/engine"
@@ -363,5 +364,35 @@ func TestMCPPagesAreBoundedInBytes(t *testing.T) {
 		if seen < 3 {
 			after = r["nextAfter"].(float64)
 		}
+	}
+}
+
+// TestMCPWaitsAreConnections: a wait counts as one of its token's
+// connections (past the bound: rate_limited), and revoking the token ends
+// it.
+func TestMCPWaitsAreConnections(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{MaxConnsPerToken: 1}})
+	id := b.conversation("alice", "bob")
+	secret, tok, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, "bob", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := mcpSession(t, b, secret)
+	done := make(chan string, 1)
+	go func() {
+		_, e := callTool(t, b, bob, "wait_for_turn", map[string]any{"conversationId": id, "timeoutSeconds": 120})
+		done <- e
+	}()
+	for !b.eng.Following(id) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	wantToolError(t, b, bob, "ask_agent", map[string]any{"conversationId": id, "to": "alice", "content": "hi"}, "rate_limited")
+	b.want(b.do("DELETE", "/v1/tokens/"+tok.ID, b.admin, nil), 204, "")
+	if e := <-done; !strings.HasPrefix(e, "unauthorized: ") {
+		t.Fatalf("the wait of a revoked token ended with %q", e)
+	}
+	if q := b.do("GET", "/v1/conversations/"+id+"/prompts", b.viewer, nil); len(q.body["prompts"].([]any)) != 0 {
+		t.Fatalf("the refused ask queued %s", q.raw)
 	}
 }

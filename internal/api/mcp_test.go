@@ -107,7 +107,10 @@ func TestMCPToolsPostAndRead(t *testing.T) {
 		t.Fatalf("tools %v, want %s", names, want)
 	}
 
-	list := mustTool(t, b, cs, "list_conversations", map[string]any{"title": "t"})
+	if l := mustTool(t, b, cs, "list_conversations", map[string]any{"involves": "nobody"}); len(l["conversations"].([]any)) != 0 {
+		t.Fatalf("a filter on an agent who takes part in nothing lists %v", l)
+	}
+	list := mustTool(t, b, cs, "list_conversations", map[string]any{"title": "t", "participant": "bob", "involves": "alice"})
 	if cv := list["conversations"].([]any); len(cv) != 1 || cv[0].(map[string]any)["conversation"].(map[string]any)["id"] != id {
 		t.Fatalf("alice lists %v", list)
 	}

@@ -25,7 +25,7 @@ const (
 
 // addTools adds the tools, acting as who, to srv.
 func (s *Server) addTools(srv *gomcp.Server, who parley.Identity) {
-	gomcp.AddTool(srv, &gomcp.Tool{Name: "list_conversations", Description: `List the conversations you take part in (an admin or viewer token: all), most recently active first, with each one's head (lastSeq, open turn, closed) and guidance (who speaks next). Filter by title (contains), participant, or metadata (exact string values). Go on with cursor = nextCursor. Example: {"title": "release"}.`,
+	gomcp.AddTool(srv, &gomcp.Tool{Name: "list_conversations", Description: `List the conversations you take part in (an admin or viewer token: all), most recently active first, with each one's head (lastSeq, open turn, closed) and guidance (who speaks next). Filter by title (contains), participant, involves (an agent taking part), or metadata (exact string values). Go on with cursor = nextCursor. Example: {"title": "release"}.`,
 		Annotations: &gomcp.ToolAnnotations{ReadOnlyHint: true}}, tool(s, who, s.listConversations))
 	gomcp.AddTool(srv, &gomcp.Tool{Name: "read_conversation", Description: `Read a conversation's messages after a position (seq), oldest first, with its head and guidance. A page ends at limit messages or about 256 KiB; go on with after = nextAfter. Example: {"conversationId": "c1", "after": 0}.`,
 		Annotations: &gomcp.ToolAnnotations{ReadOnlyHint: true}}, tool(s, who, s.readConversation))
@@ -47,6 +47,7 @@ func (s *Server) addTools(srv *gomcp.Server, who parley.Identity) {
 type ListConversationsInput struct {
 	Title       string            `json:"title,omitempty" jsonschema:"only conversations whose title contains this (any case)"`
 	Participant string            `json:"participant,omitempty" jsonschema:"only conversations with this agent among their participants"`
+	Involves    string            `json:"involves,omitempty" jsonschema:"only conversations this agent takes part in: a participant, a member or their creator"`
 	Metadata    map[string]string `json:"metadata,omitempty" jsonschema:"only conversations whose metadata has each key with exactly this string value"`
 	Limit       int               `json:"limit,omitempty" jsonschema:"how many, 1 to 100 (default 20)"`
 	Cursor      string            `json:"cursor,omitempty" jsonschema:"the nextCursor of the previous page"`
@@ -66,7 +67,7 @@ func (s *Server) listConversations(ctx context.Context, who parley.Identity, in 
 	if len(in.Metadata) > maxMetadataFilters {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "%d metadata filters; at most %d", len(in.Metadata), maxMetadataFilters)
 	}
-	p := store.ListConversationsParams{Cursor: in.Cursor, Limit: limit, Title: in.Title, Participant: in.Participant, MaxBytes: s.opts.PageBytes}
+	p := store.ListConversationsParams{Cursor: in.Cursor, Limit: limit, Title: in.Title, Participant: in.Participant, Involves: in.Involves, MaxBytes: s.opts.PageBytes}
 	for k, v := range in.Metadata {
 		p.Metadata = append(p.Metadata, store.MetadataFilter{Key: k, Value: v})
 	}

@@ -204,6 +204,12 @@ func TestMCPWaitForTurn(t *testing.T) {
 	if w["yourTurn"] != false || w["timedOut"] != true || len(w["messages"].([]any)) != 0 {
 		t.Fatalf("alice's wait returned %v", w)
 	}
+	// Bob closes the conversation: a wait ends at once, not timed out.
+	b.want(b.do("POST", "/v1/conversations/"+id+"/messages", b.bob, map[string]any{"content": "bye", "finality": "conversation"}), 201, "")
+	w = mustTool(t, b, alice, "wait_for_turn", map[string]any{"conversationId": id, "timeoutSeconds": 120})
+	if w["yourTurn"] != false || w["timedOut"] == true || w["head"].(map[string]any)["closed"] != true {
+		t.Fatalf("a wait in a closed conversation returned %v", w)
+	}
 }
 
 // TestMCPAskAgent: alice asks bob through ask_agent; bob's runner answers

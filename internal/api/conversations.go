@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -55,11 +56,8 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, who p
 		writeErr(w, s.log, err)
 		return
 	}
-	if who.Kind == parley.TokenAgent {
-		p.Member = who.AgentID
-	}
-	p.Cursor, p.Limit, p.Title, p.MaxBytes = q.Get("cursor"), limit, q.Get("title"), s.opts.PageBytes
-	views, next, err := s.eng.ListConversations(r.Context(), p)
+	p.Cursor, p.Limit, p.Title = q.Get("cursor"), limit, q.Get("title")
+	views, next, err := s.conversationPage(r.Context(), who, p)
 	if err != nil {
 		writeErr(w, s.log, err)
 		return
@@ -110,7 +108,25 @@ func listFilters(q url.Values) (store.ListConversationsParams, error) {
 		}
 		p.Metadata = append(p.Metadata, store.MetadataFilter{Key: strings.TrimPrefix(name, metadataParam), Value: q.Get(name)})
 	}
-	return p, store.CheckListFilters(p)
+	return p, nil
+}
+
+// conversationPage lists a page of the conversations who may read, as p
+// filters them (see listConversations): an agent sees only those it takes
+// part in, and the page is bounded in bytes (by p.MaxBytes when it is
+// less than the server's bound). The MCP tool
+// list_conversations lists through it too.
+func (s *Server) conversationPage(ctx context.Context, who parley.Identity, p store.ListConversationsParams) ([]*engine.View, string, error) {
+	if err := store.CheckListFilters(p); err != nil {
+		return nil, "", err
+	}
+	if who.Kind == parley.TokenAgent {
+		p.Member = who.AgentID
+	}
+	if p.MaxBytes <= 0 || p.MaxBytes > s.opts.PageBytes {
+		p.MaxBytes = s.opts.PageBytes
+	}
+	return s.eng.ListConversations(ctx, p)
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, who parley.Identity) {

@@ -106,7 +106,7 @@ func writePage[T any](w http.ResponseWriter, key string, items []T, limit, budge
 		items = []T{}
 	}
 	body := map[string]any{key: items}
-	if len(items) > 0 && (len(items) == limit || reads.Size(items) >= budget) {
+	if reads.PageFull(items, limit, budget) {
 		body["nextAfter"] = seqOf(items[len(items)-1])
 	}
 	writeJSON(w, http.StatusOK, body)

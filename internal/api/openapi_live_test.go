@@ -179,6 +179,11 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 	}
 	c.call("GET", "/v1/search?q=%22let+me%22&conversationId="+id, c.viewer, nil, 200)
 	c.call("GET", "/v1/search", c.viewer, nil, 400)
+	mcpCall := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": "read_conversation", "arguments": map[string]any{"conversationId": id}}}
+	if r := c.call("POST", "/v1/mcp", c.alice, mcpCall, 200, "Accept", "application/json, text/event-stream"); r.body["result"] == nil {
+		t.Errorf("the MCP call answered %s", r.raw)
+	}
+	c.call("POST", "/v1/mcp", "", mcpCall, 401)
 	c.call("POST", cp+"/revert", ad, map[string]any{"agentId": "human", "messageId": qid}, 200)
 	c.call("GET", cp+"/events?after=0&limit=1000", c.viewer, nil, 200)
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -43,6 +44,26 @@ func (s *Server) searchPage(r *http.Request, who parley.Identity) ([]parley.Sear
 	if err != nil {
 		return nil, "", err
 	}
+	n, err := queryInt(q, "limit", defaultSearchLimit, 1, maxSearchLimit)
+	if err != nil {
+		return nil, "", err
+	}
+	convID, err := queryText(q, "conversationId")
+	if err != nil {
+		return nil, "", err
+	}
+	cursor, err := queryText(q, "cursor")
+	if err != nil {
+		return nil, "", err
+	}
+	return s.searchHits(r.Context(), who, text, convID, int(n), cursor)
+}
+
+// searchHits runs a search of text for who (see search), narrowed to
+// conversation convID when it is not "", limit hits from where cursor (""
+// for the first page) says, and returns the cursor of the next page ("" at
+// the end). The MCP tool search_messages searches through it too.
+func (s *Server) searchHits(ctx context.Context, who parley.Identity, text, convID string, limit int, cursor string) ([]parley.SearchHit, string, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, "", parley.Errorf(parley.EINVALID, "q is required: the words to search for (put a phrase in double quotes)")
 	}
@@ -50,17 +71,11 @@ func (s *Server) searchPage(r *http.Request, who parley.Identity) ([]parley.Sear
 	if err != nil {
 		return nil, "", err
 	}
-	n, err := queryInt(q, "limit", defaultSearchLimit, 1, maxSearchLimit)
-	if err != nil {
-		return nil, "", err
-	}
-	limit := int(n)
-	convID, err := queryText(q, "conversationId")
-	if err != nil {
-		return nil, "", err
+	if limit < 1 || limit > maxSearchLimit {
+		return nil, "", parley.Errorf(parley.EINVALIDVALUE, "limit must be from 1 to %d, not %d", maxSearchLimit, limit)
 	}
 	key := searchKey(text, convID)
-	offset, err := searchOffset(q, key)
+	offset, err := searchOffset(cursor, key)
 	if err != nil {
 		return nil, "", err
 	}
@@ -70,13 +85,13 @@ func (s *Server) searchPage(r *http.Request, who parley.Identity) ([]parley.Sear
 		if !parley.ValidID(convID) {
 			return nil, "", parley.Errorf(parley.EINVALIDVALUE, "conversationId %q is not a conversation id", convID)
 		}
-		if err := s.eng.Require(r.Context(), convID, func(st conv.State) error { return st.CanRead(who) }); err != nil {
+		if err := s.eng.Require(ctx, convID, func(st conv.State) error { return st.CanRead(who) }); err != nil {
 			return nil, "", err
 		}
 	case who.Kind == parley.TokenAgent:
 		p.Member = who.AgentID
 	}
-	hits, err := s.rd.Search(r.Context(), p)
+	hits, err := s.rd.Search(ctx, p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -112,12 +127,11 @@ func searchCursor(offset int, key []byte) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// searchOffset reads ?cursor= (none: 0). A cursor this server did not make
-// for this search is EINVALID.
-func searchOffset(q url.Values, key []byte) (int, error) {
-	c, err := queryText(q, "cursor")
-	if err != nil || c == "" {
-		return 0, err
+// searchOffset reads a search's cursor ("": 0). A cursor this server did
+// not make for this search is EINVALID.
+func searchOffset(c string, key []byte) (int, error) {
+	if c == "" {
+		return 0, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err == nil && len(b) > len(key) && string(b[:len(key)]) == string(key) {

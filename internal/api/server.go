@@ -16,6 +16,7 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/mcp"
 	"github.com/parleyhq/parley/internal/protocols"
 	"github.com/parleyhq/parley/internal/reads"
 	"github.com/parleyhq/parley/internal/runners"
@@ -90,8 +91,10 @@ type Server struct {
 	streams *transport.Streams
 	// protocols serves the AI SDK's chat and AG-UI.
 	protocols *protocols.Server
-	open      atomic.Bool
-	creates   *rateLimiter // conversations and tasks made (nil: no bound)
+	// mcp serves the MCP endpoint.
+	mcp     *mcp.Server
+	open    atomic.Bool
+	creates *rateLimiter // conversations and tasks made (nil: no bound)
 	// connects counts runner connections opened (nil: no bound).
 	connects *rateLimiter
 	// signIns counts sign-ins (POST /v1/session) by client address.
@@ -142,6 +145,8 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, tk *token
 	s.streams = transport.New(transport.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout,
 		OriginPatterns: opts.OriginPatterns, ErrorBody: errorObject, Logger: opts.Logger})
 	s.protocols = protocols.New(eng, rd, rn, s.streams, protocolHost{s}, protocols.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout})
+	s.mcp = mcp.New(eng, rd, mcpHost{s}, mcp.Options{MaxBodyBytes: opts.MaxBodyBytes, PageBytes: opts.PageBytes,
+		MaxConnsPerToken: opts.MaxConnsPerToken, Logger: opts.Logger})
 	s.open.Store(opts.Open)
 	s.routes()
 	return s
@@ -197,6 +202,7 @@ func (s *Server) apiRoutes() []route {
 		{"POST", "/v1/conversations/{id}/inputs/{rid}", s.authed(s.answerInput)},
 
 		{"GET", "/v1/search", s.authed(s.search)},
+		{"POST", "/v1/mcp", s.authed(s.serveMCP)},
 
 		{"POST", "/v1/chat", s.authed(s.protocols.Chat)},
 		{"GET", "/v1/chat/{id}/stream", s.authed(s.protocols.ResumeChat)},

@@ -101,6 +101,13 @@ func (r *Reader) Backuper() (store.Backuper, bool) {
 	return b, ok
 }
 
+// PageFull reports whether a page of items read with limit and a budget of
+// bytes may have more after it: it holds limit items, or the store ended it
+// at budget bytes. Such a page says where to continue (its last seq).
+func PageFull[T any](items []T, limit, budget int) bool {
+	return len(items) > 0 && (len(items) == limit || Size(items) >= budget)
+}
+
 // Size is about what items take in JSON, as the store counts a page (an
 // event's data; a message row): it errs on the large side, so that a page
 // is never mistaken for the last.

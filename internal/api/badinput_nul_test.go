@@ -13,7 +13,7 @@ import (
 // and in every URL with 400, writing nothing: a value one store keeps and
 // the other cannot read would break the other's reads for everyone. An
 // escaped backslash followed by "u0000" is text like any other. Rows of
-// docs/security.md.
+// docs/security.md. So is a JSON number beyond PostgreSQL's numeric.
 func TestNULIsRefusedEverywhere(t *testing.T) {
 	t.Parallel()
 	f := newBadFixture(t)
@@ -44,6 +44,21 @@ func TestNULIsRefusedEverywhere(t *testing.T) {
 		{name: "a search", method: "GET", path: "/v1/search?q=a%00b", token: "alice", status: 400, code: parley.EINVALID, says: "%00"},
 	}
 	f.run(t, cases)
+
+	// A JSON number PostgreSQL's numeric cannot read (an exponent beyond
+	// ±1000, more than 1000 digits) is refused as alike, wherever JSON is
+	// taken as it is: on PostgreSQL one in a conversation's metadata made
+	// every filtered list fail, for everyone.
+	huge := func(name, method, path, token, body string) badCase {
+		return badCase{name: name, method: method, path: path, token: token, body: body, status: 422, code: parley.EINVALIDVALUE, says: "exponent"}
+	}
+	f.run(t, []badCase{
+		huge("a conversation's metadata, a huge number", "POST", "/v1/conversations", "alice", `{"metadata":{"n":1e200000}}`),
+		huge("a conversation's patched metadata, a huge number", "PATCH", c, "admin", `{"metadata":{"n":-1E+1001}}`),
+		huge("a message's metadata, a tiny number", "POST", m, "bob", `{"content":"x","metadata":{"n":1e-5000}}`),
+		huge("a tool call's args, 1001 digits", "POST", m, "bob", `{"parts":[{"type":"tool-call","callId":"c","toolName":"t","status":"completed","args":{"n":1`+strings.Repeat("0", 1000)+`}}]}`),
+		huge("a trace's payload", "POST", c+"/events", "bob", `{"type":"trace","payload":{"n":9e9999}}`),
+	})
 
 	// Text that only looks like the escape is kept as it was written.
 	const looks = `a\\u0000b`

@@ -28,7 +28,7 @@ func Create(c parley.Conversation, env Env) (State, []parley.Event, error) {
 	c.CreatedAt = parley.NewTime(env.Now)
 	d := &decider{s: State{Conversation: c}, env: env}
 	d.emit(parley.EventConversationCreated, 0, "", c.CreatedBy, parley.FinalityNone, c)
-	if err := checkNUL(d.out.Events); err != nil {
+	if err := checkStorable(d.out.Events); err != nil {
 		return State{}, nil, err
 	}
 	return d.s, d.out.Events, nil

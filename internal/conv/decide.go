@@ -27,17 +27,20 @@ func Decide(s State, cmd Command, env Env) (Decision, error) {
 	if err := cmd.decide(d); err != nil {
 		return Decision{}, err
 	}
-	if err := checkNUL(d.out.Events); err != nil {
+	if err := checkStorable(d.out.Events); err != nil {
 		return Decision{}, err
 	}
 	return d.out, nil
 }
 
-// checkNUL refuses events that would store U+0000 (see parley.HasNUL):
-// whatever the command, what it writes is in its events.
-func checkNUL(events []parley.Event) error {
+// checkStorable refuses events that would store what one store takes and
+// the other refuses: U+0000 (see parley.HasNUL) or a number beyond
+// PostgreSQL's (parley.HasOversizedNumber). Whatever the command, what it
+// writes is in its events.
+func checkStorable(events []parley.Event) error {
 	for _, e := range events {
-		if parley.HasNUL(e.Data) {
+		nul := parley.HasNUL(e.Data)
+		if nul || parley.HasOversizedNumber(e.Data) {
 			what := "the request"
 			switch e.Type {
 			case parley.EventMessage, parley.EventMessageUpdated:
@@ -54,6 +57,9 @@ func checkNUL(events []parley.Event) error {
 				what = "the prompt"
 			case parley.EventConversationCreated, parley.EventConversationUpdated:
 				what = "the conversation"
+			}
+			if !nul {
+				return parley.ErrNumber(what)
 			}
 			return parley.ErrNUL(what)
 		}

@@ -78,7 +78,7 @@ func (r *Replay) Add(e *parley.Event) error {
 	if data != nil {
 		e.Data = data
 	}
-	if err := checkNUL([]parley.Event{*e}); err != nil {
+	if err := checkStorable([]parley.Event{*e}); err != nil {
 		return err
 	}
 	r.s = Evolve(r.s, *e)

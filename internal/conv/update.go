@@ -140,12 +140,14 @@ func mergeMetadata(old, patch json.RawMessage) (json.RawMessage, error) {
 	}
 	var target any
 	if len(old) > 0 {
-		if err := json.Unmarshal(old, &target); err != nil {
+		if err := decodeExact(old, &target); err != nil {
 			return nil, parley.Errorf(parley.EINVALID, "the stored metadata is not valid JSON")
 		}
 	}
 	var p any
-	_ = json.Unmarshal(patch, &p)
+	if err := decodeExact(patch, &p); err != nil {
+		return nil, parley.Errorf(parley.EINVALID, "metadata is not valid JSON")
+	}
 	merged := mergePatch(target, p)
 	if merged == nil {
 		return nil, nil
@@ -157,6 +159,16 @@ func mergeMetadata(old, patch json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// decodeExact decodes JSON keeping each number as it was written
+// (json.Number), so that a merge leaves every value it does not change,
+// and every one it sets, exactly as sent: a float64 would round a large
+// integer, and cannot hold some numbers at all.
+func decodeExact(data []byte, v *any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	return d.Decode(v)
 }
 
 // mergePatch is RFC 7396's MergePatch(target, patch).

@@ -52,6 +52,20 @@ func TestUpdateConversation(t *testing.T) {
 	if !s.IsMember("c") || s.IsMember("b") || s.IsMember("m") || !s.IsMember("a") {
 		t.Fatal("who takes part did not follow the update")
 	}
+	// Numbers stay as they were written, those the patch leaves and those it
+	// sets: a large integer is not rounded, an exponent is kept.
+	exact, err := conv.Decide(s, conv.UpdateConversation{Actor: conv.Actor{AgentID: "a"}, Patch: parley.ConversationPatch{Metadata: json.RawMessage(`{"big":12345678901234567890,"e":1.5e300}`)}}, env)
+	if err != nil || len(exact.Events) != 1 {
+		t.Fatalf("a patch of numbers: %+v, %v", exact, err)
+	}
+	s2 := conv.Evolve(s, exact.Events...)
+	next, err := conv.Decide(s2, conv.UpdateConversation{Actor: conv.Actor{AgentID: "a"}, Patch: parley.ConversationPatch{Metadata: json.RawMessage(`{"list":null}`)}}, env)
+	if err != nil || len(next.Events) != 1 {
+		t.Fatalf("a patch after it: %+v, %v", next, err)
+	}
+	if got := string(conv.Evolve(s2, next.Events...).Conversation.Metadata); got != `{"big":12345678901234567890,"e":1.5e300,"o":{"x":1,"z":3}}` {
+		t.Fatalf("metadata after two patches: %s", got)
+	}
 	// The same patch again changes nothing: no event.
 	if d, err := conv.Decide(s, conv.UpdateConversation{Actor: conv.Actor{AgentID: "a"}, Patch: patch}, env); err != nil || len(d.Events) != 0 {
 		t.Fatalf("the same patch again: %+v, %v", d, err)

@@ -9,18 +9,23 @@ import (
 )
 
 // A value one store takes and the other refuses would break the other's
-// reads of it: PostgreSQL refuses U+0000 in text and in jsonb, and text
-// that is not UTF-8; SQLite takes both. Each store checks what it is
+// reads of it: PostgreSQL refuses U+0000 in text and in jsonb, text that
+// is not UTF-8, and a JSON number beyond its numeric type; SQLite takes
+// all three. Each store checks what it is
 // given with these, the same way, before it writes anything: a write that
 // holds such a value is refused (EINVALIDVALUE) on both, whatever path
 // made it.
 
-// CheckJSON refuses JSON documents that hold U+0000 (parley.HasNUL); what
-// names them in the error.
+// CheckJSON refuses JSON documents that hold U+0000 (parley.HasNUL) or a
+// number PostgreSQL cannot read (parley.HasOversizedNumber); what names
+// them in the error.
 func CheckJSON(what string, docs ...[]byte) error {
 	for _, d := range docs {
 		if parley.HasNUL(d) {
 			return parley.ErrNUL(what)
+		}
+		if parley.HasOversizedNumber(d) {
+			return parley.ErrNumber(what)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -10,7 +11,8 @@ import (
 )
 
 // testNULRefusedAlike: every write of a value that holds U+0000 (a \u0000
-// escape in JSON, a raw NUL in text) or text that is not UTF-8 is refused
+// escape in JSON, a raw NUL in text), text that is not UTF-8, or a JSON
+// number beyond PostgreSQL's numeric (parley.HasOversizedNumber) is refused
 // with invalid_value, the same on every store (PostgreSQL could not store
 // it, or could not read it back in its queries), and writes nothing.
 func testNULRefusedAlike(t *testing.T, s store.Store) {
@@ -42,6 +44,16 @@ func testNULRefusedAlike(t *testing.T, s store.Store) {
 			c := newConv()
 			c.Metadata = json.RawMessage(`{"k":"\u0000"}`)
 			return s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: c, Events: []parley.Event{event(c.ID, 1, "")}, State: []byte(`{}`)})
+		}},
+		{"a conversation's metadata, a number PostgreSQL cannot read", func() error {
+			c := newConv()
+			c.Metadata = json.RawMessage(`{"n":1e200000}`)
+			return s.CreateConversation(ctx(t), store.CreateConversationParams{Conversation: c, Events: []parley.Event{event(c.ID, 1, "")}, State: []byte(`{}`)})
+		}},
+		{"an event's data, a number of 1001 digits", func() error {
+			e := event(id, 2, "a")
+			e.Data = json.RawMessage(`{"n":1` + strings.Repeat("0", parley.MaxNumberDigits) + `}`)
+			return s.Append(ctx(t), store.AppendParams{ConversationID: id, ExpectSeq: 1, Events: []parley.Event{e}, State: []byte(`{}`)})
 		}},
 		{"an event's data", func() error {
 			e := event(id, 2, "a")

@@ -483,7 +483,7 @@ func CardFromJSON(raw []byte) (*AgentCard, error) {
 	}
 	c := &AgentCard{Name: lc.Name, Description: lc.Description, Version: lc.Version, Capabilities: lc.Capabilities,
 		DefaultInputModes: lc.DefaultInputModes, DefaultOutputModes: lc.DefaultOutputModes, Skills: lc.Skills,
-		DocumentationURL: lc.DocumentationURL,
+		DocumentationURL:    lc.DocumentationURL,
 		SupportedInterfaces: []AgentInterface{{URL: lc.URL, ProtocolBinding: binding, ProtocolVersion: ver}}}
 	for _, ai := range lc.AdditionalInterfaces {
 		c.SupportedInterfaces = append(c.SupportedInterfaces, AgentInterface{URL: ai.URL, ProtocolBinding: ai.Transport, ProtocolVersion: ver})

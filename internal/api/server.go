@@ -72,6 +72,9 @@ type Options struct {
 	// system's temporary directory, with its default bounds); the server
 	// opens it beside its database.
 	Spool *spool.Spool
+	// A2ACards name the A2A agent cards' names, descriptions and skills,
+	// by agent id (protocols.ReadA2ACards reads them from a file).
+	A2ACards map[string]protocols.A2ACard
 	// Guards hold the protections of open mode, request bodies and quotas.
 	Guards
 }
@@ -144,7 +147,7 @@ func New(eng *engine.Engine, rn *runners.Dispatcher, rd *reads.Reader, tk *token
 		exportReads: make(chan struct{}, maxExportReads)}
 	s.streams = transport.New(transport.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout,
 		OriginPatterns: opts.OriginPatterns, ErrorBody: errorObject, Logger: opts.Logger})
-	s.protocols = protocols.New(eng, rd, rn, s.streams, protocolHost{s}, protocols.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout})
+	s.protocols = protocols.New(eng, rd, rn, s.streams, protocolHost{s}, protocols.Options{Heartbeat: opts.HeartbeatInterval, WriteTimeout: opts.WriteTimeout, A2ACards: opts.A2ACards})
 	s.mcp = mcp.New(eng, rd, mcpHost{s}, mcp.Options{MaxBodyBytes: opts.MaxBodyBytes, PageBytes: opts.PageBytes,
 		MaxConnsPerToken: opts.MaxConnsPerToken, Logger: opts.Logger})
 	s.open.Store(opts.Open)
@@ -207,6 +210,8 @@ func (s *Server) apiRoutes() []route {
 		{"POST", "/v1/chat", s.authed(s.protocols.Chat)},
 		{"GET", "/v1/chat/{id}/stream", s.authed(s.protocols.ResumeChat)},
 		{"POST", "/v1/ag-ui", s.authed(s.protocols.AGUI)},
+		{"POST", "/v1/a2a/{agentId}", s.authed(s.protocols.A2A)},
+		{"GET", "/v1/a2a/{agentId}/.well-known/agent-card.json", s.authed(s.protocols.A2ACard)},
 
 		{"POST", "/v1/tasks", s.authed(s.limited(s.creates, s.createTask))},
 		{"GET", "/v1/tasks", s.authed(s.listTasks)},

@@ -88,6 +88,9 @@ type Options struct {
 	// WriteTimeout bounds one batch of writes to a client that does not
 	// read (default 10s); past it the client is dropped.
 	WriteTimeout time.Duration
+	// A2ACards are the A2A agent cards' names, descriptions and skills, by
+	// agent id (see ReadA2ACards); an agent not named gets a default card.
+	A2ACards map[string]A2ACard
 }
 
 // Server serves the protocols' endpoints; its handlers are mounted by the

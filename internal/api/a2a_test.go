@@ -164,7 +164,9 @@ func TestA2ASendBlocking(t *testing.T) {
 	b.want(b.do("POST", "/v1/conversations", b.alice, map[string]any{"id": "c-1", "participants": []string{"bob"}}), 201, "")
 	run := b.runnerConn("c-1", b.bob)
 	got := make(chan map[string]any, 1)
-	go func() { got <- b.rpc("bob", b.alice, rpcCall("SendMessage", a2aMessage("m-1", "c-1", "What is 6 x 7?", nil))) }()
+	go func() {
+		got <- b.rpc("bob", b.alice, rpcCall("SendMessage", a2aMessage("m-1", "c-1", "What is 6 x 7?", nil)))
+	}()
 	if p := until(t, b, run, "prompt"); p["messageId"] != "m-1" || p["content"] != "What is 6 x 7?" {
 		t.Fatalf("prompt = %v", p)
 	}

@@ -275,6 +275,7 @@ func (m *serveMain) newHandler(ctx context.Context) error {
 		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
 		Guards:         m.flags.guards,
 		Spool:          m.spool,
+		A2ACards:       m.flags.agentCards,
 	})
 	m.loops.Go(ctx, "token watcher", m.handler.WatchTokens)
 	return nil

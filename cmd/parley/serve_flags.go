@@ -34,6 +34,8 @@ type serveFlags struct {
 	grace, runnerLease        time.Duration
 	maxImport                 int64
 	spoolDir                  string
+	agentCardsPath            string
+	agentCards                map[string]protocols.A2ACard
 	spoolLimits               spool.Limits
 	importLease               time.Duration
 	maxTasks                  int
@@ -114,6 +116,7 @@ func (f *serveFlags) defineTransfers(fs *flag.FlagSet) {
 	fs.Int64Var(&f.spoolLimits.MaxTotal, "export-spool-bytes", 8<<30, "the bytes all the exports being sent may hold in the spool at once (past it: 409 busy)")
 	fs.DurationVar(&f.importLease, "import-lease", time.Minute, "how long an import cut short by a crash holds its id on PostgreSQL before it is removed (on SQLite a restart removes it)")
 	fs.IntVar(&f.maxTasks, "max-tasks-per-agent", schedule.DefaultMaxTasksPerAgent, "how many scheduled tasks one agent may have")
+	fs.StringVar(&f.agentCardsPath, "agent-cards", "", "a JSON file mapping an agent id to its A2A card's {name, description, skills}; an agent it does not name gets a default card")
 	fs.Var(&f.chunkRetention, "chunk-retention", "compact the chunk events of messages that ended longer ago than this (7d, 36h; at least 1m), keeping their text in the messages; 0 (the default) keeps every event")
 }
 
@@ -140,7 +143,21 @@ func (f *serveFlags) check() error {
 		checkMaxConns(f.maxConns, f.maxConnsPerAddr, f.fdLimit),
 		f.checkDeliveries(),
 		f.parseLevels(),
+		f.readAgentCards(),
 	)
+}
+
+// readAgentCards reads -agent-cards, if given.
+func (f *serveFlags) readAgentCards() error {
+	if f.agentCardsPath == "" {
+		return nil
+	}
+	cards, err := protocols.ReadA2ACards(f.agentCardsPath)
+	if err != nil {
+		return fmt.Errorf("-agent-cards: %w", err)
+	}
+	f.agentCards = cards
+	return nil
 }
 
 // checkLimits checks the limits of conversations and their messages.

@@ -184,6 +184,12 @@ func TestOpenAPIRealAnswers(t *testing.T) {
 		t.Errorf("the MCP call answered %s", r.raw)
 	}
 	c.call("POST", "/v1/mcp", "", mcpCall, 401)
+	a2aGet := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": map[string]any{"id": "nope~nope"}}
+	if r := c.call("POST", "/v1/a2a/bob", c.alice, a2aGet, 200); r.body["error"] == nil {
+		t.Errorf("the A2A call answered %s", r.raw)
+	}
+	c.call("POST", "/v1/a2a/bob", "", a2aGet, 401)
+	c.call("GET", "/v1/a2a/bob/.well-known/agent-card.json", c.viewer, nil, 200)
 	c.call("POST", cp+"/revert", ad, map[string]any{"agentId": "human", "messageId": qid}, 200)
 	c.call("GET", cp+"/events?after=0&limit=1000", c.viewer, nil, 200)
 

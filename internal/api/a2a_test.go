@@ -7,8 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/a2a"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley/internal/protocols"
 )
 
 // rpcCall is a JSON-RPC 2.0 request of method with params.
@@ -446,5 +449,61 @@ func TestA2ABadInput(t *testing.T) {
 	b.rpc("bob", b.alice, rpcCall("SendMessage", a2aMessage("m-1", "c-1", "Hi", map[string]any{"returnImmediately": true})))
 	if code, _ := rpcErr(b.rpc("bob", b.agentToken("carol"), rpcCall("GetTask", map[string]any{"id": "c-1~m-1"}))); code != -32001 {
 		t.Fatalf("another's task: %v", code)
+	}
+}
+
+// TestA2AStreamsAreGuarded: an A2A stream, and a blocking send, are
+// connections of their token: past its bound a send is 429 and writes
+// nothing; revoking the token ends the stream with a JSON-RPC error
+// saying so. A new context counts toward the creation rate.
+func TestA2AStreamsAreGuarded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{Guards: api.Guards{MaxConnsPerToken: 2, CreateRate: 0.001, CreateBurst: 1}})
+	secret, tok, err := b.tokens.CreateToken(b.ctx, parley.TokenAgent, "carol", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := events(t, b.postJSON("/v1/a2a/bob", secret, rpcCall("SendStreamingMessage", a2aMessage("m-1", "carols", "one", nil))))
+	blocking := make(chan response, 1)
+	go func() {
+		blocking <- b.do("POST", "/v1/a2a/bob", secret, rpcCall("SendMessage", a2aMessage("m-2", "carols", "two", nil)))
+	}()
+	waitFor(t, func() bool {
+		r := b.do("GET", "/v1/conversations/carols/prompts", b.admin, nil)
+		q, _ := r.body["prompts"].([]any)
+		return len(q) == 2
+	})
+	before := b.snapshot()
+	if r := b.do("POST", "/v1/a2a/bob", secret, rpcCall("SendStreamingMessage", a2aMessage("m-3", "carols", "three", nil))); r.status != 429 {
+		t.Fatalf("a third connection of the token: %d %s", r.status, r.raw)
+	}
+	if after := b.snapshot(); after != before {
+		t.Fatalf("a refused send wrote:\nbefore %s\nafter  %s", before, after)
+	}
+	b.want(b.do("DELETE", "/v1/tokens/"+tok.ID, b.admin, nil), 204, "")
+	evs := st.all()
+	if last := evs[len(evs)-1].data; !strings.Contains(last, `"error"`) || !strings.Contains(last, "revoked") {
+		t.Fatalf("the stream of a revoked token ends with %s", last)
+	}
+	<-blocking
+	// A new context is a conversation made: within the creation rate.
+	b.rpc("bob", b.alice, rpcCall("SendMessage", a2aMessage("m-4", "", "four", map[string]any{"returnImmediately": true})))
+	if _, data := rpcErr(b.rpc("bob", b.alice, rpcCall("SendMessage", a2aMessage("m-5", "", "five", map[string]any{"returnImmediately": true})))); data != "rate_limited" {
+		t.Fatalf("a second new context past the creation rate: %v", data)
+	}
+}
+
+// TestA2AConfiguredCard: -agent-cards names an agent's card.
+func TestA2AConfiguredCard(t *testing.T) {
+	t.Parallel()
+	skills := []a2a.AgentSkill{{ID: "math", Name: "Math", Description: "Sums", Tags: []string{"math"}}}
+	b := setup(t, engine.Options{}, api.Options{A2ACards: map[string]protocols.A2ACard{"bob": {Name: "Bob", Description: "Counts.", Skills: skills}}})
+	r := b.do("GET", "/v1/a2a/bob/.well-known/agent-card.json", b.alice, nil)
+	sk, _ := r.body["skills"].([]any)
+	if r.body["name"] != "Bob" || r.body["description"] != "Counts." || len(sk) != 1 || sk[0].(map[string]any)["id"] != "math" {
+		t.Fatalf("card: %s", r.raw)
+	}
+	if r := b.do("GET", "/v1/a2a/carol/.well-known/agent-card.json", b.alice, nil); r.body["name"] != "carol" {
+		t.Fatalf("an agent not configured: %s", r.raw)
 	}
 }

@@ -277,7 +277,7 @@ func (s *Server) findTask(ctx context.Context, who parley.Identity, agent, id st
 		}
 		return ref, nil
 	}
-	m, err := s.rd.MessageKey(ctx, convID, promptID)
+	m, err := s.rd.StoredMessage(ctx, convID, promptID)
 	switch {
 	case parley.ErrorCode(err) == parley.ENOTFOUND:
 		// Ended before it was dispatched (withdrawn): the prompt's end is
@@ -290,8 +290,8 @@ func (s *Server) findTask(ctx context.Context, who parley.Identity, agent, id st
 		return ref, nil
 	case err != nil:
 		return nil, err
-	case m.AgentID == agent:
-		return nil, taskNotFound(id) // the agent's own message: not a prompt to it
+	case m.Role != parley.RoleUser:
+		return nil, taskNotFound(id) // not a prompt: an agent's message
 	}
 	ref.from.Seq = m.Seq - 1
 	return ref, nil

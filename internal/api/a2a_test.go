@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/a2a"
 	"github.com/parleyhq/parley/internal/api"
 	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/protocols"
+	"github.com/parleyhq/parley/internal/retention"
 )
 
 // rpcCall is a JSON-RPC 2.0 request of method with params.
@@ -505,5 +507,107 @@ func TestA2AConfiguredCard(t *testing.T) {
 	}
 	if r := b.do("GET", "/v1/a2a/carol/.well-known/agent-card.json", b.alice, nil); r.body["name"] != "carol" {
 		t.Fatalf("an agent not configured: %s", r.raw)
+	}
+}
+
+// a2aText is the text a client holds after a stream's events: a task
+// event replaces it with the task's artifacts; artifact updates add to it.
+func a2aText(t *testing.T, evs []chatEvent) string {
+	t.Helper()
+	texts := map[string]string{}
+	var order []string
+	put := func(id, text string, add bool) {
+		if _, ok := texts[id]; !ok {
+			order = append(order, id)
+		}
+		if add {
+			texts[id] += text
+		} else {
+			texts[id] = text
+		}
+	}
+	for _, ev := range evs {
+		var env struct {
+			Result struct {
+				Task *struct {
+					Artifacts []struct {
+						ArtifactID string `json:"artifactId"`
+						Parts      []struct {
+							Text *string `json:"text"`
+						} `json:"parts"`
+					} `json:"artifacts"`
+				} `json:"task"`
+				ArtifactUpdate *struct {
+					Artifact struct {
+						ArtifactID string `json:"artifactId"`
+						Parts      []struct {
+							Text *string `json:"text"`
+						} `json:"parts"`
+					} `json:"artifact"`
+					Append bool `json:"append"`
+				} `json:"artifactUpdate"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &env); err != nil {
+			t.Fatal(err)
+		}
+		if tk := env.Result.Task; tk != nil {
+			texts, order = map[string]string{}, nil
+			for _, a := range tk.Artifacts {
+				if p := a.Parts[0]; p.Text != nil {
+					put(a.ArtifactID, *p.Text, false)
+				}
+			}
+		}
+		if u := env.Result.ArtifactUpdate; u != nil && u.Artifact.Parts[0].Text != nil {
+			put(u.Artifact.ArtifactID, *u.Artifact.Parts[0].Text, u.Append)
+		}
+	}
+	var out []string
+	for _, id := range order {
+		out = append(out, texts[id])
+	}
+	return strings.Join(out, "|")
+}
+
+// TestA2AResumeAfterCompaction: once retention compacted the answer's
+// deltas, a subscribe from a position at or after them gets the events
+// after it as before, and one from before them gets the task as it
+// stands (a task event) instead: never part of the text twice.
+func TestA2AResumeAfterCompaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	b.want(b.do("POST", "/v1/conversations", b.alice, map[string]any{"id": "c-1", "participants": []string{"bob"}}), 201, "")
+	run := b.runnerConn("c-1", b.bob)
+	st := events(t, b.postJSON("/v1/a2a/bob", b.alice, rpcCall("SendStreamingMessage", a2aMessage("m-1", "c-1", "What is 6 x 7?", nil))))
+	until(t, b, run, "prompt")
+	script(t, b, run, "r1", 0, len(scriptedAnswer))
+	do(t, b, run, `{"type":"complete"}`)
+	full := st.all()
+	want := a2aText(t, full)
+	sw := retention.New(b.db, retention.Options{Retention: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+	if n, err := sw.Pass(b.ctx); err != nil || n.Events == 0 {
+		t.Fatalf("compaction: %+v, err %v", n, err)
+	}
+	whole, exact := 0, 0
+	for i, ev := range full {
+		rest := events(t, b.postJSON("/v1/a2a/bob", b.alice, rpcCall("SubscribeToTask", map[string]any{"id": "c-1~m-1"}), "Last-Event-ID", ev.id)).all()
+		got := append(slices.Clone(full[:i+1]), rest...)
+		if len(rest) > 0 && strings.HasPrefix(streamKinds(t, rest[:1]), "task ") {
+			whole++
+		} else {
+			exact++
+			// Deltas compacted after the position come as one: the same
+			// text, cut otherwise.
+			if k := streamKinds(t, got); !strings.HasSuffix(k, "status TASK_STATE_COMPLETED") || strings.Count(k, "task ") != 1 {
+				t.Fatalf("resumed after %s:\n%s", ev.id, streamKinds(t, rest))
+			}
+		}
+		if a2aText(t, got) != want {
+			t.Fatalf("resumed after %s: the client holds %q, want %q", ev.id, a2aText(t, got), want)
+		}
+	}
+	if whole == 0 || exact == 0 {
+		t.Fatalf("%d resumes sent the task, %d went on exactly; want some of each", whole, exact)
 	}
 }

@@ -2,6 +2,7 @@ package protocols
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -187,6 +188,13 @@ func (s *Server) a2aLive(ctx context.Context, w http.ResponseWriter, c *a2aCall,
 // event.
 func (s *Server) a2aFollow(ctx context.Context, st *a2aStream, ref *a2aTaskRef, a *answerState, e *a2aEnc, seq int64) {
 	end := s.followAnswer(ctx, ref.conv, parley.Position{Seq: seq, Epoch: ref.from.Epoch}, a, st.out, func(steps []step, seq int64) error {
+		if r := st.resume; r != nil && a.tombstone != 0 && a.tombstone <= r.seq {
+			// Retention compacted deltas of the answer before the position:
+			// the events made of them now are not those the client was
+			// sent, so its place among them is lost. Nothing was written
+			// yet (every event so far was at or before the position).
+			return errRestartRun
+		}
 		if err := st.write(e.events(steps, a), seq); err != nil {
 			return err
 		}
@@ -195,6 +203,19 @@ func (s *Server) a2aFollow(ctx context.Context, st *a2aStream, ref *a2aTaskRef, 
 		}
 		return nil
 	})
+	if errors.Is(end, errRestartRun) {
+		// The task as it stands instead (a Task event replaces what the
+		// client holds of it), then what follows.
+		st.resume = nil
+		a, e, seq, err := s.foldTask(ctx, ref, st.c.agent, "")
+		if err != nil || st.write([]a2a.StreamResponse{{Task: e.snapshot(nil)}}, seq) != nil || st.out.flush() != nil || a.ended() {
+			return
+		}
+		if paused, err := s.a2aPaused(ctx, ref, a, e); err == nil && !paused {
+			s.a2aFollow(ctx, st, ref, a, e, seq)
+		}
+		return
+	}
 	if text, ok := s.endText(ref.conv, end); ok {
 		frame := rpcEnvelope(st.c.id, nil, &a2a.Error{Code: -32000, Message: text, Data: map[string]string{"code": parley.ErrorCode(end), "message": text}})
 		if st.out.data("", frame) == nil {

@@ -212,10 +212,7 @@ func (e *a2aEnc) inputMessage(a *answerState) *a2a.Message {
 // them when it is set.
 func (e *a2aEnc) snapshot(historyLength *int) *a2a.Task {
 	t := e.task
-	t.Artifacts = nil
-	for _, art := range e.task.Artifacts {
-		t.Artifacts = append(t.Artifacts, art)
-	}
+	t.Artifacts = append([]a2a.Artifact(nil), e.task.Artifacts...)
 	var hist []a2a.Message
 	if e.prompt != "" {
 		hist = append(hist, a2a.Message{MessageID: t.ID[strings.LastIndex(t.ID, taskSep)+1:], ContextID: t.ContextID, TaskID: t.ID, Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart(e.prompt)}})

@@ -611,3 +611,40 @@ func TestA2AResumeAfterCompaction(t *testing.T) {
 		t.Fatalf("%d resumes sent the task, %d went on exactly; want some of each", whole, exact)
 	}
 }
+
+// TestA2ASubscribeLive: a subscribe that names no position gets the task
+// as it stands (its artifacts so far), then what follows; a resume from
+// that task event's id gets the same. A message answering the task's
+// question as a stream gets the task, then the rest.
+func TestA2ASubscribeLive(t *testing.T) {
+	t.Parallel()
+	f := newInputFixture(t, "t-l")
+	b := f.bundle
+	b.rpc("bob", b.alice, rpcCall("SendMessage", a2aMessage("m-1", "t-l", "Clean", map[string]any{"returnImmediately": true})))
+	f.ask(t) // text, then a call, no request
+	sub := events(t, b.postJSON("/v1/a2a/bob", b.viewer, rpcCall("SubscribeToTask", map[string]any{"id": "t-l~m-1"})))
+	first, ok := sub.next()
+	if k := streamKinds(t, []chatEvent{first}); !ok || k != "task TASK_STATE_WORKING" || a2aText(t, []chatEvent{first}) != "Cleaning. " {
+		t.Fatalf("the first event of a live subscribe: %s %s", k, first.data)
+	}
+	do(t, b, f.run, `{"type":"message.part.input-request","turnId":"r1","requestId":"q-1","kind":"question","title":"Which?"}`)
+	evs := sub.all()
+	if k := streamKinds(t, evs); !strings.HasSuffix(k, "status TASK_STATE_INPUT_REQUIRED") {
+		t.Fatalf("a live subscribe until the question:\n%s", k)
+	}
+	again := events(t, b.postJSON("/v1/a2a/bob", b.viewer, rpcCall("SubscribeToTask", map[string]any{"id": "t-l~m-1"}), "Last-Event-ID", first.id)).all()
+	if streamKinds(t, again) != streamKinds(t, evs) {
+		t.Fatalf("resumed after the task event:\n%s\nwant:\n%s", streamKinds(t, again), streamKinds(t, evs))
+	}
+	ans := a2aMessage("a-1", "", "Both", nil)
+	ans["message"].(map[string]any)["taskId"] = "t-l~m-1"
+	st := events(t, b.postJSON("/v1/a2a/bob", b.alice, rpcCall("SendStreamingMessage", ans)))
+	head, _ := st.next()
+	if k := streamKinds(t, []chatEvent{head}); k != "task TASK_STATE_WORKING" {
+		t.Fatalf("the stream of an answer starts with %s", k)
+	}
+	f.finish(t, "q-1")
+	if k := streamKinds(t, st.all()); !strings.HasSuffix(k, "artifact t3 \"Done.\"\nartifact t3 \"\" append last\nstatus TASK_STATE_COMPLETED") {
+		t.Fatalf("the rest after the answer:\n%s", k)
+	}
+}

@@ -370,7 +370,7 @@ func quiet(t *testing.T, d *demoRun) {
 // only. It is a participant, holds no runner, and gets the floor by the
 // turn policy after the reviewer: it claims that turn and writes the
 // minutes of what it read (the reviewer's reply among them) in its own
-// name, ending its turn, again and again. Deleting the conversation stops
+// name, in the review's thread, ending its turn, again and again. Deleting the conversation stops
 // it quietly.
 func TestDemoHasAnMCPOnlyAgent(t *testing.T) {
 	t.Parallel()
@@ -395,13 +395,13 @@ func TestDemoHasAnMCPOnlyAgent(t *testing.T) {
 			case e.Type == parley.EventTurnClaimed && e.AgentID == "scribe":
 				claimed[e.Turn] = true
 			case e.Type == parley.EventMessage && e.AgentID == "reviewer":
-				lastReview = messageOf(t, e).Content
+				lastReview = messageOf(t, e).ID
 			case e.Type == parley.EventMessage && e.AgentID == "scribe":
 				m := messageOf(t, e)
 				if m.Role != parley.RoleAssistant || m.Finality != parley.FinalityTurn || !claimed[m.Turn] ||
 					!strings.HasPrefix(m.Content, "Minutes since my last turn (I take part through MCP only)") ||
-					lastReview == "" || !strings.Contains(m.Content, "**reviewer**: Looks good to me.") {
-					t.Fatalf("a message of the scribe's is not the minutes of a review, in a turn it claimed: %+v (claimed turns %v)", m, claimed)
+					lastReview == "" || m.ReplyTo != lastReview || !strings.Contains(m.Content, "**reviewer**: Looks good to me.") {
+					t.Fatalf("a message of the scribe's is not the minutes of the review before it, in its thread, in a turn it claimed: %+v (the review %q, claimed turns %v)", m, lastReview, claimed)
 				}
 				minutes, lastReview = append(minutes, m), ""
 			}

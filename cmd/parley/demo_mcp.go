@@ -96,30 +96,35 @@ func (s *scene) minutes(ctx context.Context, base string) error {
 			}
 			msgs, next = append(msgs, r.Messages...), r.NextAfter
 		}
-		if len(msgs) > 0 {
-			after = msgs[len(msgs)-1].Seq
-		}
-		err = callTool(ctx, cs, "post_message", mcp.PostMessageInput{ConversationID: s.id, AgentID: demoScribe, Content: minutesOf(msgs), Finality: parley.FinalityTurn}, nil)
-		if err != nil && !turnTaken(err) {
+		// The minutes reply to the last message they name (its thread), so
+		// that they are not a message waiting for an answer.
+		text, replyTo := minutesOf(msgs)
+		err = callTool(ctx, cs, "post_message", mcp.PostMessageInput{ConversationID: s.id, AgentID: demoScribe, Content: text, ReplyTo: replyTo, Finality: parley.FinalityTurn}, nil)
+		switch {
+		case err == nil:
+			if len(msgs) > 0 {
+				after = msgs[len(msgs)-1].Seq
+			}
+		case !turnTaken(err):
 			return err
 		}
 	}
 }
 
 // minutesOf is the scribe's message: the gist of the last messages others
-// wrote.
-func minutesOf(msgs []*parley.Message) string {
+// wrote; and the id of the last of them ("" if none).
+func minutesOf(msgs []*parley.Message) (text, last string) {
 	var lines []string
 	for _, m := range msgs {
-		if m.AgentID != demoScribe && strings.TrimSpace(m.Content) != "" {
-			lines = append(lines, "- **"+m.AgentID+"**: "+gist(m.Content))
+		if m.AgentID != demoScribe && m.Status == parley.StatusComplete && strings.TrimSpace(m.Content) != "" {
+			lines, last = append(lines, "- **"+m.AgentID+"**: "+gist(m.Content)), m.ID
 		}
 	}
 	if len(lines) == 0 {
-		return "Minutes: nothing new since my last turn."
+		return "Minutes: nothing new since my last turn.", ""
 	}
 	lines = lines[max(0, len(lines)-demoMinutesLen):]
-	return "Minutes since my last turn (I take part through MCP only):\n\n" + strings.Join(lines, "\n")
+	return "Minutes since my last turn (I take part through MCP only):\n\n" + strings.Join(lines, "\n"), last
 }
 
 // gist is a message's last sentence, shortened.
@@ -145,14 +150,15 @@ func (e *toolError) code() string { c, _, _ := strings.Cut(e.text, ":"); return 
 
 // turnTaken reports whether err says another agent took the turn first
 // (or holds a claim on it), or that the conversation moved on since the
-// guidance: the scribe waits for its turn again.
+// guidance or since the scribe read (what it replies to was reverted): the
+// scribe waits for its turn again (at once, if it holds the claim).
 func turnTaken(err error) bool {
 	var te *toolError
 	if !errors.As(err, &te) {
 		return false
 	}
 	switch te.code() {
-	case parley.ETURNCONFLICT, parley.ECLAIMCONFLICT, parley.EPRECONDITION:
+	case parley.ETURNCONFLICT, parley.ECLAIMCONFLICT, parley.EPRECONDITION, parley.EINVALIDTHREAD:
 		return true
 	}
 	return false

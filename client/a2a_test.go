@@ -1,0 +1,524 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/client"
+)
+
+// fakeA2A is a remote A2A agent that plays a script: the n-th message sent
+// to it (SendMessage or SendStreamingMessage, or their 0.3 names) is
+// answered with the n-th turn's events, as a stream or as one result; a
+// turn that holds keeps its stream open until the request ends. It
+// records every JSON-RPC call.
+type fakeA2A struct {
+	url       string
+	legacy    bool // speaks 0.3: its card and its JSON are 0.3's
+	streaming bool
+	turns     []a2aTurn
+	canceled  chan string // the task ids of the cancels it was sent
+	holding   chan struct{}
+
+	mu    sync.Mutex
+	calls []a2aCall
+	sends int
+}
+
+// a2aTurn is the answer to one message: its events (the JSON of each
+// result), and whether the stream then stays open until the request ends.
+type a2aTurn struct {
+	events []string
+	hold   bool
+}
+
+// a2aCall is one call the fake was sent.
+type a2aCall struct {
+	Method  string
+	Params  json.RawMessage
+	Version string // the A2A-Version header
+	Auth    string // the Authorization header
+}
+
+func newFakeA2A(t *testing.T, legacy, streaming bool, turns ...a2aTurn) *fakeA2A {
+	t.Helper()
+	f := &fakeA2A{legacy: legacy, streaming: streaming, turns: turns, canceled: make(chan string, 4), holding: make(chan struct{}, 4)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		f.record(a2aCall{Method: "card", Auth: r.Header.Get("Authorization")})
+		w.Header().Set("Content-Type", "application/json")
+		if f.legacy {
+			fmt.Fprintf(w, `{"protocolVersion":"0.3.0","name":"Old agent","description":"d","url":%q,"preferredTransport":"JSONRPC","version":"1","capabilities":{"streaming":%t},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[]}`, f.url+"/rpc", f.streaming)
+			return
+		}
+		fmt.Fprintf(w, `{"name":"Agent","description":"d","version":"1","supportedInterfaces":[{"url":%q,"protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},{"url":%q,"protocolBinding":"JSONRPC","protocolVersion":"0.3"},{"url":%q,"protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"capabilities":{"streaming":%t},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[]}`,
+			f.url+"/rest", f.url+"/old", f.url+"/rpc", f.streaming)
+	})
+	mux.HandleFunc("POST /rpc", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		f.record(a2aCall{Method: req.Method, Params: req.Params, Version: r.Header.Get("A2A-Version"), Auth: r.Header.Get("Authorization")})
+		respond := func(result string) string {
+			return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+		}
+		switch req.Method {
+		case "CancelTask", "tasks/cancel":
+			var p struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal(req.Params, &p)
+			f.canceled <- p.ID
+			task := fmt.Sprintf(`{"id":%q,"contextId":"c1","status":{"state":"TASK_STATE_CANCELED"}}`, p.ID)
+			if f.legacy {
+				task = fmt.Sprintf(`{"kind":"task","id":%q,"contextId":"c1","status":{"state":"canceled"}}`, p.ID)
+			}
+			io.WriteString(w, respond(task))
+			return
+		case "SendMessage", "SendStreamingMessage", "message/send", "message/stream":
+		default:
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no such method"}}`, req.ID)
+			return
+		}
+		f.mu.Lock()
+		n := f.sends
+		f.sends++
+		f.mu.Unlock()
+		if n >= len(f.turns) {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"no turn left"}}`, req.ID)
+			return
+		}
+		turn := f.turns[n]
+		if !strings.Contains(req.Method, "tream") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, respond(turn.events[0]))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range turn.events {
+			fmt.Fprintf(w, "data: %s\n\n", respond(ev))
+			w.(http.Flusher).Flush()
+		}
+		if turn.hold {
+			io.WriteString(w, ": holding\n\n")
+			w.(http.Flusher).Flush()
+			f.holding <- struct{}{}
+			<-r.Context().Done()
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	return f
+}
+
+func (f *fakeA2A) record(c a2aCall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c)
+}
+
+// sent are the calls of method the fake was sent.
+func (f *fakeA2A) sent(method string) []a2aCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []a2aCall
+	for _, c := range f.calls {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sentMessage is the message of a send call's params.
+type sentMessage struct {
+	Kind      string `json:"kind"`
+	Role      string `json:"role"`
+	ContextID string `json:"contextId"`
+	TaskID    string `json:"taskId"`
+	Parts     []struct {
+		Kind string `json:"kind"`
+		Text string `json:"text"`
+	} `json:"parts"`
+}
+
+func (c a2aCall) message(t *testing.T) sentMessage {
+	t.Helper()
+	var p struct {
+		Message sentMessage `json:"message"`
+	}
+	if err := json.Unmarshal(c.Params, &p); err != nil {
+		t.Fatalf("%s params %s: %v", c.Method, c.Params, err)
+	}
+	return p.Message
+}
+
+// serveA2A connects a runner of a new conversation, as agent "a2a", to
+// the fake with ServeA2A, and returns the conversation and a function
+// that waits until n prompts have ended, stops serving and returns what
+// ServeA2A returned.
+func serveA2A(t *testing.T, f *fakeA2A, o client.A2AOptions) (c *client.Client, ctx context.Context, id string, stop func(n int) error) {
+	t.Helper()
+	c, ctx = server(t)
+	v, err := c.CreateConversation(ctx, client.NewConversation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = v.Conversation.ID
+	st := c.Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{Seq: 0, Epoch: v.Conversation.Epoch}})
+	t.Cleanup(st.Close)
+	r, err := c.ConnectRunner(ctx, id, "a2a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	o.URL = f.url
+	serving, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- client.ServeA2A(serving, r, o) }()
+	stop = func(n int) error {
+		t.Helper()
+		for n > 0 {
+			fr, err := st.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fr.Event != nil && (fr.Event.Type == "prompt.completed" || fr.Event.Type == "prompt.canceled") {
+				n--
+			}
+		}
+		cancel()
+		return <-done
+	}
+	return c, ctx, id, stop
+}
+
+// checkA2ARun checks how the prompts ended and the shape of each message
+// of the bridged agent.
+func checkA2ARun(ctx context.Context, t *testing.T, c *client.Client, id, ends string, shapes ...string) {
+	t.Helper()
+	msgs, err := c.AllMessages(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		if m.AgentID == "a2a" {
+			got = append(got, shape(m))
+		}
+	}
+	evs, _, err := c.Events(ctx, id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ended []string
+	for _, e := range evs {
+		if e.Type == "prompt.completed" || e.Type == "prompt.canceled" {
+			ended = append(ended, e.Type)
+		}
+	}
+	if g := strings.Join(ended, " "); g != ends {
+		t.Errorf("the prompts ended with %q, want %q", g, ends)
+	}
+	if len(got) != len(shapes) {
+		t.Fatalf("messages %q, want %q", got, shapes)
+	}
+	for i := range got {
+		if got[i] != shapes[i] {
+			t.Errorf("message %d:\n got %s\nwant %s", i, got[i], shapes[i])
+		}
+	}
+}
+
+// TestServeA2AStreamsEachAnswer: the card's JSON-RPC interface of A2A
+// 1.0 is chosen among others; each prompt is streamed
+// (SendStreamingMessage, A2A-Version 1.0, the token sent); the artifact's
+// chunks make one message; the second prompt goes in the context the
+// first answer named, and its answer, given only in the completed
+// status's message, is its text.
+func TestServeA2AStreamsEachAnswer(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, true,
+		a2aTurn{events: []string{
+			`{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}`,
+			`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING","message":{"messageId":"s1","role":"ROLE_AGENT","parts":[{"text":"Thinking…"}]}}}}`,
+			`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"Hello, "}]}}}`,
+			`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"world."}]},"append":true,"lastChunk":true}}`,
+			`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"s2","role":"ROLE_AGENT","parts":[{"text":"Hello, world."}]}}}}`,
+		}},
+		a2aTurn{events: []string{
+			`{"task":{"id":"t2","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`,
+			`{"statusUpdate":{"taskId":"t2","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"s3","role":"ROLE_AGENT","parts":[{"text":"Still here."}]}}}}`,
+		}},
+	)
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{Token: "remote-secret"})
+	for _, p := range []string{"Say hello.", "Are you there?"} {
+		if _, err := c.Ask(ctx, id, "human", p, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stop(2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed prompt.completed",
+		"complete | text=Hello, world. | finish(end_turn)",
+		"complete | text=Still here. | finish(end_turn)")
+	sends := f.sent("SendStreamingMessage")
+	if len(sends) != 2 {
+		t.Fatalf("%d streamed sends, want 2", len(sends))
+	}
+	for i, want := range []struct{ text, context string }{{"Say hello.", ""}, {"Are you there?", "c1"}} {
+		m := sends[i].message(t)
+		if m.Role != "ROLE_USER" || len(m.Parts) != 1 || m.Parts[0].Text != want.text || m.ContextID != want.context || m.TaskID != "" {
+			t.Errorf("send %d: message %+v, want the text %q in context %q", i, m, want.text, want.context)
+		}
+		if sends[i].Version != "1.0" || sends[i].Auth != "Bearer remote-secret" {
+			t.Errorf("send %d: A2A-Version %q, Authorization %q", i, sends[i].Version, sends[i].Auth)
+		}
+	}
+	if cards := f.sent("card"); len(cards) != 1 || cards[0].Auth != "Bearer remote-secret" {
+		t.Errorf("card fetches %+v, want one with the token", cards)
+	}
+}
+
+// TestServeA2AAnswersWithAMessage: an agent that does not stream is sent
+// SendMessage; its answer, a Message, is the text (a data part as a JSON
+// code block).
+func TestServeA2AAnswersWithAMessage(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, false, a2aTurn{events: []string{
+		`{"message":{"messageId":"m1","contextId":"c9","role":"ROLE_AGENT","parts":[{"text":"The total:"},{"data":{"sum":3}}]}}`,
+	}})
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Add 1 and 2.", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed",
+		"complete | text=The total:\n```json\n{\n  \"sum\": 3\n}\n```\n | finish(end_turn)")
+	if sends := f.sent("SendMessage"); len(sends) != 1 || sends[0].message(t).Parts[0].Text != "Add 1 and 2." {
+		t.Errorf("SendMessage calls %+v, want one with the prompt", sends)
+	}
+}
+
+// TestServeA2AFailedTask: a task that fails ends the message with an
+// error part saying why, after the text streamed before.
+func TestServeA2AFailedTask(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, true, a2aTurn{events: []string{
+		`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"Partial answer"}]}}}`,
+		`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_FAILED","message":{"messageId":"s1","role":"ROLE_AGENT","parts":[{"text":"out of credits"}]}}}}`,
+	}})
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Go.", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed",
+		"error | text=Partial answer | error=the A2A agent failed: out of credits | finish(error)")
+}
+
+// TestServeA2AStopCancelsTheTask: a stop in Parley cancels the remote task
+// (CancelTask with its id) and ends the message canceled, with what the
+// agent said until then.
+func TestServeA2AStopCancelsTheTask(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, true, a2aTurn{hold: true, events: []string{
+		`{"task":{"id":"t7","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`,
+		`{"artifactUpdate":{"taskId":"t7","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"Counting: 1, 2"}]}}}`,
+	}})
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Count forever.", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-f.holding
+	waitForText(ctx, t, c, id, "Counting: 1, 2")
+	if err := c.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case task := <-f.canceled:
+		if task != "t7" {
+			t.Errorf("CancelTask of %q, want t7", task)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remote task was not canceled")
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.canceled", "canceled | text=Counting: 1, 2 | finish(canceled)")
+}
+
+// waitForText waits until the bridged agent's message has text.
+func waitForText(ctx context.Context, t *testing.T, c *client.Client, id, text string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		msgs, err := c.AllMessages(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if m.AgentID == "a2a" && m.Content == text {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no message says %q", text)
+}
+
+// TestServeA2AAsksForInput: a task that needs input has its status
+// message asked in Parley; the answer a person gives over HTTP goes back
+// to the agent in the same task and context, and its answer streams into
+// the same message.
+func TestServeA2AAsksForInput(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, true,
+		a2aTurn{events: []string{
+			`{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}`,
+			`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED","message":{"messageId":"q1","role":"ROLE_AGENT","parts":[{"text":"Which color?"}]}}}}`,
+		}},
+		a2aTurn{events: []string{
+			`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"Blue it is."}]}}}`,
+			`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`,
+		}},
+	)
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Paint it.", ""); err != nil {
+		t.Fatal(err)
+	}
+	var asked []parley.Input
+	for len(asked) == 0 && ctx.Err() == nil {
+		var err error
+		if asked, err = c.Inputs(ctx, id, "pending"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(asked) != 1 || asked[0].Title != "Which color?" || asked[0].Kind != parley.InputQuestion || asked[0].AgentID != "a2a" {
+		t.Fatalf("pending inputs %+v, want the agent's question", asked)
+	}
+	if _, err := c.AnswerInput(ctx, id, asked[0].RequestID, "human", map[string]string{"text": "blue"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed", "complete | text=Blue it is. | finish(end_turn)")
+	sends := f.sent("SendStreamingMessage")
+	if len(sends) != 2 {
+		t.Fatalf("%d sends, want 2", len(sends))
+	}
+	if m := sends[1].message(t); m.TaskID != "t1" || m.ContextID != "c1" || len(m.Parts) != 1 || m.Parts[0].Text != "blue" {
+		t.Errorf("the answer was sent as %+v, want blue in task t1, context c1", m)
+	}
+}
+
+// TestServeA2ALegacyAgent: an agent of A2A 0.3 (its card has a url and no
+// supportedInterfaces) is sent 0.3's message/stream, with 0.3's JSON and
+// no A2A-Version, and its 0.3 events make the answer; a stop cancels with
+// tasks/cancel.
+func TestServeA2ALegacyAgent(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, true, true,
+		a2aTurn{events: []string{
+			`{"kind":"task","id":"t1","contextId":"c1","status":{"state":"submitted"}}`,
+			`{"kind":"artifact-update","taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"kind":"text","text":"Old "}]}}`,
+			`{"kind":"artifact-update","taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"kind":"text","text":"but gold."}]},"append":true}`,
+			`{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"completed"},"final":true}`,
+		}},
+		a2aTurn{hold: true, events: []string{
+			`{"kind":"status-update","taskId":"t2","contextId":"c1","status":{"state":"working","message":{"kind":"message","messageId":"s","role":"agent","parts":[{"kind":"text","text":"On it"}]}},"final":false}`,
+			`{"kind":"artifact-update","taskId":"t2","contextId":"c1","artifact":{"artifactId":"a2","parts":[{"kind":"text","text":"Long"}]}}`,
+		}},
+	)
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Hi.", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ask(ctx, id, "human", "Go on.", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-f.holding
+	waitForText(ctx, t, c, id, "Long")
+	if err := c.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if task := <-f.canceled; task != "t2" {
+		t.Errorf("tasks/cancel of %q, want t2", task)
+	}
+	if err := stop(2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed prompt.canceled",
+		"complete | text=Old but gold. | finish(end_turn)", "canceled | text=Long | finish(canceled)")
+	sends := f.sent("message/stream")
+	if len(sends) != 2 {
+		t.Fatalf("%d message/stream calls, want 2", len(sends))
+	}
+	m := sends[1].message(t)
+	if m.Kind != "message" || m.Role != "user" || m.ContextID != "c1" || m.Parts[0].Kind != "text" || m.Parts[0].Text != "Go on." {
+		t.Errorf("the second prompt was sent as %+v", m)
+	}
+	if sends[0].Version != "" {
+		t.Errorf("a 0.3 agent was sent A2A-Version %q", sends[0].Version)
+	}
+	if len(f.sent("tasks/cancel")) != 1 {
+		t.Errorf("calls %+v, want one tasks/cancel", f.calls)
+	}
+}
+
+// TestConnectA2ARefusesACardWithoutJSONRPC: a card whose interfaces are
+// not JSON-RPC is refused before anything is served.
+func TestConnectA2ARefusesACardWithoutJSONRPC(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"name":"Agent","supportedInterfaces":[{"url":"http://x/","protocolBinding":"GRPC","protocolVersion":"1.0"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	if _, err := client.ConnectA2A(context.Background(), client.A2AOptions{URL: srv.URL}); !errors.Is(err, client.ErrNoA2AInterface) {
+		t.Errorf("ConnectA2A returned %v, want ErrNoA2AInterface", err)
+	}
+	a, err := client.ConnectA2A(context.Background(), client.A2AOptions{URL: "http://127.0.0.1:1"})
+	if err == nil {
+		t.Errorf("ConnectA2A of nothing returned %+v", a)
+	}
+}
+
+// ExampleServeA2A answers the prompts of every conversation agent
+// "researcher" takes part in with a remote A2A agent (it is compiled, not
+// run).
+func ExampleServeA2A() {
+	ctx := context.Background()
+	c := client.New("http://127.0.0.1:7700", "") // an agent token, or "" on an open server
+	r, err := c.ConnectAgentRunner(ctx, "researcher")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	err = client.ServeA2A(ctx, r, client.A2AOptions{URL: "https://agents.example.com/research", Token: "REMOTE_TOKEN"})
+	log.Print(err) // ctx ended, the runner was closed or ended, or the agent card could not be read
+}

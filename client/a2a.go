@@ -32,6 +32,10 @@ type A2AOptions struct {
 	MaxEventBytes int
 	// CardTimeout bounds the fetch of the agent card (30s if 0).
 	CardTimeout time.Duration
+	// InputTimeout, if set, is how long a question the agent asks
+	// (input-required) waits for an answer in Parley: it then expires, and
+	// the remote task is canceled. 0: it waits until answered or stopped.
+	InputTimeout time.Duration
 }
 
 // A2AAgent is the remote agent ServeA2A found: what its card says and the
@@ -81,9 +85,9 @@ func ConnectA2A(ctx context.Context, o A2AOptions) (A2AAgent, error) {
 //     ends it canceled, as a stop does;
 //   - input-required: the status message's text is asked in Parley as a
 //     question (Reply.AskQuestion); the answer goes back to the agent as a
-//     message of the same task and context, and the answer goes on. An
-//     unanswered (expired) question cancels the remote task and ends the
-//     answer with an error.
+//     message of the same task and context, and the answer goes on. A
+//     question unanswered for InputTimeout expires: the remote task is
+//     canceled and the answer ends with an error.
 //
 // A stop or a steer in Parley cancels the remote task (CancelTask,
 // tasks/cancel) and ends the message canceled. Each Parley conversation
@@ -102,7 +106,8 @@ func ServeA2A(ctx context.Context, r *Runner, o A2AOptions) error {
 type a2aBridge struct {
 	agent       A2AAgent
 	c           *a2a.Client
-	defaultConv string // the conversation of a conversation's own runner
+	defaultConv string        // the conversation of a conversation's own runner
+	inputTTL    time.Duration // A2AOptions.InputTimeout
 
 	mu       sync.Mutex
 	contexts map[string]string // conversation → the agent's contextId
@@ -140,6 +145,7 @@ func newA2ABridge(ctx context.Context, o A2AOptions) (*a2aBridge, error) {
 		agent:    A2AAgent{Name: card.Name, URL: in.URL, ProtocolVersion: in.ProtocolVersion, Streaming: card.Capabilities.Streaming},
 		c:        &a2a.Client{URL: in.URL, Version: in.ProtocolVersion, Header: header, HTTP: o.HTTPClient, MaxEvent: o.MaxEventBytes},
 		contexts: map[string]string{},
+		inputTTL: o.InputTimeout,
 	}, nil
 }
 

@@ -278,7 +278,11 @@ func (a *a2aAnswer) ask(ctx context.Context) (string, error) {
 	if len(title) > 1000 { // an input request's title holds 1 KiB
 		title, detail = clipUTF8(title, 200)+"…", clipUTF8(title, 16000)
 	}
-	answer, err := a.rp.AskQuestion(ctx, parley.InputRequest{Title: title, Detail: detail})
+	req := parley.InputRequest{Title: title, Detail: detail}
+	if a.b.inputTTL > 0 {
+		req.ExpiresAt = parley.Time{Time: time.Now().Add(a.b.inputTTL)}
+	}
+	answer, err := a.rp.AskQuestion(ctx, req)
 	if err != nil {
 		if errors.Is(err, ErrInputExpired) {
 			a.cancelRemote(ctx)

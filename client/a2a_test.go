@@ -522,3 +522,38 @@ func ExampleServeA2A() {
 	err = client.ServeA2A(ctx, r, client.A2AOptions{URL: "https://agents.example.com/research", Token: "REMOTE_TOKEN"})
 	log.Print(err) // ctx ended, the runner was closed or ended, or the agent card could not be read
 }
+
+// TestServeA2AUnansweredQuestionCancelsTheTask: a question no one answers
+// within InputTimeout expires; the remote task is canceled and the answer
+// ends with an error saying so.
+func TestServeA2AUnansweredQuestionCancelsTheTask(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, true, a2aTurn{events: []string{
+		`{"task":{"id":"t3","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED","message":{"messageId":"q1","role":"ROLE_AGENT","parts":[{"text":"Proceed?"}]}}}}`,
+	}})
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{InputTimeout: time.Second})
+	if _, err := c.Ask(ctx, id, "human", "Deploy.", ""); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case task := <-f.canceled:
+		if task != "t3" {
+			t.Errorf("CancelTask of %q, want t3", task)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the remote task was not canceled when the question expired")
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed", "error | error=no one answered the A2A agent's question in time | finish(error)")
+	ins, err := c.Inputs(ctx, id, "open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ins {
+		if in.Status != parley.InputStatusExpired {
+			t.Errorf("input %s is %s, want expired", in.RequestID, in.Status)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/parleyhq/parley/client"
 )
@@ -38,6 +39,7 @@ func newA2ABridgeFlags(stderr io.Writer) (*flag.FlagSet, *a2aBridgeConfig) {
 	fs.StringVar(&c.remote, "remote", "", "the remote A2A agent's URL; its card is read at URL/.well-known/agent-card.json")
 	fs.StringVar(&c.card, "card", "", "the remote agent card's URL, when it is not below -remote")
 	fs.StringVar(&c.remoteToken, "remote-token", envOr("PARLEY_A2A_TOKEN", ""), "bearer token sent to the remote agent")
+	fs.DurationVar(&c.inputTimeout, "input-timeout", 0, "how long a question of the remote agent waits for an answer in Parley before its task is canceled (0: no limit)")
 	fs.Var(c.header, "remote-header", "NAME=VALUE header field sent to the remote agent (repeatable)")
 	return fs, c
 }
@@ -47,6 +49,7 @@ type a2aBridgeConfig struct {
 	server, token, agent, conversation string
 	remote, card, remoteToken          string
 	header                             headerFlags
+	inputTimeout                       time.Duration
 }
 
 // runA2ABridge attaches a runner as an agent that a remote A2A agent
@@ -64,7 +67,7 @@ func runA2ABridge(ctx context.Context, args []string, stderr io.Writer) error {
 	case c.remote == "" && c.card == "":
 		return errors.New("a2a-bridge: -remote (or -card) is required")
 	}
-	o := client.A2AOptions{URL: c.remote, CardURL: c.card, Token: c.remoteToken, Header: http.Header(c.header)}
+	o := client.A2AOptions{URL: c.remote, CardURL: c.card, Token: c.remoteToken, Header: http.Header(c.header), InputTimeout: c.inputTimeout}
 	agent, err := client.ConnectA2A(ctx, o)
 	if err != nil {
 		return fmt.Errorf("a2a-bridge: %w", err)

@@ -47,7 +47,7 @@ Usage:
   parley restore [-db ./parley.db] [-progress auto|on|off] FILE
   parley restore -postgres URL   (after pg_restore or point-in-time recovery: new epochs)
   parley a2a-bridge [-server URL] [-token T] -agent ID [-conversation C] -remote URL [-card URL]
-                 [-remote-token T] [-remote-header NAME=VALUE]...
+                 [-remote-token T] [-remote-header NAME=VALUE]... [-input-timeout 0s]
   parley bench   [-server URL] [-postgres URL] [-nodes 1] [-conversations 10] [-subscribers 1] [-transport ws|sse] [-rate 20] [-json]
 
 Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and

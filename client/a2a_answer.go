@@ -28,6 +28,10 @@ type a2aAnswer struct {
 	state     a2a.TaskState
 	// statusText is the text of the message of the task's latest status.
 	statusText string
+	// statusKey names the task's latest status; asked, the status whose
+	// question was answered: an agent that sends it again (the task as it
+	// stood, first in the stream of the answer) asks nothing new.
+	statusKey, asked string
 	// message is set once the agent answered with a Message: the answer
 	// is whole.
 	message   bool
@@ -206,6 +210,13 @@ func (a *a2aAnswer) status(s a2a.TaskStatus) {
 	if s.Message != nil {
 		a.statusText = a2aText(s.Message.Parts)
 	}
+	a.statusKey = s.Timestamp + "\x00" + a.statusText
+	if s.Message != nil {
+		a.statusKey += "\x00" + s.Message.MessageID
+	}
+	if s.State.Interrupted() && a.statusKey == a.asked {
+		a.state, a.statusText = a2a.StateWorking, "" // the question answered already
+	}
 }
 
 // artifact relays an artifact's parts: with appendTo, more of the artifact
@@ -271,6 +282,7 @@ func (a *a2aAnswer) write(ctx context.Context, text string) error {
 // returns the answer as the text to send back. An expired question
 // cancels the remote task and ends the answer with an error.
 func (a *a2aAnswer) ask(ctx context.Context) (string, error) {
+	a.asked = a.statusKey
 	title, detail := a.statusText, ""
 	if strings.TrimSpace(title) == "" {
 		title = "The agent asks for input."

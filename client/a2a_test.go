@@ -393,7 +393,8 @@ func waitForText(ctx context.Context, t *testing.T, c *client.Client, id, text s
 // TestServeA2AAsksForInput: a task that needs input has its status
 // message asked in Parley; the answer a person gives over HTTP goes back
 // to the agent in the same task and context, and its answer streams into
-// the same message.
+// the same message; the task as it stood, which the agent sends first
+// again, is not taken for a new question.
 func TestServeA2AAsksForInput(t *testing.T) {
 	t.Parallel()
 	f := newFakeA2A(t, false, true,
@@ -402,6 +403,8 @@ func TestServeA2AAsksForInput(t *testing.T) {
 			`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED","message":{"messageId":"q1","role":"ROLE_AGENT","parts":[{"text":"Which color?"}]}}}}`,
 		}},
 		a2aTurn{events: []string{
+			// The task as it stood, first (as @a2a-js/sdk sends it): not a new question.
+			`{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED","message":{"messageId":"q1","role":"ROLE_AGENT","parts":[{"text":"Which color?"}]}}}}`,
 			`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"Blue it is."}]}}}`,
 			`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`,
 		}},

@@ -3,13 +3,15 @@
 // Express handlers on loopback) answers as the Parley agent "jsagent"
 // through `parley a2a-bridge`, and a prompt asked over Parley's HTTP API
 // gets its streamed answer as one message; a stop in Parley reaches the
-// executor's cancelTask.
+// executor's cancelTask; a question the agent asks (input-required) is
+// answered by a person in Parley and goes back into the same task.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import express from "express";
-import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, TaskState, type AgentCard, type Part } from "@a2a-js/sdk";
+import { randomUUID } from "node:crypto";
+import { AGENT_CARD_PATH, A2A_PROTOCOL_VERSION, Role, TaskState, type AgentCard, type Part } from "@a2a-js/sdk";
 import {
   AgentEvent,
   DefaultRequestHandler,
@@ -33,7 +35,7 @@ const text = (value: string): Part => ({ content: { $case: "text", value }, meta
  */
 class Executor implements AgentExecutor {
   readonly canceled: string[] = [];
-  readonly prompts: { text: string; context: string }[] = [];
+  readonly prompts: { text: string; context: string; task: string; followUp: boolean }[] = [];
 
   cancelTask = (taskId: string): Promise<void> => {
     this.canceled.push(taskId);
@@ -43,7 +45,7 @@ class Executor implements AgentExecutor {
   async execute(rc: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const { taskId, contextId } = rc;
     const said = rc.userMessage.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
-    this.prompts.push({ text: said, context: contextId });
+    this.prompts.push({ text: said, context: contextId, task: taskId, followUp: rc.task !== undefined });
     if (!rc.task) {
       bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined }, artifacts: [], history: [rc.userMessage], metadata: undefined }));
     }
@@ -54,6 +56,19 @@ class Executor implements AgentExecutor {
         taskId, contextId, append, lastChunk, metadata: undefined,
         artifact: { artifactId: "answer", name: "answer", description: "", parts: [text(value)], metadata: undefined, extensions: [] },
       }));
+    if (rc.task) {
+      // A follow-up (the answer to its question): the task goes on.
+      bus.publish(AgentEvent.task(rc.task));
+      status(TaskState.TASK_STATE_WORKING);
+      chunk(`You chose ${said}.`, false, true);
+      status(TaskState.TASK_STATE_COMPLETED);
+      return;
+    }
+    if (said.includes("ask me")) {
+      const question = { messageId: randomUUID(), contextId, taskId, role: Role.ROLE_AGENT, parts: [text("Which color?")], metadata: undefined, extensions: [], referenceTaskIds: [] };
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: { state: TaskState.TASK_STATE_INPUT_REQUIRED, message: question, timestamp: new Date().toISOString() }, metadata: undefined }));
+      return;
+    }
     status(TaskState.TASK_STATE_WORKING);
     const chunks = said.includes("long") ? Array.from({ length: 400 }, (_, i) => `${i + 1} `) : ["The answer ", "is ", "42."];
     for (const [i, c] of chunks.entries()) {
@@ -183,4 +198,28 @@ test("a prompt is answered by the @a2a-js/sdk agent, streamed into one message; 
   expect(executor.prompts[1]!.text).toBe("Count, a long way.");
   // (the SDK makes a new context for a message that names none).
   expect(executor.prompts[1]!.context).toBe(executor.prompts[0]!.context);
+});
+
+test("the @a2a-js/sdk agent's question is asked in Parley, and the answer goes back into its task", async () => {
+  const { conversation } = await post<{ conversation: { id: string } }>("/v1/conversations", { title: "a2a question", participants: ["you", agent] }, admin());
+  const id = conversation.id;
+  const before = executor.prompts.length;
+  const prompt = await post<{ id: string }>(conv(id, "/prompts"), { content: "Paint it; ask me the color.", to: agent });
+  let pending: { requestId: string; title: string; agentId: string }[] = [];
+  while (pending.length === 0) {
+    pending = (await get<{ inputs: typeof pending }>(conv(id, "/inputs?status=pending"))).inputs;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(pending).toHaveLength(1);
+  expect(pending[0]!.title).toBe("Which color?");
+  expect(pending[0]!.agentId).toBe(agent);
+  await post(conv(id, `/inputs/${encodeURIComponent(pending[0]!.requestId)}`), { agentId: "you", answer: { text: "blue" } }, admin());
+  const done = await ended(id, prompt.id);
+  expect(done.state).toBe("completed");
+  const msgs = await answers(id);
+  expect(msgs).toHaveLength(1);
+  expect(msgs[0]!.content).toBe("You chose blue.");
+  expect(msgs[0]!.status).toBe("complete");
+  const [asked, answered] = executor.prompts.slice(before);
+  expect(answered).toEqual({ text: "blue", context: asked!.context, task: asked!.task, followUp: true });
 });

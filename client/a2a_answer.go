@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -97,24 +98,9 @@ func (a *a2aAnswer) send(ctx context.Context, msg *a2a.Message) error {
 	req := &a2a.SendMessageRequest{Message: msg}
 	a.state = a2a.StateUnspecified
 	if a.b.agent.Streaming {
-		s, err := a.b.c.SendStreamingMessage(ctx, req)
-		if err != nil {
-			return fmt.Errorf("the A2A agent did not take the message: %w", err)
+		if err := a.stream(ctx, req); err != nil {
+			return err
 		}
-		defer s.Close()
-		for !a.waits() {
-			ev, err := s.Next()
-			if errors.Is(err, io.EOF) {
-				break // the stream ended with the task still at work: ask for it
-			}
-			if err != nil {
-				return fmt.Errorf("the A2A agent's stream: %w", err)
-			}
-			if err := a.apply(ctx, ev); err != nil {
-				return err
-			}
-		}
-		s.Close()
 	} else {
 		ev, err := a.b.c.SendMessage(ctx, req)
 		if err != nil {
@@ -125,6 +111,79 @@ func (a *a2aAnswer) send(ctx context.Context, msg *a2a.Message) error {
 		}
 	}
 	return a.poll(ctx)
+}
+
+// a2aStopGrace is how long a stream outlives a stop that came before the
+// stream named its task, so that the task can be canceled.
+const a2aStopGrace = 2 * time.Second
+
+// stream sends the message with SendStreamingMessage and relays its
+// events until the answer is whole, ends or waits for input (or the
+// stream ends). A stop (ctx ending) closes the stream at once if its task
+// is known, else once an event names it (then canceled by Answer) or
+// a2aStopGrace has passed.
+func (a *a2aAnswer) stream(ctx context.Context, req *a2a.SendMessageRequest) error {
+	var known atomic.Bool
+	known.Store(a.taskID != "")
+	sctx, cancelStream := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelStream()
+	defer context.AfterFunc(ctx, func() {
+		if !known.Load() {
+			t := time.NewTimer(a2aStopGrace)
+			select {
+			case <-t.C:
+			case <-sctx.Done():
+				t.Stop()
+			}
+		}
+		cancelStream()
+	})()
+	s, err := a.b.c.SendStreamingMessage(sctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the A2A agent did not take the message: %w", err)
+	}
+	defer s.Close()
+	for !a.waits() {
+		ev, err := s.Next()
+		if ctx.Err() != nil { // stopped: only the task is wanted now
+			if err == nil && a.taskID == "" {
+				a.note(eventIDs(ev))
+			}
+			if err != nil || a.taskID != "" {
+				return ctx.Err()
+			}
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return nil // the stream ended with the task still at work: poll follows it
+		}
+		if err != nil {
+			return fmt.Errorf("the A2A agent's stream: %w", err)
+		}
+		if err := a.apply(ctx, ev); err != nil {
+			return err
+		}
+		known.Store(a.taskID != "")
+	}
+	return nil
+}
+
+// eventIDs are the task and the context an event names.
+func eventIDs(ev *a2a.StreamResponse) (taskID, contextID string) {
+	switch {
+	case ev.Task != nil:
+		return ev.Task.ID, ev.Task.ContextID
+	case ev.Message != nil:
+		return ev.Message.TaskID, ev.Message.ContextID
+	case ev.StatusUpdate != nil:
+		return ev.StatusUpdate.TaskID, ev.StatusUpdate.ContextID
+	case ev.ArtifactUpdate != nil:
+		return ev.ArtifactUpdate.TaskID, ev.ArtifactUpdate.ContextID
+	}
+	return "", ""
 }
 
 // The intervals between GetTask calls of a task still at work.

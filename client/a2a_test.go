@@ -41,6 +41,9 @@ type fakeA2A struct {
 type a2aTurn struct {
 	events []string
 	hold   bool
+	// wait, if set, holds the events back until it is closed (the stream
+	// is open meanwhile, and holding is signalled).
+	wait chan struct{}
 }
 
 // a2aCall is one call the fake was sent.
@@ -112,6 +115,16 @@ func newFakeA2A(t *testing.T, legacy, streaming bool, turns ...a2aTurn) *fakeA2A
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
+		if turn.wait != nil {
+			io.WriteString(w, ": starting\n\n")
+			w.(http.Flusher).Flush()
+			f.holding <- struct{}{}
+			select {
+			case <-turn.wait:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		for _, ev := range turn.events {
 			fmt.Fprintf(w, "data: %s\n\n", respond(ev))
 			w.(http.Flusher).Flush()
@@ -559,4 +572,37 @@ func TestServeA2AUnansweredQuestionCancelsTheTask(t *testing.T) {
 			t.Errorf("input %s is %s, want expired", in.RequestID, in.Status)
 		}
 	}
+}
+
+// TestServeA2AStopBeforeTheTaskIsNamed: a stop that comes before the
+// agent's stream named its task keeps the stream open a little longer, to
+// learn the task and cancel it; the prompt ends canceled with no message.
+func TestServeA2AStopBeforeTheTaskIsNamed(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	f := newFakeA2A(t, false, true, a2aTurn{wait: release, hold: true, events: []string{
+		`{"task":{"id":"t9","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}`,
+	}})
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Slow start.", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-f.holding // the stream is open, no event sent yet
+	if err := c.Stop(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the bridge hears of the stop
+	close(release)
+	select {
+	case task := <-f.canceled:
+		if task != "t9" {
+			t.Errorf("CancelTask of %q, want t9", task)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remote task was not canceled")
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.canceled")
 }

@@ -4,7 +4,9 @@
 // through `parley a2a-bridge`, and a prompt asked over Parley's HTTP API
 // gets its streamed answer as one message; a stop in Parley reaches the
 // executor's cancelTask; a question the agent asks (input-required) is
-// answered by a person in Parley and goes back into the same task.
+// answered by a person in Parley and goes back into the same task; and an
+// agent of the SDK that offers only A2A 0.3 (the SDK's v0.3 compatibility)
+// is spoken to in 0.3.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import type { AddressInfo } from "node:net";
@@ -84,19 +86,24 @@ class Executor implements AgentExecutor {
 }
 
 const executor = new Executor();
-let server: Server;
-let bridge: ChildProcess;
-let bridgeLog = "";
+const servers: Server[] = [];
+const bridges: ChildProcess[] = [];
 
-beforeAll(async () => {
+/**
+ * Serves the executor with the SDK's handlers on a loopback port: an
+ * agent of A2A 1.0, or (legacy) one whose only interface is 0.3's, with
+ * the SDK's v0.3 compatibility on, so that its card is 0.3's too; its URL.
+ */
+async function serveAgent(legacy: boolean): Promise<string> {
   const app = express();
-  server = app.listen(0, "127.0.0.1");
+  const server = app.listen(0, "127.0.0.1");
+  servers.push(server);
   await new Promise<void>((r) => server.once("listening", () => r()));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const card: AgentCard = {
-    name: "JS SDK agent",
+    name: legacy ? "JS SDK agent, 0.3" : "JS SDK agent",
     description: "Streams its answer in artifact chunks; honours cancelTask.",
-    supportedInterfaces: [{ url: base + "/", protocolBinding: "JSONRPC", tenant: "", protocolVersion: A2A_PROTOCOL_VERSION }],
+    supportedInterfaces: [{ url: base + "/", protocolBinding: "JSONRPC", tenant: "", protocolVersion: legacy ? "0.3" : A2A_PROTOCOL_VERSION }],
     provider: undefined,
     version: "1.0.0",
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -108,30 +115,42 @@ beforeAll(async () => {
     signatures: [],
   };
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler }));
-  app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  const legacyCompat = legacy ? { enabled: true } : undefined;
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat }));
+  app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
+  return base;
+}
 
-  bridge = spawn(inject("parleyBinary"), ["a2a-bridge", "-server", url(), "-token", admin(), "-agent", agent, "-remote", base], { stdio: ["ignore", "ignore", "pipe"] });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("the bridge did not start within 10 s:\n" + bridgeLog)), 10_000);
-    bridge.stderr!.on("data", (b: Buffer) => {
-      bridgeLog += b.toString();
-      if (bridgeLog.includes("answers as")) {
+/** Starts `parley a2a-bridge` as agent id for the agent at remote; what it printed once it serves. */
+async function bridge(id: string, remote: string): Promise<string> {
+  const child = spawn(inject("parleyBinary"), ["a2a-bridge", "-server", url(), "-token", admin(), "-agent", id, "-remote", remote], { stdio: ["ignore", "ignore", "pipe"] });
+  bridges.push(child);
+  let log = "";
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the bridge did not start within 10 s:\n" + log)), 10_000);
+    child.stderr.on("data", (b: Buffer) => {
+      log += b.toString();
+      if (log.includes("answers as")) {
         clearTimeout(timer);
-        resolve();
+        resolve(log);
       }
     });
-    bridge.once("exit", (code) => reject(new Error(`the bridge exited with ${code}:\n${bridgeLog}`)));
+    child.once("exit", (code) => reject(new Error(`the bridge exited with ${code}:\n${log}`)));
   });
+}
+
+beforeAll(async () => {
+  await bridge(agent, await serveAgent(false));
 });
 
 afterAll(async () => {
-  if (bridge && bridge.exitCode === null) {
-    const exited = new Promise((r) => bridge.once("exit", r));
-    bridge.kill("SIGTERM");
+  for (const b of bridges) {
+    if (b.exitCode !== null) continue;
+    const exited = new Promise((r) => b.once("exit", r));
+    b.kill("SIGTERM");
     await exited;
   }
-  await new Promise((r) => server?.close(r));
+  for (const s of servers) await new Promise((r) => s.close(r));
 });
 
 /** POSTs as the agent "you"; the JSON body. */
@@ -158,8 +177,8 @@ async function ended(id: string, pid: string): Promise<PromptStatus> {
   }
 }
 
-const answers = async (id: string): Promise<Message[]> =>
-  (await get<{ messages: Message[] }>(conv(id, `/messages?agentId=${agent}`))).messages;
+const answers = async (id: string, by = agent): Promise<Message[]> =>
+  (await get<{ messages: Message[] }>(conv(id, `/messages?agentId=${by}`))).messages;
 
 test("a prompt is answered by the @a2a-js/sdk agent, streamed into one message; a stop cancels its task", async () => {
   const { conversation } = await post<{ conversation: { id: string } }>("/v1/conversations", { title: "a2a bridge", participants: ["you", agent] }, admin());
@@ -222,4 +241,31 @@ test("the @a2a-js/sdk agent's question is asked in Parley, and the answer goes b
   expect(msgs[0]!.status).toBe("complete");
   const [asked, answered] = executor.prompts.slice(before);
   expect(answered).toEqual({ text: "blue", context: asked!.context, task: asked!.task, followUp: true });
+});
+
+test("an @a2a-js/sdk agent that speaks only 0.3 (its one interface, through the SDK's v0.3 compatibility) answers through the bridge, and is stopped", async () => {
+  const old = "jsold";
+  const remote = await serveAgent(true);
+  // Asked as a 0.3 client asks (no A2A-Version), the SDK serves its card with 0.3's fields (url) besides its interfaces.
+  const card = (await (await fetch(`${remote}/${AGENT_CARD_PATH}`)).json()) as Record<string, unknown>;
+  expect(card["url"]).toBe(remote + "/");
+  expect(await bridge(old, remote)).toContain("(A2A 0.3, streaming)");
+  const { conversation } = await post<{ conversation: { id: string } }>("/v1/conversations", { title: "a2a 0.3", participants: ["you", old] }, admin());
+  const id = conversation.id;
+  const first = await post<{ id: string }>(conv(id, "/prompts"), { content: "What is the answer?", to: old });
+  expect((await ended(id, first.id)).state).toBe("completed");
+  let msgs = await answers(id, old);
+  expect(msgs.map((m) => [m.content, m.status])).toEqual([["The answer is 42.", "complete"]]);
+
+  const canceled = executor.canceled.length;
+  const second = await post<{ id: string }>(conv(id, "/prompts"), { content: "Count, a long way.", to: old });
+  for (;;) {
+    msgs = await answers(id, old);
+    if (msgs.length === 2 && msgs[1]!.content.length > 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await post(conv(id, "/abort"), {}, admin());
+  expect((await ended(id, second.id)).state).toBe("canceled");
+  expect(executor.canceled.length).toBe(canceled + 1);
+  expect((await answers(id, old))[1]!.status).toBe("canceled");
 });

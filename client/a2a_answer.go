@@ -285,30 +285,32 @@ func (a *a2aAnswer) status(s a2a.TaskStatus) {
 func (a *a2aAnswer) artifact(ctx context.Context, art a2a.Artifact, appendTo, whole bool) error {
 	text := a2aText(art.Parts)
 	seen := a.artifacts[art.ArtifactID]
-	if seen == nil {
+	sep := "" // what goes before the text in the message
+	switch {
+	case seen == nil:
 		if len(a.artifacts) >= maxA2AArtifacts {
 			clear(a.artifacts)
 		}
 		seen = &a2aArtifact{}
 		a.artifacts[art.ArtifactID] = seen
-		if a.written.Len() > 0 && text != "" && !strings.HasSuffix(a.written.String(), "\n\n") {
-			text = "\n\n" + text // artifacts are told apart by a blank line
+		if a.written.Len() > 0 && !strings.HasSuffix(a.written.String(), "\n\n") {
+			sep = "\n\n" // artifacts are told apart by a blank line
 		}
-	} else if !appendTo {
-		// The artifact again, whole: only what it adds is written.
-		if !strings.HasPrefix(text, seen.text) {
-			if whole || text == "" {
-				return nil // the text as streamed stays
-			}
-			text = "\n\n" + text
-		} else {
-			text = text[len(seen.text):]
-		}
+	case appendTo:
+	case strings.HasPrefix(text, seen.text):
+		text = text[len(seen.text):] // the artifact again, whole: only what it adds
+	case whole || text == "":
+		return nil // a snapshot that differs: the text as streamed stays
+	default: // replaced: its new text follows what was said
+		seen.text, sep = "", "\n\n"
+	}
+	if text == "" {
+		return nil
 	}
 	if len(seen.text) < maxA2AWritten {
 		seen.text += text
 	}
-	return a.write(ctx, text)
+	return a.write(ctx, sep+text)
 }
 
 // finalText writes text (a final message's, a status message's) unless

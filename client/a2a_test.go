@@ -606,3 +606,25 @@ func TestServeA2AStopBeforeTheTaskIsNamed(t *testing.T) {
 	}
 	checkA2ARun(ctx, t, c, id, "prompt.canceled")
 }
+
+// TestServeA2AAgentCancels: a task the agent cancels on its own ends the
+// message canceled, as a stop does, with what it said; a second artifact
+// is told apart from the first by a blank line, and the task's snapshot
+// repeating the first adds nothing.
+func TestServeA2AAgentCancels(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, true, a2aTurn{events: []string{
+		`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"First."}]}}}`,
+		`{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a2","parts":[{"text":"Second"}]}}}`,
+		`{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"},"artifacts":[{"artifactId":"a1","parts":[{"text":"First."}]},{"artifactId":"a2","parts":[{"text":"Second, whole."}]}]}}`,
+		`{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_CANCELED"}}}`,
+	}})
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Go.", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.canceled", "canceled | text=First.\n\nSecond, whole. | finish(canceled)")
+}

@@ -186,10 +186,12 @@ func eventIDs(ev *a2a.StreamResponse) (taskID, contextID string) {
 	return "", ""
 }
 
-// The intervals between GetTask calls of a task still at work.
+// The intervals between GetTask calls of a task still at work, and the
+// bound of each call.
 const (
-	a2aPollFirst = 200 * time.Millisecond
-	a2aPollMax   = 5 * time.Second
+	a2aPollFirst   = 200 * time.Millisecond
+	a2aPollMax     = 5 * time.Second
+	a2aCallTimeout = 30 * time.Second
 )
 
 // poll follows a task the agent left at work (a blocking send answered
@@ -209,7 +211,9 @@ func (a *a2aAnswer) poll(ctx context.Context) error {
 		case <-t.C:
 		}
 		wait = min(2*wait, a2aPollMax)
-		task, err := a.b.c.GetTask(ctx, a.taskID)
+		gctx, cancel := context.WithTimeout(ctx, a2aCallTimeout)
+		task, err := a.b.c.GetTask(gctx, a.taskID)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("following the A2A agent's task: %w", err)
 		}

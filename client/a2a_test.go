@@ -30,6 +30,8 @@ type fakeA2A struct {
 	turns     []a2aTurn
 	canceled  chan string // the task ids of the cancels it was sent
 	holding   chan struct{}
+	// got is the task GetTask answers, one per call (the last again).
+	got []string
 
 	mu    sync.Mutex
 	calls []a2aCall
@@ -93,6 +95,15 @@ func newFakeA2A(t *testing.T, legacy, streaming bool, turns ...a2aTurn) *fakeA2A
 			if f.legacy {
 				task = fmt.Sprintf(`{"kind":"task","id":%q,"contextId":"c1","status":{"state":"canceled"}}`, p.ID)
 			}
+			io.WriteString(w, respond(task))
+			return
+		case "GetTask", "tasks/get":
+			f.mu.Lock()
+			task := f.got[0]
+			if len(f.got) > 1 {
+				f.got = f.got[1:]
+			}
+			f.mu.Unlock()
 			io.WriteString(w, respond(task))
 			return
 		case "SendMessage", "SendStreamingMessage", "message/send", "message/stream":
@@ -627,4 +638,30 @@ func TestServeA2AAgentCancels(t *testing.T) {
 		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
 	}
 	checkA2ARun(ctx, t, c, id, "prompt.canceled", "canceled | text=First.\n\nSecond, whole. | finish(canceled)")
+}
+
+// TestServeA2AFollowsATaskLeftAtWork: a blocking send the agent answers
+// with a task still at work is followed with GetTask until it completes;
+// the artifact of each snapshot is written once.
+func TestServeA2AFollowsATaskLeftAtWork(t *testing.T) {
+	t.Parallel()
+	f := newFakeA2A(t, false, false, a2aTurn{events: []string{
+		`{"task":{"id":"t5","contextId":"c5","status":{"state":"TASK_STATE_WORKING"}}}`,
+	}})
+	f.got = []string{
+		`{"id":"t5","contextId":"c5","status":{"state":"TASK_STATE_WORKING"},"artifacts":[{"artifactId":"a","parts":[{"text":"Half"}]}]}`,
+		`{"id":"t5","contextId":"c5","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a","parts":[{"text":"Half and whole."}]}]}`,
+	}
+	c, ctx, id, stop := serveA2A(t, f, client.A2AOptions{})
+	if _, err := c.Ask(ctx, id, "human", "Take your time.", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
+	}
+	checkA2ARun(ctx, t, c, id, "prompt.completed", "complete | text=Half and whole. | finish(end_turn)")
+	gets := f.sent("GetTask")
+	if len(gets) != 2 || !strings.Contains(string(gets[0].Params), `"id":"t5"`) {
+		t.Errorf("GetTask calls %+v, want two of t5", gets)
+	}
 }

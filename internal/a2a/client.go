@@ -356,12 +356,11 @@ func (s *Stream) Close() error {
 // most max bytes; io.EOF when the stream ends between events.
 func readSSE(br *bufio.Reader, max int) ([]byte, error) {
 	var data []byte
-	seen := false
 	for {
 		line, err := readLine(br, max-len(data))
 		if err != nil {
-			if errors.Is(err, io.EOF) && (data != nil || seen) {
-				err = io.ErrUnexpectedEOF
+			if errors.Is(err, io.EOF) && data != nil {
+				err = io.ErrUnexpectedEOF // an event cut short
 			}
 			return nil, err
 		}
@@ -375,11 +374,6 @@ func readSSE(br *bufio.Reader, max int) ([]byte, error) {
 				data = append(data, '\n')
 			}
 			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
-		default:
-			seen = true // a comment or another field of an event
-		}
-		if line == "" {
-			seen = false
 		}
 	}
 }

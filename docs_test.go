@@ -59,7 +59,7 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `([a-z/]+)/` \\|[^|]*\\| ([^|]*) \\|$")
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9/]+)/` \\|[^|]*\\| ([^|]*) \\|$")
 	uses := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(string(text), -1) {
 		uses[m[1]] = m[2]

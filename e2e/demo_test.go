@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -363,4 +364,76 @@ func quiet(t *testing.T, d *demoRun) {
 			t.Errorf("the demo logged: %s", line)
 		}
 	}
+}
+
+// TestDemoHasAnMCPOnlyAgent: the demo's scribe takes part through MCP
+// only. It is a participant, holds no runner, and gets the floor by the
+// turn policy after the reviewer: it claims that turn and writes the
+// minutes of what it read (the reviewer's reply among them) in its own
+// name, in the review's thread, ending its turn, again and again. Deleting the conversation stops
+// it quietly.
+func TestDemoHasAnMCPOnlyAgent(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d := startDemo(t, ctx, "-every", "2s", "-approve-every", "0")
+	v, err := d.c.Conversation(ctx, d.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(v.Conversation.Participants, "scribe") {
+		t.Fatalf("the scribe is not a participant: %v", v.Conversation.Participants)
+	}
+
+	var minutes []*parley.Message
+	d.waitLog(t, ctx, func() string { return "two minutes of the scribe's, each after a review it names" }, func(log []parley.Event) bool {
+		minutes = minutes[:0]
+		claimed := map[int]bool{}
+		lastReview := ""
+		for _, e := range log {
+			switch {
+			case e.Type == parley.EventTurnClaimed && e.AgentID == "scribe":
+				claimed[e.Turn] = true
+			case e.Type == parley.EventMessage && e.AgentID == "reviewer":
+				lastReview = messageOf(t, e).ID
+			case e.Type == parley.EventMessage && e.AgentID == "scribe":
+				m := messageOf(t, e)
+				if m.Role != parley.RoleAssistant || m.Finality != parley.FinalityTurn || !claimed[m.Turn] ||
+					!strings.HasPrefix(m.Content, "Minutes since my last turn (I take part through MCP only)") ||
+					lastReview == "" || m.ReplyTo != lastReview || !strings.Contains(m.Content, "**reviewer**: Looks good to me.") {
+					t.Fatalf("a message of the scribe's is not the minutes of the review before it, in its thread, in a turn it claimed: %+v (the review %q, claimed turns %v)", m, lastReview, claimed)
+				}
+				minutes, lastReview = append(minutes, m), ""
+			}
+		}
+		return len(minutes) >= 2
+	})
+	if !strings.Contains(minutes[1].Content, "**supervisor**: The answer is ") {
+		t.Fatalf("the scribe's second minutes do not name the supervisor's answer:\n%s", minutes[1].Content)
+	}
+
+	// It holds no runner: the guidance's presence names the supervisor's
+	// runner only; and the demo's server served its MCP requests.
+	v, err = d.c.Conversation(ctx, d.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Guidance == nil || !slices.Equal(v.Guidance.Runners, []string{"supervisor"}) {
+		t.Fatalf("the demo's runners: %+v, want the supervisor's only", v.Guidance)
+	}
+	if !strings.Contains(d.log(), `route="POST /v1/mcp"`) {
+		t.Fatalf("the demo's server logged no MCP request:\n%.3000s", d.log())
+	}
+
+	if err := d.c.DeleteConversation(ctx, d.id); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(d.log(), "the scribe stops") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the scribe did not stop when its conversation was deleted:\n%s", d.notes())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	quiet(t, d)
 }

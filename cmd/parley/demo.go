@@ -12,7 +12,8 @@ import (
 	"github.com/parleyhq/parley/client"
 )
 
-// The demo's cast. The supervisor and the reviewer take turns (the
+// The demo's cast. The supervisor, the reviewer and the scribe (which
+// takes part through MCP only, demo_mcp.go) take turns (the
 // participants); the others take part without the turn policy naming
 // them (members): the worker the supervisor delegates to, the scripted
 // person, the person using the web UI, and the scheduled task's agent.
@@ -43,6 +44,7 @@ type demoOptions struct {
 // runDemo serves with a scripted multi-agent scene in one conversation: a
 // supervisor streams answers with a tool call and delegates to a worker,
 // a reviewer replies in a thread (now and then claiming its turn first),
+// a scribe that takes part only through MCP writes the minutes in its turn,
 // some attempts fail over (the supervisor resets its turn and retries),
 // now and then the supervisor asks a person to approve a deploy (taking
 // no answer within a minute as a no), a task asks every minute, and a
@@ -100,8 +102,8 @@ func demo(ctx context.Context, base string, o demoOptions, log *slog.Logger) err
 func demoWith(ctx context.Context, base string, o demoOptions, log *slog.Logger, askerOf func(*client.Runner) approvalAsker) error {
 	c := client.New(base, "")
 	v, err := c.CreateConversation(ctx, client.NewConversation{
-		Title:        "Parley demo: a supervisor, a worker and a reviewer",
-		Participants: []string{demoSupervisor, demoReviewer},
+		Title:        "Parley demo: a supervisor, a worker, a reviewer and a scribe on MCP",
+		Participants: []string{demoSupervisor, demoReviewer, demoScribe},
 		Members:      []string{demoWorker, demoHuman, demoYou, demoScheduler},
 	})
 	if err != nil {
@@ -119,6 +121,7 @@ func demoWith(ctx context.Context, base string, o demoOptions, log *slog.Logger,
 		slog.String("tail", self()+" tail -server "+base+" "+s.id),
 		slog.String("you", "in the web UI you write as the member "+demoYou))
 	go s.person(ctx, o.every)
+	go s.scribe(ctx, base)
 	return s.supervise(ctx)
 }
 

@@ -9,6 +9,7 @@
 //	parley import    load an export or legacy message rows into a server
 //	parley backup    copy a running server's SQLite store into a new file
 //	parley restore   replace a stopped server's SQLite store with a backup
+//	parley a2a-bridge  a remote A2A agent answers as a Parley agent
 package main
 
 import (
@@ -45,10 +46,13 @@ Usage:
   parley backup  [-db ./parley.db | -server URL -token T] [-progress auto|on|off] FILE
   parley restore [-db ./parley.db] [-progress auto|on|off] FILE
   parley restore -postgres URL   (after pg_restore or point-in-time recovery: new epochs)
+  parley a2a-bridge [-server URL] [-token T] -agent ID [-conversation C] -remote URL [-card URL]
+                 [-remote-token T] [-remote-header NAME=VALUE]... [-input-timeout 0s]
   parley bench   [-server URL] [-postgres URL] [-nodes 1] [-conversations 10] [-subscribers 1] [-transport ws|sse] [-rate 20] [-json]
 
 Environment: PARLEY_DB, PARLEY_ADDR, PARLEY_POSTGRES_URL, PARLEY_SERVER and
-PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token.
+PARLEY_TOKEN set the defaults of -db, -addr, -postgres, -server and -token;
+PARLEY_A2A_TOKEN that of a2a-bridge's -remote-token.
 `
 
 func main() {
@@ -98,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runRestore(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
+	case "a2a-bridge":
+		return runA2ABridge(ctx, rest, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -33,7 +33,7 @@ func (s *Server) addTools(srv *gomcp.Server, who parley.Identity) {
 		Annotations: &gomcp.ToolAnnotations{ReadOnlyHint: true}}, tool(s, who, s.searchMessages))
 	gomcp.AddTool(srv, &gomcp.Tool{Name: "wait_for_turn", Description: `Wait until the conversation's guidance names you (start_turn or continue_turn), up to timeoutSeconds (default 30, at most 120). Returns yourTurn, the guidance, the head and the messages after your position (after). Call it before you write; if it times out, call it again. Example: {"conversationId": "c1", "after": 12}.`,
 		Annotations: &gomcp.ToolAnnotations{ReadOnlyHint: true}}, tool(s, who, s.waitForTurn))
-	gomcp.AddTool(srv, &gomcp.Tool{Name: "claim_turn", Description: `Claim the conversation's next turn so that nobody else starts it, for ttlMs (default: the server's). expectTurn, if given, must be the turn the conversation stands at. Example: {"conversationId": "c1"}.`,
+	gomcp.AddTool(srv, &gomcp.Tool{Name: "claim_turn", Description: `Claim the conversation's next turn so that nobody else starts it, for ttlMs (default: the server's). expectTurn, if given, must be that next turn (the guidance's turn from wait_for_turn): the claim fails if the conversation moved on. Example: {"conversationId": "c1"}.`,
 		Annotations: &gomcp.ToolAnnotations{}}, tool(s, who, s.claimTurn))
 	gomcp.AddTool(srv, &gomcp.Tool{Name: "post_message", Description: `Write a message to the conversation in your turn. finality: "none" (default) keeps the turn open, "turn" ends your turn, "conversation" closes the conversation; next names the agent who speaks next; replyTo threads it under a message. Example: {"conversationId": "c1", "content": "Done: v2 is deployed.", "finality": "turn", "next": "bob"}.`,
 		Annotations: &gomcp.ToolAnnotations{}}, tool(s, who, s.postMessage))
@@ -179,7 +179,7 @@ func (s *Server) searchMessages(ctx context.Context, who parley.Identity, in *Se
 type ClaimTurnInput struct {
 	ConversationID string `json:"conversationId" jsonschema:"the conversation's id"`
 	AgentID        string `json:"agentId,omitempty" jsonschema:"with an admin token: the agent to act as (an agent token acts as its agent)"`
-	ExpectTurn     int    `json:"expectTurn,omitempty" jsonschema:"claim only if the conversation's last turn is this one"`
+	ExpectTurn     int    `json:"expectTurn,omitempty" jsonschema:"claim only if this is the next turn (lastTurn+1, the turn of wait_for_turn's guidance)"`
 	TTLMs          int64  `json:"ttlMs,omitempty" jsonschema:"how long the claim holds, in milliseconds (default: the server's)"`
 }
 

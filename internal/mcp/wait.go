@@ -48,7 +48,11 @@ func (s *Server) waitForTurn(ctx context.Context, who parley.Identity, in *WaitF
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "after must be a seq, 0 or more, not %d", in.After)
 	}
 	id := in.ConversationID
-	if err := s.eng.Require(ctx, id, func(st conv.State) error { return st.CanWrite(act) }); err != nil {
+	var from parley.Position // where the wait follows the conversation from
+	if err := s.eng.Require(ctx, id, func(st conv.State) error {
+		from = parley.Position{Seq: st.LastSeq, Epoch: st.Conversation.Epoch}
+		return st.CanWrite(act)
+	}); err != nil {
 		return nil, err
 	}
 	ctx, release, err := s.hold(ctx, who, id)
@@ -56,7 +60,7 @@ func (s *Server) waitForTurn(ctx context.Context, who parley.Identity, in *WaitF
 		return nil, err
 	}
 	defer release()
-	mine, err := s.awaitTurn(ctx, id, act.AgentID, time.Duration(secs)*time.Second)
+	mine, err := s.awaitTurn(ctx, id, act.AgentID, from, time.Duration(secs)*time.Second)
 	if err != nil {
 		return nil, transport.CutOff(ctx, err)
 	}
@@ -90,17 +94,13 @@ func (s *Server) hold(ctx context.Context, who parley.Identity, id string) (cont
 	return ctx, func() { release(); cut(nil) }, nil
 }
 
-// awaitTurn follows conversation id until its guidance names agent (true),
-// it closes, or wait passes (false).
-func (s *Server) awaitTurn(ctx context.Context, id, agent string, wait time.Duration) (bool, error) {
-	v, err := s.eng.Conversation(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	if names(v.Guidance, agent) || v.Head.Closed {
-		return names(v.Guidance, agent), nil
-	}
-	f, err := s.eng.Follow(ctx, id, &parley.Position{Seq: v.Head.LastSeq, Epoch: v.Head.Epoch})
+// awaitTurn follows conversation id from position from (a recent one: the
+// follower replays what came after it, and takes no snapshot) until its
+// guidance names agent (true), it closes, or wait passes (false). The
+// follower's start holds the guidance and head as of joining: the turn may
+// be the agent's already.
+func (s *Server) awaitTurn(ctx context.Context, id, agent string, from parley.Position, wait time.Duration) (bool, error) {
+	f, err := s.eng.Follow(ctx, id, &from)
 	if err != nil {
 		return false, err
 	}

@@ -14,6 +14,7 @@ declare module "vitest" {
     serverUrl: string;
     adminToken: string;
     youToken: string;
+    parleyBinary: string;
   }
 }
 
@@ -50,6 +51,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const admin = await token({ kind: "admin" });
   project.provide("serverUrl", url);
   project.provide("adminToken", admin);
+  project.provide("parleyBinary", binary);
   project.provide("youToken", await token({ kind: "agent", agentId: "you" }, admin));
   return async () => {
     child.kill("SIGTERM");

@@ -30,11 +30,11 @@ afterAll(async () => {
 });
 
 
-/** Waits until the demo answers nothing: no prompt queued and no turn open. */
+/** Waits until the demo answers nothing: no prompt queued, no turn open, the scribe's turn taken. */
 async function idle(): Promise<void> {
   await until(async () => {
     const [q, v] = await Promise.all([api.prompts(conversationId), api.conversation(conversationId)]);
-    return q.length === 0 && v.head.openTurn === null;
+    return q.length === 0 && v.head.openTurn === null && v.guidance?.nextAgentId !== "scribe";
   }, 30_000);
 }
 

@@ -1,8 +1,8 @@
 // The demo's scene in Chromium: what `parley demo` shows besides a streamed
 // answer (demo.test.ts has those): a failover's failed attempt marked
 // retried with its error banner, the note nobody answered, the worker
-// nested under the supervisor's turn, the reviewer's claims and the
-// supervisor's resets in the flow picture, a block of it jumping to its
+// nested under the supervisor's turn, the reviewer's claims (and the
+// scribe's) and the supervisor's resets in the flow picture, a block of it jumping to its
 // messages; and driving it: a steer from the composer, and the composer
 // used with the keyboard alone. Each check is on what the server holds.
 
@@ -28,7 +28,7 @@ beforeAll(async () => {
   for (let i = 0; i < 6; i++) {
     const types = new Set((await allEvents()).map((e) => e.type));
     const retried = (await messages()).some((m) => m.retryOf);
-    if (retried && types.has("turn.reset") && types.has("turn.claimed")) return;
+    if (retried && types.has("turn.reset") && (await allEvents()).some((e) => claimOf(e, "reviewer"))) return;
     await api.prompt(conversationId, { agentId: "human", content: `What is the capital of Australia? (setup ${i})` });
     await idle();
   }
@@ -47,13 +47,16 @@ async function until(ok: () => Promise<boolean> | boolean, ms = 15_000): Promise
   }
 }
 
-/** Waits until the demo answers nothing: no prompt queued, no turn open, no claim held. */
+/** Waits until the demo answers nothing: no prompt queued, no turn open, no claim held, the scribe's turn taken. */
 async function idle(): Promise<void> {
   await until(async () => {
     const [q, v] = await Promise.all([api.prompts(conversationId), api.conversation(conversationId)]);
-    return q.length === 0 && !v.head.openTurn && !v.head.claim;
+    return q.length === 0 && !v.head.openTurn && !v.head.claim && v.guidance?.nextAgentId !== "scribe";
   }, 30_000);
 }
+
+/** Whether e is a claim of agent's. */
+const claimOf = (e: ParleyEvent, agent: string): boolean => e.type === "turn.claimed" && (e.data as { agentId: string }).agentId === agent;
 
 async function messages(): Promise<Message[]> {
   const out: Message[] = [];
@@ -210,7 +213,9 @@ describe("the demo's scene in a browser", () => {
       claim: claims.map((e) => `${(e.data as { agentId: string }).agentId} claimed turn ${(e.data as { turn: number }).turn}`),
       reset: resets.map((e) => `turn ${e.turn} reset by ${e.agentId}`),
     };
-    expect(want.claim.every((t) => t.startsWith("reviewer claimed turn "))).toBe(true);
+    // The reviewer's, and the scribe's (it claims each turn it takes through MCP).
+    expect(want.claim.some((t) => t.startsWith("reviewer claimed turn "))).toBe(true);
+    expect(want.claim.every((t) => /^(reviewer|scribe) claimed turn /.test(t))).toBe(true);
     expect(want.reset.every((t) => t.endsWith(" reset by supervisor"))).toBe(true);
     await expect.poll(async () => (await marks("claim")).map((m) => m.title)).toEqual(want.claim);
     await expect.poll(async () => (await marks("reset")).map((m) => m.title)).toEqual(want.reset);
@@ -218,7 +223,7 @@ describe("the demo's scene in a browser", () => {
     const lanes = await page.locator(".flow-lanes text").evaluateAll((els) =>
       Object.fromEntries(els.map((e) => [e.textContent ?? "", e.getBoundingClientRect().x + e.getBoundingClientRect().width / 2])),
     );
-    for (const m of await marks("claim")) expect(Math.abs(m.x - 20 - lanes["reviewer"]!)).toBeLessThan(3);
+    for (const m of await marks("claim")) expect(Math.abs(m.x - 20 - lanes[m.title.split(" ")[0]!]!)).toBeLessThan(3);
     for (const m of await marks("reset")) expect(Math.abs(m.x - 20 - lanes["supervisor"]!)).toBeLessThan(3);
     // A reset sits inside the block of the supervisor's turn it reset: between the failed attempt and the retry.
     const reset = (await marks("reset"))[0]!;
@@ -346,7 +351,7 @@ describe("the demo's scene in a browser", () => {
       new MutationObserver(read).observe(document.body, { subtree: true, childList: true, characterData: true });
       read();
     });
-    const claims = async () => (await allEvents()).filter((e) => e.type === "turn.claimed");
+    const claims = async () => (await allEvents()).filter((e) => claimOf(e, "reviewer"));
     const before = (await claims()).length;
     const box = page.getByRole("textbox", { name: "Prompt" });
     // The reviewer claims on every other answer: one of two questions is reviewed so.

@@ -43,10 +43,14 @@ export async function until(ok: () => Promise<boolean> | boolean, ms = 15_000): 
   }
 }
 
-/** Whether the demo answers nothing: no prompt queued, no turn open, no claim held. */
+/**
+ * Whether the demo answers nothing: no prompt queued, no turn open, no claim
+ * held, and the turn not the scribe's (which takes it, through MCP, once a
+ * review ends: its minutes are part of the answer's exchange).
+ */
 export async function isIdle(api: ParleyClient, conversationId: string): Promise<boolean> {
   const [q, v] = await Promise.all([api.prompts(conversationId), api.conversation(conversationId)]);
-  return q.length === 0 && !v.head.openTurn && !v.head.claim;
+  return q.length === 0 && !v.head.openTurn && !v.head.claim && v.guidance?.nextAgentId !== "scribe";
 }
 
 /** The demo a browser test file shares, started before its tests and stopped after them. */

@@ -3,6 +3,8 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -646,5 +648,60 @@ func TestA2ASubscribeLive(t *testing.T) {
 	f.finish(t, "q-1")
 	if k := streamKinds(t, st.all()); !strings.HasSuffix(k, "artifact t3 \"Done.\"\nartifact t3 \"\" append last\nstatus TASK_STATE_COMPLETED") {
 		t.Fatalf("the rest after the answer:\n%s", k)
+	}
+}
+
+// TestA2AParleysOwnClient: the A2A client the bridge speaks with
+// (a2a.Client), in both versions, from the card: a stream of the answer
+// and the task read again.
+func TestA2AParleysOwnClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	b.want(b.do("POST", "/v1/conversations", b.alice, map[string]any{"id": "c-1", "participants": []string{"bob"}}), 201, "")
+	run := b.runnerConn("c-1", b.bob)
+	header := http.Header{"Authorization": {"Bearer " + b.alice}}
+	card, err := a2a.FetchCard(b.ctx, nil, b.url+"/v1/a2a/bob/"+a2a.CardPath, header, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ai, ok := a2a.JSONRPCInterface(card)
+	if !ok || ai.URL != b.url+"/v1/a2a/bob" {
+		t.Fatalf("the card's interface: %+v", card.SupportedInterfaces)
+	}
+	for i, version := range []string{a2a.ProtocolVersion, a2a.LegacyProtocolVersion} {
+		c := &a2a.Client{URL: ai.URL, Version: version, Header: header}
+		id := fmt.Sprintf("m-%d", i)
+		st, err := c.SendStreamingMessage(b.ctx, &a2a.SendMessageRequest{Message: &a2a.Message{MessageID: id, ContextID: "c-1", Role: a2a.RoleUser, Parts: []a2a.Part{a2a.TextPart("What is 6 x 7?")}}})
+		if err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		until(t, b, run, "prompt")
+		script(t, b, run, "r"+id, 0, len(scriptedAnswer))
+		do(t, b, run, `{"type":"complete"}`)
+		var text string
+		var last a2a.TaskState
+		for {
+			ev, err := st.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", version, err)
+			}
+			if u := ev.ArtifactUpdate; u != nil && u.Artifact.Parts[0].Text != nil {
+				text += *u.Artifact.Parts[0].Text
+			}
+			if u := ev.StatusUpdate; u != nil {
+				last = u.Status.State
+			}
+		}
+		st.Close()
+		if text != "Let me look.It is 42." || last != a2a.StateCompleted {
+			t.Fatalf("%s: the stream's text %q, its last state %s", version, text, last)
+		}
+		task, err := c.GetTask(b.ctx, "c-1~"+id)
+		if err != nil || task.Status.State != a2a.StateCompleted || len(task.Artifacts) != 3 {
+			t.Fatalf("%s: GetTask %+v, %v", version, task, err)
+		}
 	}
 }

@@ -165,42 +165,9 @@ func (s *Server) a2aAnswerInputs(ctx context.Context, c *a2aCall, act conv.Actor
 	if len(pending) == 0 {
 		return ref, nil // answered meanwhile: the task goes on
 	}
-	answers := map[string]json.RawMessage{}
-	bad := func(format string, args ...any) error {
-		return a2a.Errorf(a2a.CodeInvalidParams, format, args...)
-	}
-	if len(m.Parts) != 1 {
-		return nil, bad("params.message answers the task's input request: it holds one part (%d given)", len(m.Parts))
-	}
-	p := m.Parts[0]
-	switch {
-	case len(pending) == 1 && p.Data != nil:
-		answers[pending[0].RequestID] = p.Data
-	case len(pending) == 1 && p.Text != nil && pending[0].Kind == inputQuestion:
-		b, _ := json.Marshal(map[string]string{"text": *p.Text})
-		answers[pending[0].RequestID] = b
-	case len(pending) == 1:
-		return nil, bad("input request %s is a %s: answer it with a data part (an approval's is {\"approved\": true|false, \"reason\"?: string})", pending[0].RequestID, pending[0].Kind)
-	case p.Data == nil:
-		return nil, bad("the task waits for %d input requests: answer them with one data part {\"<requestId>\": <answer>, …}", len(pending))
-	default:
-		if err := json.Unmarshal(p.Data, &answers); err != nil {
-			return nil, bad("the task waits for %d input requests: the data part must be an object {\"<requestId>\": <answer>, …}", len(pending))
-		}
-	}
-	for id, ans := range answers {
-		found := false
-		for _, in := range pending {
-			if in.RequestID == id {
-				found = true
-				if err := fits(in, ans); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if !found {
-			return nil, bad("%q is not an input request the task waits for", id)
-		}
+	answers, err := a2aAnswers(pending, m.Parts)
+	if err != nil {
+		return nil, err
 	}
 	for _, in := range pending {
 		if ans, ok := answers[in.RequestID]; ok {
@@ -375,4 +342,49 @@ func (d *discardRW) Flush()                      {}
 func discardOut() *sseOut {
 	d := &discardRW{h: http.Header{}}
 	return &sseOut{w: d, rc: http.NewResponseController(d), bw: bufio.NewWriter(io.Discard), limit: time.Second}
+}
+
+// a2aAnswers reads the answers a message's parts give the pending input
+// requests: with one pending, a data part is its answer (or a text part a
+// question's {"text"}); with several, one data part maps each request id
+// to its answer. Each answer is checked against its request.
+func a2aAnswers(pending []*Input, parts []a2a.Part) (map[string]json.RawMessage, error) {
+	answers := map[string]json.RawMessage{}
+	bad := func(format string, args ...any) error {
+		return a2a.Errorf(a2a.CodeInvalidParams, format, args...)
+	}
+	if len(parts) != 1 {
+		return nil, bad("params.message answers the task's input request: it holds one part (%d given)", len(parts))
+	}
+	p := parts[0]
+	switch {
+	case len(pending) == 1 && p.Data != nil:
+		answers[pending[0].RequestID] = p.Data
+	case len(pending) == 1 && p.Text != nil && pending[0].Kind == inputQuestion:
+		b, _ := json.Marshal(map[string]string{"text": *p.Text})
+		answers[pending[0].RequestID] = b
+	case len(pending) == 1:
+		return nil, bad("input request %s is a %s: answer it with a data part (an approval's is {\"approved\": true|false, \"reason\"?: string})", pending[0].RequestID, pending[0].Kind)
+	case p.Data == nil:
+		return nil, bad("the task waits for %d input requests: answer them with one data part {\"<requestId>\": <answer>, …}", len(pending))
+	default:
+		if err := json.Unmarshal(p.Data, &answers); err != nil {
+			return nil, bad("the task waits for %d input requests: the data part must be an object {\"<requestId>\": <answer>, …}", len(pending))
+		}
+	}
+	for id, ans := range answers {
+		found := false
+		for _, in := range pending {
+			if in.RequestID == id {
+				found = true
+				if err := fits(in, ans); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if !found {
+			return nil, bad("%q is not an input request the task waits for", id)
+		}
+	}
+	return answers, nil
 }

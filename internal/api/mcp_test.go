@@ -253,6 +253,22 @@ func TestMCPAskAgent(t *testing.T) {
 	if w["timedOut"] != true || w["promptId"] == "" || w["state"] == "completed" {
 		t.Fatalf("the unanswered ask returned %v", w)
 	}
+	// An ask retried with its promptId waits for the prompt asked before:
+	// the queue holds it once.
+	for range 2 {
+		w := mustTool(t, b, alice, "ask_agent", map[string]any{"conversationId": id, "to": "alice", "content": "again?", "promptId": "retry1", "timeoutSeconds": 1})
+		if w["timedOut"] != true || w["promptId"] != "retry1" {
+			t.Fatalf("the retried ask returned %v", w)
+		}
+	}
+	q := b.do("GET", "/v1/conversations/"+id+"/prompts", b.alice, nil)
+	if n := strings.Count(string(q.raw), `"retry1"`); q.status != 200 || n != 1 {
+		t.Fatalf("the queue holds retry1 %d times: %s", n, q.raw)
+	}
+	// Another's prompt id is not the caller's to wait for.
+	if _, e := callTool(t, b, mcpSession(t, b, b.bob), "ask_agent", map[string]any{"conversationId": id, "to": "alice", "content": "mine?", "promptId": "retry1", "timeoutSeconds": 1}); e == "" {
+		t.Fatal("bob waited for alice's prompt")
+	}
 }
 
 func mustJSON(v any) []byte {

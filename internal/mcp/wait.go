@@ -135,6 +135,7 @@ type AskAgentInput struct {
 	To             string `json:"to" jsonschema:"the agent to ask (its runner answers)"`
 	Content        string `json:"content" jsonschema:"the question"`
 	TimeoutSeconds int    `json:"timeoutSeconds,omitempty" jsonschema:"how long to wait for the answer, 1 to 120 seconds (default 60)"`
+	PromptID       string `json:"promptId,omitempty" jsonschema:"an id of your choosing for the prompt: asking again with the same promptId (after a timeout or a lost connection) waits for the prompt you asked before instead of asking twice"`
 }
 
 // AskAgentOutput is ask_agent's answer.
@@ -173,19 +174,44 @@ func (s *Server) askAgent(ctx context.Context, who parley.Identity, in *AskAgent
 		return nil, err
 	}
 	defer release()
-	res, err := s.eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: act, Content: in.Content, To: in.To})
+	promptID, err := s.askOnce(ctx, id, act, in)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.eng.WaitPrompt(ctx, id, res.ID, time.Duration(secs)*time.Second)
+	st, err := s.eng.WaitPrompt(ctx, id, promptID, time.Duration(secs)*time.Second)
 	if err != nil {
 		return nil, transport.CutOff(ctx, err)
 	}
-	out := &AskAgentOutput{PromptID: res.ID, State: st.State, Reason: st.Reason, TimedOut: !st.Ended()}
+	out := &AskAgentOutput{PromptID: promptID, State: st.State, Reason: st.Reason, TimedOut: !st.Ended()}
 	if st.State == parley.PromptStateCompleted && st.MessageID != "" {
 		if out.Answer, err = s.rd.Message(ctx, id, st.MessageID); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// askOnce queues ask_agent's prompt and returns its id; with a promptId the
+// caller asked before, it queues nothing and returns that id, so that a
+// retried ask waits for the first.
+func (s *Server) askOnce(ctx context.Context, id string, act conv.Actor, in *AskAgentInput) (string, error) {
+	if in.PromptID != "" {
+		if err := checkID("promptId", in.PromptID); err != nil {
+			return "", err
+		}
+		if _, asked, err := s.rd.AskedBefore(ctx, id, in.PromptID, act.AgentID); err != nil || asked {
+			return in.PromptID, err
+		}
+	}
+	res, err := s.eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: act, ID: in.PromptID, Content: in.Content, To: in.To})
+	if err != nil && in.PromptID != "" {
+		// The same ask sent twice at once queues it once.
+		if _, asked, qerr := s.rd.AskedBefore(ctx, id, in.PromptID, act.AgentID); qerr == nil && asked {
+			return in.PromptID, nil
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return res.ID, nil
 }

@@ -180,8 +180,11 @@ func TestServeA2AAsksForInput(t *testing.T) {
 	if _, err := c.Ask(ctx, id, "human", "Paint it.", ""); err != nil {
 		t.Fatal(err)
 	}
+	// Each wait is bounded well within the test's context: a bridge that
+	// asks nothing, or asks again, fails at once and says so.
+	deadline := time.Now().Add(20 * time.Second)
 	var asked []parley.Input
-	for len(asked) == 0 && ctx.Err() == nil {
+	for len(asked) == 0 && time.Now().Before(deadline) {
 		var err error
 		if asked, err = c.Inputs(ctx, id, "pending"); err != nil {
 			t.Fatal(err)
@@ -194,10 +197,30 @@ func TestServeA2AAsksForInput(t *testing.T) {
 	if _, err := c.AnswerInput(ctx, id, asked[0].RequestID, "human", map[string]string{"text": "blue"}); err != nil {
 		t.Fatal(err)
 	}
+	// A bridge that took the task sent again for a new question would ask
+	// again (and again, at each answer): fail at once if it asks a second
+	// time, or if the answer does not stream within the bound.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		n, text := a2aAsked(ctx, t, c, id)
+		if n != 1 {
+			t.Fatalf("the agent's question was asked %d times, want once", n)
+		}
+		if text == "Blue it is." {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20s after the answer, the bridged message says %q, want the agent's answer", text)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := stop(1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("ServeA2A returned %v, want context.Canceled", err)
 	}
 	checkA2ARun(ctx, t, c, id, "prompt.completed", "complete | text=Blue it is. | finish(end_turn)")
+	if n, _ := a2aAsked(ctx, t, c, id); n != 1 {
+		t.Fatalf("the agent's question was asked %d times, want once", n)
+	}
 	sends := f.sent("SendStreamingMessage")
 	if len(sends) != 2 {
 		t.Fatalf("%d sends, want 2", len(sends))
@@ -205,6 +228,29 @@ func TestServeA2AAsksForInput(t *testing.T) {
 	if m := sends[1].message(t); m.TaskID != "t1" || m.ContextID != "c1" || len(m.Parts) != 1 || m.Parts[0].Text != "blue" {
 		t.Errorf("the answer was sent as %+v, want blue in task t1, context c1", m)
 	}
+}
+
+// a2aAsked counts the input requests the bridged agent's messages hold,
+// and returns their text so far.
+func a2aAsked(ctx context.Context, t *testing.T, c *client.Client, id string) (int, string) {
+	t.Helper()
+	msgs, err := c.AllMessages(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, text := 0, ""
+	for _, m := range msgs {
+		if m.AgentID != "a2a" {
+			continue
+		}
+		text += m.Content
+		for _, p := range m.Parts {
+			if p.Type == parley.PartInputRequest {
+				n++
+			}
+		}
+	}
+	return n, text
 }
 
 // TestServeA2ALegacyAgent: an agent of A2A 0.3 (its card has a url and no

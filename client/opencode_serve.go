@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/parleyhq/parley/internal/sse"
 )
 
 // OpenCodeOptions say which OpenCode server and session ServeOpenCode
@@ -256,8 +257,8 @@ func (oc *openCode) subscribe(ctx context.Context) (<-chan OpenCodeEvent, <-chan
 		resp.Body.Close()
 		return nil, nil, fmt.Errorf("GET /event: %s", resp.Status)
 	}
-	br := bufio.NewReaderSize(resp.Body, 64<<10)
-	if _, err := readSSE(br); err != nil {
+	stream := sse.NewReader(resp.Body, maxOpenCodeEvent)
+	if _, err := readSSE(stream); err != nil {
 		resp.Body.Close()
 		return nil, nil, fmt.Errorf("OpenCode's event stream: %w", err)
 	}
@@ -266,7 +267,7 @@ func (oc *openCode) subscribe(ctx context.Context) (<-chan OpenCodeEvent, <-chan
 		defer resp.Body.Close()
 		defer close(events)
 		for {
-			data, err := readSSE(br)
+			data, err := readSSE(stream)
 			if err != nil {
 				streamErr <- fmt.Errorf("OpenCode's event stream: %w", err)
 				return
@@ -330,46 +331,15 @@ func decodeOpenCodeEvent(data []byte) (ev OpenCodeEvent, ok bool, err error) {
 	return ev, true, nil
 }
 
-// readSSE returns the data of the next event of a text/event-stream
-// (its data lines joined by newlines; comments and other fields skipped).
-func readSSE(br *bufio.Reader) ([]byte, error) {
-	var data []byte
-	for {
-		line, err := readLine(br, maxOpenCodeEvent-len(data))
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		switch {
-		case line == "":
-			if data != nil {
-				return data, nil
-			}
-		case strings.HasPrefix(line, "data:"):
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
-		}
+// readSSE returns the data of the next event of OpenCode's stream; the
+// stream has no end OpenCode means, so any end is io.ErrUnexpectedEOF.
+func readSSE(events *sse.Reader) ([]byte, error) {
+	ev, err := events.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, io.ErrUnexpectedEOF
+	case errors.Is(err, sse.ErrTooLarge):
+		return nil, errors.New("an event is over the size limit")
 	}
-}
-
-// readLine reads one line of at most max bytes, without its line ending.
-func readLine(br *bufio.Reader, max int) (string, error) {
-	var b []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(b)+len(chunk) > max {
-			return "", errors.New("an event is over the size limit")
-		}
-		b = append(b, chunk...)
-		if err != bufio.ErrBufferFull {
-			if err != nil && len(b) > 0 && err == io.EOF {
-				err = nil // a last line without its newline
-			}
-			return strings.TrimRight(string(b), "\r\n"), err
-		}
-	}
+	return ev.Data, err
 }

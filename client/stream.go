@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/parleyhq/parley"
+	"github.com/parleyhq/parley/internal/sse"
 )
 
 // Transport selects how a Stream connects.
@@ -307,60 +307,32 @@ const maxFrame = parley.MaxFrameBytes
 // errFrameTooLarge ends a connection whose server sent a frame over the bound.
 var errFrameTooLarge = errors.New("a frame from the server is over the size limit")
 
-// sseReader parses text/event-stream: event and data fields, blank line ends
-// an event, comments are skipped. One event is at most max bytes.
+// sseReader reads one SSE connection's frames (see internal/sse): one
+// event is at most max bytes, and a connection that ends, even mid-event,
+// ends with io.EOF.
 type sseReader struct {
 	body   io.Closer
-	r      *bufio.Reader
+	events *sse.Reader
 	cancel context.CancelFunc
-	max    int
 }
 
 func newSSEReader(body io.ReadCloser, cancel context.CancelFunc, max int) *sseReader {
-	return &sseReader{body: body, r: bufio.NewReaderSize(body, 64<<10), cancel: cancel, max: max}
+	return &sseReader{body: body, events: sse.NewReader(body, max), cancel: cancel}
 }
 
 func (r *sseReader) read(ctx context.Context) (string, []byte, error) {
 	stop := context.AfterFunc(ctx, r.cancel)
 	defer stop()
-	var typ string
-	var data []byte
-	for {
-		line, err := r.line(r.max - len(data))
-		if err != nil {
-			return "", nil, err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if data != nil {
-				return typ, data, nil
-			}
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event:"):
-			typ = strings.TrimSpace(line[len("event:"):])
-		case strings.HasPrefix(line, "data:"):
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
-		}
+	ev, err := r.events.Next()
+	switch {
+	case errors.Is(err, sse.ErrTooLarge):
+		return "", nil, errFrameTooLarge
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "", nil, io.EOF
+	case err != nil:
+		return "", nil, err
 	}
-}
-
-// line reads one line of at most max bytes.
-func (r *sseReader) line(max int) (string, error) {
-	var b []byte
-	for {
-		chunk, err := r.r.ReadSlice('\n')
-		if len(b)+len(chunk) > max {
-			return "", errFrameTooLarge
-		}
-		b = append(b, chunk...)
-		if err != bufio.ErrBufferFull {
-			return string(b), err
-		}
-	}
+	return ev.Type, ev.Data, nil
 }
 
 func (r *sseReader) close() { r.cancel(); r.body.Close() }

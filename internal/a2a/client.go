@@ -6,7 +6,6 @@ package a2a
 // always 1.0's objects: a 0.3 agent's are translated as they come.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/parleyhq/parley/internal/sse"
 )
 
 // DefaultMaxEvent bounds one event of a stream, and one response, when a
@@ -291,12 +292,11 @@ func (c *Client) SendStreamingMessage(ctx context.Context, req *SendMessageReque
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{c: c, body: resp.Body, br: bufio.NewReaderSize(resp.Body, 64<<10)}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		// An agent may answer the request with one JSON-RPC response (an
 		// error, most often) instead of a stream.
-		defer s.Close()
-		b, err := readBounded(s.br, c.maxEvent())
+		defer resp.Body.Close()
+		b, err := readBounded(resp.Body, c.maxEvent())
 		if err != nil {
 			return nil, err
 		}
@@ -310,21 +310,24 @@ func (c *Client) SendStreamingMessage(ctx context.Context, req *SendMessageReque
 		}
 		return &Stream{c: c, one: ev}, nil
 	}
-	return s, nil
+	return &Stream{c: c, body: resp.Body, events: sse.NewReader(resp.Body, c.maxEvent())}, nil
 }
 
 // Stream is the stream of an agent's answer.
 type Stream struct {
-	c    *Client
-	body io.ReadCloser
-	br   *bufio.Reader
-	one  *StreamResponse // the one event of an answer that was not a stream
+	c      *Client
+	body   io.ReadCloser
+	events *sse.Reader
+	one    *StreamResponse // the one event of an answer that was not a stream
 }
+
+// errEventTooLarge ends a stream whose agent sent an event over the bound.
+var errEventTooLarge = errors.New("a2a: an event is over the size limit")
 
 // Next returns the stream's next event; io.EOF once the agent ended it.
 // A JSON-RPC error the agent sends in the stream is returned as an *Error.
 func (s *Stream) Next() (*StreamResponse, error) {
-	if s.br == nil {
+	if s.events == nil {
 		if s.one == nil {
 			return nil, io.EOF
 		}
@@ -332,11 +335,14 @@ func (s *Stream) Next() (*StreamResponse, error) {
 		s.one = nil
 		return ev, nil
 	}
-	data, err := readSSE(s.br, s.c.maxEvent())
+	ev, err := s.events.Next()
+	if errors.Is(err, sse.ErrTooLarge) {
+		return nil, errEventTooLarge
+	}
 	if err != nil {
 		return nil, err
 	}
-	raw, err := result(s.c.method(MethodSendStreamingMessage), data)
+	raw, err := result(s.c.method(MethodSendStreamingMessage), ev.Data)
 	if err != nil {
 		return nil, err
 	}
@@ -349,51 +355,6 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	return s.body.Close()
-}
-
-// readSSE returns the data of the next event of a text/event-stream (its
-// data lines joined by newlines; comments and other fields skipped), at
-// most max bytes; io.EOF when the stream ends between events.
-func readSSE(br *bufio.Reader, max int) ([]byte, error) {
-	var data []byte
-	for {
-		line, err := readLine(br, max-len(data))
-		if err != nil {
-			if errors.Is(err, io.EOF) && data != nil {
-				err = io.ErrUnexpectedEOF // an event cut short
-			}
-			return nil, err
-		}
-		switch {
-		case line == "":
-			if data != nil {
-				return data, nil
-			}
-		case strings.HasPrefix(line, "data:"):
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
-		}
-	}
-}
-
-// readLine reads one line of at most max bytes, without its line ending.
-func readLine(br *bufio.Reader, max int) (string, error) {
-	var b []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if len(b)+len(chunk) > max {
-			return "", errors.New("a2a: an event is over the size limit")
-		}
-		b = append(b, chunk...)
-		if err != bufio.ErrBufferFull {
-			if err == io.EOF && len(b) > 0 {
-				err = nil // a last line without its newline
-			}
-			return strings.TrimRight(string(b), "\r\n"), err
-		}
-	}
 }
 
 // readBounded reads r whole, refusing more than max bytes.

@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,29 +12,36 @@ import (
 	"time"
 )
 
-// readSSE joins an event's data lines, skips comments and other fields,
-// says io.EOF between events and io.ErrUnexpectedEOF within one, and
-// refuses an event over its bound.
-func TestReadSSE(t *testing.T) {
-	br := bufio.NewReader(strings.NewReader(": keep-alive\n\nevent: x\nid: 1\ndata: {\"a\":\ndata: 1}\r\n\r\ndata: last"))
-	got, err := readSSE(br, 1<<10)
-	if err != nil || string(got) != "{\"a\":\n1}" {
-		t.Fatalf("readSSE = %q, %v", got, err)
+// A stream's ends as Stream.Next says them (its events read by
+// internal/sse): io.EOF when the agent ends it between events,
+// io.ErrUnexpectedEOF when it ends within one, and an event over MaxEvent
+// refused with this package's error.
+func TestStreamEnds(t *testing.T) {
+	const task = `{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_WORKING"}}}}`
+	bodies := map[string]string{
+		"/ends": ": keep-alive\n\nevent: x\nid: 1\ndata: " + task + "\r\n\r\n: bye\n\n",
+		"/cut":  "data: " + task + "\n\ndata: {\"jsonrpc\":",
+		"/big":  "data: " + task + "\n\ndata: " + strings.Repeat("x", 600) + "\ndata: " + strings.Repeat("y", 600) + "\n\n",
 	}
-	if _, err := readSSE(br, 1<<10); !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("an event cut short: %v, want io.ErrUnexpectedEOF", err)
-	}
-	if _, err := readSSE(bufio.NewReader(strings.NewReader("data: 1\n\n: bye\n\n")), 1<<10); err != nil {
-		t.Fatal(err)
-	}
-	br = bufio.NewReader(strings.NewReader("data: 1\n\n"))
-	_, _ = readSSE(br, 1<<10)
-	if _, err := readSSE(br, 1<<10); err != io.EOF {
-		t.Errorf("the end between events: %v, want io.EOF", err)
-	}
-	long := "data: " + strings.Repeat("x", 100) + "\ndata: " + strings.Repeat("y", 100) + "\n\n"
-	if _, err := readSSE(bufio.NewReaderSize(strings.NewReader(long), 16), 150); err == nil || !strings.Contains(err.Error(), "size limit") {
-		t.Errorf("an event over the bound: %v", err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, bodies[r.URL.Path])
+	}))
+	defer srv.Close()
+	req := &SendMessageRequest{Message: &Message{MessageID: "u", Role: RoleUser, Parts: []Part{TextPart("hi")}}}
+	for path, want := range map[string]error{"/ends": io.EOF, "/cut": io.ErrUnexpectedEOF, "/big": errEventTooLarge} {
+		c := &Client{URL: srv.URL + path, Version: ProtocolVersion, MaxEvent: 1000}
+		s, err := c.SendStreamingMessage(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := s.Next(); err != nil || ev.Task == nil || ev.Task.ID != "t" {
+			t.Errorf("%s: the first event: %+v, %v", path, ev, err)
+		}
+		if _, err := s.Next(); err != want {
+			t.Errorf("%s: the end: %v, want %v", path, err, want)
+		}
+		s.Close()
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/client"
 )
 
@@ -201,38 +200,8 @@ func (c a2aCall) message(t *testing.T) sentMessage {
 // ServeA2A returned.
 func serveA2A(t *testing.T, f *fakeA2A, o client.A2AOptions) (c *client.Client, ctx context.Context, id string, stop func(n int) error) {
 	t.Helper()
-	c, ctx = server(t)
-	v, err := c.CreateConversation(ctx, client.NewConversation{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id = v.Conversation.ID
-	st := c.Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{Seq: 0, Epoch: v.Conversation.Epoch}})
-	t.Cleanup(st.Close)
-	r, err := c.ConnectRunner(ctx, id, "a2a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
 	o.URL = f.url
-	serving, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- client.ServeA2A(serving, r, o) }()
-	stop = func(n int) error {
-		t.Helper()
-		for n > 0 {
-			fr, err := st.Next(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fr.Event != nil && (fr.Event.Type == "prompt.completed" || fr.Event.Type == "prompt.canceled") {
-				n--
-			}
-		}
-		cancel()
-		return <-done
-	}
-	return c, ctx, id, stop
+	return serveBridge(t, "a2a", func(ctx context.Context, r *client.Runner) error { return client.ServeA2A(ctx, r, o) })
 }
 
 // checkA2ARun checks how the prompts ended and the shape of each message

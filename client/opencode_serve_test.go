@@ -165,6 +165,16 @@ func (f *fakeOpenCode) sent() string {
 // ServeOpenCode returned.
 func serveOpenCode(t *testing.T, f *fakeOpenCode, o client.OpenCodeOptions) (c *client.Client, ctx context.Context, id string, stop func(n int) error) {
 	t.Helper()
+	o.URL = f.url
+	return serveBridge(t, "opencode", func(ctx context.Context, r *client.Runner) error { return client.ServeOpenCode(ctx, r, o) })
+}
+
+// serveBridge connects a runner of a new conversation, as agent, and
+// serves it with serve (a bridge: ServeOpenCode, ServeA2A); it returns the
+// conversation and a function that waits until n prompts have ended,
+// stops serving and returns what serve returned.
+func serveBridge(t *testing.T, agent string, serve func(context.Context, *client.Runner) error) (c *client.Client, ctx context.Context, id string, stop func(n int) error) {
+	t.Helper()
 	c, ctx = server(t)
 	v, err := c.CreateConversation(ctx, client.NewConversation{})
 	if err != nil {
@@ -175,15 +185,14 @@ func serveOpenCode(t *testing.T, f *fakeOpenCode, o client.OpenCodeOptions) (c *
 	// after the prompts are sent.
 	st := c.Subscribe(ctx, id, client.SubscribeOptions{From: &parley.Position{Seq: 0, Epoch: v.Conversation.Epoch}})
 	t.Cleanup(st.Close)
-	r, err := c.ConnectRunner(ctx, id, "opencode")
+	r, err := c.ConnectRunner(ctx, id, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	o.URL = f.url
 	serving, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- client.ServeOpenCode(serving, r, o) }()
+	go func() { done <- serve(serving, r) }()
 	stop = func(n int) error {
 		t.Helper()
 		for n > 0 {

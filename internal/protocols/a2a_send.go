@@ -183,25 +183,11 @@ func (s *Server) a2aAnswerInputs(ctx context.Context, c *a2aCall, act conv.Actor
 // (or at once, with returnImmediately). The wait is a connection of the
 // token.
 func (s *Server) a2aSend(w http.ResponseWriter, r *http.Request, c *a2aCall) {
-	req, e := c.sendParams()
-	if e != nil {
-		writeRPC(w, c.id, nil, e)
-		return
-	}
-	if !c.who.CanWrite() {
-		s.reply(w, c, nil, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot send messages", c.who.Kind))
-		return
-	}
-	ctx, done, ok := s.host.ConnectStream(w, r, c.who)
+	ctx, done, req, ref, text, ok := s.a2aStart(w, r, c)
 	if !ok {
 		return
 	}
 	defer done()
-	ref, text, err := s.a2aAsk(ctx, c, req)
-	if err != nil {
-		s.reply(w, c, nil, err)
-		return
-	}
 	var hl *int
 	immediate := false
 	if conf := req.Configuration; conf != nil {
@@ -387,4 +373,30 @@ func a2aAnswers(pending []*Input, parts []a2a.Part) (map[string]json.RawMessage,
 		}
 	}
 	return answers, nil
+}
+
+// a2aStart begins a send of either kind: its params read, the caller's
+// right to write checked, the call counted as a connection of its token
+// (done ends it) and what it asks done. When ok is false it has answered.
+func (s *Server) a2aStart(w http.ResponseWriter, r *http.Request, c *a2aCall) (ctx context.Context, done func(), req *a2a.SendMessageRequest, ref *a2aTaskRef, text string, ok bool) {
+	req, e := c.sendParams()
+	if e != nil {
+		writeRPC(w, c.id, nil, e)
+		return nil, nil, nil, nil, "", false
+	}
+	if !c.who.CanWrite() {
+		s.reply(w, c, nil, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot send messages", c.who.Kind))
+		return nil, nil, nil, nil, "", false
+	}
+	ctx, done, ok = s.host.ConnectStream(w, r, c.who)
+	if !ok {
+		return nil, nil, nil, nil, "", false
+	}
+	ref, text, err := s.a2aAsk(ctx, c, req)
+	if err != nil {
+		done()
+		s.reply(w, c, nil, err)
+		return nil, nil, nil, nil, "", false
+	}
+	return ctx, done, req, ref, text, true
 }

@@ -66,25 +66,11 @@ func (st *a2aStream) write(evs []a2a.StreamResponse, seq int64) error {
 // a2aSendStream serves SendStreamingMessage: the task (submitted), then its
 // events as its answer comes.
 func (s *Server) a2aSendStream(w http.ResponseWriter, r *http.Request, c *a2aCall) {
-	req, e := c.sendParams()
-	if e != nil {
-		writeRPC(w, c.id, nil, e)
-		return
-	}
-	if !c.who.CanWrite() {
-		s.reply(w, c, nil, parley.Errorf(parley.EFORBIDDEN, "a %s token cannot send messages", c.who.Kind))
-		return
-	}
-	ctx, done, ok := s.host.ConnectStream(w, r, c.who)
+	ctx, done, req, ref, text, ok := s.a2aStart(w, r, c)
 	if !ok {
 		return
 	}
 	defer done()
-	ref, text, err := s.a2aAsk(ctx, c, req)
-	if err != nil {
-		s.reply(w, c, nil, err)
-		return
-	}
 	if req.Message.TaskID != "" {
 		// Input answered: the task as it stands, then what follows.
 		s.a2aLive(ctx, w, c, ref, false)

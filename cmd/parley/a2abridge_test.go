@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -26,34 +23,8 @@ func TestA2ABridgeFlagsAreDocumented(t *testing.T) {
 	for _, env := range []string{"PARLEY_SERVER", "PARLEY_TOKEN", "PARLEY_A2A_TOKEN"} {
 		t.Setenv(env, "")
 	}
-	text, err := os.ReadFile("../../docs/a2a-bridge.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(text), "\n## `parley a2a-bridge` flags\n")
-	if !ok {
-		t.Fatal("docs/a2a-bridge.md has no section \"`parley a2a-bridge` flags\"")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	rows := map[string]string{}
-	for _, m := range regexp.MustCompile("(?m)^\\| `-([a-z0-9-]+)` \\| ([^|]*) \\|").FindAllStringSubmatch(section, -1) {
-		rows[m[1]] = strings.TrimSpace(m[2])
-	}
 	fs, _ := newA2ABridgeFlags(io.Discard)
-	fs.VisitAll(func(f *flag.Flag) {
-		def, ok := rows[f.Name]
-		if !ok {
-			t.Errorf("-%s has no row in docs/a2a-bridge.md", f.Name)
-			return
-		}
-		delete(rows, f.Name)
-		if msg := checkDocDefault(f, def); msg != "" {
-			t.Errorf("-%s: docs/a2a-bridge.md gives the default %q: %s", f.Name, def, msg)
-		}
-	})
-	for name := range rows {
-		t.Errorf("docs/a2a-bridge.md has a row for -%s, which parley a2a-bridge does not take", name)
-	}
+	checkFlagsDocumented(t, fs, "../../docs/a2a-bridge.md", "parley a2a-bridge", 3)
 }
 
 // TestA2ABridgeAnswers runs parley a2a-bridge against parley serve and an

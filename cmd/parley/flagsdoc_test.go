@@ -17,35 +17,43 @@ func TestServeFlagsAreDocumented(t *testing.T) {
 	for _, env := range []string{"PARLEY_DB", "PARLEY_ADDR", "PARLEY_POSTGRES_URL", "PARLEY_SQLITE_SYNC"} {
 		t.Setenv(env, "") // unset: the defaults the page gives
 	}
-	rows := serveFlagRows(t, "../../docs/operations.md")
-	fs := newServeMain(io.Discard).fs
+	checkFlagsDocumented(t, newServeMain(io.Discard).fs, "../../docs/operations.md", "parley serve", 10)
+}
+
+// checkFlagsDocumented checks the table of the page's "`cmd` flags"
+// section against fs: a row for every flag, with its default, no row for
+// a flag it does not take, no flag twice; fewer than minRows rows means
+// the pattern no longer matches the table.
+func checkFlagsDocumented(t *testing.T, fs *flag.FlagSet, page, cmd string, minRows int) {
+	t.Helper()
+	rows := flagRows(t, page, cmd, minRows)
 	fs.VisitAll(func(f *flag.Flag) {
 		def, ok := rows[f.Name]
 		if !ok {
-			t.Errorf("-%s has no row in docs/operations.md", f.Name)
+			t.Errorf("-%s has no row in %s", f.Name, page)
 			return
 		}
 		delete(rows, f.Name)
 		if msg := checkDocDefault(f, def); msg != "" {
-			t.Errorf("-%s: docs/operations.md gives the default %q: %s", f.Name, def, msg)
+			t.Errorf("-%s: %s gives the default %q: %s", f.Name, page, def, msg)
 		}
 	})
 	for name := range rows {
-		t.Errorf("docs/operations.md has a row for -%s, which parley serve does not take", name)
+		t.Errorf("%s has a row for -%s, which %s does not take", page, name, cmd)
 	}
 }
 
-// serveFlagRows reads the flags' table of the page's "parley serve flags"
-// section: each flag's name, with its default cell.
-func serveFlagRows(t *testing.T, page string) map[string]string {
+// flagRows reads the flags' table of the page's "`cmd` flags" section:
+// each flag's name, with its default cell.
+func flagRows(t *testing.T, page, cmd string, minRows int) map[string]string {
 	t.Helper()
 	text, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(text), "\n## `parley serve` flags\n")
+	_, section, ok := strings.Cut(string(text), "\n## `"+cmd+"` flags\n")
 	if !ok {
-		t.Fatalf("%s has no section \"`parley serve` flags\"", page)
+		t.Fatalf("%s has no section \"`%s` flags\"", page, cmd)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	row := regexp.MustCompile("(?m)^\\| `-([a-z0-9-]+)` \\| ([^|]*) \\|")
@@ -56,7 +64,7 @@ func serveFlagRows(t *testing.T, page string) map[string]string {
 		}
 		rows[m[1]] = strings.TrimSpace(m[2])
 	}
-	if len(rows) < 10 {
+	if len(rows) < minRows {
 		t.Fatalf("%s: only %d rows found: the pattern no longer matches the table", page, len(rows))
 	}
 	return rows

@@ -119,9 +119,22 @@ func TestMCPToolsPostAndRead(t *testing.T) {
 		if i == 2 {
 			args["finality"], args["next"] = "turn", "bob"
 		}
+		if i == 0 {
+			args["clientRequestId"] = "first-post"
+		}
 		res := mustTool(t, b, cs, "post_message", args)
 		if res["message"].(map[string]any)["agentId"] != "alice" {
 			t.Fatalf("posted %v", res)
+		}
+		if i == 0 {
+			// Retried with its clientRequestId: the first answer, nothing
+			// written; other arguments under the same id are refused.
+			again := mustTool(t, b, cs, "post_message", args)
+			if again["message"].(map[string]any)["id"] != res["message"].(map[string]any)["id"] {
+				t.Fatalf("the retry wrote %v after %v", again, res)
+			}
+			wantToolError(t, b, cs, "post_message", map[string]any{"conversationId": id, "content": "uno", "clientRequestId": "first-post"}, "idempotency_mismatch")
+			wantToolError(t, b, cs, "post_message", map[string]any{"conversationId": id, "content": "uno", "clientRequestId": "not an id"}, "invalid_value")
 		}
 	}
 	var got []string

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -212,6 +214,9 @@ type PostMessageInput struct {
 	ReplyTo        string          `json:"replyTo,omitempty" jsonschema:"the id of the message this one answers"`
 	Finality       parley.Finality `json:"finality,omitempty" jsonschema:"none (default: the turn stays open), turn (ends your turn) or conversation (closes it)"`
 	Next           string          `json:"next,omitempty" jsonschema:"with finality turn: the agent who speaks next"`
+	// ClientRequestID makes a retried post_message harmless, as the HTTP
+	// API's clientRequestId does.
+	ClientRequestID string `json:"clientRequestId,omitempty" jsonschema:"an id of your choosing that makes a retry harmless: the same clientRequestId with the same arguments returns the first answer and writes nothing; with other arguments it is refused"`
 }
 
 func (s *Server) postMessage(ctx context.Context, who parley.Identity, in *PostMessageInput) (*engine.MessageResult, error) {
@@ -224,9 +229,19 @@ func (s *Server) postMessage(ctx context.Context, who parley.Identity, in *PostM
 	default:
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "finality must be none, turn or conversation, not %q", in.Finality)
 	}
+	var hash string
+	if in.ClientRequestID != "" {
+		if err := checkID("clientRequestId", in.ClientRequestID); err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(in) // its fields in one order: the same arguments, the same hash
+		sum := sha256.Sum256(b)
+		hash = hex.EncodeToString(sum[:])
+	}
 	return s.eng.PostMessage(ctx, in.ConversationID, conv.PostMessage{
 		Actor: act, Role: parley.RoleAssistant, Parts: []parley.Part{{Type: parley.PartText, Text: in.Content}},
 		ReplyTo: in.ReplyTo, Finality: in.Finality, Next: in.Next, NeedsContent: true,
+		ClientRequestID: in.ClientRequestID, RequestHash: hash,
 	})
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/parleyhq/parley/internal/api"
@@ -117,4 +118,25 @@ func TestA2ALegacyNonBlocking(t *testing.T) {
 	if res == nil || res["kind"] != "task" || res["status"].(map[string]any)["state"] != "completed" || len(res["artifacts"].([]any)) != 3 {
 		t.Fatalf("tasks/get after the answer: %v", g)
 	}
+}
+
+// TestA2ASaysWhatItWaitsOn: a task whose prompt waits for a runner of its
+// agent says so in a submitted status, not in silence; a runner then
+// answers it.
+func TestA2ASaysWhatItWaitsOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, engine.Options{}, api.Options{})
+	b.want(b.do("POST", "/v1/conversations", b.alice, map[string]any{"id": "c-1", "participants": []string{"bob"}}), 201, "")
+	st := events(t, b.postJSON("/v1/a2a/bob", b.alice, rpcCall("SendStreamingMessage", a2aMessage("m-1", "c-1", "Anyone?", nil))))
+	for {
+		ev, ok := st.next()
+		if !ok {
+			t.Fatal("the stream ended without saying what the task waits on")
+		}
+		if strings.Contains(ev.data, `"TASK_STATE_SUBMITTED"`) && strings.Contains(ev.data, "waits on a runner of bob") {
+			break
+		}
+	}
+	run := b.runnerConn("c-1", b.bob)
+	until(t, b, run, "prompt")
 }

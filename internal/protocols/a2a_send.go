@@ -211,16 +211,27 @@ func (s *Server) a2aWait(ctx context.Context, ref *a2aTaskRef, agent, text strin
 	if paused, err := s.a2aPaused(ctx, ref, a, e); err != nil || paused {
 		return e, err
 	}
+	// Bounded: past a2aBlockingWait the task is answered as it stands,
+	// its status saying what it waits on.
+	wctx, cancel := context.WithTimeout(ctx, a2aBlockingWait)
+	defer cancel()
 	out := discardOut()
-	err = s.followAnswer(ctx, ref.conv, parley.Position{Seq: seq, Epoch: ref.from.Epoch}, a, out, func(steps []step, _ int64) error {
+	err = s.followAnswer(wctx, ref.conv, parley.Position{Seq: seq, Epoch: ref.from.Epoch}, a, out, func(steps []step, _ int64) error {
 		e.events(steps, a)
 		if paused, err := s.a2aPaused(ctx, ref, a, e); err != nil || paused {
 			return errPaused
 		}
 		return nil
 	})
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		err = nil
+	}
 	return e, err
 }
+
+// a2aBlockingWait bounds how long a blocking SendMessage waits for its task
+// to end or to wait for input.
+const a2aBlockingWait = 60 * time.Second
 
 // a2aPaused reports whether the task waits for input still pending now.
 func (s *Server) a2aPaused(ctx context.Context, ref *a2aTaskRef, a *answerState, e *a2aEnc) (bool, error) {

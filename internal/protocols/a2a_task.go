@@ -157,6 +157,8 @@ func (e *a2aEnc) events(steps []step, a *answerState) []a2a.StreamResponse {
 		case stepToolDenied:
 			p := parley.Part{CallID: st.id, ToolName: e.toolName(st.id)}
 			out = append(out, e.artifact("tool-"+st.id, p.ToolName, toolData(&p, "output-denied", deniedReason(st.input), false), false, true))
+		case stepStatus:
+			out = append(out, e.status(a2a.StateSubmitted, e.waitMessage(st.text)))
 		case stepInput:
 			out = append(out, e.status(a2a.StateInputRequired, e.inputMessage(a)))
 		case stepInputEnd:
@@ -328,4 +330,21 @@ func (s *Server) foldTask(ctx context.Context, ref *a2aTaskRef, agent, text stri
 		return nil, nil, 0, taskNotFound(ref.id)
 	}
 	return a, e, seq, nil
+}
+
+// waitMessage is the status message of a task whose prompt waits: what it
+// waits on in words, and the prompt's status (answerStatus) as a data
+// part.
+func (e *a2aEnc) waitMessage(status string) *a2a.Message {
+	var st answerStatus
+	_ = json.Unmarshal([]byte(status), &st)
+	text := "the prompt is " + st.State
+	if w := st.WaitingOn; w != nil {
+		text = "the prompt waits on a " + w.Reason
+		if w.AgentID != "" {
+			text += " of " + w.AgentID
+		}
+	}
+	return &a2a.Message{MessageID: e.task.ID + "-status", ContextID: e.task.ContextID, TaskID: e.task.ID,
+		Role: a2a.RoleAgent, Parts: []a2a.Part{a2a.TextPart(text), a2a.DataPart(json.RawMessage(status))}}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,11 @@ func TestKillDuringExportAndBackupLeavesNothing(t *testing.T) {
 	if left := filesIn(t, tmp); len(left) != 0 {
 		t.Fatalf("the killed server left in the temporary directory: %v", left)
 	}
+	// Besides SQLite's own files, the file that says the server had the
+	// database open (on which boot), which the next open removes.
+	killedOpen := "parley.db-open-" + strconv.Itoa(srv.cmd.Process.Pid)
 	beside := slices.DeleteFunc(filesIn(t, dir), func(name string) bool {
-		return slices.Contains([]string{"parley.db", "parley.db-shm", "parley.db-wal", "parley.db.spool"}, name)
+		return slices.Contains([]string{"parley.db", "parley.db-shm", "parley.db-wal", "parley.db.spool", killedOpen}, name)
 	})
 	if len(beside) != 0 {
 		t.Fatalf("the killed server left beside its database: %v", beside)
@@ -73,6 +77,12 @@ func TestKillDuringExportAndBackupLeavesNothing(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(spool, "notes.txt"), []byte("not the server's"), 0o600)
 	srv = startServer(t, db)
+	if slices.Contains(filesIn(t, dir), killedOpen) {
+		t.Fatalf("the restarted server left the killed one's %s", killedOpen)
+	}
+	if strings.Contains(srv.log(), "new epoch") {
+		t.Fatalf("a server killed on this boot lost nothing, but the restart renewed epochs:\n%s", srv.log())
+	}
 	if left := filesIn(t, spool); !slices.Equal(left, []string{"notes.txt"}) {
 		t.Fatalf("after a restart the spool holds %v, want only what is not the server's", left)
 	}

@@ -425,9 +425,13 @@ func openStore(ctx context.Context, path, pgURL string, sync sqlite.Sync, log *s
 		}
 		return db, "postgres", nil
 	}
-	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, Sync: sync})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, Sync: sync, NewEpoch: engine.NewEpoch})
 	if err != nil {
 		return nil, "", fmt.Errorf("open %s: %w", path, err)
+	}
+	if n := db.Renewed(); n > 0 {
+		log.Warn("the machine went down (or a sync failed) while the database was open: every conversation has a new epoch, and its clients start over",
+			"conversations", n)
 	}
 	return db, "sqlite:" + path + " (synchronous=" + string(sync) + ")", nil
 }

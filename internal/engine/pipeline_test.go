@@ -58,18 +58,7 @@ func TestFailedAppendFailsItsFollowers(t *testing.T) {
 	g := newHoldingStore(t, true)
 	eng := engine.New(g, engine.Options{})
 	defer eng.Close()
-	v, err := eng.CreateConversation(ctx, parley.Conversation{TurnPolicy: parley.PolicyFree, Participants: []string{"bot"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, bot := v.Conversation.ID, conv.Actor{AgentID: "bot"}
-	if _, err := eng.PostMessage(ctx, id, conv.PostMessage{Actor: bot, ID: "m", Role: parley.RoleAssistant, Streaming: true}); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := eng.Subscribe(ctx, id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id, bot, sub := streamingWatched(ctx, t, eng)
 	defer sub.Close()
 	before := sub.Init.Position.Seq
 

@@ -307,13 +307,70 @@ func (cq *commandQueue) decideStreams(id string, q *conversation, batch []*pendi
 	}
 	c.mu.Unlock()
 	start := time.Now()
+	// A store that tells the commit before the sync (Committed) has the
+	// run published, and the turn passed on, at the commit; the run's
+	// commands are answered once it is durable. once makes the run the
+	// conversation's exactly once, whichever of the two comes first to a
+	// worker.
+	var (
+		once      sync.Once
+		committed atomic.Bool
+		deleted   error
+	)
+	visible := func() { deleted = cq.committed(id, q, c, r, snapshot, false) }
+	p.Committed = func() {
+		committed.Store(true)
+		cq.workers.add(func() { once.Do(visible) })
+	}
 	cq.store.AppendAsync(p, func(err error) {
 		cq.metrics.observeAppend(len(r.d.Events), time.Since(start), err)
 		cq.workers.add(func() {
 			defer cq.e.wg.Done()
+			if committed.Load() {
+				once.Do(visible)
+				if err == nil {
+					err = deleted
+				}
+				r.answer(err)
+				return
+			}
 			cq.writeDone(id, q, c, r, snapshot, live, attempt, err)
 		})
 	})
+}
+
+// committed makes a run whose append is committed the conversation's: its
+// state becomes the conversation's, its events are published, and the turn
+// passes on. With durable set the append is durable too, and the run's
+// commands are answered before the turn passes; else they are answered
+// once it is (decideStreams), with what committed returns: nil, or the
+// error that the conversation was deleted while the append was written
+// (then none of it is the conversation's).
+func (cq *commandQueue) committed(id string, q *conversation, c *conversation, r *run, snapshot bool, durable bool) error {
+	c.mu.Lock()
+	if c.dropped {
+		c.mu.Unlock()
+		err := errDeleted(id) // none of it is the store's now
+		if durable {
+			r.answer(err)
+		}
+		q.failStreams(err)
+		cq.next(id, q)
+		return err
+	}
+	if snapshot {
+		c.snapshot = r.next.LastSeq
+	}
+	for _, m := range r.streams {
+		c.remember(m) // the run's assemblies, committed now
+	}
+	cq.e.applied(c, id, r.next, r.d)
+	if durable {
+		r.answer(nil)
+	}
+	c.mu.Unlock()
+	cq.next(id, q)
+	return nil
 }
 
 // writeDone takes the outcome of a run's append: on success the run's
@@ -322,25 +379,13 @@ func (cq *commandQueue) decideStreams(id string, q *conversation, batch []*pendi
 // queued behind it, fail with the error. Then the turn passes on. It runs
 // on a worker.
 func (cq *commandQueue) writeDone(id string, q *conversation, c *conversation, r *run, snapshot bool, live []*pending, attempt int, err error) {
-	c.mu.Lock()
-	switch {
-	case err == nil && c.dropped:
-		err = errDeleted(id) // deleted while the append was written: none of it is the store's now
-	case parley.ErrorCode(err) == parley.ENOTFOUND && !c.dropped:
-		cq.e.drop(c, id) // deleted on another node
-	}
 	if err == nil {
-		if snapshot {
-			c.snapshot = r.next.LastSeq
-		}
-		for _, m := range r.streams {
-			c.remember(m) // the run's assemblies, durable now
-		}
-		cq.e.applied(c, id, r.next, r.d)
-		r.answer(nil)
-		c.mu.Unlock()
-		cq.next(id, q)
+		cq.committed(id, q, c, r, snapshot, true)
 		return
+	}
+	c.mu.Lock()
+	if parley.ErrorCode(err) == parley.ENOTFOUND && !c.dropped {
+		cq.e.drop(c, id) // deleted on another node
 	}
 	if parley.ErrorCode(err) == parley.ECONFLICT {
 		c.mu.Unlock()

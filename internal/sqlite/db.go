@@ -4,6 +4,8 @@
 // goroutine that commits whatever writes are waiting in one transaction (group
 // commit); a batch in which one write fails is run again with each write in
 // its own savepoint, so that a failing write takes nothing else down with it.
+// With synchronous full, a syncer syncs the log after the commits and answers
+// their writes, which are readable from the commit on (logsync.go).
 package sqlite
 
 import (
@@ -13,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,12 +32,16 @@ type Options struct {
 	MaxBatch int
 	// Readers is the size of the read connection pool (default 4).
 	Readers int
-	// Sync is SQLite's synchronous setting for the writer: SyncFull (the
-	// default) syncs the log to disk at every commit, so an acknowledged
-	// write survives power loss; SyncNormal syncs only at checkpoints, so it
-	// survives the process crashing but a power loss may take the last
-	// commits back.
+	// Sync says how durable a write is when it is answered: SyncFull (the
+	// default) syncs the log to disk after every commit, before the commit's
+	// writes are answered, so an acknowledged write survives power loss;
+	// SyncNormal syncs only at checkpoints, so it survives the process
+	// crashing but a power loss may take the last commits back.
 	Sync Sync
+	// NewEpoch makes a conversation's new epoch, for when the machine went
+	// down while the database was open (see logsync.go); nil: eight random
+	// hexadecimal digits, as the engine makes them.
+	NewEpoch func() string
 	// Logger receives nothing today; it is kept for symmetry with other stores.
 	Logger *slog.Logger
 }
@@ -85,6 +92,16 @@ type DB struct {
 
 	indexKick chan struct{} // wakes the indexer after a commit (searchindex.go)
 	indexDone chan struct{} // closed when the indexer has stopped
+
+	// logs is the syncer's, with Options.Sync full; nil with normal
+	// (see logsync.go).
+	logs *logSync
+	// openPath is this process's file beside the database, which says it
+	// has it open (logsync.go); Close removes it.
+	openPath string
+	// renewed counts the conversations given a new epoch at Open because
+	// the machine went down while the database was open.
+	renewed int
 }
 
 var _ store.Store = (*DB)(nil)
@@ -133,6 +150,11 @@ func dsn(path string, role connRole, sync Sync) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
+	if role == roleWriter {
+		// The writer's commits do not sync: with SyncFull the syncer
+		// syncs the log after them (logsync.go).
+		sync = SyncNormal
+	}
 	q.Add("_pragma", "synchronous("+strings.ToUpper(string(sync))+")")
 	q.Add("_pragma", "foreign_keys(ON)")
 	switch role {
@@ -211,11 +233,31 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if noted {
 		db.indexKick <- struct{}{}
 	}
+	if opts.Sync == SyncFull {
+		db.logs = &logSync{groups: make(chan syncGroup, syncAhead), ahead: make(chan struct{}, syncAhead), done: make(chan struct{}),
+			walPath: path + "-wal", syncFile: fdatasync}
+		go db.syncer(db.logs)
+	}
 	go db.checkpointer(ckpt, db.kick, db.ckptDone)
 	go db.writer()
 	go db.indexer(db.indexKick, db.indexDone)
+	renewed, own, err := markOpen(ctx, db, path, opts.NewEpoch)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	db.renewed = renewed
+	if db.logs != nil {
+		db.logs.openPath = own
+	}
+	db.openPath = own
 	return db, nil
 }
+
+// Renewed returns the number of conversations Open gave a new epoch,
+// because the machine went down while the database was open and the last
+// events their subscribers saw may not have reached the disk.
+func (db *DB) Renewed() int { return db.renewed }
 
 // Stats returns how many batches and writes were committed, how long the
 // writer has been busy, and how many writes wait for it.
@@ -233,7 +275,11 @@ func (db *DB) Close() error {
 	db.stmts.close()
 	// The writer's connection closes last: closing the last connection
 	// checkpoints the whole log and removes it.
-	return errors.Join(db.ckpt.Close(), db.r.Close(), db.w.Close())
+	err := errors.Join(db.ckpt.Close(), db.r.Close(), db.w.Close())
+	if db.openPath != "" && err == nil && db.logs.err() == nil {
+		err = os.Remove(db.openPath)
+	}
+	return err
 }
 
 // writeReq is one write waiting for the writer.
@@ -244,6 +290,9 @@ type writeReq struct {
 	// index is set for a write of the search index's own (indexReq), whose
 	// commit gives the indexer nothing to do.
 	index bool
+	// committed, if set, is called once the write is committed, before
+	// its result if that waits for the log's sync (AppendParams.Committed).
+	committed func()
 }
 
 // finish hands a request its result.
@@ -266,6 +315,11 @@ func (db *DB) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx
 	return db.send(ctx, &writeReq{fn: fn, done: make(chan error, 1)})
 }
 
+// writeCommitted is write with a committed hook (writeReq.committed).
+func (db *DB) writeCommitted(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error, committed func()) error {
+	return db.send(ctx, &writeReq{fn: fn, done: make(chan error, 1), committed: committed})
+}
+
 // send queues req, which has a done channel, and returns its result, as
 // write does.
 func (db *DB) send(ctx context.Context, req *writeReq) error {
@@ -285,10 +339,10 @@ func (db *DB) send(ctx context.Context, req *writeReq) error {
 }
 
 // writeAsync queues fn for the next group commit and calls done with its
-// result (on the writer's goroutine). It waits only while the writer's
+// result (on the writer's goroutine, or the syncer's). It waits only while the writer's
 // queue is full.
-func (db *DB) writeAsync(fn func(ctx context.Context, tx *sql.Tx) error, done func(error)) {
-	req := &writeReq{fn: fn, cb: done}
+func (db *DB) writeAsync(fn func(ctx context.Context, tx *sql.Tx) error, committed func(), done func(error)) {
+	req := &writeReq{fn: fn, cb: done, committed: committed}
 	select {
 	case <-db.closing:
 		done(errClosed)
@@ -305,6 +359,12 @@ func (db *DB) writeAsync(fn func(ctx context.Context, tx *sql.Tx) error, done fu
 // writer commits queued writes in batches until Close.
 func (db *DB) writer() {
 	defer close(db.stopped)
+	if db.logs != nil {
+		defer func() {
+			close(db.logs.groups) // the syncer answers what it has, then stops
+			<-db.logs.done
+		}()
+	}
 	batch := make([]*writeReq, 0, db.opts.MaxBatch)
 	for {
 		var first *writeReq
@@ -315,6 +375,7 @@ func (db *DB) writer() {
 			for {
 				select {
 				case r := <-db.reqs:
+					db.logs.acquire()
 					db.commit([]*writeReq{r})
 				default:
 					db.indexAll()
@@ -322,6 +383,7 @@ func (db *DB) writer() {
 				}
 			}
 		}
+		db.logs.acquire() // the writes that come meanwhile join the batch
 		batch = append(batch[:0], first)
 	fill:
 		for len(batch) < db.opts.MaxBatch {
@@ -342,6 +404,13 @@ func (db *DB) writer() {
 // back and the batch run again, each request in a savepoint, so that a
 // failing request takes nothing else down with it.
 func (db *DB) commit(batch []*writeReq) {
+	if err := db.logs.err(); err != nil {
+		db.logs.release(1)
+		for _, r := range batch {
+			r.finish(err) // a sync failed: nothing more is written
+		}
+		return
+	}
 	start := time.Now()
 	ctx := context.Background()
 	results := make([]error, len(batch))
@@ -375,6 +444,17 @@ func (db *DB) commit(batch []*writeReq) {
 		default:
 		}
 	}
+	if err == nil {
+		for i, r := range batch {
+			if results[i] == nil && r.committed != nil {
+				r.committed()
+			}
+		}
+		if db.syncLater(batch, results) {
+			return // the syncer answers
+		}
+	}
+	db.logs.release(1)
 	for i, r := range batch {
 		if err != nil {
 			r.finish(fmt.Errorf("commit: %w", err))

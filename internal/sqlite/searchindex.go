@@ -116,10 +116,9 @@ func (db *DB) indexReq(upto int64) (*writeReq, *bool) {
 func (db *DB) indexAll() {
 	for {
 		req, more := db.indexReq(math.MaxInt64)
-		var err error
-		req.cb = func(e error) { err = e } // on this goroutine: done is not used
+		db.logs.acquire()
 		db.commit([]*writeReq{req})
-		if err != nil || !*more {
+		if err := <-req.done; err != nil || !*more {
 			return
 		}
 	}

@@ -145,7 +145,7 @@ func (db *DB) Append(ctx context.Context, p store.AppendParams) error {
 	if err != nil {
 		return err
 	}
-	return db.write(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p, enc) })
+	return db.writeCommitted(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p, enc) }, p.Committed)
 }
 
 // AppendAsync implements store.Store.
@@ -163,7 +163,7 @@ func (db *DB) AppendAsync(p store.AppendParams, done func(error)) {
 		done(err)
 		return
 	}
-	db.writeAsync(func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p, enc) }, done)
+	db.writeAsync(func(ctx context.Context, tx *sql.Tx) error { return db.appendTx(ctx, tx, p, enc) }, p.Committed, done)
 }
 
 // Exclusive implements store.Store. The one writer of the database holds

@@ -213,6 +213,14 @@ type AppendParams struct {
 	// the agents it is listed for with the append's events (a
 	// conversation.updated event among them).
 	Conversation *ConversationChange
+	// Committed, if set, is called once the append is committed and every
+	// reader sees it, which may be before it is durable: a store that
+	// syncs its log apart from its commits (SQLite with synchronous full)
+	// calls it before the append's outcome, which waits for the sync. A
+	// store whose commit is its sync may not call it at all: the outcome
+	// then says both. It is not called for an append that fails to
+	// commit, must not block, and may run on a goroutine of the store's.
+	Committed func()
 }
 
 // ConversationChange is a conversation's record after a change

@@ -311,27 +311,41 @@ func (cq *commandQueue) decideStreams(id string, q *conversation, batch []*pendi
 	// run published, and the turn passed on, at the commit; the run's
 	// commands are answered once it is durable. once makes the run the
 	// conversation's exactly once, whichever of the two comes first to a
-	// worker.
+	// worker. An answer that finds the run made the conversation's already
+	// is given at once, on the store's goroutine (answering blocks on
+	// nothing), rather than waking a worker for it.
 	var (
 		once      sync.Once
 		committed atomic.Bool
+		applied   atomic.Bool
 		deleted   error
 	)
-	visible := func() { deleted = cq.committed(id, q, c, r, snapshot, false) }
+	visible := func() {
+		deleted = cq.committed(id, q, c, r, snapshot, false)
+		applied.Store(true)
+	}
 	p.Committed = func() {
 		committed.Store(true)
 		cq.workers.add(func() { once.Do(visible) })
 	}
+	answer := func(err error) {
+		if err == nil {
+			err = deleted
+		}
+		r.answer(err)
+	}
 	cq.store.AppendAsync(p, func(err error) {
 		cq.metrics.observeAppend(len(r.d.Events), time.Since(start), err)
+		if applied.Load() {
+			answer(err)
+			cq.e.wg.Done()
+			return
+		}
 		cq.workers.add(func() {
 			defer cq.e.wg.Done()
 			if committed.Load() {
 				once.Do(visible)
-				if err == nil {
-					err = deleted
-				}
-				r.answer(err)
+				answer(err)
 				return
 			}
 			cq.writeDone(id, q, c, r, snapshot, live, attempt, err)

@@ -12,8 +12,9 @@ import (
 	"github.com/parleyhq/parley/internal/store"
 )
 
-// unsyncedStore commits its appends as the store does but holds back the
-// answer of each, as a store whose log is still being synced would, until
+// unsyncedStore is a store that tells a commit before it is durable: it
+// commits each append (the store's Append), says so (Committed), and holds
+// back the answer, as a store whose log is still being synced would, until
 // released.
 type unsyncedStore struct {
 	store.Store
@@ -21,9 +22,16 @@ type unsyncedStore struct {
 }
 
 func (s unsyncedStore) AppendAsync(p store.AppendParams, done func(error)) {
-	s.Store.AppendAsync(p, func(err error) {
-		go func() { <-s.release; done(err) }()
-	})
+	committed := p.Committed
+	p.Committed = nil
+	go func() {
+		err := s.Store.Append(context.Background(), p)
+		if err == nil && committed != nil {
+			committed()
+		}
+		<-s.release
+		done(err)
+	}()
 }
 
 // streamingWatched makes a conversation in which agent bot streams message

@@ -1,6 +1,11 @@
 package parley
 
-import "encoding/json"
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
 
 // The bodies of the API's requests, as clients send them and the server
 // reads them. The server refuses a body with a field not named here, so
@@ -172,4 +177,25 @@ type AnswerInputResult struct {
 // InputList is the answer to GET …/inputs.
 type InputList struct {
 	Inputs []Input `json:"inputs"`
+}
+
+// RequestHash identifies a write's request for idempotency: the SHA-256 of
+// its canonical JSON (object keys sorted at every level, metadata and
+// payloads included, no white space). Callers take it with the request's
+// client request id cleared, so that a retry is the same request whatever
+// its spacing, key order or the API it came through.
+func RequestHash(v any) string {
+	b, err := json.Marshal(v)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var generic any
+		if dec.Decode(&generic) == nil {
+			if c, err := json.Marshal(generic); err == nil {
+				b = c
+			}
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -3,8 +3,6 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -189,26 +187,6 @@ func jsonKind(t reflect.Type) string {
 		return jsonKind(t.Elem())
 	}
 	return "a number"
-}
-
-// requestHash identifies a request body for idempotency: the SHA-256 of its
-// canonical JSON (object keys sorted at every level, metadata and payloads
-// included, no white space), taken after the client request id is cleared,
-// so that neither spacing nor key order makes a retry a different request.
-func requestHash(v any) string {
-	b, err := json.Marshal(v)
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.UseNumber()
-		var generic any
-		if dec.Decode(&generic) == nil {
-			if c, err := json.Marshal(generic); err == nil {
-				b = c
-			}
-		}
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // clientRequestID reconciles the body's clientRequestId with the

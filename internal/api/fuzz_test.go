@@ -86,7 +86,7 @@ func checkDecode[T any](t *testing.T, data []byte) {
 	if err := decodeJSON(bytes.NewReader(b), 1<<20, &again); err != nil {
 		t.Fatalf("re-encoded value %s does not decode: %v", b, err)
 	}
-	_ = requestHash(&again)
+	_ = parley.RequestHash(&again)
 }
 
 // FuzzClaimTTL feeds a claim's and a reset's ttlMs, as JSON text, through

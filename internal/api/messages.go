@@ -73,7 +73,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, who parley.
 	res, err := s.eng.PostMessage(r.Context(), r.PathValue("id"), conv.PostMessage{
 		Actor: act, ID: req.ID, Role: req.Role, Parts: parts, ReplyTo: req.ReplyTo, TurnID: req.TurnID,
 		Finality: req.Finality, Next: req.Next, Precondition: req.Precondition, Channel: req.Channel,
-		Metadata: req.Metadata, ClientRequestID: key, RequestHash: requestHash(&req), NeedsContent: true,
+		Metadata: req.Metadata, ClientRequestID: key, RequestHash: parley.RequestHash(&req), NeedsContent: true,
 	})
 	s.created(w, err == nil && res.Replayed, res, err)
 }
@@ -94,7 +94,7 @@ func (s *Server) postEvent(w http.ResponseWriter, r *http.Request, who parley.Id
 	}
 	res, err := s.eng.PostTrace(r.Context(), r.PathValue("id"), conv.PostTrace{
 		Actor: act, ID: req.ID, Payload: req.Payload, TurnID: req.TurnID, Finality: req.Finality,
-		Precondition: req.Precondition, ClientRequestID: key, RequestHash: requestHash(&req),
+		Precondition: req.Precondition, ClientRequestID: key, RequestHash: parley.RequestHash(&req),
 	})
 	s.created(w, err == nil && res.Replayed, res, err)
 }

@@ -30,7 +30,7 @@ func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request, who parley.I
 	}
 	res, err := s.eng.EnqueuePrompt(r.Context(), r.PathValue("id"), conv.EnqueuePrompt{
 		Actor: act, ID: req.ID, Content: req.Content, Mode: req.Mode, To: req.To, Channel: req.Channel,
-		ClientRequestID: key, RequestHash: requestHash(&req)})
+		ClientRequestID: key, RequestHash: parley.RequestHash(&req)})
 	s.created(w, err == nil && res.Replayed, res, err)
 }
 

@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 
 	gomcp "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -234,9 +232,9 @@ func (s *Server) postMessage(ctx context.Context, who parley.Identity, in *PostM
 		if err := checkID("clientRequestId", in.ClientRequestID); err != nil {
 			return nil, err
 		}
-		b, _ := json.Marshal(in) // its fields in one order: the same arguments, the same hash
-		sum := sha256.Sum256(b)
-		hash = hex.EncodeToString(sum[:])
+		args := *in
+		args.ClientRequestID = "" // as the HTTP API hashes a body: without its key
+		hash = parley.RequestHash(&args)
 	}
 	return s.eng.PostMessage(ctx, in.ConversationID, conv.PostMessage{
 		Actor: act, Role: parley.RoleAssistant, Parts: []parley.Part{{Type: parley.PartText, Text: in.Content}},

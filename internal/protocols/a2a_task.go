@@ -337,8 +337,10 @@ func (s *Server) foldTask(ctx context.Context, ref *a2aTaskRef, agent, text stri
 // part.
 func (e *a2aEnc) waitMessage(status string) *a2a.Message {
 	var st answerStatus
-	_ = json.Unmarshal([]byte(status), &st)
-	text := "the prompt is " + st.State
+	text := "the prompt waits"
+	if err := json.Unmarshal([]byte(status), &st); err == nil && st.State != "" {
+		text = "the prompt is " + st.State
+	}
 	if w := st.WaitingOn; w != nil {
 		text = "the prompt waits on a " + w.Reason
 		if w.AgentID != "" {

@@ -1,16 +1,12 @@
-package engine
+package parley
 
 import "github.com/google/uuid"
 
 // EpochLen is the length of an epoch: eight lowercase hexadecimal digits.
 const EpochLen = 8
 
-// newEpoch returns a random epoch: the first EpochLen hexadecimal digits of
-// a random UUID.
-func newEpoch() string { return uuid.NewString()[:EpochLen] }
-
 // ValidEpoch reports whether s is an epoch as this server makes them
-// (newEpoch): exactly EpochLen characters of 0-9 a-f. A resume position
+// (NewEpoch): exactly EpochLen characters of 0-9 a-f. A resume position
 // with anything else in it was not made by a server.
 func ValidEpoch(s string) bool {
 	if len(s) != EpochLen {
@@ -24,6 +20,8 @@ func ValidEpoch(s string) bool {
 	return true
 }
 
-// NewEpoch returns a new random epoch, as the server makes them: for a
-// restore, which gives every conversation a new one.
-func NewEpoch() string { return newEpoch() }
+// NewEpoch returns a new random epoch: the first EpochLen hexadecimal
+// digits of a random UUID. A conversation gets one when it is made, and a
+// new one when its history is replaced (a restore, a machine that went
+// down under SQLite).
+func NewEpoch() string { return uuid.NewString()[:EpochLen] }

@@ -1,4 +1,4 @@
-package engine
+package parley
 
 import "testing"
 
@@ -7,8 +7,8 @@ import "testing"
 func TestValidEpoch(t *testing.T) {
 	t.Parallel()
 	for range 1000 {
-		if e := newEpoch(); !ValidEpoch(e) {
-			t.Fatalf("newEpoch made %q, which ValidEpoch refuses", e)
+		if e := NewEpoch(); !ValidEpoch(e) {
+			t.Fatalf("NewEpoch made %q, which ValidEpoch refuses", e)
 		}
 	}
 	for _, s := range []string{"", "0123456", "012345678", "0123456G", "ABCDEF01", "0123:567", " 1234567", "stale", "e", "0123456\x00"} {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/parleyhq/parley/internal/engine"
+	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/postgres"
 	"github.com/parleyhq/parley/internal/sqlite"
 	"github.com/parleyhq/parley/internal/store"
@@ -148,7 +148,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	res, err := sqlite.Restore(ctx, fs.Arg(0), *dbPath, engine.NewEpoch, bar.pages(""))
+	res, err := sqlite.Restore(ctx, fs.Arg(0), *dbPath, parley.NewEpoch, bar.pages(""))
 	bar.finish()
 	if err != nil {
 		return fmt.Errorf("restore: %w", err)
@@ -171,7 +171,7 @@ func renewPostgresEpochs(ctx context.Context, url string) (int, error) {
 		return 0, err
 	}
 	defer db.Close()
-	return db.RenewEpochs(ctx, store.RenewEpochsParams{Epoch: engine.NewEpoch})
+	return db.RenewEpochs(ctx, store.RenewEpochsParams{Epoch: parley.NewEpoch})
 }
 
 // meter is the progress of a backup or a restore on stderr.

@@ -425,7 +425,7 @@ func openStore(ctx context.Context, path, pgURL string, sync sqlite.Sync, log *s
 		}
 		return db, "postgres", nil
 	}
-	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, Sync: sync, NewEpoch: engine.NewEpoch})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, Sync: sync})
 	if err != nil {
 		return nil, "", fmt.Errorf("open %s: %w", path, err)
 	}

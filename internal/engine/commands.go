@@ -51,7 +51,7 @@ func (e *Engine) CreateConversation(ctx context.Context, c parley.Conversation) 
 	if c.ID == "" {
 		c.ID = NewID()
 	}
-	c.Epoch = newEpoch()
+	c.Epoch = parley.NewEpoch()
 	s, events, err := conv.Create(c, e.env())
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ func (e *Engine) BeginImport(ctx context.Context, c parley.Conversation) (*Impor
 	if e.isClosed() {
 		return nil, errClosed
 	}
-	c.Epoch = newEpoch()
+	c.Epoch = parley.NewEpoch()
 	now := e.opts.Now()
 	if c.CreatedAt.After(now.Add(conv.ClockSkew)) {
 		return nil, parley.Errorf(parley.EINVALIDVALUE, "the conversation's createdAt %s is in this server's future", c.CreatedAt.Format(parley.TimeLayout))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
-	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/transport"
 )
 
@@ -116,7 +115,7 @@ func aguiLastEventID(r *http.Request) (*aguiPosition, error) {
 	}
 	bad := parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"<epoch>:<seq>\" or \"<epoch>:<seq>:<k>\" as the server sent it, not %q", ids[0])
 	f := strings.Split(ids[0], ":")
-	if len(f) < 2 || len(f) > 3 || !engine.ValidEpoch(f[0]) {
+	if len(f) < 2 || len(f) > 3 || !parley.ValidEpoch(f[0]) {
 		return nil, bad
 	}
 	seq, ok := transport.ParseSeq(f[1])

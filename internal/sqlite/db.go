@@ -38,10 +38,6 @@ type Options struct {
 	// SyncNormal syncs only at checkpoints, so it survives the process
 	// crashing but a power loss may take the last commits back.
 	Sync Sync
-	// NewEpoch makes a conversation's new epoch, for when the machine went
-	// down while the database was open (see logsync.go); nil: eight random
-	// hexadecimal digits, as the engine makes them.
-	NewEpoch func() string
 	// Logger receives nothing today; it is kept for symmetry with other stores.
 	Logger *slog.Logger
 }
@@ -233,24 +229,21 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if noted {
 		db.indexKick <- struct{}{}
 	}
+	db.openPath = openFile(path)
 	if opts.Sync == SyncFull {
 		db.logs = &logSync{groups: make(chan syncGroup, syncAhead), ahead: make(chan struct{}, syncAhead), done: make(chan struct{}),
-			walPath: path + "-wal", syncFile: fdatasync}
+			walPath: path + "-wal", openPath: db.openPath, syncFile: fdatasync}
 		go db.syncer(db.logs)
 	}
 	go db.checkpointer(ckpt, db.kick, db.ckptDone)
 	go db.writer()
 	go db.indexer(db.indexKick, db.indexDone)
-	renewed, own, err := markOpen(ctx, db, path, opts.NewEpoch)
+	renewed, err := markOpen(ctx, db, path)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	db.renewed = renewed
-	if db.logs != nil {
-		db.logs.openPath = own
-	}
-	db.openPath = own
 	return db, nil
 }
 
@@ -276,8 +269,10 @@ func (db *DB) Close() error {
 	// The writer's connection closes last: closing the last connection
 	// checkpoints the whole log and removes it.
 	err := errors.Join(db.ckpt.Close(), db.r.Close(), db.w.Close())
-	if db.openPath != "" && err == nil && db.logs.err() == nil {
-		err = os.Remove(db.openPath)
+	if err == nil && db.logs.err() == nil { // a failed sync stays said, for the next open
+		if rerr := os.Remove(db.openPath); rerr != nil && !os.IsNotExist(rerr) {
+			err = rerr
+		}
 	}
 	return err
 }

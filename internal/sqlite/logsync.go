@@ -3,7 +3,6 @@ package sqlite
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/uuid"
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
 )
@@ -87,18 +85,27 @@ type logSync struct {
 	failed error
 }
 
+// openFile is the file beside the database at path that says this process
+// has it open.
+func openFile(path string) string { return path + "-open-" + strconv.Itoa(os.Getpid()) }
+
 // markOpen writes the file that says this process has the database at
-// path open on this boot, after renewing every conversation's epoch if a
-// process had it open when the machine went down (see above). It returns
-// the number of conversations renewed.
-func markOpen(ctx context.Context, db *DB, path string, newEpoch func() string) (int, string, error) {
+// path open on this boot (openFile), after renewing every conversation's
+// epoch if a process had it open when the machine went down (see above).
+// It returns the number of conversations renewed.
+func markOpen(ctx context.Context, db *DB, path string) (int, error) {
 	boot := bootID()
 	down := false
-	others, err := filepath.Glob(escapeGlob(path) + "-open-*")
+	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
-	for _, f := range others {
+	prefix := filepath.Base(path) + "-open-"
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		f := filepath.Join(filepath.Dir(path), e.Name())
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue // removed meanwhile by the process that closed
@@ -116,19 +123,15 @@ func markOpen(ctx context.Context, db *DB, path string, newEpoch func() string) 
 	}
 	renewed := 0
 	if down {
-		if newEpoch == nil {
-			newEpoch = func() string { return uuid.NewString()[:8] }
-		}
-		renewed, err = db.RenewEpochs(ctx, store.RenewEpochsParams{Epoch: newEpoch})
+		renewed, err = db.RenewEpochs(ctx, store.RenewEpochsParams{Epoch: parley.NewEpoch})
 		if err != nil {
-			return 0, "", fmt.Errorf("give every conversation a new epoch after the machine went down: %w", err)
+			return 0, fmt.Errorf("give every conversation a new epoch after the machine went down: %w", err)
 		}
 	}
-	own := path + "-open-" + strconv.Itoa(os.Getpid())
-	if err := writeSynced(own, boot); err != nil {
-		return 0, "", err
+	if err := writeSynced(openFile(path), boot); err != nil {
+		return 0, err
 	}
-	return renewed, own, nil
+	return renewed, nil
 }
 
 // processAlive reports whether the process named by an open file's suffix
@@ -145,39 +148,15 @@ func processAlive(f string) bool {
 	return signalZero(pid)
 }
 
-// escapeGlob escapes the characters filepath.Match treats specially.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // writeSynced writes s to the file at path and syncs it and its directory.
 func writeSynced(path, s string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
 		return err
 	}
-	_, err = f.WriteString(s + "\n")
-	err = errors.Join(err, f.Sync(), f.Close())
-	if err != nil {
+	if err := syncFile(path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir syncs a directory, so that a file made in it survives power loss.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return syncFile(filepath.Dir(path))
 }
 
 // syncer syncs the log after the writer's commits and answers them, until

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/parleyhq/parley"
-	"github.com/parleyhq/parley/internal/engine"
 )
 
 // ParseSeq reads the seq of a resume position exactly as the server writes
@@ -18,7 +17,7 @@ func ParseSeq(s string) (int64, bool) {
 
 // Position reads a resume position from Last-Event-ID or ?after=SEQ[&epoch=E],
 // exactly as the server writes them: "<epoch>:<seq>", where an epoch is
-// what the server makes (engine.ValidEpoch) and a seq is ParseSeq's. The
+// what the server makes (parley.ValidEpoch) and a seq is ParseSeq's. The
 // header wins over the query, but both must be well formed; anything else,
 // a parameter given twice, or an epoch without after, is EINVALID. nil
 // means no position: start with a snapshot. An empty Last-Event-ID is none,
@@ -38,8 +37,8 @@ func Position(r *http.Request) (*parley.Position, error) {
 		}
 		from = &parley.Position{Seq: n}
 		if len(epochs) == 1 {
-			if !engine.ValidEpoch(epochs[0]) {
-				return nil, parley.Errorf(parley.EINVALID, "epoch must be %d characters of 0-9 a-f, as the server sends it, not %q", engine.EpochLen, epochs[0])
+			if !parley.ValidEpoch(epochs[0]) {
+				return nil, parley.Errorf(parley.EINVALID, "epoch must be %d characters of 0-9 a-f, as the server sends it, not %q", parley.EpochLen, epochs[0])
 			}
 			from.Epoch = epochs[0]
 		}
@@ -51,7 +50,7 @@ func Position(r *http.Request) (*parley.Position, error) {
 	}
 	epoch, seq, _ := strings.Cut(ids[0], ":")
 	n, ok := ParseSeq(seq)
-	if !ok || !engine.ValidEpoch(epoch) {
+	if !ok || !parley.ValidEpoch(epoch) {
 		return nil, parley.Errorf(parley.EINVALID, "Last-Event-ID must be \"<epoch>:<seq>\" as the server sent it, not %q", ids[0])
 	}
 	return &parley.Position{Seq: n, Epoch: epoch}, nil

@@ -168,9 +168,10 @@ func (s State) Active() *parley.QueuedPrompt {
 	return nil
 }
 
-// NextPrompt returns the prompt DispatchPrompt would hand to runner at now,
-// or nil: none while one is dispatched, and a collect prompt only after its
-// window.
+// NextPrompt returns the prompt next in line for runner at now, or nil:
+// none while one is dispatched, and a collect prompt only after its window.
+// DispatchPrompt hands it over only if its message may be written now
+// (Dispatchable).
 func (s State) NextPrompt(runner string, now time.Time) *parley.QueuedPrompt {
 	if s.Active() != nil || s.Closed {
 		return nil
@@ -331,6 +332,19 @@ func (d *decider) endPrompt(a *parley.QueuedPrompt, runner string, aborted bool)
 		d.emit(parley.EventPromptCompleted, 0, "", runner, parley.FinalityNone, parley.PromptCompleted{ID: id})
 	}
 	d.out.Result.EndedPrompt = id
+}
+
+// Dispatchable reports whether DispatchPrompt would hand runner a prompt
+// now: one is next in line (NextPrompt) and its message may be written, no
+// other agent holding the floor. Runners ask before they have the engine
+// dispatch, which reads the prompt's text: a prompt that waits behind a
+// streaming message is asked about at each of its deltas.
+func Dispatchable(s State, runner string, env Env) bool {
+	if s.NextPrompt(runner, env.Now) == nil {
+		return false
+	}
+	d, err := Decide(s, DispatchPrompt{Runner: runner}, env)
+	return err == nil && slices.ContainsFunc(d.Events, func(e parley.Event) bool { return e.Type == parley.EventPromptDispatched })
 }
 
 func (d *decider) dispatch(c DispatchPrompt) error {

@@ -144,6 +144,13 @@ type Dispatched struct {
 	AgentID       string          `json:"agentId"`
 }
 
+// Dispatchable reports whether DispatchPrompt would hand a runner of
+// agentID a prompt now, in the conversation whose state is s (see
+// conv.Dispatchable). It reads nothing.
+func (e *Engine) Dispatchable(s conv.State, agentID string) bool {
+	return conv.Dispatchable(s, agentID, e.env())
+}
+
 // DispatchPrompt hands the next prompt ready for a runner of agentID to it,
 // if the conversation has one and is answering none. It returns nil when
 // nothing was dispatched.

@@ -24,9 +24,12 @@ func (d *Dispatcher) kick(conversationID string) {
 }
 
 // kickWhenReady dispatches the next prompt of the conversation of s now,
-// and again when the collect prompt at the head of its queue (if any) has
-// waited its window: a collect prompt is not ready before. With no runner
-// for it here, it does nothing: the node that has one dispatches.
+// if a runner here may be handed it, and again when the collect prompt at
+// the head of its queue (if any) has waited its window: a collect prompt
+// is not ready before. With no runner for it here, it does nothing: the
+// node that has one dispatches. It is called on every change of a
+// conversation whose prompts wait, each delta of a message that holds the
+// floor among them: the check reads nothing.
 func (d *Dispatcher) kickWhenReady(s conv.State) {
 	id := s.Conversation.ID
 	hs, release := d.candidates(s)
@@ -34,7 +37,9 @@ func (d *Dispatcher) kickWhenReady(s conv.State) {
 	if len(hs) == 0 {
 		return
 	}
-	d.kick(id)
+	if slices.ContainsFunc(hs, func(h *handle) bool { return d.eng.Dispatchable(s, h.agentID) }) {
+		d.kick(id)
+	}
 	head := s.Queue[0]
 	if head.Mode != conv.ModeCollect {
 		return

@@ -272,13 +272,25 @@ func (m *serveMain) newHandler(ctx context.Context) error {
 		Gatherer:       m.reg,
 		Registerer:     m.reg,
 		MaxImportBytes: m.flags.maxImport,
-		Ready:          func(ctx context.Context) error { _, err := db.CountTokens(ctx); return err },
+		Ready:          func(ctx context.Context) error { return ready(ctx, db) },
 		Guards:         m.flags.guards,
 		Spool:          m.spool,
 		A2ACards:       m.flags.agentCards,
 	})
 	m.loops.Go(ctx, "token watcher", m.handler.WatchTokens)
 	return nil
+}
+
+// ready is /readyz: the store answers a read, and one that can tell its
+// health (SQLite: a log that syncs) is healthy.
+func ready(ctx context.Context, db store.Store) error {
+	if h, ok := db.(interface{ Health() error }); ok {
+		if err := h.Health(); err != nil {
+			return err
+		}
+	}
+	_, err := db.CountTokens(ctx)
+	return err
 }
 
 // startPprof serves Go's profiles with -pprof.

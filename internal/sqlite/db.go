@@ -117,6 +117,9 @@ type Stats struct {
 	Busy time.Duration
 	// Queued is the number of writes waiting for the writer now.
 	Queued int
+	// SyncWait is how long the sync of the log under way has taken so far
+	// (0 if none is, or with Options.Sync normal): see Health.
+	SyncWait time.Duration
 }
 
 // A connection's role decides its pragmas (see dsn).
@@ -255,7 +258,7 @@ func (db *DB) Renewed() int { return db.renewed }
 // Stats returns how many batches and writes were committed, how long the
 // writer has been busy, and how many writes wait for it.
 func (db *DB) Stats() Stats {
-	return Stats{Batches: db.batches.Load(), Writes: db.writes.Load(), Busy: time.Duration(db.busy.Load()), Queued: len(db.reqs)}
+	return Stats{Batches: db.batches.Load(), Writes: db.writes.Load(), Busy: time.Duration(db.busy.Load()), Queued: len(db.reqs), SyncWait: db.logs.syncWait()}
 }
 
 // Close stops accepting writes, finishes those already queued and closes

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/store"
@@ -83,6 +85,10 @@ type logSync struct {
 	// failed is set once a sync failed: every later write is refused.
 	mu     sync.Mutex
 	failed error
+	// since is when the sync under way began (UnixNano), 0 between syncs:
+	// a disk that stops answering holds the syncer in fdatasync, and every
+	// write waits for it (see Health).
+	since atomic.Int64
 }
 
 // openFile is the file beside the database at path that says this process
@@ -233,7 +239,42 @@ func (ls *logSync) syncWAL() error {
 			return err
 		}
 	}
+	ls.since.Store(time.Now().UnixNano())
+	defer ls.since.Store(0)
 	return ls.syncFile(ls.wal)
+}
+
+// syncWait is how long the sync under way has taken so far, 0 if none is.
+func (ls *logSync) syncWait() time.Duration {
+	if ls == nil {
+		return 0
+	}
+	since := ls.since.Load()
+	if since == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, since))
+}
+
+// SyncStall is how long a sync of the log may take before Health reports
+// the database unavailable (a variable for tests). A sync takes well under
+// a millisecond on a local disk and tens of milliseconds on a busy one.
+var SyncStall = 10 * time.Second
+
+// Health reports whether the database can take writes now: nil, the error
+// of a sync that failed (every write is refused until a restart), or
+// EUNAVAILABLE when the sync under way has taken longer than SyncStall,
+// the disk not answering. Writes are committed and seen by subscribers
+// meanwhile, but none is answered before the sync returns: /readyz says so
+// rather than let a load balancer send more.
+func (db *DB) Health() error {
+	if err := db.logs.err(); err != nil {
+		return err
+	}
+	if w := db.logs.syncWait(); w > SyncStall {
+		return parley.Errorf(parley.EUNAVAILABLE, "the database's log has been syncing to disk for %s (the disk does not answer): writes wait for it", w.Round(time.Second))
+	}
+	return nil
 }
 
 // err is the failure of an earlier sync, if any.

@@ -186,3 +186,57 @@ func TestMachineDownRenewsEpochs(t *testing.T) {
 		t.Fatalf("head %+v (%v), want the epoch renewed after the machine went down", h, err)
 	}
 }
+
+// TestStalledSyncIsUnhealthy: a sync that does not return (a disk that
+// stops answering) holds every write's answer; past SyncStall, Health says
+// the database is unavailable and Stats how long the sync has waited.
+// Once it returns, the writes are answered and Health is nil again.
+func TestStalledSyncIsUnhealthy(t *testing.T) {
+	old := SyncStall
+	SyncStall = 50 * time.Millisecond
+	defer func() { SyncStall = old }()
+	db := newSynced(t, filepath.Join(t.TempDir(), "p.db"))
+	defer db.Close()
+	createC(t, db)
+	if err := db.Health(); err != nil {
+		t.Fatalf("health before any stall: %v", err)
+	}
+	gate, syncing := make(chan struct{}), make(chan struct{}, 1)
+	db.logs.syncFile = func(f *os.File) error {
+		syncing <- struct{}{}
+		<-gate
+		return fdatasync(f)
+	}
+	done := make(chan error, 1)
+	db.AppendAsync(traceAt(2), func(err error) { done <- err })
+	<-syncing
+	deadline := time.Now().Add(10 * time.Second)
+	for db.Health() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("a sync held for 10 s is still reported healthy")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	err := db.Health()
+	if parley.ErrorCode(err) != parley.EUNAVAILABLE || !strings.Contains(err.Error(), "does not answer") {
+		t.Fatalf("health while the sync is held: %v, want EUNAVAILABLE saying the disk does not answer", err)
+	}
+	if w := db.Stats().SyncWait; w < SyncStall {
+		t.Fatalf("Stats().SyncWait = %s while the sync is held, want at least %s", w, SyncStall)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the append was answered (%v) while its sync was held", err)
+	default:
+	}
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Health(); err != nil {
+		t.Fatalf("health once the sync returned: %v", err)
+	}
+	if w := db.Stats().SyncWait; w != 0 {
+		t.Fatalf("Stats().SyncWait = %s between syncs, want 0", w)
+	}
+}

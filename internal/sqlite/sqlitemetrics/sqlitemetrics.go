@@ -13,12 +13,13 @@ const (
 	WritesName  = "parley_sqlite_commit_writes_total"
 	BusyName    = "parley_sqlite_writer_busy_seconds_total"
 	QueueName   = "parley_sqlite_write_queue"
+	SyncName    = "parley_sqlite_log_sync_wait_seconds"
 )
 
 // Collectors returns the metrics of a SQLite store's one writer, read
 // from its counters when /metrics is scraped: how many commits it made and
-// of how many writes, how long it was busy committing, and what waits for
-// it. Every append of the server goes through the writer, one commit
+// of how many writes, how long it was busy committing, what waits for it,
+// and how long the log's sync under way has taken. Every append of the server goes through the writer, one commit
 // after another, and each commit waits for the disk whatever its size: a
 // writer busy nearly all the time, with writes per commit and a queue that
 // grow with the load, is what bounds the server.
@@ -36,5 +37,8 @@ func Collectors(db *sqlite.DB) []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: QueueName,
 			Help: "Writes waiting for the SQLite store's one writer."},
 			func() float64 { return float64(db.Stats().Queued) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: SyncName,
+			Help: "How long the sync of the SQLite store's log under way has taken so far (0 between syncs): writes are answered only once it returns, and a value that keeps growing is a disk that does not answer."},
+			func() float64 { return db.Stats().SyncWait.Seconds() }),
 	}
 }

@@ -37,7 +37,7 @@ func TestMetricsTellTheWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]float64{}
-		for _, name := range []string{sqlitemetrics.CommitsName, sqlitemetrics.WritesName, sqlitemetrics.BusyName, sqlitemetrics.QueueName} {
+		for _, name := range []string{sqlitemetrics.CommitsName, sqlitemetrics.WritesName, sqlitemetrics.BusyName, sqlitemetrics.QueueName, sqlitemetrics.SyncName} {
 			f, ok := fams[name]
 			if !ok || len(f.GetMetric()) != 1 {
 				t.Fatalf("/metrics has no %s", name)
@@ -77,5 +77,8 @@ func TestMetricsTellTheWriter(t *testing.T) {
 	}
 	if q := after[sqlitemetrics.QueueName]; q != 0 {
 		t.Fatalf("%v writes queued with every request answered", q)
+	}
+	if w := after[sqlitemetrics.SyncName]; w < 0 || w > 1 {
+		t.Fatalf("the log's sync has waited %vs with every request answered", w)
 	}
 }

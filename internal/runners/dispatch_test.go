@@ -26,9 +26,14 @@ type bundle struct {
 
 func setup(t *testing.T, opts runners.Options) *bundle {
 	t.Helper()
+	return setupOn(t, teststore.Open(t), opts)
+}
+
+// setupOn is setup on the store db (a test's wrapper of one).
+func setupOn(t *testing.T, db store.Store, opts runners.Options) *bundle {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	db := teststore.Open(t)
 	eng := engine.New(db, engine.Options{})
 	rn := runners.New(eng, db, opts)
 	t.Cleanup(func() { rn.Close(); eng.Close() })

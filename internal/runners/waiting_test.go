@@ -9,7 +9,6 @@ import (
 
 	"github.com/parleyhq/parley"
 	"github.com/parleyhq/parley/internal/conv"
-	"github.com/parleyhq/parley/internal/engine"
 	"github.com/parleyhq/parley/internal/runners"
 	"github.com/parleyhq/parley/internal/store"
 	"github.com/parleyhq/parley/internal/teststore"
@@ -34,31 +33,27 @@ func (s *readCounter) ReadEvents(ctx context.Context, p store.ReadEventsParams) 
 // its text.
 func TestPromptWaitingBehindAStreamReadsNothing(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	st := &readCounter{Store: teststore.Open(t)}
-	eng := engine.New(st, engine.Options{})
-	rn := runners.New(eng, st, runners.Options{})
-	t.Cleanup(func() { rn.Close(); eng.Close() })
-	b := &bundle{db: st, eng: eng, runners: rn, ctx: ctx}
+	b := setupOn(t, st, runners.Options{})
 	id := b.conversation(t)
 	frames := make(chan []byte, 64)
-	detach := rn.Attach(id, "bot", func(f []byte) { frames <- f })
-	defer detach()
-	startStreaming(t, b, eng, id)
-	if _, err := eng.EnqueuePrompt(ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "what next?"}); err != nil {
+	detach := b.runners.Attach(id, "bot", func(f []byte) { frames <- f })
+	startStreaming(t, b, b.eng, id)
+	if _, err := b.eng.EnqueuePrompt(b.ctx, id, conv.EnqueuePrompt{Actor: conv.Actor{AgentID: "human"}, ID: "p1", Content: "what next?"}); err != nil {
 		t.Fatal(err)
 	}
 	bot := conv.Actor{AgentID: "bot"}
 	before := st.reads.Load()
 	const deltas = 50
 	for range deltas {
-		if _, err := eng.StreamText(ctx, id, conv.StreamText{Actor: bot, MessageID: "r1", Delta: "more "}); err != nil {
+		if _, err := b.eng.StreamText(b.ctx, id, conv.StreamText{Actor: bot, MessageID: "r1", Delta: "more "}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the dispatches kicked run in the background
-	if n := st.reads.Load() - before; n > 2 {
+	// Closing the runners waits for every dispatch they started.
+	detach()
+	b.runners.Close()
+	if n := st.reads.Load() - before; n != 0 {
 		t.Errorf("%d event reads while %d deltas streamed past a waiting prompt; want none", n, deltas)
 	}
 	select {
@@ -66,7 +61,12 @@ func TestPromptWaitingBehindAStreamReadsNothing(t *testing.T) {
 		t.Fatalf("a prompt was pushed while the runner's message held the floor: %s", f)
 	default:
 	}
-	if _, err := eng.FinalizeMessage(ctx, id, conv.FinalizeMessage{Actor: bot, MessageID: "r1", Reason: parley.FinishEndTurn}); err != nil {
+
+	// Runners again, on the same engine: the prompt goes once the message ends.
+	rn := runners.New(b.eng, st, runners.Options{})
+	t.Cleanup(rn.Close)
+	defer rn.Attach(id, "bot", func(f []byte) { frames <- f })()
+	if _, err := b.eng.FinalizeMessage(b.ctx, id, conv.FinalizeMessage{Actor: bot, MessageID: "r1", Reason: parley.FinishEndTurn}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -256,14 +256,14 @@ func (ls *logSync) syncWait() time.Duration {
 	return time.Since(time.Unix(0, since))
 }
 
-// SyncStall is how long a sync of the log may take before Health reports
+// syncStall is how long a sync of the log may take before Health reports
 // the database unavailable (a variable for tests). A sync takes well under
 // a millisecond on a local disk and tens of milliseconds on a busy one.
-var SyncStall = 10 * time.Second
+var syncStall = 10 * time.Second
 
 // Health reports whether the database can take writes now: nil, the error
 // of a sync that failed (every write is refused until a restart), or
-// EUNAVAILABLE when the sync under way has taken longer than SyncStall,
+// EUNAVAILABLE when the sync under way has taken longer than syncStall,
 // the disk not answering. Writes are committed and seen by subscribers
 // meanwhile, but none is answered before the sync returns: /readyz says so
 // rather than let a load balancer send more.
@@ -271,7 +271,7 @@ func (db *DB) Health() error {
 	if err := db.logs.err(); err != nil {
 		return err
 	}
-	if w := db.logs.syncWait(); w > SyncStall {
+	if w := db.logs.syncWait(); w > syncStall {
 		return parley.Errorf(parley.EUNAVAILABLE, "the database's log has been syncing to disk for %s (the disk does not answer): writes wait for it", w.Round(time.Second))
 	}
 	return nil

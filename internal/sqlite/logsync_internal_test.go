@@ -188,13 +188,13 @@ func TestMachineDownRenewsEpochs(t *testing.T) {
 }
 
 // TestStalledSyncIsUnhealthy: a sync that does not return (a disk that
-// stops answering) holds every write's answer; past SyncStall, Health says
+// stops answering) holds every write's answer; past syncStall, Health says
 // the database is unavailable and Stats how long the sync has waited.
 // Once it returns, the writes are answered and Health is nil again.
 func TestStalledSyncIsUnhealthy(t *testing.T) {
-	old := SyncStall
-	SyncStall = 50 * time.Millisecond
-	defer func() { SyncStall = old }()
+	old := syncStall
+	syncStall = 50 * time.Millisecond
+	defer func() { syncStall = old }()
 	db := newSynced(t, filepath.Join(t.TempDir(), "p.db"))
 	defer db.Close()
 	createC(t, db)
@@ -221,8 +221,8 @@ func TestStalledSyncIsUnhealthy(t *testing.T) {
 	if parley.ErrorCode(err) != parley.EUNAVAILABLE || !strings.Contains(err.Error(), "does not answer") {
 		t.Fatalf("health while the sync is held: %v, want EUNAVAILABLE saying the disk does not answer", err)
 	}
-	if w := db.Stats().SyncWait; w < SyncStall {
-		t.Fatalf("Stats().SyncWait = %s while the sync is held, want at least %s", w, SyncStall)
+	if w := db.Stats().SyncWait; w < syncStall {
+		t.Fatalf("Stats().SyncWait = %s while the sync is held, want at least %s", w, syncStall)
 	}
 	select {
 	case err := <-done:

@@ -183,7 +183,9 @@ type InputList struct {
 // its canonical JSON (object keys sorted at every level, metadata and
 // payloads included, no white space). Callers take it with the request's
 // client request id cleared, so that a retry is the same request whatever
-// its spacing, key order or the API it came through.
+// its spacing or key order. It hashes the body as its API reads it: a
+// request made through MCP and retried over HTTP with the same key has
+// two shapes, two hashes, and is refused as a different request.
 func RequestHash(v any) string {
 	b, err := json.Marshal(v)
 	if err == nil {
